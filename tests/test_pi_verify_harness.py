@@ -14,15 +14,16 @@ import json
 import re
 import uuid
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 try:
-    from helpers.pi_real import ensure_pi_installed, verify_pi_sessions
+    from helpers.pi_real import ensure_pi_installed, pi_rpc_resume, verify_pi_sessions
 except ImportError:  # tests/ is a package or the repo root is on sys.path
-    from tests.helpers.pi_real import ensure_pi_installed, verify_pi_sessions
+    from tests.helpers.pi_real import ensure_pi_installed, pi_rpc_resume, verify_pi_sessions
 
 pytestmark = pytest.mark.e2e
 
@@ -290,3 +291,65 @@ def test_errors_are_reported_per_file(pi_install: Path, project: tuple[Path, Pat
     assert r_missing["error"]["name"] == "FileNotFound" and r_missing["open"] is None
     assert not missing.parent.exists()  # the harness did not let Pi create a session there
     assert r_notes["error"]["stage"] == "open" and r_notes["unchanged"] is True
+
+
+def test_real_cli_resume_loads_the_session_untouched(pi_install: Path, project: tuple[Path, Path]) -> None:
+    """`pi --mode rpc` + switch_session = the code path of the interactive /resume picker."""
+    agent_dir, cwd = project
+    sid = str(uuid.uuid4())
+    path = write_session(session_path(agent_dir, cwd, sid, HEADER_TS), build_entries(cwd, sid))
+
+    result = pi_rpc_resume(agent_dir, cwd, path)
+
+    assert result["failure"] is None, result["stderr"]
+    assert result["responses"]["switch_session"]["success"] is True
+    assert result["responses"]["switch_session"]["data"] == {"cancelled": False}
+    state = result["responses"]["get_state"]["data"]
+    assert state["sessionFile"] == str(path)
+    assert state["sessionId"] == sid
+    assert state["sessionName"] == SESSION_NAME
+    assert state["messageCount"] == 4
+    assert result["messages"] == expected_messages()
+    stats = result["responses"]["get_session_stats"]
+    assert stats["success"] is True and stats["data"]["userMessages"] == 2
+    assert result["unchanged"] is True and result["appendedLines"] == []
+    assert result["exitCode"] == 0
+
+
+def test_real_cli_resume_detects_problems(
+    pi_install: Path, project: tuple[Path, Path], tmp_path: Path
+) -> None:
+    agent_dir, cwd = project
+    sdir = agent_dir / "sessions" / encode_cwd(str(cwd))
+
+    # no thinking_level_change on the branch: Pi appends one when the session is resumed
+    sid = str(uuid.uuid4())
+    entries = [e for e in build_entries(cwd, sid) if e["type"] != "thinking_level_change"]
+    for prev, entry in pairwise(entries[1:]):
+        entry["parentId"] = prev["id"]
+    no_thinking = write_session(sdir / f"2026-11-20T10-00-01-000Z_{sid}.jsonl", entries)
+    r = pi_rpc_resume(agent_dir, cwd, no_thinking)
+    assert r["responses"]["switch_session"]["success"] is True
+    assert r["unchanged"] is False
+    (appended,) = r["appendedLines"]
+    assert appended["type"] == "thinking_level_change" and appended["parentId"] == entries[-1]["id"]
+
+    # an assistant message without usage: resume works, session stats (and Pi's TUI footer) crash
+    sid = str(uuid.uuid4())
+    entries = build_entries(cwd, sid)
+    del entries[-1]["message"]["usage"]
+    no_usage = write_session(sdir / f"2026-11-20T10-00-02-000Z_{sid}.jsonl", entries)
+    r = pi_rpc_resume(agent_dir, cwd, no_usage)
+    assert r["responses"]["switch_session"]["success"] is True
+    assert r["responses"]["get_session_stats"]["success"] is False
+    assert "input" in r["responses"]["get_session_stats"]["error"]
+
+    # header cwd that does not exist: /resume refuses (the TUI asks to continue elsewhere or fork)
+    sid = str(uuid.uuid4())
+    gone = write_session(
+        sdir / f"2026-11-20T10-00-03-000Z_{sid}.jsonl", build_entries(tmp_path / "gone", sid)
+    )
+    r = pi_rpc_resume(agent_dir, cwd, gone)
+    assert r["responses"]["switch_session"]["success"] is False
+    assert "working directory does not exist" in r["responses"]["switch_session"]["error"]
+    assert r["unchanged"] is True

