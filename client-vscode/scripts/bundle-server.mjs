@@ -1,0 +1,35 @@
+// Fills bundled/libs with the pimem server (../server/pimem) and its pure-Python dependencies, the way
+// Microsoft's python-tools extension template does: `pip install --target`. Uses the machine's python3
+// (override with PIMEM_BUNDLE_PYTHON). The extension runs `<python> -m pimem serve` with PYTHONPATH=bundled/libs.
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const client = join(here, '..');
+const repo = join(client, '..');
+const libs = join(client, 'bundled', 'libs');
+const python = process.env.PIMEM_BUNDLE_PYTHON ?? 'python3';
+
+const source = join(repo, 'server', 'pimem');
+if (!existsSync(join(source, '__init__.py'))) {
+  throw new Error(`${source} is not a Python package`);
+}
+rmSync(join(client, 'bundled'), { recursive: true, force: true });
+mkdirSync(libs, { recursive: true });
+const requirements = join(client, 'requirements.txt');
+console.log(`pip install --target ${libs} -r ${requirements} (with ${python})`);
+execFileSync(
+  python,
+  ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--root-user-action=ignore', '--no-compile', '--only-binary=:all:',
+    '--no-deps', '--target', libs, '-r', requirements],
+  { stdio: 'inherit' },
+);
+rmSync(join(libs, 'bin'), { recursive: true, force: true }); // console scripts with this machine's shebang
+cpSync(source, join(libs, 'pimem'), {
+  recursive: true,
+  filter: (path) => !/(__pycache__|\.pyc$)/.test(path),
+});
+const listed = readFileSync(requirements, 'utf8').split('\n').filter((l) => /^[a-z]/i.test(l)).length;
+console.log(`bundled pimem and ${listed} libraries into ${libs}`);

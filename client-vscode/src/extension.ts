@@ -1,0 +1,48 @@
+// Entry point of the Pi Memory extension: wires the server, the results panel, the hover, the status bar and
+// the commands together. The only module-level state is the instance deactivate() must stop.
+import * as vscode from 'vscode';
+import { Commands, PimemCommands } from './commands';
+import { RESTART_SETTINGS, SECTION } from './config';
+import { SelectionHoverProvider } from './hover';
+import { watchPythonExtension } from './python';
+import { ResultsPanel } from './resultsPanel';
+import { PimemServer } from './server';
+import { SyncUi } from './syncUi';
+
+let active: PimemServer | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const log = vscode.window.createOutputChannel('Pi Memory', { log: true });
+  const server = new PimemServer(context.extensionPath, log);
+  const panel = new ResultsPanel(context.extensionUri, log);
+  const hover = new SelectionHoverProvider(server, Commands.showResults, log);
+  const commands = new PimemCommands(server, panel, hover, log);
+  active = server;
+
+  context.subscriptions.push(
+    log,
+    server,
+    panel,
+    new SyncUi(server, Commands.showStatus),
+    ...commands.register(),
+    vscode.languages.registerHoverProvider([{ scheme: 'file' }, { scheme: 'untitled' }], hover),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (RESTART_SETTINGS.some((key) => e.affectsConfiguration(key))) {
+        server.scheduleRestart();
+      }
+    }),
+  );
+  void watchPythonExtension(() => {
+    if (vscode.workspace.getConfiguration(SECTION).get<string>('python', '').trim() === '') {
+      server.scheduleRestart();
+    }
+  }).then((d) => d && context.subscriptions.push(d));
+
+  void server.start();
+}
+
+export async function deactivate(): Promise<void> {
+  const server = active;
+  active = undefined;
+  await server?.stop();
+}

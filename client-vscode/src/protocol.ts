@@ -1,0 +1,149 @@
+// The pimem/* protocol as seen by the client. Mirrors docs/lsp-extensions.md (the single source of truth):
+// keep method names and interfaces here in step with that document, and nowhere else.
+import { NotificationType, RequestType } from 'vscode-languageclient/node';
+
+export type Source = 'pi' | 'claude' | 'codex';
+export const SOURCES: readonly Source[] = ['pi', 'claude', 'codex'];
+
+export namespace Methods {
+  export const RECALL = 'pimem/recall';
+  export const BACKFILL = 'pimem/backfill';
+  export const MIGRATE_CODEX = 'pimem/migrateCodex';
+  export const STATUS = 'pimem/status';
+  export const INDEX_CHANGED = 'pimem/indexChanged';
+  export const SYNC_STATUS = 'pimem/syncStatus';
+}
+
+// ---- initialization --------------------------------------------------------------------------------------
+
+export interface PimemInitializationOptions {
+  dbPath?: string;
+  autoSync?: boolean;
+  sources?: { pi?: boolean; claude?: boolean; codex?: boolean };
+  hover?: 'off' | 'word';
+}
+
+// ---- pimem/recall ----------------------------------------------------------------------------------------
+
+export interface RecallParams {
+  entities?: string[];
+  text?: string;
+  limit?: number;
+  sources?: Source[];
+  cwd?: string;
+}
+
+export interface RecallRow {
+  turnId: string;
+  sessionId: string;
+  source: Source;
+  cwd: string;
+  ts: number;
+  userText: string;
+  replyText: string;
+  toolNames: string[];
+  hits: number;
+  jsonlPath: string;
+  line: number | null;
+  resumeCommand: string | null;
+}
+
+export interface RecallResult {
+  entities: string[];
+  results: RecallRow[];
+  markdown: string;
+}
+
+export const RecallRequest = new RequestType<RecallParams, RecallResult, void>(Methods.RECALL);
+
+// ---- pimem/backfill --------------------------------------------------------------------------------------
+
+export interface BackfillParams {
+  force?: boolean;
+}
+
+export interface SyncIssue {
+  source: Source;
+  jsonlPath: string | null;
+  error: string;
+}
+
+export interface SyncStats {
+  pi: number;
+  claude: number;
+  codex: number;
+  turns: number;
+  scannedFiles: number;
+  skippedFiles: number;
+  issues: SyncIssue[];
+  cancelled: boolean;
+  durationMs: number;
+}
+
+export const BackfillRequest = new RequestType<BackfillParams, SyncStats, void>(Methods.BACKFILL);
+
+// ---- pimem/migrateCodex ----------------------------------------------------------------------------------
+
+export interface MigrateCodexParams {
+  workspaceFolder?: string;
+  dryRun?: boolean;
+}
+
+export interface MigrationReport {
+  folder: string;
+  dryRun: boolean;
+  migrated: { codexSessionId: string; codexPath: string; piPath: string; messages: number }[];
+  skipped: { codexSessionId: string; piPath: string; reason: string }[];
+  issues: { jsonlPath: string; error: string }[];
+}
+
+export interface MigrateCodexResult {
+  reports: MigrationReport[];
+}
+
+export const MigrateCodexRequest = new RequestType<MigrateCodexParams, MigrateCodexResult, void>(
+  Methods.MIGRATE_CODEX,
+);
+
+// ---- pimem/status ----------------------------------------------------------------------------------------
+
+export type StatusParams = Record<string, never>;
+
+export interface StatusResult {
+  dbPath: string;
+  sessions: number;
+  turns: { pi: number; claude: number; codex: number };
+  totalTurns: number;
+  lastSync: { finishedAt: number; turns: number; issues: number; cancelled: boolean; force: boolean } | null;
+  syncing: boolean;
+}
+
+export const StatusRequest = new RequestType<StatusParams, StatusResult, void>(Methods.STATUS);
+
+// ---- notifications (server → client) ---------------------------------------------------------------------
+
+export interface IndexChangedParams {
+  turns: number;
+  sources: Source[];
+  totalTurns: number;
+}
+
+export const IndexChangedNotification = new NotificationType<IndexChangedParams>(Methods.INDEX_CHANGED);
+
+export interface SyncStatusParams {
+  syncing: boolean;
+  filesDone: number;
+  filesTotal: number;
+  force: boolean;
+  token: string | null;
+}
+
+export const SyncStatusNotification = new NotificationType<SyncStatusParams>(Methods.SYNC_STATUS);
+
+// ---- error codes used by the server (JSON-RPC / LSP) -----------------------------------------------------
+
+export namespace ErrorCodes {
+  export const InvalidParams = -32602;
+  export const RequestCancelled = -32800;
+  export const RequestFailed = -32803;
+}

@@ -1,0 +1,133 @@
+// Pure rendering helpers shared by the hover (extension side) and the results webview (browser side).
+// No `vscode` import here: this module is bundled into the webview script and unit-tested under plain Node.
+import type { RecallRow, Source } from './protocol';
+
+export interface Segment {
+  text: string;
+  hit: boolean;
+}
+
+const SOURCE_LABELS: Record<Source, string> = { pi: 'Pi', claude: 'Claude Code', codex: 'Codex' };
+
+/** Human name of an agent; unknown values are shown as they are. */
+export function sourceLabel(source: string): string {
+  return Object.prototype.hasOwnProperty.call(SOURCE_LABELS, source) ? SOURCE_LABELS[source as Source] : source;
+}
+
+/**
+ * Splits `text` into segments, marking every case-insensitive occurrence of any entity as a hit (the server
+ * matches the same way). Overlapping and adjacent matches merge. Concatenating the segments gives `text` back.
+ */
+export function highlightSegments(text: string, entities: readonly string[]): Segment[] {
+  if (text.length === 0) {
+    return [];
+  }
+  // Lower-case code point by code point and remember where each lowered code unit came from, so that
+  // characters whose lower case has another length (e.g. "İ") cannot shift the highlighted ranges.
+  let lowered = '';
+  const origin: number[] = [];
+  for (let i = 0; i < text.length; ) {
+    const cp = text.codePointAt(i) ?? 0;
+    const width = cp > 0xffff ? 2 : 1;
+    const low = String.fromCodePoint(cp).toLowerCase();
+    lowered += low;
+    origin.push(...Array<number>(low.length).fill(i));
+    i += width;
+  }
+  const hit = new Uint8Array(text.length);
+  for (const entity of entities) {
+    const needle = entity.trim().toLowerCase();
+    if (needle.length === 0) {
+      continue;
+    }
+    for (let at = lowered.indexOf(needle); at !== -1; at = lowered.indexOf(needle, at + 1)) {
+      const start = origin[at] ?? 0;
+      const lastOrigin = origin[at + needle.length - 1] ?? text.length - 1;
+      const lastCp = text.codePointAt(lastOrigin) ?? 0;
+      const end = lastOrigin + (lastCp > 0xffff ? 2 : 1);
+      hit.fill(1, start, end);
+    }
+  }
+  const segments: Segment[] = [];
+  let from = 0;
+  for (let i = 1; i <= text.length; i++) {
+    if (i === text.length || hit[i] !== hit[from]) {
+      segments.push({ text: text.slice(from, i), hit: hit[from] === 1 });
+      from = i;
+    }
+  }
+  return segments;
+}
+
+/** At most `max` code points of `text`, with "…" when something was cut. Never splits a surrogate pair. */
+export function truncate(text: string, max: number): string {
+  const points = Array.from(text);
+  return points.length <= max ? text : points.slice(0, max).join('').trimEnd() + '…';
+}
+
+/** Collapses runs of whitespace (newlines included) into single spaces. */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * Escapes text for inline Markdown: every ASCII punctuation character gets a backslash (CommonMark allows
+ * this for all of them), so a transcript can create no link, image, HTML tag, autolink, emphasis or code;
+ * newlines become spaces so that it cannot start a block either.
+ */
+export function escapeMarkdown(text: string): string {
+  return oneLine(text).replace(/[!-/:-@[-`{-~]/g, (c) => '\\' + c);
+}
+
+/** Markdown of `text` cut to `max` code points, with the entities in bold. */
+export function highlightMarkdown(text: string, entities: readonly string[], max: number): string {
+  return highlightSegments(truncate(oneLine(text), max), entities)
+    .map((s) => (s.hit ? `**${escapeMarkdown(s.text)}**` : escapeMarkdown(s.text)))
+    .join('');
+}
+
+/** "2026-11-30 09:40" in the local time zone. */
+export function formatDate(ts: number): string {
+  const d = new Date(ts);
+  if (Number.isNaN(d.getTime())) {
+    return '';
+  }
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+/** Last path component of a folder, for compact display ("/tmp/pimem-demo/webshop" → "webshop"). */
+export function folderName(path: string): string {
+  const parts = path.split(/[\\/]+/).filter((p) => p.length > 0);
+  return parts[parts.length - 1] ?? path;
+}
+
+export interface HoverMarkdownOptions {
+  /** A `command:` URI that opens these results in the panel. */
+  showResultsUri: string;
+  /** Code points of user text / reply text to show per row. */
+  maxChars?: number;
+}
+
+/**
+ * The hover for a recall: one short paragraph per row plus a link to the panel. All transcript-derived text
+ * (user text, reply, folder, entities) goes through `escapeMarkdown`; the only link is `showResultsUri`.
+ */
+export function hoverMarkdown(entities: readonly string[], rows: readonly RecallRow[], opts: HoverMarkdownOptions): string {
+  const max = opts.maxChars ?? 160;
+  const words = entities.map((e) => escapeMarkdown(e)).join(', ');
+  const parts: string[] = [`**Pi Memory** — past turns about ${words}`];
+  for (const row of rows) {
+    const meta = [
+      `**${escapeMarkdown(sourceLabel(row.source))}**`,
+      escapeMarkdown(folderName(row.cwd)),
+      escapeMarkdown(formatDate(row.ts)),
+      `score ${row.hits}`,
+    ].join(' · ');
+    const user = highlightMarkdown(row.userText, entities, max);
+    const reply = highlightMarkdown(row.replyText, entities, max);
+    parts.push(`${meta}  \n*You:* ${user}  \n*Reply:* ${reply.length > 0 ? reply : '—'}`);
+  }
+  parts.push(`[Open in the Pi Memory panel](${opts.showResultsUri})`);
+  return parts.join('\n\n---\n\n');
+}

@@ -1,0 +1,301 @@
+// Starting, stopping and talking to the pimem language server (`<python> -m pimem serve` over stdio, with the
+// bundled pure-Python libraries on PYTHONPATH).
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
+import type { Readable } from 'node:stream';
+import * as vscode from 'vscode';
+import {
+  CloseAction,
+  ErrorAction,
+  LanguageClient,
+  LanguageClientOptions,
+  ResponseError,
+  RevealOutputChannelOn,
+  ServerOptions,
+  State,
+  StaticFeature,
+  WorkDoneProgressCancelNotification,
+  WorkDoneProgressCreateRequest,
+  type FeatureState,
+  type RequestParam,
+  type RequestType,
+} from 'vscode-languageclient/node';
+import { initializationOptions, openSetting, readSettings } from './config';
+import {
+  IndexChangedNotification,
+  SyncStatusNotification,
+  type IndexChangedParams,
+  type SyncStatusParams,
+} from './protocol';
+import { checkInterpreter, findInterpreter, MIN_PYTHON } from './python';
+
+export type ServerState =
+  | { kind: 'stopped' }
+  | { kind: 'starting' }
+  | { kind: 'running'; python: string; version: string }
+  | { kind: 'failed'; message: string };
+
+const RESTART_DELAY_MS = 1000;
+/** Crashes tolerated within CRASH_WINDOW_MS before the client gives up restarting. */
+const MAX_CRASHES = 3;
+const CRASH_WINDOW_MS = 3 * 60 * 1000;
+
+/**
+ * vscode-languageclient shows every server-created work-done progress in the status bar by itself. This
+ * extension shows sync progress from `pimem/syncStatus` instead (status bar item and a cancellable
+ * notification), so the token is accepted here without a second UI. Registered after the built-in
+ * progress feature, its handler replaces that feature's.
+ */
+class QuietWorkDoneProgress implements StaticFeature {
+  constructor(private readonly client: LanguageClient) {}
+  fillClientCapabilities(): void {
+    // window.workDoneProgress is already declared by the built-in progress feature.
+  }
+  initialize(): void {
+    this.client.onRequest(WorkDoneProgressCreateRequest.type, () => undefined);
+  }
+  getState(): FeatureState {
+    return { kind: 'static' };
+  }
+  clear(): void {
+    // nothing to clear
+  }
+}
+
+/** Python log lines on stderr → levels of the LogOutputChannel. */
+function pipeStderr(input: Readable, channel: vscode.LogOutputChannel): void {
+  readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on('line', (line) => {
+    if (/\b(CRITICAL|ERROR|Traceback)\b/.test(line)) {
+      channel.error(line);
+    } else if (/\bWARN(ING)?\b/.test(line)) {
+      channel.warn(line);
+    } else if (/\bDEBUG\b/.test(line)) {
+      channel.debug(line);
+    } else {
+      channel.info(line);
+    }
+  });
+}
+
+export class PimemServer implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private state: ServerState = { kind: 'stopped' };
+  private restartTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Serialises start/stop so that overlapping restarts cannot leave two servers running. */
+  private queue: Promise<void> = Promise.resolve();
+  private crashes: number[] = [];
+  private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
+  private readonly indexChangedEmitter = new vscode.EventEmitter<IndexChangedParams>();
+  private readonly syncStatusEmitter = new vscode.EventEmitter<SyncStatusParams>();
+
+  readonly onDidChangeState = this.stateEmitter.event;
+  readonly onIndexChanged = this.indexChangedEmitter.event;
+  readonly onSyncStatus = this.syncStatusEmitter.event;
+
+  constructor(
+    private readonly extensionPath: string,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
+
+  get current(): ServerState {
+    return this.state;
+  }
+
+  start(): Promise<void> {
+    return this.enqueue(() => this.doStart());
+  }
+
+  stop(): Promise<void> {
+    return this.enqueue(() => this.doStop());
+  }
+
+  restart(): Promise<void> {
+    this.crashes = [];
+    return this.enqueue(async () => {
+      await this.doStop();
+      await this.doStart();
+    });
+  }
+
+  /** Restart after settings settle (several settings often change at once). */
+  scheduleRestart(): void {
+    if (this.restartTimer !== undefined) {
+      clearTimeout(this.restartTimer);
+    }
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      this.log.info('Settings changed: restarting the Pi Memory server.');
+      void this.restart();
+    }, RESTART_DELAY_MS);
+  }
+
+  /** Sends a request to the running server; rejects with a readable Error when there is none. */
+  async request<P, R>(type: RequestType<P, R, void>, params: P, token?: vscode.CancellationToken): Promise<R> {
+    const client = this.client;
+    if (client === undefined || this.state.kind !== 'running') {
+      throw new Error(this.notRunningMessage());
+    }
+    return client.sendRequest(type, params as RequestParam<P>, token);
+  }
+
+  /** Cancels a running sync through its work-done progress token (`pimem/syncStatus.token`). */
+  cancelSync(token: string): void {
+    void this.client?.sendNotification(WorkDoneProgressCancelNotification.type, { token });
+  }
+
+  showLog(): void {
+    this.log.show(true);
+  }
+
+  dispose(): void {
+    if (this.restartTimer !== undefined) {
+      clearTimeout(this.restartTimer);
+    }
+    void this.stop();
+    this.stateEmitter.dispose();
+    this.indexChangedEmitter.dispose();
+    this.syncStatusEmitter.dispose();
+  }
+
+  private notRunningMessage(): string {
+    switch (this.state.kind) {
+      case 'starting':
+        return 'The Pi Memory server is still starting.';
+      case 'failed':
+        return `The Pi Memory server is not running: ${this.state.message}`;
+      default:
+        return 'The Pi Memory server is not running.';
+    }
+  }
+
+  private setState(state: ServerState): void {
+    this.state = state;
+    this.stateEmitter.fire(state);
+  }
+
+  private enqueue(step: () => Promise<void>): Promise<void> {
+    this.queue = this.queue.then(step, step);
+    return this.queue;
+  }
+
+  private async doStart(): Promise<void> {
+    if (this.client !== undefined) {
+      return;
+    }
+    this.setState({ kind: 'starting' });
+    const settings = readSettings();
+    const interpreter = await findInterpreter(settings.python, this.log);
+    const check = await checkInterpreter(interpreter.command);
+    if (!check.ok) {
+      const message =
+        `Pi Memory needs Python ${MIN_PYTHON.join('.')} or newer to run its server, but "${interpreter.command}" ` +
+        `(from ${interpreter.origin}) ${check.problem}. Set "pimem.python" to a suitable interpreter.`;
+      this.log.error(message);
+      this.setState({ kind: 'failed', message: `no usable Python (${interpreter.command} ${check.problem})` });
+      void vscode.window.showErrorMessage(message, 'Open Setting').then((choice) => {
+        if (choice === 'Open Setting') {
+          void openSetting('pimem.python');
+        }
+      });
+      return;
+    }
+
+    const libs = path.join(this.extensionPath, 'bundled', 'libs');
+    const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
+    if (fs.existsSync(libs)) {
+      env.PYTHONPATH = [libs, process.env.PYTHONPATH].filter((p) => p !== undefined && p.length > 0).join(path.delimiter);
+    } else {
+      this.log.warn(`${libs} is missing: the interpreter must have pimem installed itself.`);
+    }
+    const serverOptions: ServerOptions = {
+      // No `transport`: plain stdio (TransportKind.stdio would append a --stdio argument).
+      command: interpreter.command,
+      args: ['-m', 'pimem', 'serve'],
+      options: { env, cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? this.extensionPath },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [],
+      outputChannel: this.log,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: initializationOptions(settings),
+      stdioOptions: { stdout: () => undefined, stderr: pipeStderr },
+      initializationFailedHandler: (error) => {
+        this.log.error(`The Pi Memory server failed to initialize: ${String(error)}`);
+        return false;
+      },
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Continue, handled: true }),
+        closed: () => this.onClosed(),
+      },
+    };
+    const client = new LanguageClient('pimem', 'Pi Memory', serverOptions, clientOptions);
+    client.registerFeature(new QuietWorkDoneProgress(client));
+    client.onNotification(IndexChangedNotification, (p) => this.indexChangedEmitter.fire(p));
+    client.onNotification(SyncStatusNotification, (p) => this.syncStatusEmitter.fire(p));
+    client.onDidChangeState((e) => {
+      if (e.newState === State.Stopped && this.client === client && this.state.kind === 'running') {
+        this.setState({ kind: 'failed', message: 'the server stopped (see the Pi Memory log)' });
+      } else if (e.newState === State.Running && this.client === client && this.state.kind !== 'running') {
+        this.setState({ kind: 'running', python: interpreter.command, version: check.version });
+      }
+    });
+    this.client = client;
+    this.log.info(`Starting the Pi Memory server: ${interpreter.command} (Python ${check.version}, from ${interpreter.origin}) -m pimem serve`);
+    try {
+      await client.start();
+      this.setState({ kind: 'running', python: interpreter.command, version: check.version });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.log.error(`The Pi Memory server did not start: ${message}`);
+      this.client = undefined;
+      this.setState({ kind: 'failed', message: 'the server did not start (see the Pi Memory log)' });
+      void client.dispose().catch(() => undefined);
+      void vscode.window
+        .showErrorMessage(`The Pi Memory server did not start: ${message}`, 'Show Log')
+        .then((choice) => choice === 'Show Log' && this.showLog());
+    }
+  }
+
+  private onClosed(): { action: CloseAction; handled: boolean } {
+    const now = Date.now();
+    this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
+    if (this.crashes.length <= MAX_CRASHES) {
+      this.log.warn('The Pi Memory server exited; restarting it.');
+      return { action: CloseAction.Restart, handled: true };
+    }
+    this.log.error(`The Pi Memory server exited ${this.crashes.length} times in 3 minutes; not restarting it.`);
+    this.setState({ kind: 'failed', message: 'the server keeps exiting (see the Pi Memory log)' });
+    void vscode.window
+      .showErrorMessage('The Pi Memory server keeps exiting and was not restarted.', 'Show Log', 'Restart')
+      .then((choice) => {
+        if (choice === 'Show Log') {
+          this.showLog();
+        } else if (choice === 'Restart') {
+          void this.restart();
+        }
+      });
+    return { action: CloseAction.DoNotRestart, handled: true };
+  }
+
+  private async doStop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client !== undefined) {
+      try {
+        await client.dispose(5000);
+      } catch (error) {
+        this.log.warn(`Stopping the Pi Memory server: ${String(error)}`);
+      }
+    }
+    this.setState({ kind: 'stopped' });
+  }
+}
+
+/** A one-line, user-facing description of a failed request. */
+export function describeError(error: unknown): string {
+  if (error instanceof ResponseError) {
+    return error.message;
+  }
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,162 @@
+// The status bar item (syncing progress, then the number of remembered turns) and the cancellable
+// notification shown when a sync lasts longer than a moment. Both are driven by the server's
+// `pimem/syncStatus` and `pimem/indexChanged` notifications and by `pimem/status`.
+import * as vscode from 'vscode';
+import { StatusRequest, type IndexChangedParams, type SyncStatusParams } from './protocol';
+import type { PimemServer, ServerState } from './server';
+
+/** A sync running longer than this gets a cancellable progress notification. */
+const NOTIFY_AFTER_MS = 2000;
+
+interface OpenNotification {
+  progress: vscode.Progress<{ message?: string; increment?: number }>;
+  percent: number;
+  done: () => void;
+}
+
+export class SyncUi implements vscode.Disposable {
+  private readonly item: vscode.StatusBarItem;
+  private readonly disposables: vscode.Disposable[] = [];
+  private totalTurns: number | undefined;
+  private sync: SyncStatusParams | undefined;
+  private notifyTimer: ReturnType<typeof setTimeout> | undefined;
+  private notification: OpenNotification | undefined;
+
+  constructor(
+    private readonly server: PimemServer,
+    statusCommand: string,
+  ) {
+    this.item = vscode.window.createStatusBarItem('pimem.status', vscode.StatusBarAlignment.Left, 10);
+    this.item.name = 'Pi Memory';
+    this.item.command = statusCommand;
+    this.disposables.push(
+      this.item,
+      server.onSyncStatus((p) => this.onSyncStatus(p)),
+      server.onIndexChanged((p) => this.onIndexChanged(p)),
+      server.onDidChangeState((s) => this.onServerState(s)),
+    );
+    this.render();
+    this.item.show();
+  }
+
+  dispose(): void {
+    this.endNotification();
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+  }
+
+  private onServerState(state: ServerState): void {
+    if (state.kind === 'running') {
+      void this.refreshTotal();
+    } else {
+      this.sync = undefined;
+      this.endNotification();
+    }
+    this.render();
+  }
+
+  private onIndexChanged(p: IndexChangedParams): void {
+    this.totalTurns = p.totalTurns;
+    this.render();
+  }
+
+  private onSyncStatus(p: SyncStatusParams): void {
+    if (!p.syncing) {
+      this.sync = undefined;
+      this.endNotification();
+      void this.refreshTotal();
+      this.render();
+      return;
+    }
+    this.sync = p;
+    if (this.notification !== undefined) {
+      this.reportProgress(this.notification, p);
+    } else {
+      this.notifyTimer ??= setTimeout(() => {
+        this.notifyTimer = undefined;
+        if (this.sync !== undefined) {
+          this.openNotification();
+        }
+      }, NOTIFY_AFTER_MS);
+    }
+    this.render();
+  }
+
+  private async refreshTotal(): Promise<void> {
+    try {
+      const status = await this.server.request(StatusRequest, {});
+      this.totalTurns = status.totalTurns;
+      this.render();
+    } catch {
+      // The server stopped in between: the state change renders the item.
+    }
+  }
+
+  private render(): void {
+    const state = this.server.current;
+    this.item.backgroundColor = undefined;
+    if (state.kind === 'failed') {
+      this.item.text = '$(warning) Pi Memory';
+      this.item.tooltip = `Pi Memory: ${state.message}`;
+      this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+    } else if (state.kind !== 'running') {
+      this.item.text = '$(loading~spin) Pi Memory';
+      this.item.tooltip = 'Pi Memory: starting the server';
+    } else if (this.sync !== undefined) {
+      const { filesDone, filesTotal } = this.sync;
+      this.item.text = `$(sync~spin) Pi Memory: syncing ${filesDone}/${filesTotal}`;
+      this.item.tooltip = `Pi Memory: ${this.sync.force ? 'rebuilding' : 'syncing'} transcripts, ${filesDone} of ${filesTotal} files`;
+    } else if (this.totalTurns !== undefined) {
+      this.item.text = `$(history) ${this.totalTurns} ${this.totalTurns === 1 ? 'turn' : 'turns'}`;
+      this.item.tooltip = `Pi Memory: ${this.totalTurns} remembered turns. Click for status.`;
+    } else {
+      this.item.text = '$(history) Pi Memory';
+      this.item.tooltip = 'Pi Memory';
+    }
+  }
+
+  private openNotification(): void {
+    const first = this.sync;
+    void vscode.window.withProgress(
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: first?.force === true ? 'Pi Memory: rebuilding' : 'Pi Memory: syncing transcripts',
+        cancellable: true,
+      },
+      (progress, cancel) =>
+        new Promise<void>((resolve) => {
+          const open: OpenNotification = { progress, percent: 0, done: resolve };
+          this.notification = open;
+          cancel.onCancellationRequested(() => {
+            const token = this.sync?.token ?? first?.token ?? null;
+            if (token !== null) {
+              this.server.cancelSync(token);
+            }
+            if (this.notification === open) {
+              this.notification = undefined;
+            }
+            resolve();
+          });
+          if (this.sync !== undefined) {
+            this.reportProgress(open, this.sync);
+          }
+        }),
+    );
+  }
+
+  private reportProgress(open: OpenNotification, p: SyncStatusParams): void {
+    const percent = p.filesTotal > 0 ? Math.min(100, (100 * p.filesDone) / p.filesTotal) : 0;
+    open.progress.report({ message: `${p.filesDone}/${p.filesTotal} files`, increment: Math.max(0, percent - open.percent) });
+    open.percent = Math.max(open.percent, percent);
+  }
+
+  private endNotification(): void {
+    if (this.notifyTimer !== undefined) {
+      clearTimeout(this.notifyTimer);
+      this.notifyTimer = undefined;
+    }
+    this.notification?.done();
+    this.notification = undefined;
+  }
+}

@@ -1,0 +1,217 @@
+// Script of the results webview. It renders the state the extension posts and handles filtering by agent and
+// expanding long texts; every action on a row is sent back to the extension by row index.
+// All text is put into the DOM with textContent / createTextNode: no HTML is ever parsed from data.
+import { folderName, formatDate, highlightSegments, sourceLabel } from '../render';
+import type { FromWebview, PanelRow, PanelState, ToWebview } from '../panelProtocol';
+
+interface VsCodeApi {
+  postMessage(message: FromWebview): void;
+  getState(): unknown;
+  setState(state: unknown): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+/** Texts longer than this many characters (or lines) start collapsed. */
+const COLLAPSE_CHARS = 280;
+const COLLAPSE_LINES = 6;
+
+interface Saved {
+  hiddenSources: string[];
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className !== undefined) {
+    node.className = className;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+function highlighted(className: string, label: string, text: string, entities: string[]): HTMLElement {
+  const block = el('div', `text ${className}`);
+  block.appendChild(el('span', 'label', label));
+  const body = el('div', 'body');
+  for (const segment of highlightSegments(text, entities)) {
+    body.appendChild(segment.hit ? el('mark', undefined, segment.text) : document.createTextNode(segment.text));
+  }
+  if (text.length === 0) {
+    body.appendChild(el('span', 'none', '(no reply)'));
+  }
+  block.appendChild(body);
+  return block;
+}
+
+function isLong(text: string): boolean {
+  return text.length > COLLAPSE_CHARS || text.split('\n').length > COLLAPSE_LINES;
+}
+
+class ResultsView {
+  private state: PanelState = { kind: 'idle' };
+  private readonly hidden: Set<string>;
+
+  constructor(
+    private readonly vscode: VsCodeApi,
+    private readonly root: HTMLElement,
+  ) {
+    const saved = vscode.getState() as Saved | undefined;
+    this.hidden = new Set(Array.isArray(saved?.hiddenSources) ? saved.hiddenSources : []);
+  }
+
+  show(state: PanelState): void {
+    this.state = state;
+    this.render();
+  }
+
+  private render(): void {
+    const state = this.state;
+    this.root.replaceChildren();
+    const header = el('header');
+    this.root.appendChild(header);
+    switch (state.kind) {
+      case 'idle':
+        this.root.appendChild(el('p', 'hint', 'Run “Pi Memory: Recall…”, or select text and hover it.'));
+        return;
+      case 'loading':
+        header.appendChild(el('h1', 'title', `Recalling “${state.query}”…`));
+        this.root.appendChild(el('p', 'loading', 'Searching past conversations…'));
+        return;
+      case 'error': {
+        header.appendChild(el('h1', 'title', `Recall “${state.query}”`));
+        const box = el('div', 'error');
+        box.id = 'error';
+        box.setAttribute('role', 'alert');
+        box.appendChild(el('strong', undefined, 'Recall failed: '));
+        box.appendChild(document.createTextNode(state.message));
+        this.root.appendChild(box);
+        return;
+      }
+      case 'results':
+        this.renderResults(header, state.entities, state.rows, state.query);
+        return;
+    }
+  }
+
+  private renderResults(header: HTMLElement, entities: string[], rows: PanelRow[], query: string): void {
+    const words = entities.length > 0 ? entities : [query];
+    const title = el('h1', 'title');
+    title.appendChild(document.createTextNode('Past turns about '));
+    words.forEach((w, i) => {
+      if (i > 0) {
+        title.appendChild(document.createTextNode(', '));
+      }
+      title.appendChild(el('mark', undefined, w));
+    });
+    header.appendChild(title);
+    if (rows.length === 0) {
+      const empty = el('p', 'empty', `No past turns match ${words.map((w) => `“${w}”`).join(', ')}.`);
+      empty.id = 'empty';
+      this.root.appendChild(empty);
+      return;
+    }
+    const visible = rows.filter((r) => !this.hidden.has(r.source));
+    header.appendChild(el('p', 'count', `${visible.length} of ${rows.length} turns shown`));
+    header.appendChild(this.renderFilters(rows));
+    const list = el('div', 'results');
+    list.id = 'results';
+    for (const row of visible) {
+      list.appendChild(this.renderRow(row, entities));
+    }
+    this.root.appendChild(list);
+  }
+
+  private renderFilters(rows: PanelRow[]): HTMLElement {
+    const counts = new Map<string, number>();
+    for (const row of rows) {
+      counts.set(row.source, (counts.get(row.source) ?? 0) + 1);
+    }
+    const bar = el('div', 'filters');
+    bar.id = 'filters';
+    bar.setAttribute('role', 'group');
+    bar.setAttribute('aria-label', 'Filter by agent');
+    for (const [source, count] of counts) {
+      const label = el('label', 'filter');
+      const box = el('input');
+      box.type = 'checkbox';
+      box.value = source;
+      box.checked = !this.hidden.has(source);
+      box.addEventListener('change', () => {
+        if (box.checked) {
+          this.hidden.delete(source);
+        } else {
+          this.hidden.add(source);
+        }
+        this.vscode.setState({ hiddenSources: [...this.hidden] } satisfies Saved);
+        this.render();
+      });
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(` ${sourceLabel(source)} (${count})`));
+      bar.appendChild(label);
+    }
+    return bar;
+  }
+
+  private renderRow(row: PanelRow, entities: string[]): HTMLElement {
+    const item = el('article', 'result');
+    item.dataset.source = row.source;
+    const meta = el('div', 'meta');
+    meta.appendChild(el('span', `agent agent-${row.source}`, sourceLabel(row.source)));
+    const cwd = el('span', 'cwd', folderName(row.cwd));
+    cwd.title = row.cwd;
+    meta.appendChild(cwd);
+    meta.appendChild(el('span', 'date', formatDate(row.ts)));
+    meta.appendChild(el('span', 'score', `score ${row.hits}`));
+    if (row.toolNames.length > 0) {
+      meta.appendChild(el('span', 'tools', `tools: ${row.toolNames.join(', ')}`));
+    }
+    item.appendChild(meta);
+    item.appendChild(highlighted('user', 'You', row.userText, entities));
+    item.appendChild(highlighted('reply', 'Reply', row.replyText, entities));
+
+    const actions = el('div', 'actions');
+    if (isLong(row.userText) || isLong(row.replyText)) {
+      item.classList.add('collapsed');
+      const expand = el('button', 'expand', 'Show full text');
+      expand.setAttribute('aria-expanded', 'false');
+      expand.addEventListener('click', () => {
+        const collapsed = item.classList.toggle('collapsed');
+        expand.textContent = collapsed ? 'Show full text' : 'Show less';
+        expand.setAttribute('aria-expanded', String(!collapsed));
+      });
+      actions.appendChild(expand);
+    }
+    const open = el('button', 'open', 'Open transcript');
+    open.disabled = !row.canOpen;
+    open.addEventListener('click', () => this.vscode.postMessage({ type: 'open', index: row.index }));
+    actions.appendChild(open);
+    const copy = el('button', 'copy', 'Copy resume command');
+    copy.disabled = row.resumeCommand === null;
+    if (row.resumeCommand !== null) {
+      copy.title = row.resumeCommand;
+    }
+    copy.addEventListener('click', () => this.vscode.postMessage({ type: 'copyResume', index: row.index }));
+    actions.appendChild(copy);
+    item.appendChild(actions);
+    return item;
+  }
+}
+
+function main(): void {
+  const vscode = acquireVsCodeApi();
+  const root = document.getElementById('root');
+  if (root === null) {
+    return;
+  }
+  const view = new ResultsView(vscode, root);
+  window.addEventListener('message', (event: MessageEvent<unknown>) => {
+    const data = event.data as Partial<ToWebview> | null;
+    if (typeof data === 'object' && data !== null && data.type === 'state' && data.state !== undefined) {
+      view.show(data.state);
+    }
+  });
+  vscode.postMessage({ type: 'ready' });
+}
+
+main();

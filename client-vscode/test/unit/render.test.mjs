@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { load } from './load.mjs';
+
+const r = load('render.ts');
+
+const row = (over = {}) => ({
+  turnId: 'claude:s:u', sessionId: 'claude:s', source: 'claude', cwd: '/tmp/pimem-demo/webshop',
+  ts: Date.UTC(2026, 10, 30, 9, 45), userText: 'Why does the flamingo bug happen?', replyText: 'Because the Flamingo cache…',
+  toolNames: [], hits: 3, jsonlPath: '/h/.claude/projects/x.jsonl', line: 4, resumeCommand: 'claude --resume s', ...over,
+});
+
+test('highlightSegments marks case-insensitive matches and gives the text back', () => {
+  const segs = r.highlightSegments('The FLAMINGO bug, flamingos', ['flamingo']);
+  assert.deepEqual(segs, [
+    { text: 'The ', hit: false }, { text: 'FLAMINGO', hit: true }, { text: ' bug, ', hit: false },
+    { text: 'flamingo', hit: true }, { text: 's', hit: false },
+  ]);
+  assert.equal(segs.map((s) => s.text).join(''), 'The FLAMINGO bug, flamingos');
+});
+
+test('highlightSegments merges overlapping entities and ignores blank ones', () => {
+  assert.deepEqual(r.highlightSegments('zeta_ratelimit!', ['zeta', 'ratelimit', ' ', '']), [
+    { text: 'zeta', hit: true }, { text: '_', hit: false }, { text: 'ratelimit', hit: true }, { text: '!', hit: false },
+  ]);
+  assert.deepEqual(r.highlightSegments('abcd', ['abc', 'bcd']), [{ text: 'abcd', hit: true }]);
+  assert.deepEqual(r.highlightSegments('', ['x']), []);
+});
+
+test('highlightSegments keeps offsets when lower-casing changes length, and handles CJK and astral text', () => {
+  // "İ".toLowerCase() is two code units long
+  const segs = r.highlightSegments('İİ flamingo 🦩 缓存失效', ['FLAMINGO', '缓存', '🦩']);
+  assert.equal(segs.map((s) => s.text).join(''), 'İİ flamingo 🦩 缓存失效');
+  assert.deepEqual(segs.filter((s) => s.hit).map((s) => s.text), ['flamingo', '🦩', '缓存']);
+});
+
+test('escapeMarkdown neutralises links, images, HTML, autolinks and code', () => {
+  const evil = '<img src=x onerror=alert(1)> [click](command:workbench.action.terminal.new) ![i](http://x/y.png) https://evil.example `code` *em*\n# heading';
+  const out = r.escapeMarkdown(evil);
+  assert.ok(!out.includes('\n'));
+  for (const ch of '<>[]()`*#!:') {
+    const unescaped = new RegExp(`(^|[^\\\\])\\${ch}`);
+    assert.ok(!unescaped.test(out), `unescaped ${ch} in ${out}`);
+  }
+  // the visible characters stay (CommonMark renders "\<" as "<")
+  assert.equal(out.replace(/\\(.)/g, '$1'), evil.replace(/\s+/g, ' ').trim());
+});
+
+test('hoverMarkdown escapes every transcript field and has exactly one link', () => {
+  const md = r.hoverMarkdown(['flamingo'], [
+    row({ userText: 'A product description containing <img src=x onerror=alert(1)> and [x](command:evil) flamingo' }),
+    row({ source: 'codex', cwd: '/tmp/[x](http://e)', replyText: '' }),
+  ], { showResultsUri: 'command:pimem.showResults?%5B%5D' });
+  assert.match(md, /\*\*flamingo\*\*/);
+  assert.match(md, /\\<img src\\=x onerror\\=alert\\\(1\\\)\\>/);
+  const links = [...md.matchAll(/(?<!\\)\]\((?!\\)/g)];
+  assert.equal(links.length, 1, md);
+  assert.ok(md.endsWith('[Open in the Pi Memory panel](command:pimem.showResults?%5B%5D)'));
+  assert.match(md, /\*\*Claude Code\*\*/);
+  assert.match(md, /\*\*Codex\*\*/);
+  assert.match(md, /\*Reply:\* —/);
+});
+
+test('truncate, oneLine, folderName, sourceLabel, formatDate', () => {
+  assert.equal(r.truncate('abcdef', 3), 'abc…');
+  assert.equal(r.truncate('abc', 3), 'abc');
+  assert.equal(r.truncate('🦩🦩🦩', 2), '🦩🦩…');
+  assert.equal(r.oneLine(' a\n\n b\tc '), 'a b c');
+  assert.equal(r.folderName('/tmp/pimem-demo/中文项目/'), '中文项目');
+  assert.equal(r.folderName('C:\\work\\x'), 'x');
+  assert.equal(r.sourceLabel('pi'), 'Pi');
+  assert.equal(r.sourceLabel('other'), 'other');
+  assert.equal(r.sourceLabel('toString'), 'toString');
+  assert.match(r.formatDate(Date.UTC(2026, 10, 30, 9, 45)), /^2026-11-30 \d\d:\d\d$/);
+  assert.equal(r.formatDate(Number.NaN), '');
+});
