@@ -28,10 +28,12 @@ case "$(uname -s)-$(uname -m)" in
   Linux-x86_64|Linux-amd64) ;;
   *) die "only linux x86_64 is supported (the lock pins the npm package $NODE_PKG); this is $(uname -s)-$(uname -m)" ;;
 esac
-command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1 \
-  || die "node/npm not found on PATH (install Node.js >= 18 with npm, e.g. apt-get install nodejs npm)"
-[ -f "$SRC_DIR/package.json" ] && [ -f "$SRC_DIR/package-lock.json" ] \
-  || die "missing $SRC_DIR/package.json or package-lock.json"
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  die "node/npm not found on PATH (install Node.js >= 18 with npm, e.g. apt-get install nodejs npm)"
+fi
+if [ ! -f "$SRC_DIR/package.json" ] || [ ! -f "$SRC_DIR/package-lock.json" ]; then
+  die "missing $SRC_DIR/package.json or package-lock.json"
+fi
 
 # versions wanted = the ones in the committed lock
 lock_version() {  # $1 = package name -> its version in package-lock.json (npm implies a node)
@@ -40,7 +42,9 @@ lock_version() {  # $1 = package name -> its version in package-lock.json (npm i
 }
 WANT_NODE="$(lock_version "$NODE_PKG")"
 WANT_PI="$(lock_version "$PI_PKG")"
-[ -n "$WANT_NODE" ] && [ -n "$WANT_PI" ] || die "could not read pinned versions from package-lock.json"
+if [ -z "$WANT_NODE" ] || [ -z "$WANT_PI" ]; then
+  die "could not read pinned versions from package-lock.json"
+fi
 
 STAMP_WANT="$(cat "$SRC_DIR/package.json" "$SRC_DIR/package-lock.json" | sha256sum | cut -d' ' -f1)"
 NODE_BIN="$CACHE_DIR/node_modules/$NODE_PKG/bin/node"
