@@ -739,7 +739,7 @@ def write_manifest(out, copied, steps, versions, home="/tmp/pimem-agentgen/home"
              "`pi/agent/` = `$PI_CODING_AGENT_DIR` (`~/.pi/agent`). HOME was `%s`, projects under `%s`." % (home, projects),
              "", "Versions: " + ", ".join("%s %s" % kv for kv in versions.items()), "",
              "Prompts listed per file are the real user turns found in the file itself; 'driver steps' are the",
-             "commands (see run-log.json) that created/appended to the file.", "",
+             "commands (run-log.json in the scratch dir, not kept) that created/appended to the file.", "",
              "## Scenarios", ""] + ["- **%s**: %s" % kv for kv in SCENARIO_NOTES.items()] + [""]
     by_file = {}
     for st in steps:
