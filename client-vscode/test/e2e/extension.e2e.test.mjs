@@ -206,4 +206,23 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     assert.deepEqual(dialogs, []);
     await screenshot(page, 'panel-recall-xss.png');
   });
+
+  it('reports a missing interpreter once, with a button that opens the setting', async () => {
+    const settingsFile = join(vs.dirs.userData, 'User', 'settings.json');
+    const original = readFileSync(settingsFile, 'utf8');
+    writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(original), 'pimem.python': '/nonexistent/python3' }, null, 2));
+    const error = notification(page, 'Pi Memory needs Python 3.11 or newer');
+    await error.first().waitFor({ timeout: 30_000 });
+    assert.match(await error.first().innerText(), /"\/nonexistent\/python3" \(from the pimem\.python setting\) was not found/);
+    await page.waitForTimeout(2000);
+    assert.equal(await error.count(), 1);
+    await page.locator('.statusbar-item', { hasText: 'Pi Memory' }).first().waitFor();
+    await error.locator('a.monaco-button, button', { hasText: 'Open Setting' }).first().click();
+    await page.locator('.settings-editor .setting-item', { hasText: 'Pi Memory' }).first().waitFor({ timeout: 15_000 });
+    await screenshot(page, 'missing-interpreter.png');
+
+    // back to a working interpreter: the server restarts and the count comes back
+    writeFileSync(settingsFile, original);
+    await page.locator('.statusbar-item', { hasText: /^\s*\d+ turns?\s*$/ }).waitFor({ timeout: 60_000 });
+  });
 });
