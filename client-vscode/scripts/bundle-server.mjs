@@ -16,6 +16,18 @@ const source = join(repo, 'server', 'pimem');
 if (!existsSync(join(source, '__init__.py'))) {
   throw new Error(`${source} is not a Python package`);
 }
+// Every runtime dependency of the server (pyproject.toml [project].dependencies) must be pinned here.
+const pyproject = readFileSync(join(repo, 'pyproject.toml'), 'utf8');
+const deps = /^dependencies\s*=\s*\[([^\]]*)\]/m.exec(pyproject)?.[1] ?? '';
+const wanted = [...deps.matchAll(/"([A-Za-z0-9_.-]+)/g)].map((m) => m[1].toLowerCase().replace(/[-_.]+/g, '-'));
+const pinned = readFileSync(join(client, 'requirements.txt'), 'utf8')
+  .split('\n')
+  .filter((l) => /^[a-z]/i.test(l))
+  .map((l) => l.split('==')[0].trim().toLowerCase().replace(/[-_.]+/g, '-'));
+const missing = wanted.filter((d) => !pinned.includes(d));
+if (missing.length > 0) {
+  throw new Error(`requirements.txt lacks server dependencies from pyproject.toml: ${missing.join(', ')}`);
+}
 rmSync(join(client, 'bundled'), { recursive: true, force: true });
 mkdirSync(libs, { recursive: true });
 const requirements = join(client, 'requirements.txt');

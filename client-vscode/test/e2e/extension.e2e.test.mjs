@@ -75,6 +75,15 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     assert.ok(turns >= 10, `expected the sample histories to give at least 10 turns, got ${turns}`);
     const dbPath = join(vs.dirs.run, 'memory.db');
     assert.ok(existsSync(dbPath), `the server should use pimem.dbPath (${dbPath})`);
+
+    // the item opens the status, which agrees with it
+    await item.click();
+    const status = notification(page, /Pi Memory: \d+ turns? in \d+ sessions?/);
+    await status.first().waitFor({ timeout: 30_000 });
+    const statusText = await status.first().innerText();
+    assert.ok(statusText.includes(`Pi Memory: ${turns} turns in `), statusText);
+    assert.ok(statusText.includes(dbPath), statusText);
+    await page.keyboard.press('Escape');
   });
 
   it('recalls turns by entity from the command palette into the results panel', async () => {
@@ -218,7 +227,7 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     assert.equal(await error.count(), 1);
     await page.locator('.statusbar-item', { hasText: 'Pi Memory' }).first().waitFor();
     await error.locator('a.monaco-button, button', { hasText: 'Open Setting' }).first().click();
-    await page.locator('.settings-editor .setting-item', { hasText: 'Pi Memory' }).first().waitFor({ timeout: 15_000 });
+    await page.locator('.settings-editor .setting-item', { hasText: /Python/ }).first().waitFor({ timeout: 15_000 });
     await screenshot(page, 'missing-interpreter.png');
 
     // back to a working interpreter: the server restarts and the count comes back
