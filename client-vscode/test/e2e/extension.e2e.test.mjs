@@ -5,6 +5,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, write
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
+  clearNotifications,
   folderUrl,
   notification,
   repoDir,
@@ -83,7 +84,7 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     const statusText = await status.first().innerText();
     assert.ok(statusText.includes(`Pi Memory: ${turns} turns in `), statusText);
     assert.ok(statusText.includes(dbPath), statusText);
-    await page.keyboard.press('Escape');
+    await clearNotifications(page);
   });
 
   it('recalls turns by entity from the command palette into the results panel', async () => {
@@ -188,6 +189,7 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     const message = await done.innerText();
     assert.match(message, new RegExp(`migrated ${count} Codex sessions? of webshop to Pi`));
     await screenshot(page, 'migrate-codex.png');
+    await clearNotifications(page);
 
     const written = readdirSync(piDir).filter((f) => !before.has(f) && f.endsWith('.jsonl'));
     assert.equal(written.length, count, `new files in ${piDir}: ${written.join(', ')}`);
@@ -198,6 +200,20 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
       assert.equal(header.cwd, WORKSPACE, file);
       assert.ok(lines.slice(1).some((l) => JSON.parse(l).type === 'message'), `${file} has messages`);
     }
+  });
+
+  it('rebuilds the memory after a modal confirmation', async () => {
+    await runCommand(page, 'Pi Memory: Rebuild Memory');
+    const dialog = page.locator('.monaco-dialog-box', { hasText: 'Rebuild Pi Memory?' });
+    await dialog.waitFor({ state: 'visible', timeout: 30_000 });
+    await dialog.locator('.dialog-buttons a.monaco-button, .dialog-buttons button', { hasText: 'Rebuild' }).click();
+    const done = notification(page, /Pi Memory: Rebuilt: \d+ transcript files? imported or updated, \d+ turns/);
+    await done.first().waitFor({ timeout: 120_000 });
+    const text = await done.first().innerText();
+    const files = Number(/Rebuilt: (\d+) transcript/.exec(text)[1]);
+    assert.ok(files >= 1, text);
+    await page.locator('.statusbar-item', { hasText: /^\s*\d+ turns?\s*$/ }).waitFor({ timeout: 60_000 });
+    await clearNotifications(page);
   });
 
   it('renders a transcript containing HTML as text, without creating elements', async () => {

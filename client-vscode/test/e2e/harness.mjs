@@ -209,3 +209,8 @@ export async function screenshot(page, name) {
   await page.screenshot({ path });
   return path;
 }
+
+/** Closes every notification toast (so that screenshots show the panel and the hover unobstructed). */
+export async function clearNotifications(page) {
+  await runCommand(page, 'Notifications: Clear All Notifications');
+}
