@@ -1,0 +1,112 @@
+"""What every transcript parser produces, and the contract the sync engine relies on.
+
+A parser reads one transcript as a stream of records (one JSON object per line), in file order, and
+can stop at any line boundary and later continue from a saved ``state()`` when the file has grown.
+That is what makes sync incremental: any sequence of appends and syncs must leave exactly the rows
+that one full parse of the final file would (tested property-style in tests/test_incremental.py).
+
+Output goes into a :class:`Chunk`: turns that start in this chunk (``is_new``) carry the whole user
+text; replies to turns that started in an earlier chunk are appended to the stored row by the sync
+engine. A reply is the ``"\\n"``-join of its parts; each part is one assistant message's text.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pimem.jsonl import Line
+from pimem.models import Source
+
+# Looks up the nearest user-message ancestor of an entry parsed in an earlier chunk (Pi trees).
+# Returns (found, anchor): found is False when the entry is unknown.
+NodeLookup = Callable[[str], tuple[bool, str | None]]
+
+
+@dataclass
+class TurnDelta:
+    user_message_id: str
+    is_new: bool
+    ts: int = 0
+    user_text: str = ""
+    turn_index: int = 0
+    line: int | None = None
+    reply_parts: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Chunk:
+    """Everything parsed between two commit points."""
+
+    turns: dict[str, TurnDelta] = field(default_factory=dict)
+    nodes: list[tuple[str, str | None]] = field(default_factory=list)
+    bad_lines: int = 0
+    first_bad_line: int | None = None
+
+    def start_turn(self, message_id: str, ts: int, text: str, turn_index: int, line: int | None) -> None:
+        # A second record with the same message id restarts the turn (last one wins), the same way
+        # whether the two records arrive in one chunk or in two.
+        self.turns.pop(message_id, None)
+        self.turns[message_id] = TurnDelta(message_id, True, ts, text, turn_index, line)
+
+    def add_reply(self, message_id: str, part: str, tools: list[str]) -> None:
+        delta = self.turns.get(message_id)
+        if delta is None:
+            delta = self.turns[message_id] = TurnDelta(message_id, False)
+        if part:
+            delta.reply_parts.append(part)
+        for name in tools:
+            if name not in delta.tools:
+                delta.tools.append(name)
+
+    def note_bad_line(self, line_number: int) -> None:
+        self.bad_lines += 1
+        if self.first_bad_line is None:
+            self.first_bad_line = line_number
+
+    @property
+    def empty(self) -> bool:
+        return not self.turns and not self.nodes
+
+
+@dataclass
+class SessionInfo:
+    native_id: str | None = None
+    cwd: str = ""
+    started_at: int | None = None
+    model_id: str | None = None
+    excluded: str | None = None   # why the whole file is not imported (e.g. a sub-agent transcript)
+
+
+class NotThisFormat(Exception):
+    """The file is not a transcript this parser understands; it becomes an isolated issue."""
+
+
+class TranscriptParser(ABC):
+    source: Source
+
+    def __init__(self, path: str, state: dict[str, Any] | None, lookup: NodeLookup | None = None) -> None:
+        self.path = path
+        self.lookup = lookup
+
+    def wants(self, line: Line) -> bool:  # noqa: ARG002 - default: parse every line
+        """Cheap pre-filter on the raw bytes: False when the record cannot carry turn text."""
+        return True
+
+    def skip(self, line: Line, chunk: Chunk) -> None:  # noqa: B027 - optional hook
+        """Called for lines the pre-filter rejected (Pi still records them as tree nodes)."""
+
+    @abstractmethod
+    def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
+        """Handle one parsed record. Must not raise for malformed records; raise NotThisFormat
+        only when the file as a whole is not of this format."""
+
+    @abstractmethod
+    def session(self) -> SessionInfo: ...
+
+    @abstractmethod
+    def state(self) -> dict[str, Any]:
+        """A JSON-serialisable snapshot from which a new parser continues after the last line fed."""

@@ -1,0 +1,233 @@
+"""OpenAI Codex CLI rollouts: ``$CODEX_HOME/{sessions/YYYY/MM/DD, archived_sessions}/rollout-….jsonl``.
+
+Four generations are read, detected per file (docs/formats.md section 2):
+
+* G0, the 2025 TypeScript CLI: ``rollout-YYYY-MM-DD-<uuid>.json``, one JSON object
+  ``{"session": {...}, "items": [ResponseItem…]}`` (handled by :func:`parse_g0_document`);
+* G1: bare JSONL, first line ``{"id", "timestamp", "instructions"}`` without ``type``, then bare
+  ResponseItems and ``{"record_type": "state"}`` lines; no ids, no per-line timestamps;
+* G2: envelopes ``{"timestamp", "type", "payload"}``; G3 adds ``ordinal``, item ids and
+  ``content_item_kinds``; files may be ``.jsonl.zst``.
+
+Turns come from ``response_item`` messages only: ``event_msg`` duplicates them and ``compacted``
+replays earlier history. Injected user-role context (AGENTS.md, environment, IDE preamble…) is removed;
+``event_msg/task_started`` closes the current turn, so text produced by a task without a user message
+(a compaction summary) is attached to no turn. Sub-agent threads are skipped as a whole.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser
+from pimem.jsonl import Line
+from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
+
+INJECTED_PREFIXES = (
+    "# AGENTS.md instructions",
+    "<user_instructions>",
+    "<environment_context>",
+    "<permissions instructions>",
+    "<image name=",
+    "</image>",
+    "<user_shell_command>",
+    "<recommended_plugins>",
+    "<apps_instructions>",
+    "<skills_instructions>",
+    "<plugins_instructions>",
+    "<collaboration_mode>",
+    "<multi_agent_mode>",
+    "<realtime_conversation>",
+    "<context_window>",
+    "<turn_aborted>",
+)
+IDE_REQUEST_MARKER = "## My request for Codex:"
+
+_TOOL_ITEM_NAMES = {"local_shell_call": "local_shell", "web_search_call": "web_search"}
+
+# Envelope types that can never matter; rejected on the raw bytes (they are most of a rollout).
+_SKIP_TYPES = re.compile(rb'^\{[^{]{0,200}?"type"\s*:\s*"(?:world_state|token_usage_record|compacted|turn_context_delta)"')
+_SKIP_EVENT = re.compile(rb'^\{[^{]{0,200}?"type"\s*:\s*"event_msg"')
+_SKIP_PAYLOAD = re.compile(
+    rb'"payload"\s*:\s*\{\s*"type"\s*:\s*"(?:reasoning|function_call_output|custom_tool_call_output|ghost_snapshot|compaction|additional_tools|tool_search_output)"'
+)
+
+
+def user_text(payload: dict[str, Any]) -> str:
+    """What the person typed in a user message, without injected context."""
+    content = as_list(payload.get("content"))
+    metadata = as_dict(payload.get("internal_chat_message_metadata_passthrough")) or {}
+    kinds = metadata.get("content_item_kinds")
+    texts: list[str] = []
+    for index, item in enumerate(content):
+        item = as_dict(item)
+        if item is None or item.get("type") != "input_text" or not isinstance(item.get("text"), str):
+            continue
+        text: str = item["text"]
+        if isinstance(kinds, list) and len(kinds) == len(content) and kinds[index] != "user.text":
+            continue
+        # Also for items labelled user.text: Codex 0.171 labels the <image> wrapper of a pasted
+        # image as user.text.
+        if text.lstrip().startswith(INJECTED_PREFIXES):
+            continue
+        if IDE_REQUEST_MARKER in text:
+            text = text.split(IDE_REQUEST_MARKER, 1)[1]
+        texts.append(text)
+    return "\n".join(texts).strip()
+
+
+def assistant_text(payload: dict[str, Any]) -> str:
+    texts = []
+    for item in as_list(payload.get("content")):
+        item = as_dict(item)
+        if item is not None and item.get("type") == "output_text" and isinstance(item.get("text"), str):
+            texts.append(item["text"])
+    return "\n".join(texts).strip()
+
+
+def tool_name(payload: dict[str, Any]) -> str | None:
+    kind = payload.get("type")
+    if kind in ("function_call", "custom_tool_call"):
+        return nonempty_str(payload.get("name"))
+    if isinstance(kind, str) and kind in _TOOL_ITEM_NAMES:
+        return _TOOL_ITEM_NAMES[kind]
+    return None
+
+
+def is_subagent_meta(meta: dict[str, Any]) -> bool:
+    """A spawned sub-agent thread: its ``session_id`` is the parent's, ``source`` says subagent."""
+    source = meta.get("source")
+    if isinstance(source, dict) and "subagent" in source:
+        return True
+    if nonempty_str(meta.get("parent_thread_id")) or meta.get("thread_source") == "subagent":
+        return True
+    group = nonempty_str(meta.get("session_id"))
+    own = nonempty_str(meta.get("id"))
+    return bool(group and own and group != own)
+
+
+class CodexParser(TranscriptParser):
+    source = "codex"
+
+    def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
+        super().__init__(path, state, lookup)
+        state = state or {}
+        self._info = SessionInfo(
+            native_id=state.get("id"), cwd=state.get("cwd", ""), started_at=state.get("startedAt"),
+            model_id=state.get("model"), excluded=state.get("excluded"),
+        )
+        self._generation: str | None = state.get("generation")
+        self._turns: int = int(state.get("turns", 0))
+        self._current: str | None = state.get("current")
+        self._id_prefix = "L"
+
+    def wants(self, line: Line) -> bool:
+        if line.data is None or self._info.excluded:
+            return False
+        head = line.head
+        if _SKIP_TYPES.match(head):
+            return False
+        if _SKIP_EVENT.match(head):
+            return b"task_started" in head
+        return _SKIP_PAYLOAD.search(head) is None
+
+    def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
+        record = as_dict(record)
+        if record is None:
+            chunk.note_bad_line(line_number)
+            return
+        if self._generation is None:
+            self._detect(record)
+        if self._info.excluded:
+            return
+        if self._generation == "bare":
+            if "id" in record and "type" not in record and self._info.native_id is None:
+                self._meta(record)
+            elif record.get("record_type") is None:
+                self._item(record, line_number, self._info.started_at, chunk)
+            return
+        kind = record.get("type")
+        payload = as_dict(record.get("payload"))
+        if payload is None:
+            return
+        if kind == "session_meta":
+            if self._info.native_id is None:
+                self._meta(payload)
+        elif kind == "turn_context":
+            if self._info.model_id is None:
+                self._info.model_id = nonempty_str(payload.get("model"))
+            if not self._info.cwd and isinstance(payload.get("cwd"), str):
+                self._info.cwd = clean_text(payload["cwd"])
+        elif kind == "event_msg":
+            if payload.get("type") == "task_started":
+                self._current = None
+        elif kind == "response_item":
+            self._item(payload, line_number, iso_to_ms(record.get("timestamp")), chunk)
+
+    def _detect(self, record: dict[str, Any]) -> None:
+        if "payload" in record and "type" in record:
+            self._generation = "envelope"
+        elif "id" in record and "type" not in record:
+            self._generation = "bare"
+        elif record.get("type") == "message":
+            self._generation = "bare"
+        else:
+            raise NotThisFormat("the first record is neither a session_meta envelope nor a rollout header")
+
+    def _meta(self, meta: dict[str, Any]) -> None:
+        self._info.native_id = nonempty_str(meta.get("id"))
+        if isinstance(meta.get("cwd"), str):
+            self._info.cwd = clean_text(meta["cwd"])
+        self._info.started_at = iso_to_ms(meta.get("timestamp")) or self._info.started_at
+        if is_subagent_meta(meta):
+            self._info.excluded = "Codex sub-agent thread"
+
+    def _item(self, payload: dict[str, Any], line_number: int, ts: int | None, chunk: Chunk) -> None:
+        kind = payload.get("type")
+        if kind == "message":
+            role = payload.get("role")
+            if role == "user":
+                text = clean_text(user_text(payload))
+                if not text or self._info.native_id is None:
+                    return
+                message_id = nonempty_str(payload.get("id")) or f"{self._id_prefix}{line_number}"
+                chunk.start_turn(message_id, ts or self._info.started_at or 0, text, self._turns, line_number)
+                self._turns += 1
+                self._current = message_id
+            elif role == "assistant" and self._current is not None:
+                chunk.add_reply(self._current, clean_text(assistant_text(payload)), [])
+            return
+        name = tool_name(payload)
+        if name and self._current is not None:
+            chunk.add_reply(self._current, "", [name])
+
+    def feed_g0(self, document: Any, chunk: Chunk) -> None:
+        """The 2025 TypeScript CLI's ``.json`` rollout: one object; item ids are ``I<index>``."""
+        document = as_dict(document)
+        if document is None:
+            raise NotThisFormat("a .json rollout must be one JSON object")
+        session = as_dict(document.get("session"))
+        items = document.get("items")
+        if session is None or not isinstance(items, list):
+            raise NotThisFormat('a .json rollout needs "session" and "items"')
+        self._generation = "json"
+        self._meta(session)
+        self._id_prefix = "I"
+        for index, item in enumerate(items):
+            item = as_dict(item)
+            if item is not None:
+                self._item(item, index, self._info.started_at, chunk)
+        # G0 items carry no line numbers; the user message's line is unknown.
+        for delta in chunk.turns.values():
+            delta.line = None
+
+    def session(self) -> SessionInfo:
+        return self._info
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "generation": self._generation, "id": self._info.native_id, "cwd": self._info.cwd,
+            "startedAt": self._info.started_at, "model": self._info.model_id, "excluded": self._info.excluded,
+            "turns": self._turns, "current": self._current,
+        }

@@ -1,0 +1,167 @@
+"""Pi coding agent sessions: ``<agent dir>/sessions/--<cwd>--/<timestamp>_<id>.jsonl``.
+
+Format facts this parser relies on (docs/formats.md section 3):
+
+* line 1 is the header ``{"type":"session", "version"?, "id", "timestamp", "cwd"}``; v1 has no
+  ``version`` and its entries have no ``id``/``parentId`` (each entry's parent is the previous one,
+  and we derive the id ``L<line>`` from the position);
+* v2/v3 entries form a tree via ``id``/``parentId``; abandoned branches stay in the file, so a reply
+  belongs to its **nearest user-message ancestor**, not to the previous user message in the file;
+* real user text is ``message`` entries with ``role: "user"``; assistant text is the ``text`` blocks
+  of ``role: "assistant"`` (never ``thinking``); tool calls are ``toolCall`` blocks. ``toolResult``,
+  ``bashExecution``, ``custom`` (v2: ``hookMessage``), ``system`` messages and all other entry types
+  are not turns but still tree nodes;
+* ``message.timestamp`` is Unix ms, the entry ``timestamp`` is ISO.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser
+from pimem.jsonl import Line
+from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, number_to_ms
+
+# Entry lines Pi writes with these leading keys; lets tool results (most of a file's bytes) be
+# recorded as tree nodes without a JSON parse.
+_NODE_HEAD = re.compile(
+    rb'^\{"type":"message","id":"([^"\\]{1,64})","parentId":(?:null|"([^"\\]{1,64})"),'
+    rb'"timestamp":"[^"]*","message":\{"role":"(toolResult|bashExecution|custom|system|hookMessage)"'
+)
+
+
+def message_text(content: Any) -> str:
+    """User or assistant text: the string content, or the text blocks joined by newlines."""
+    if isinstance(content, str):
+        return content.strip()
+    texts = []
+    for block in as_list(content):
+        block = as_dict(block)
+        if block is not None and block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+    return "\n".join(texts).strip()
+
+
+def tool_call_names(content: Any) -> list[str]:
+    names: list[str] = []
+    for block in as_list(content):
+        block = as_dict(block)
+        if block is not None and block.get("type") == "toolCall":
+            name = nonempty_str(block.get("name"))
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+class PiParser(TranscriptParser):
+    source = "pi"
+
+    def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
+        super().__init__(path, state, lookup)
+        state = state or {}
+        self._info = SessionInfo(
+            native_id=state.get("id"), cwd=state.get("cwd", ""), started_at=state.get("startedAt"),
+            model_id=state.get("model"),
+        )
+        self._have_header: bool = bool(state.get("header"))
+        self._version: int = int(state.get("version", 3))
+        self._turns: int = int(state.get("turns", 0))
+        self._previous: str | None = state.get("previous")   # id of the previous entry in the file
+        # Anchors of the entries parsed in this run; older ones come from `lookup`.
+        self._anchors: dict[str, str | None] = {}
+
+    # -- tree ---------------------------------------------------------------------------------
+    def _anchor_of(self, entry_id: str | None) -> tuple[bool, str | None]:
+        if entry_id is None:
+            return True, None
+        if entry_id in self._anchors:
+            return True, self._anchors[entry_id]
+        if self.lookup is not None:
+            return self.lookup(entry_id)
+        return False, None
+
+    def _parent_anchor(self, parent_id: str | None, has_parent_field: bool) -> str | None:
+        if self._version < 2 or not has_parent_field:
+            parent_id = self._previous
+        found, anchor = self._anchor_of(parent_id)
+        if not found:
+            # Unknown parent (a lost line): fall back to the previous entry, deterministic either way.
+            anchor = self._anchor_of(self._previous)[1]
+        return anchor
+
+    def _record_node(self, entry_id: str, anchor: str | None, chunk: Chunk) -> None:
+        self._anchors[entry_id] = anchor
+        chunk.nodes.append((entry_id, anchor))
+        self._previous = entry_id
+
+    # -- records ------------------------------------------------------------------------------
+    def wants(self, line: Line) -> bool:
+        return not (self._have_header and self._version >= 2 and line.data is not None
+                    and _NODE_HEAD.match(line.head))
+
+    def skip(self, line: Line, chunk: Chunk) -> None:
+        match = _NODE_HEAD.match(line.head)
+        if match is None or not self._have_header:
+            return
+        entry_id = match.group(1).decode("utf-8", "replace")
+        parent = match.group(2).decode("utf-8", "replace") if match.group(2) else None
+        self._record_node(entry_id, self._parent_anchor(parent, True), chunk)
+
+    def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
+        record = as_dict(record)
+        if record is None:
+            chunk.note_bad_line(line_number)
+            return
+        if not self._have_header:
+            if record.get("type") != "session":
+                raise NotThisFormat("the first record is not a Pi session header")
+            native_id = nonempty_str(record.get("id"))
+            if native_id is None:
+                raise NotThisFormat("the Pi session header has no id")
+            version = record.get("version")
+            self._version = version if isinstance(version, int) and not isinstance(version, bool) else 1
+            self._info.native_id = native_id
+            self._info.cwd = clean_text(record.get("cwd")) if isinstance(record.get("cwd"), str) else ""
+            self._info.started_at = iso_to_ms(record.get("timestamp"))
+            self._have_header = True
+            return
+        if record.get("type") == "session":
+            return  # a repeated header (concatenated files): not an entry
+        entry_id = nonempty_str(record.get("id")) if self._version >= 2 else None
+        if entry_id is None:
+            entry_id = f"L{line_number}"
+        has_parent = "parentId" in record
+        parent_id = nonempty_str(record.get("parentId"))
+        entry_type = record.get("type")
+        if entry_type == "model_change" and self._info.model_id is None:
+            self._info.model_id = nonempty_str(record.get("modelId"))
+        message = as_dict(record.get("message")) if entry_type == "message" else None
+        role = message.get("role") if message is not None else None
+        if message is not None and role == "user":
+            text = clean_text(message_text(message.get("content")))
+            if text:
+                ts = (number_to_ms(message.get("timestamp")) or iso_to_ms(record.get("timestamp"))
+                      or self._info.started_at or 0)
+                chunk.start_turn(entry_id, ts, text, self._turns, line_number)
+                self._turns += 1
+                self._record_node(entry_id, entry_id, chunk)
+                return
+        anchor = self._parent_anchor(parent_id, has_parent)
+        if message is not None and role == "assistant":
+            if self._info.model_id is None:
+                self._info.model_id = nonempty_str(message.get("model"))
+            if anchor is not None:
+                content = message.get("content")
+                chunk.add_reply(anchor, clean_text(message_text(content)), tool_call_names(content))
+        self._record_node(entry_id, anchor, chunk)
+
+    def session(self) -> SessionInfo:
+        return self._info
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "header": self._have_header, "version": self._version, "id": self._info.native_id,
+            "cwd": self._info.cwd, "startedAt": self._info.started_at, "model": self._info.model_id,
+            "turns": self._turns, "previous": self._previous,
+        }

@@ -1,0 +1,178 @@
+"""The recall index: exact candidates for literal, case-insensitive substring search.
+
+Two contentless FTS5 tables with the ``trigram`` tokenizer index ``lower(user_text)`` and
+``lower(reply_text)`` (Python's ``str.lower``, the same function the recall semantics use). Every
+indexed text gets two sentinel characters appended, so that every real character starts at least one
+trigram: a 1- or 2-character entity is then answered through the trigram vocabulary (all trigrams that
+start with it), a longer one by the AND of its trigrams. Both give a superset of the true matches,
+which recall then verifies exactly against the stored text; the index never decides a result.
+
+The index rowid (``pimem_docs.doc_key``) is ``(ts << 20) | n``: iterating an index list in rowid order
+is iterating turns newest first, which lets recall stop once the top results are certain.
+
+Invariants: the index is written in the same transaction as the turn row; only pimem updates turn
+rows (the Pi extension only inserts), so the text to remove from the contentless index on an update is
+the row's previous text. Rows the extension inserts are indexed by :func:`catch_up` at the next write,
+and recall scans any not yet indexed (see pimem/recall.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+from pimem.store import get_meta, set_meta
+from pimem.textutil import clamp_ms
+
+KEY_SHIFT = 20
+SLOT_MASK = (1 << KEY_SHIFT) - 1
+SENTINEL = "\x01\x01"
+FTS_TABLES = ("pimem_fts_user", "pimem_fts_reply")
+
+
+def index_text(text: str) -> str:
+    return text.lower() + SENTINEL
+
+
+def fts_enabled(conn: sqlite3.Connection) -> bool:
+    return get_meta(conn, "index") == "trigram"
+
+
+def key_ts(doc_key: int) -> int:
+    return doc_key >> KEY_SHIFT
+
+
+def _allocate_key(conn: sqlite3.Connection, ts: int) -> int:
+    base = clamp_ms(ts) << KEY_SHIFT
+    top = conn.execute(
+        "SELECT max(doc_key) FROM pimem_docs WHERE doc_key BETWEEN ? AND ?", (base, base | SLOT_MASK)
+    ).fetchone()[0]
+    if top is None:
+        return base
+    if top < (base | SLOT_MASK):
+        return int(top) + 1
+    # A million turns with the very same millisecond: take any free slot of that millisecond.
+    used = {row[0] for row in conn.execute(
+        "SELECT doc_key FROM pimem_docs WHERE doc_key BETWEEN ? AND ?", (base, base | SLOT_MASK))}
+    for candidate in range(base, base | SLOT_MASK):
+        if candidate not in used:
+            return candidate
+    raise RuntimeError("recall index: no free key left for this timestamp")
+
+
+def _fts_insert(conn: sqlite3.Connection, key: int, user_text: str, reply_text: str) -> None:
+    conn.execute("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)", (key, index_text(user_text)))
+    conn.execute("INSERT INTO pimem_fts_reply(rowid, text) VALUES (?, ?)", (key, index_text(reply_text)))
+
+
+def _fts_delete(conn: sqlite3.Connection, key: int, user_text: str, reply_text: str) -> None:
+    conn.execute("INSERT INTO pimem_fts_user(pimem_fts_user, rowid, text) VALUES ('delete', ?, ?)",
+                 (key, index_text(user_text)))
+    conn.execute("INSERT INTO pimem_fts_reply(pimem_fts_reply, rowid, text) VALUES ('delete', ?, ?)",
+                 (key, index_text(reply_text)))
+
+
+def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_text: str,
+        line: int | None, previous: tuple[int, str, str] | None, *, fts: bool) -> None:
+    """Index a turn, or re-index it after an update. ``previous`` = (ts, user_text, reply_text) of the
+    row before this write (None when the row is new). Runs inside the caller's transaction."""
+    row = conn.execute("SELECT doc_key FROM pimem_docs WHERE turn_id = ?", (turn_id,)).fetchone()
+    if row is None:
+        key = _allocate_key(conn, ts)
+        conn.execute("INSERT INTO pimem_docs(doc_key, turn_id, line) VALUES (?, ?, ?)", (key, turn_id, line))
+        if fts:
+            _fts_insert(conn, key, user_text, reply_text)
+        return
+    key = int(row[0])
+    if previous is None:
+        # Indexed once, but its row vanished and came back: the old postings cannot be removed
+        # (their text is gone), so they become garbage under a forgotten key.
+        conn.execute("DELETE FROM pimem_docs WHERE doc_key = ?", (key,))
+        set_meta(conn, "index_garbage", str(int(get_meta(conn, "index_garbage") or 0) + 1))
+        put(conn, turn_id, ts, user_text, reply_text, line, None, fts=fts)
+        return
+    _old_ts, old_user, old_reply = previous
+    if key_ts(key) != clamp_ms(ts):
+        if fts:
+            _fts_delete(conn, key, old_user, old_reply)
+        conn.execute("DELETE FROM pimem_docs WHERE doc_key = ?", (key,))
+        new_key = _allocate_key(conn, ts)
+        conn.execute("INSERT INTO pimem_docs(doc_key, turn_id, line) VALUES (?, ?, ?)",
+                     (new_key, turn_id, line))
+        if fts:
+            _fts_insert(conn, new_key, user_text, reply_text)
+        return
+    if line is not None:
+        conn.execute("UPDATE pimem_docs SET line = ? WHERE doc_key = ?", (line, key))
+    if fts and (old_user, old_reply) != (user_text, reply_text):
+        _fts_delete(conn, key, old_user, old_reply)
+        _fts_insert(conn, key, user_text, reply_text)
+
+
+def _index_rows(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, int, str, str]], fts: bool) -> int:
+    count = 0
+    for _rowid, turn_id, ts, user_text, reply_text in rows:
+        put(conn, turn_id, int(ts or 0), user_text or "", reply_text or "", None, None, fts=fts)
+        count += 1
+    return count
+
+
+def watermark(conn: sqlite3.Connection) -> int:
+    value = get_meta(conn, "index_watermark")
+    return int(value) if value else 0
+
+
+def catch_up(conn: sqlite3.Connection, *, full: bool = False) -> int:
+    """Index turn rows written behind pimem's back (by the Pi extension). Inside a transaction."""
+    fts = fts_enabled(conn)
+    start = 0 if full else watermark(conn)
+    rows = conn.execute(
+        "SELECT t.rowid, t.turn_id, t.ts, t.user_text, t.reply_text FROM turns t "
+        "WHERE t.rowid > ? AND NOT EXISTS (SELECT 1 FROM pimem_docs d WHERE d.turn_id = t.turn_id) "
+        "ORDER BY t.rowid",
+        (start,),
+    ).fetchall()
+    added = _index_rows(conn, rows, fts)
+    top = conn.execute("SELECT max(rowid) FROM turns").fetchone()[0]
+    set_meta(conn, "index_watermark", str(int(top or 0)))
+    return added
+
+
+def reconcile(conn: sqlite3.Connection) -> int:
+    """Full consistency pass (cheap when consistent): index every unindexed turn, forget documents
+    whose turn is gone, and rebuild the FTS tables when forgotten postings pile up. In a transaction."""
+    turns = conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+    docs = conn.execute("SELECT count(*) FROM pimem_docs").fetchone()[0]
+    added = 0
+    if docs != turns:
+        orphans = conn.execute(
+            "SELECT doc_key FROM pimem_docs d WHERE NOT EXISTS (SELECT 1 FROM turns t WHERE t.turn_id = d.turn_id)"
+        ).fetchall()
+        if orphans:
+            conn.executemany("DELETE FROM pimem_docs WHERE doc_key = ?", orphans)
+            garbage = int(get_meta(conn, "index_garbage") or 0) + len(orphans)
+            set_meta(conn, "index_garbage", str(garbage))
+        added = catch_up(conn, full=True)
+    garbage = int(get_meta(conn, "index_garbage") or 0)
+    if garbage and garbage * 10 > max(turns, 1) and fts_enabled(conn):
+        rebuild(conn)
+    return added
+
+
+def rebuild(conn: sqlite3.Connection) -> None:
+    """Re-create the FTS postings from the turn rows (drops postings of forgotten documents)."""
+    for table in FTS_TABLES:
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+    rows = conn.execute(
+        "SELECT d.doc_key, t.user_text, t.reply_text FROM pimem_docs d JOIN turns t ON t.turn_id = d.turn_id"
+    )
+    for key, user_text, reply_text in rows:
+        _fts_insert(conn, int(key), user_text or "", reply_text or "")
+    set_meta(conn, "index_garbage", "0")
+
+
+def optimize(conn: sqlite3.Connection) -> None:
+    """Merge the FTS segments after a large import (smaller file, faster queries)."""
+    if fts_enabled(conn):
+        for table in FTS_TABLES:
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")

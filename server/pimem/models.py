@@ -1,0 +1,81 @@
+"""Plain data shared by the services. No I/O, no third-party imports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Source = Literal["pi", "claude", "codex"]
+SOURCES: tuple[Source, ...] = ("pi", "claude", "codex")
+
+# The agent versions whose on-disk formats the importers were checked against (real files written by
+# these versions, plus hand-made files for the older generations described in docs/formats.md).
+# Quoted in every import issue so that a user can compare with the version they run.
+HISTORY_SCHEMA_REFERENCE_VERSIONS: dict[Source, str] = {
+    "pi": "Pi coding agent session format v1-v3 (checked with Pi 1.6.0)",
+    "claude": "Claude Code 1.0.x-2.1.x (checked with Claude Code 2.1.332)",
+    "codex": "Codex CLI rollouts from the 2025 TypeScript CLI to 0.171.0 (checked with Codex 0.171.0)",
+}
+
+
+def is_source(value: object) -> bool:
+    return isinstance(value, str) and value in SOURCES
+
+
+@dataclass
+class SyncIssue:
+    """A problem isolated to one file (or one root); everything else was imported."""
+
+    source: Source
+    jsonl_path: str | None
+    error: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"source": self.source, "jsonlPath": self.jsonl_path, "error": self.error}
+
+
+def import_issue(source: Source, path: str | None, cause: str) -> SyncIssue:
+    where = f" ({path})" if path else ""
+    message = (
+        f"{source} history import failed{where}: {cause}. "
+        f"pimem's importer was verified against {HISTORY_SCHEMA_REFERENCE_VERSIONS[source]}; "
+        f"if your {source} version is newer, its format may have changed."
+    )
+    return SyncIssue(source=source, jsonl_path=path, error=message)
+
+
+@dataclass
+class SyncStats:
+    """What one sync did. Field names follow the seed's BackfillStats."""
+
+    pi: int = 0
+    claude: int = 0
+    codex: int = 0
+    turns: int = 0
+    scanned_files: int = 0
+    skipped_files: int = 0
+    issues: list[SyncIssue] = field(default_factory=list)
+    cancelled: bool = False
+    duration_ms: int = 0
+    changed_sources: set[Source] = field(default_factory=set)
+
+    def count_file(self, source: Source) -> None:
+        if source == "pi":
+            self.pi += 1
+        elif source == "claude":
+            self.claude += 1
+        else:
+            self.codex += 1
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "pi": self.pi,
+            "claude": self.claude,
+            "codex": self.codex,
+            "turns": self.turns,
+            "scannedFiles": self.scanned_files,
+            "skippedFiles": self.skipped_files,
+            "issues": [issue.to_dict() for issue in self.issues],
+            "cancelled": self.cancelled,
+            "durationMs": self.duration_ms,
+        }

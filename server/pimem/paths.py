@@ -1,0 +1,69 @@
+"""Where things live: the store file and the three agents' transcript roots.
+
+Every location can be overridden by the same environment variables the agents themselves honour,
+so a test (or a user with a custom setup) points pimem anywhere without code changes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pimem.models import SOURCES, Source
+
+
+def _expand(value: str) -> Path:
+    return Path(os.path.expanduser(value))
+
+
+def home_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    home = env.get("HOME") or env.get("USERPROFILE")
+    return Path(home) if home else Path.home()
+
+
+def default_db_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$MEMORY_DB_PATH`` (the Pi extension's variable), else ``~/.pi/agent/memory.db``."""
+    env = os.environ if env is None else env
+    override = env.get("MEMORY_DB_PATH")
+    if override:
+        return _expand(override)
+    return home_dir(env) / ".pi" / "agent" / "memory.db"
+
+
+def pi_agent_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Pi's agent directory: ``$PI_CODING_AGENT_DIR`` (tilde expanded), else ``~/.pi/agent``."""
+    env = os.environ if env is None else env
+    override = env.get("PI_CODING_AGENT_DIR")
+    if override:
+        return _expand(override)
+    return home_dir(env) / ".pi" / "agent"
+
+
+@dataclass(frozen=True)
+class SourceRoots:
+    """The directories scanned for each agent's transcripts. A missing root is not an error."""
+
+    pi: tuple[Path, ...]
+    claude: tuple[Path, ...]
+    codex: tuple[Path, ...]
+
+    def for_source(self, source: Source) -> tuple[Path, ...]:
+        roots: tuple[Path, ...] = getattr(self, source)
+        return roots
+
+    def items(self) -> list[tuple[Source, tuple[Path, ...]]]:
+        return [(source, self.for_source(source)) for source in SOURCES]
+
+
+def source_roots(env: Mapping[str, str] | None = None) -> SourceRoots:
+    env = os.environ if env is None else env
+    claude_dir = _expand(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home_dir(env) / ".claude"
+    codex_home = _expand(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home_dir(env) / ".codex"
+    return SourceRoots(
+        pi=(pi_agent_dir(env) / "sessions",),
+        claude=(claude_dir / "projects",),
+        codex=(codex_home / "sessions", codex_home / "archived_sessions"),
+    )

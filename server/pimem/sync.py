@@ -1,0 +1,652 @@
+"""Incremental sync of the agents' transcripts into the store.
+
+* A file whose size, mtime and inode are unchanged is only stat'ed.
+* A file that grew (same inode, and the bytes before the last parse point unchanged, checked on two
+  small windows) is parsed from where the last sync stopped, with the parser state saved then.
+* Anything else (rewritten in place, truncated, replaced, compressed, or ``force``) is parsed again
+  from the start. Turn rows are never deleted: turns outlive their files.
+* Work is committed in short transactions at line boundaries, together with the file's parse
+  position, so a crash or a cancel leaves a consistent store and the next sync resumes.
+* One broken file or root becomes an issue; every other file is imported.
+* With much to do, files are parsed by a pool of processes (both cores); SQLite serialises writes.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import hashlib
+import json
+import logging
+import multiprocessing
+import os
+import sqlite3
+import stat as stat_module
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pimem import index
+from pimem.importers import make_parser
+from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser
+from pimem.importers.claude import is_claude_sidechain_path
+from pimem.importers.codex import CodexParser
+from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, loads, open_zst, read_window
+from pimem.models import SOURCES, Source, SyncIssue, SyncStats, import_issue
+from pimem.paths import SourceRoots
+from pimem.store import (
+    SessionRow,
+    connect,
+    encode_tool_names,
+    get_turn,
+    set_meta,
+    transaction,
+    upsert_session,
+)
+from pimem.textutil import join_parts, merge_names
+
+log = logging.getLogger("pimem.sync")
+
+CHUNK_TURNS = 400
+CHUNK_BYTES = 8 * 1024 * 1024
+CHUNK_SECONDS = 0.25
+G0_MAX_BYTES = 64 * 1024 * 1024
+POOL_MIN_FILES = 4
+POOL_MIN_BYTES = 48 * 1024 * 1024
+
+ProgressCallback = Callable[[int, int], None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Discovery
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SourceFile:
+    source: Source
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+
+
+def _wanted(source: Source, root: str, dirpath: str, name: str) -> bool:
+    if source == "pi":
+        return name.endswith(".jsonl")
+    if source == "claude":
+        if not name.endswith(".jsonl"):
+            return False
+        relative = os.path.relpath(dirpath, root)
+        parts = () if relative == "." else tuple(Path(relative).parts)
+        return not is_claude_sidechain_path(parts, name)
+    if not name.startswith("rollout-"):
+        return False
+    if name.endswith(".jsonl") or name.endswith(".json"):
+        return True
+    if name.endswith(".jsonl.zst"):
+        # The plain file wins when both exist.
+        return not os.path.exists(os.path.join(dirpath, name[: -len(".zst")]))
+    return False
+
+
+def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) -> list[SourceFile]:
+    """All transcript files under the roots, with their stat. Unreadable parts become issues."""
+    found: list[SourceFile] = []
+    for source in SOURCES:
+        if source not in sources:
+            continue
+        for root in roots.for_source(source):
+            root_str = str(root)
+            if not os.path.isdir(root_str):
+                continue  # a missing root is not an error
+            visited: set[tuple[int, int]] = set()
+            for dirpath, entry in _walk(root_str, visited, source, issues):
+                if not _wanted(source, root_str, dirpath, entry.name):
+                    continue
+                try:
+                    info = entry.stat()
+                except OSError as error:
+                    issues.append(import_issue(source, entry.path, f"cannot read the file ({error.strerror})"))
+                    continue
+                if stat_module.S_ISREG(info.st_mode):
+                    found.append(SourceFile(source, entry.path, info.st_size, info.st_mtime_ns, info.st_ino))
+    return found
+
+
+def _walk(directory: str, visited: set[tuple[int, int]], source: Source,
+          issues: list[SyncIssue]) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    try:
+        info = os.stat(directory)
+    except OSError as error:
+        issues.append(import_issue(source, directory, f"cannot read the directory ({error.strerror})"))
+        return
+    key = (info.st_dev, info.st_ino)
+    if key in visited:
+        return  # a symlink loop, or a directory reached twice
+    visited.add(key)
+    try:
+        with os.scandir(directory) as entries:
+            children = list(entries)
+    except OSError as error:
+        issues.append(import_issue(source, directory, f"cannot read the directory ({error.strerror})"))
+        return
+    for entry in children:
+        try:
+            is_dir = entry.is_dir()  # follows symlinks, like Pi's own listing
+        except OSError:
+            continue
+        if is_dir:
+            if source == "claude" and entry.name == "subagents":
+                continue
+            yield from _walk(entry.path, visited, source, issues)
+        else:
+            yield directory, entry
+
+
+# ---------------------------------------------------------------------------------------------
+# One file
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class FileState:
+    file_id: int
+    size: int
+    mtime_ns: int
+    inode: int
+    parsed_bytes: int
+    parsed_lines: int
+    fingerprint: str
+    state: dict[str, Any]
+
+
+def load_states(conn: sqlite3.Connection) -> dict[str, FileState]:
+    states = {}
+    for row in conn.execute(
+        "SELECT jsonl_path, file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state "
+        "FROM pimem_files"
+    ):
+        try:
+            parsed_state = json.loads(row[8])
+        except ValueError:
+            parsed_state = {}
+        states[row[0]] = FileState(row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+                                   parsed_state if isinstance(parsed_state, dict) else {})
+    return states
+
+
+def fingerprint(path: str, parsed_bytes: int) -> str:
+    """Digest of the file's head and of the bytes just before ``parsed_bytes``: if either changed,
+    the file was rewritten rather than appended to."""
+    head = read_window(path, 0, min(HEAD_BYTES, parsed_bytes))
+    tail_start = max(0, parsed_bytes - HEAD_BYTES)
+    tail = read_window(path, tail_start, parsed_bytes - tail_start)
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(head)
+    digest.update(b"\0")
+    digest.update(tail)
+    return digest.hexdigest()
+
+
+@dataclass
+class FileOutcome:
+    source: Source
+    path: str
+    parsed: bool = False
+    turns_changed: int = 0
+    issue: SyncIssue | None = None
+    cancelled: bool = False
+
+
+class _FileImport:
+    """Parse one file (whole or its appended part) and commit it in chunks."""
+
+    def __init__(self, conn: sqlite3.Connection, source_file: SourceFile, prior: FileState | None,
+                 force: bool, cancel: Callable[[], bool], fts: bool) -> None:
+        self.conn = conn
+        self.file = source_file
+        self.prior = prior
+        self.force = force
+        self.cancel = cancel
+        self.fts = fts
+        self.outcome = FileOutcome(source_file.source, source_file.path)
+        self.file_id = 0
+        self.bad_lines = 0
+        self.first_bad_line: int | None = None
+
+    # -- decision -----------------------------------------------------------------------------
+    def _append_point(self) -> FileState | None:
+        prior, current = self.prior, self.file
+        if prior is None or self.force or prior.state.get("error"):
+            return None
+        if current.path.endswith((".zst", ".json")):
+            return None  # compressed or whole-document files are always re-read
+        if current.inode != prior.inode or current.size < prior.parsed_bytes:
+            return None
+        try:
+            if fingerprint(current.path, prior.parsed_bytes) != prior.fingerprint:
+                return None
+        except OSError:
+            return None
+        return prior
+
+    def run(self) -> FileOutcome:
+        try:
+            self._run()
+        except NotThisFormat as error:
+            self._record_failure(str(error))
+        except UnsupportedFile as error:
+            self.outcome.issue = import_issue(self.file.source, self.file.path, str(error))
+        except FileNotFoundError:
+            pass  # deleted while we were syncing: nothing to import, its turns stay
+        except (OSError, sqlite3.DatabaseError, ValueError, RecursionError, MemoryError) as error:
+            if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+                raise
+            cause = getattr(error, "strerror", None) or f"{type(error).__name__}: {error}"
+            self.outcome.issue = import_issue(self.file.source, self.file.path, str(cause))
+        return self.outcome
+
+    def _run(self) -> None:
+        resume = self._append_point()
+        self.file_id = self._file_row()
+        self.outcome.parsed = True
+        if self.file.path.endswith(".json"):
+            self._run_g0()
+            return
+        if resume is not None:
+            offset, lines, state = resume.parsed_bytes, resume.parsed_lines, resume.state
+            parser = make_parser(self.file.source, self.file.path, state, self._lookup_node)
+        else:
+            offset, lines = 0, 0
+            parser = make_parser(self.file.source, self.file.path, None, None)
+        if parser.session().excluded and resume is not None:
+            self._commit(Chunk(), parser, self.file.size, lines, first=False)
+            return
+        stream = open_zst(self.file.path) if self.file.path.endswith(".zst") else open(  # noqa: SIM115
+            self.file.path, "rb", buffering=1 << 20)
+        with contextlib.closing(stream):
+            if offset:
+                stream.seek(offset)
+            reader = LineReader(stream, offset, lines)
+            chunk = Chunk()
+            first = resume is None
+            chunk_start = time.monotonic()
+            chunk_bytes = 0
+            for line in reader:
+                if parser.wants(line):
+                    assert line.data is not None
+                    try:
+                        record = loads(line.data)
+                    except (ValueError, RecursionError):
+                        chunk.note_bad_line(line.number)
+                    else:
+                        try:
+                            parser.feed(record, line.number, chunk)
+                        except NotThisFormat:
+                            raise
+                        except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
+                            chunk.note_bad_line(line.number)
+                else:
+                    parser.skip(line, chunk)
+                chunk_bytes += line.end - line.start
+                if (len(chunk.turns) >= CHUNK_TURNS or chunk_bytes >= CHUNK_BYTES
+                        or time.monotonic() - chunk_start >= CHUNK_SECONDS):
+                    self._commit(chunk, parser, reader.position, reader.lines_read, first)
+                    first = False
+                    chunk, chunk_bytes, chunk_start = Chunk(), 0, time.monotonic()
+                    if self.cancel():
+                        self.outcome.cancelled = True
+                        return
+            self._commit(chunk, parser, reader.position, reader.lines_read, first)
+            if reader.oversized_lines:
+                self.outcome.issue = import_issue(
+                    self.file.source, self.file.path,
+                    f"{reader.oversized_lines} line(s) longer than 32 MiB were skipped")
+
+    def _run_g0(self) -> None:
+        if self.file.size > G0_MAX_BYTES:
+            raise NotThisFormat(f"a .json rollout larger than {G0_MAX_BYTES >> 20} MiB is not read")
+        with open(self.file.path, "rb") as handle:
+            data = handle.read(G0_MAX_BYTES + 1)
+        try:
+            document = loads(data)
+        except (ValueError, RecursionError) as error:
+            raise NotThisFormat(f"not valid JSON ({error})") from None
+        parser = CodexParser(self.file.path, None)
+        chunk = Chunk()
+        parser.feed_g0(document, chunk)
+        self._commit(chunk, parser, len(data), 0, True)
+
+    # -- writes -------------------------------------------------------------------------------
+    def _file_row(self) -> int:
+        with transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO pimem_files (jsonl_path, source, size, mtime_ns, inode, parsed_bytes, parsed_lines, "
+                "fingerprint, state) VALUES (?, ?, 0, 0, 0, 0, 0, '', '{}') ON CONFLICT(jsonl_path) DO NOTHING",
+                (self.file.path, self.file.source),
+            )
+            row = self.conn.execute("SELECT file_id FROM pimem_files WHERE jsonl_path = ?",
+                                    (self.file.path,)).fetchone()
+        return int(row[0])
+
+    def _lookup_node(self, entry_id: str) -> tuple[bool, str | None]:
+        row = self.conn.execute("SELECT anchor FROM pimem_pi_nodes WHERE file_id = ? AND entry_id = ?",
+                                (self.file_id, entry_id)).fetchone()
+        return (False, None) if row is None else (True, row[0])
+
+    def _save_state(self, parsed_bytes: int, parsed_lines: int, state: dict[str, Any],
+                    session_id: str | None) -> None:
+        try:
+            digest = fingerprint(self.file.path, parsed_bytes) if not self.file.path.endswith(".zst") else ""
+        except OSError:
+            digest = ""
+        self.conn.execute(
+            "UPDATE pimem_files SET source = ?, size = ?, mtime_ns = ?, inode = ?, parsed_bytes = ?, "
+            "parsed_lines = ?, fingerprint = ?, session_id = ?, state = ? WHERE file_id = ?",
+            (self.file.source, self.file.size, self.file.mtime_ns, self.file.inode, parsed_bytes, parsed_lines,
+             digest, session_id, json.dumps(state, ensure_ascii=False), self.file_id),
+        )
+
+    def _commit(self, chunk: Chunk, parser: TranscriptParser, parsed_bytes: int, parsed_lines: int,
+                first: bool) -> None:
+        info = parser.session()
+        session_id = f"{self.file.source}:{info.native_id}" if info.native_id else None
+        if chunk.bad_lines:
+            self.bad_lines += chunk.bad_lines
+            self.first_bad_line = self.first_bad_line or chunk.first_bad_line
+        with transaction(self.conn):
+            if first:
+                # A fresh parse replaces what an earlier parse of this file remembered.
+                self.conn.execute("DELETE FROM pimem_pi_nodes WHERE file_id = ?", (self.file_id,))
+            if session_id is not None and not info.excluded:
+                self._write_session(session_id, info, chunk)
+                for delta in chunk.turns.values():
+                    if self._write_turn(session_id, delta):
+                        self.outcome.turns_changed += 1
+            if chunk.nodes:
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO pimem_pi_nodes (file_id, entry_id, anchor) VALUES (?, ?, ?)",
+                    [(self.file_id, entry_id, anchor) for entry_id, anchor in chunk.nodes],
+                )
+            if chunk.turns:
+                index.catch_up(self.conn)
+            self._save_state(parsed_bytes, parsed_lines, parser.state(), session_id)
+
+    def _write_session(self, session_id: str, info: SessionInfo, chunk: Chunk) -> None:
+        started_at = info.started_at
+        if started_at is None:
+            started_at = min((d.ts for d in chunk.turns.values() if d.is_new), default=self.file.mtime_ns // 10**6)
+        upsert_session(self.conn, SessionRow(session_id, self.file.source, info.cwd, started_at, info.model_id,
+                                             self.file.path))
+
+    def _write_turn(self, session_id: str, delta: Any) -> bool:
+        turn_id = f"{session_id}:{delta.user_message_id}"
+        previous = get_turn(self.conn, turn_id)
+        if delta.is_new:
+            user_text, ts, turn_index = delta.user_text, delta.ts, delta.turn_index
+            reply_text, tools = join_parts(delta.reply_parts), list(delta.tools)
+        else:
+            if previous is None:
+                return False  # a reply to a turn that is no longer stored
+            user_text, ts, turn_index = previous.user_text, previous.ts, previous.turn_index
+            reply_text = join_parts([previous.reply_text, *delta.reply_parts])
+            tools = merge_names(previous.tool_names, delta.tools)
+        if previous is not None and (previous.user_text, previous.reply_text, previous.tool_names, previous.ts,
+                                     previous.turn_index) == (user_text, reply_text, tools, ts, turn_index):
+            index.put(self.conn, turn_id, ts, user_text, reply_text, delta.line if delta.is_new else None,
+                      (previous.ts, previous.user_text, previous.reply_text), fts=self.fts)
+            return False
+        self.conn.execute(
+            """
+            INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, user_message_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(turn_id) DO UPDATE SET
+              turn_index = excluded.turn_index, ts = excluded.ts, user_text = excluded.user_text,
+              reply_text = excluded.reply_text, tool_names = excluded.tool_names,
+              user_message_id = excluded.user_message_id
+            """,
+            (turn_id, session_id, turn_index, ts, user_text, reply_text, encode_tool_names(tools),
+             delta.user_message_id),
+        )
+        index.put(self.conn, turn_id, ts, user_text, reply_text, delta.line if delta.is_new else None,
+                  None if previous is None else (previous.ts, previous.user_text, previous.reply_text), fts=self.fts)
+        return True
+
+    def _record_failure(self, cause: str) -> None:
+        """Remember a file that is not a transcript, so it is reported once, not parsed every sync."""
+        self.outcome.issue = import_issue(self.file.source, self.file.path, cause)
+        if self.file_id:
+            with transaction(self.conn):
+                self._save_state(self.file.size, 0, {"error": cause}, None)
+
+
+def import_file(conn: sqlite3.Connection, source_file: SourceFile, prior: FileState | None, *,
+                force: bool = False, cancel: Callable[[], bool] = lambda: False) -> FileOutcome:
+    """Import one transcript (the isolation boundary: problems become ``outcome.issue``)."""
+    outcome = _FileImport(conn, source_file, prior, force, cancel, index.fts_enabled(conn)).run()
+    return outcome
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker processes
+# ---------------------------------------------------------------------------------------------
+
+_worker_conn: sqlite3.Connection | None = None
+_worker_cancel: Any = None
+
+
+def _worker_init(db_path: str, cancel_event: Any) -> None:
+    global _worker_conn, _worker_cancel
+    logging.getLogger().setLevel(logging.WARNING)
+    _worker_conn = connect(db_path)
+    _worker_cancel = cancel_event
+
+
+def _worker_import(source_file: SourceFile, force: bool) -> FileOutcome:
+    assert _worker_conn is not None
+    prior = None
+    if not force:
+        prior = load_states_for(_worker_conn, source_file.path)
+    return import_file(_worker_conn, source_file, prior, force=force, cancel=_worker_cancel.is_set)
+
+
+def load_states_for(conn: sqlite3.Connection, path: str) -> FileState | None:
+    row = conn.execute(
+        "SELECT file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state FROM pimem_files "
+        "WHERE jsonl_path = ?", (path,)).fetchone()
+    if row is None:
+        return None
+    try:
+        state = json.loads(row[7])
+    except ValueError:
+        state = {}
+    return FileState(row[0], row[1], row[2], row[3], row[4], row[5], row[6], state if isinstance(state, dict) else {})
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole sync
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class SyncRequest:
+    db_path: str
+    roots: SourceRoots
+    sources: set[Source] = field(default_factory=lambda: set(SOURCES))
+    force: bool = False
+    paths: list[str] | None = None          # only these files (live updates); None = everything
+    workers: int | None = None              # None: automatic; 1: no worker processes
+
+
+def _unchanged(prior: FileState | None, current: SourceFile) -> bool:
+    return (prior is not None and prior.size == current.size and prior.mtime_ns == current.mtime_ns
+            and prior.inode == current.inode)
+
+
+def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
+             cancel: threading.Event | None = None, conn: sqlite3.Connection | None = None) -> SyncStats:
+    """Synchronise the store with the transcript files. Safe to run again at any time."""
+    started = time.monotonic()
+    stats = SyncStats()
+    own_conn = conn is None
+    conn = conn or connect(request.db_path)
+    cancel = cancel or threading.Event()
+    try:
+        states = load_states(conn)
+        if request.paths is None:
+            files = discover(request.roots, request.sources, stats.issues)
+            _forget_vanished(conn, states, {f.path for f in files})
+        else:
+            files = _stat_paths(request, stats.issues)
+        todo: list[tuple[SourceFile, FileState | None]] = []
+        for source_file in files:
+            prior = states.get(source_file.path)
+            if not request.force and _unchanged(prior, source_file):
+                stats.skipped_files += 1
+            else:
+                todo.append((source_file, prior))
+        # Newest first: what the user did last becomes searchable first.
+        todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)
+        outcomes = _run_files(conn, request, todo, progress, cancel)
+        for outcome in outcomes:
+            if outcome.parsed:
+                stats.scanned_files += 1
+            if outcome.turns_changed:
+                stats.turns += outcome.turns_changed
+                stats.count_file(outcome.source)
+                stats.changed_sources.add(outcome.source)
+            if outcome.issue is not None:
+                stats.issues.append(outcome.issue)
+            if outcome.cancelled:
+                stats.cancelled = True
+        if cancel.is_set():
+            stats.cancelled = True
+        if not stats.cancelled:
+            with transaction(conn):
+                added = index.reconcile(conn)
+            if stats.turns > 5000:
+                with transaction(conn):
+                    index.optimize(conn)
+            if added:
+                log.info("indexed %d turns written by another program", added)
+        stats.duration_ms = int((time.monotonic() - started) * 1000)
+        with transaction(conn):
+            set_meta(conn, "last_sync", json.dumps({
+                "finishedAt": int(time.time() * 1000), "turns": stats.turns, "issues": len(stats.issues),
+                "cancelled": stats.cancelled, "force": request.force,
+            }))
+        log.info("sync: %d turns changed, %d files parsed, %d unchanged, %d issues, %d ms",
+                 stats.turns, stats.scanned_files, stats.skipped_files, len(stats.issues), stats.duration_ms)
+        return stats
+    finally:
+        if own_conn:
+            conn.close()
+
+
+def _stat_paths(request: SyncRequest, issues: list[SyncIssue]) -> list[SourceFile]:
+    files = []
+    for path in request.paths or []:
+        source = source_of(path, request.roots)
+        if source is None or source not in request.sources:
+            continue
+        root = next((str(r) for r in request.roots.for_source(source) if _is_under(path, str(r))), None)
+        if root is None or not _wanted(source, root, os.path.dirname(path), os.path.basename(path)):
+            continue
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            issues.append(import_issue(source, path, f"cannot read the file ({error.strerror})"))
+            continue
+        if stat_module.S_ISREG(info.st_mode):
+            files.append(SourceFile(source, path, info.st_size, info.st_mtime_ns, info.st_ino))
+    return files
+
+
+def _is_under(path: str, root: str) -> bool:
+    root = root.rstrip(os.sep)
+    return path == root or path.startswith(root + os.sep)
+
+
+def source_of(path: str, roots: SourceRoots) -> Source | None:
+    for source, source_roots in roots.items():
+        if any(_is_under(path, str(root)) for root in source_roots):
+            return source
+    return None
+
+
+def _forget_vanished(conn: sqlite3.Connection, states: dict[str, FileState], present: set[str]) -> None:
+    gone = [state.file_id for path, state in states.items() if path not in present and not os.path.exists(path)]
+    if not gone:
+        return
+    with transaction(conn):
+        conn.executemany("DELETE FROM pimem_pi_nodes WHERE file_id = ?", [(file_id,) for file_id in gone])
+        conn.executemany("DELETE FROM pimem_files WHERE file_id = ?", [(file_id,) for file_id in gone])
+
+
+def _run_files(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]],
+               progress: ProgressCallback | None, cancel: threading.Event) -> list[FileOutcome]:
+    total = len(todo)
+    reporter = _ProgressReporter(progress, total)
+    reporter.report(0)
+    workers = request.workers if request.workers is not None else min(4, os.cpu_count() or 1)
+    big = sum(f.size - (p.parsed_bytes if p else 0) for f, p in todo)
+    if workers > 1 and total >= POOL_MIN_FILES and big >= POOL_MIN_BYTES:
+        return _run_pool(request, todo, workers, reporter, cancel)
+    outcomes = []
+    for done, (source_file, prior) in enumerate(todo, start=1):
+        if cancel.is_set():
+            break
+        outcomes.append(import_file(conn, source_file, prior, force=request.force, cancel=cancel.is_set))
+        reporter.report(done)
+    return outcomes
+
+
+def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]], workers: int,
+              reporter: _ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
+    context = multiprocessing.get_context("spawn")
+    cancel_event = context.Event()
+    outcomes: list[FileOutcome] = []
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_worker_init,
+        initargs=(request.db_path, cancel_event),
+    ) as pool:
+        futures = [pool.submit(_worker_import, source_file, request.force) for source_file, _ in todo]
+        done = 0
+        pending = set(futures)
+        while pending:
+            finished, pending = concurrent.futures.wait(pending, timeout=0.2,
+                                                        return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in finished:
+                done += 1
+                try:
+                    outcomes.append(future.result())
+                except concurrent.futures.CancelledError:
+                    pass
+                except Exception as error:  # a worker died: isolate like any file problem
+                    log.warning("sync worker failed: %s", type(error).__name__)
+                reporter.report(done)
+            if cancel.is_set():
+                cancel_event.set()
+                for future in pending:
+                    future.cancel()
+    return outcomes
+
+
+class _ProgressReporter:
+    """Calls the progress callback at most ~8 times a second, plus the first and the last time."""
+
+    def __init__(self, callback: ProgressCallback | None, total: int) -> None:
+        self.callback = callback
+        self.total = total
+        self.last = 0.0
+
+    def report(self, done: int) -> None:
+        if self.callback is None:
+            return
+        now = time.monotonic()
+        if done in (0, self.total) or now - self.last >= 0.125:
+            self.last = now
+            self.callback(done, self.total)

@@ -1,0 +1,89 @@
+"""Small, defensive helpers for reading untrusted JSON records."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+def clean_text(text: str) -> str:
+    """Make text safe to store: drop NUL characters and replace lone surrogates (invalid UTF-8)."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def strip_system_reminders(text: str) -> str:
+    return _SYSTEM_REMINDER.sub("", text) if "<system-reminder>" in text else text
+
+
+def as_dict(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def nonempty_str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+_MAX_MS = (1 << 42) - 1  # year 2109; keeps recall index keys in range
+
+
+def clamp_ms(value: int) -> int:
+    return max(0, min(int(value), _MAX_MS))
+
+
+def iso_to_ms(value: Any) -> int | None:
+    """ISO-8601 string (``2026-11-30T07:36:33.481Z``) to Unix ms; None when unusable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        # Agents write UTC; a naive value is read as UTC rather than the machine's zone.
+        from datetime import UTC
+
+        parsed = parsed.replace(tzinfo=UTC)
+    try:
+        return clamp_ms(round(parsed.timestamp() * 1000))
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def number_to_ms(value: Any) -> int | None:
+    """A numeric Unix-ms timestamp (Pi's ``message.timestamp``); None when not a sane number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    return clamp_ms(int(value))
+
+
+def join_parts(parts: list[str]) -> str:
+    return "\n".join(part for part in parts if part)
+
+
+def merge_names(existing: list[str], new: list[str]) -> list[str]:
+    merged = list(existing)
+    seen = set(merged)
+    for name in new:
+        if name not in seen:
+            seen.add(name)
+            merged.append(name)
+    return merged

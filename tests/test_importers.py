@@ -1,0 +1,57 @@
+"""Data-driven importer tests: every real and hand-crafted transcript against its expected turns.
+
+The expectations in tests/fixtures/expected/ were derived by reading each file (see
+tests/fixtures/README.md), not by running pimem.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import REPO, load_expected, roots_under
+
+from pimem.store import connect, parse_tool_names
+from pimem.sync import SyncRequest, run_sync
+
+CASES = load_expected()
+
+
+def _base_of(file: Path) -> Path:
+    parts = file.parts
+    for marker in ("claude", "codex", "pi"):
+        if marker in parts:
+            return Path(*parts[: parts.index(marker)])
+    raise AssertionError(f"no agent root in {file}")
+
+
+def _import_one(file: Path, db_path: Path) -> sqlite3.Connection:
+    stats = run_sync(SyncRequest(db_path=str(db_path), roots=roots_under(_base_of(file)), paths=[str(file)]))
+    assert not stats.issues, [issue.error for issue in stats.issues]
+    return connect(db_path)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(case["name"]) for case in CASES])
+def test_importer_matches_expected_turns(case: dict[str, object], db_path: Path) -> None:
+    file = REPO / str(case["file"])
+    assert file.exists(), file
+    conn = _import_one(file, db_path)
+    rows = conn.execute(
+        "SELECT t.turn_id, t.user_text, t.reply_text, t.tool_names, s.cwd, s.source, t.turn_index "
+        "FROM turns t JOIN sessions s ON s.session_id = t.session_id ORDER BY t.turn_index"
+    ).fetchall()
+    if not case["imported"]:
+        assert rows == []
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+        return
+    session_id = f"{case['source']}:{case['nativeSessionId']}"
+    expected = [
+        (f"{session_id}:{turn['userMessageId']}", turn["userText"], turn["replyText"], turn["toolNames"])
+        for turn in case["turns"]  # type: ignore[attr-defined]
+    ]
+    actual = [(row[0], row[1], row[2], parse_tool_names(row[3])) for row in rows]
+    assert actual == expected
+    assert [row[6] for row in rows] == list(range(len(rows)))
+    cwd = conn.execute("SELECT cwd, source, jsonl_path FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    assert cwd == (case["cwd"], case["source"], str(file))
