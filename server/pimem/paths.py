@@ -15,7 +15,8 @@ from pimem.models import SOURCES, Source
 
 
 def _expand(value: str) -> Path:
-    return Path(os.path.expanduser(value))
+    """Tilde-expanded and absolute (relative settings are taken from the current directory)."""
+    return Path(os.path.abspath(os.path.expanduser(value)))
 
 
 def home_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -1,0 +1,5 @@
+import sys
+
+from pimem.cli import main
+
+sys.exit(main())

@@ -1,0 +1,197 @@
+"""The ``pimem`` command line: sync, recall, migrate-codex, status, serve.
+
+Exit status: 0 on success (isolated import issues are reported on stderr but do not fail a sync),
+1 when the store or a folder cannot be used, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from pimem import __version__
+from pimem.models import SOURCES, Source
+from pimem.paths import default_db_path, source_roots
+from pimem.recall import MAX_LIMIT, RecallError, format_text, make_query, recall
+from pimem.store import StoreError, connect
+
+
+def _add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", metavar="PATH", help="memory store (default: $MEMORY_DB_PATH, else ~/.pi/agent/memory.db)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pimem", description="Memory of past AI-coding conversations (Pi, Claude Code, Codex CLI).")
+    parser.add_argument("--version", action="version", version=f"pimem {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sync = commands.add_parser("sync", help="import new and changed transcripts (incremental)")
+    _add_db(sync)
+    sync.add_argument("--force", action="store_true", help="re-parse every transcript (full backfill)")
+    sync.add_argument("--source", action="append", choices=SOURCES, help="only this agent (repeatable)")
+    sync.add_argument("--json", action="store_true", help="print the sync statistics as JSON")
+    sync.add_argument("--workers", type=int, default=None, help="parser processes (default: automatic)")
+
+    rec = commands.add_parser("recall", help="find past turns mentioning the given entity words")
+    _add_db(rec)
+    rec.add_argument("entities", nargs="+", metavar="ENTITY", help="1 to 8 words, matched literally, any case")
+    rec.add_argument("--limit", type=int, default=5, help=f"results, 1..{MAX_LIMIT} (default 5)")
+    rec.add_argument("--source", action="append", choices=SOURCES, help="only this agent (repeatable)")
+    rec.add_argument("--cwd", metavar="DIR", help="only sessions whose folder is DIR or below")
+    rec.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+    migrate = commands.add_parser("migrate-codex", help="convert a folder's Codex sessions into Pi sessions")
+    migrate.add_argument("--cwd", metavar="DIR", default=None, help="the project folder (default: current directory)")
+    migrate.add_argument("--dry-run", action="store_true", help="report what would be written, write nothing")
+    migrate.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    status = commands.add_parser("status", help="what the store holds")
+    _add_db(status)
+    status.add_argument("--json", action="store_true")
+
+    serve = commands.add_parser("serve", help="run the language server over stdio")
+    serve.add_argument("--stdio", action="store_true", help="accepted for vscode-languageclient (stdio is the default)")
+    return parser
+
+
+def _db(args: argparse.Namespace) -> Path:
+    return Path(os.path.expanduser(args.db)) if getattr(args, "db", None) else default_db_path()
+
+
+def _sources(args: argparse.Namespace) -> set[Source]:
+    return set(args.source) if args.source else set(SOURCES)
+
+
+class _ProgressBar:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total == 0:
+            return
+        width = 30
+        filled = width * done // total
+        sys.stderr.write(f"\rsyncing [{'#' * filled}{' ' * (width - filled)}] {done}/{total} files")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    from pimem.sync import SyncRequest, run_sync
+
+    bar = _ProgressBar()
+    cancel = threading.Event()
+    request = SyncRequest(db_path=str(_db(args)), roots=source_roots(), sources=_sources(args), force=args.force,
+                          workers=args.workers)
+    try:
+        stats = run_sync(request, progress=bar, cancel=cancel)
+    except KeyboardInterrupt:
+        bar.close()
+        print("pimem: sync interrupted; what was committed stays, the next sync continues", file=sys.stderr)
+        return 130
+    finally:
+        bar.close()
+    for issue in stats.issues:
+        print(f"pimem: {issue.error}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(stats.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(f"imported {stats.turns} turns from {stats.pi} Pi, {stats.claude} Claude, {stats.codex} Codex "
+              f"sessions ({stats.scanned_files} files parsed, {stats.skipped_files} unchanged, "
+              f"{len(stats.issues)} issues, {stats.duration_ms} ms)")
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    try:
+        query = make_query(args.entities, args.limit, args.source, args.cwd)
+    except RecallError as error:
+        print(f"pimem recall: {error}", file=sys.stderr)
+        return 2
+    conn = connect(_db(args))
+    try:
+        rows = recall(conn, query)
+    finally:
+        conn.close()
+    if args.json:
+        print(json.dumps([row.to_dict() for row in rows], ensure_ascii=False, indent=2))
+    else:
+        print(format_text(rows))
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from pimem.migrate import MigrationError, format_report, migrate_codex_sessions
+
+    folder = args.cwd or os.getcwd()
+    try:
+        report = migrate_codex_sessions(folder, dry_run=args.dry_run)
+    except MigrationError as error:
+        print(f"pimem migrate-codex: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(format_report(report))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from pimem.status import store_status
+
+    conn = connect(_db(args))
+    try:
+        status = store_status(conn, str(_db(args)))
+    finally:
+        conn.close()
+    if args.json:
+        print(json.dumps(status, ensure_ascii=False, indent=2))
+    else:
+        turns = status["turns"]
+        assert isinstance(turns, dict)
+        print(f"store: {status['dbPath']}")
+        print(f"sessions: {status['sessions']}; turns: {status['totalTurns']} "
+              f"(pi {turns['pi']}, claude {turns['claude']}, codex {turns['codex']})")
+        print(f"last sync: {status['lastSync'] or 'never'}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:  # noqa: ARG001 - --stdio is accepted and implied
+    from pimem.lsp.server import serve
+
+    serve()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="pimem %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    handlers = {"sync": cmd_sync, "recall": cmd_recall, "migrate-codex": cmd_migrate, "status": cmd_status,
+                "serve": cmd_serve}
+    try:
+        return handlers[args.command](args)
+    except StoreError as error:
+        print(f"pimem: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,468 @@
+"""Recall past turns from a few entity words.
+
+Semantics (defined by :func:`recall_scan`, the oracle, and kept exactly by the fast path):
+
+* text and entities are lowercased with Python's ``str.lower``; an entity hits a field when it is a
+  literal substring of it (``%``, ``_``, ``\\`` are plain characters);
+* score = 2 per entity found in ``user_text`` + 1 per entity found in ``reply_text``; rows with
+  score 0 are dropped; order: score desc, ``ts`` desc, ``turn_id`` asc;
+* a copy of an exchange (same user text, reply text and ts: forks, clones, migrated sessions) is
+  returned once (its first row in that order);
+* ``sources`` keeps those agents; ``cwd`` keeps turns whose session cwd is that folder or below it.
+
+The fast path (:func:`recall`) takes candidates from the trigram index newest first and verifies each
+against the stored text with the very same scoring; it stops as soon as no unseen turn can enter the
+top ``limit`` (a MaxScore-style bound over the per-entity lists), so its cost follows what the top
+results need rather than how many turns match.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from pimem import index
+from pimem.models import SOURCES, Source, is_source
+from pimem.store import parse_tool_names
+
+MAX_ENTITIES = 8
+MAX_LIMIT = 50
+DEFAULT_LIMIT = 5
+_MAX_TRIGRAMS_PER_ENTITY = 12
+_SHORT_ENTITY_MAX_TERMS = 3000
+_SHORT_ENTITY_DENSE_SHARE = 0.25
+
+
+class RecallError(ValueError):
+    """Invalid recall parameters; ``field`` names the offending parameter."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    entities: tuple[str, ...]
+    limit: int = DEFAULT_LIMIT
+    sources: frozenset[Source] | None = None
+    cwd: str | None = None
+
+
+def make_query(entities: object, limit: object = None, sources: object = None,
+               cwd: object = None) -> RecallQuery:
+    """Validate raw parameters (from the CLI or a JSON request) into a query, or raise RecallError."""
+    if not isinstance(entities, list | tuple) or not entities:
+        raise RecallError("entities", f"entities must be a list of 1 to {MAX_ENTITIES} strings")
+    if len(entities) > MAX_ENTITIES:
+        raise RecallError("entities", f"at most {MAX_ENTITIES} entities, got {len(entities)}")
+    for position, entity in enumerate(entities):
+        if not isinstance(entity, str):
+            raise RecallError("entities", f"entities[{position}] must be a string")
+        if not entity.strip():
+            raise RecallError("entities", f"entities[{position}] is blank")
+    if limit is None:
+        limit = DEFAULT_LIMIT
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise RecallError("limit", f"limit must be an integer between 1 and {MAX_LIMIT}")
+    source_set: frozenset[Source] | None = None
+    if sources is not None:
+        if not isinstance(sources, list | tuple | set | frozenset):
+            raise RecallError("sources", "sources must be a list of 'pi', 'claude', 'codex'")
+        for source in sources:
+            if not is_source(source):
+                raise RecallError("sources", f"unknown source {source!r} (expected one of {', '.join(SOURCES)})")
+        source_set = frozenset(sources) or None
+    folder: str | None = None
+    if cwd is not None:
+        if not isinstance(cwd, str) or not cwd.strip():
+            raise RecallError("cwd", "cwd must be a non-empty path")
+        folder = normalize_folder(cwd)
+    return RecallQuery(tuple(entities), limit, source_set, folder)
+
+
+def normalize_folder(path: str) -> str:
+    """Absolute, ``..`` resolved, no trailing separator (symlinks are not resolved: agents record
+    the path as typed)."""
+    normalized = os.path.normpath(os.path.abspath(os.path.expanduser(path)))
+    return normalized.rstrip(os.sep) or os.sep
+
+
+def in_folder(cwd: str, folder: str) -> bool:
+    if not cwd:
+        return False
+    cwd = os.path.normpath(cwd)
+    if folder == os.sep:
+        return cwd.startswith(os.sep)
+    return cwd == folder or cwd.startswith(folder + os.sep)
+
+
+@dataclass
+class RecallRow:
+    turn_id: str
+    session_id: str
+    source: str
+    cwd: str
+    ts: int
+    user_text: str
+    reply_text: str
+    tool_names: list[str]
+    hits: int
+    jsonl_path: str
+    line: int | None
+
+    @property
+    def sort_key(self) -> tuple[int, int, str]:
+        return (-self.hits, -self.ts, self.turn_id)
+
+    @property
+    def copy_key(self) -> tuple[str, str, int]:
+        return (self.user_text, self.reply_text, self.ts)
+
+    @property
+    def resume_command(self) -> str | None:
+        native = self.session_id.split(":", 1)[1] if ":" in self.session_id else ""
+        if not native:
+            return None
+        if self.source == "pi":
+            return f"pi --session {shlex.quote(self.jsonl_path)}" if self.jsonl_path else None
+        if self.source == "claude":
+            resume = f"claude --resume {shlex.quote(native)}"
+            return f"cd {shlex.quote(self.cwd)} && {resume}" if self.cwd else resume
+        if self.source == "codex":
+            return f"codex resume {shlex.quote(native)}"
+        return None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "turnId": self.turn_id, "sessionId": self.session_id, "source": self.source, "cwd": self.cwd,
+            "ts": self.ts, "userText": self.user_text, "replyText": self.reply_text, "toolNames": self.tool_names,
+            "hits": self.hits, "jsonlPath": self.jsonl_path, "line": self.line,
+            "resumeCommand": self.resume_command,
+        }
+
+
+def score(user_lower: str, reply_lower: str, entities_lower: Sequence[str]) -> int:
+    total = 0
+    for entity in entities_lower:
+        if entity in user_lower:
+            total += 2
+        if entity in reply_lower:
+            total += 1
+    return total
+
+
+_ROW_COLUMNS = ("t.turn_id, t.session_id, s.source, s.cwd, t.ts, t.user_text, t.reply_text, t.tool_names, "
+                "s.jsonl_path, d.line")
+
+
+def _make_row(values: Sequence[object], hits: int) -> RecallRow:
+    return RecallRow(
+        turn_id=str(values[0]), session_id=str(values[1]), source=str(values[2]), cwd=str(values[3] or ""),
+        ts=_int(values[4]), user_text=str(values[5] or ""), reply_text=str(values[6] or ""),
+        tool_names=parse_tool_names(values[7]), hits=hits, jsonl_path=str(values[8] or ""),
+        line=values[9] if isinstance(values[9], int) else None,
+    )
+
+
+def _int(value: object) -> int:
+    try:
+        return int(value)  # type: ignore[call-overload,no-any-return]
+    except (TypeError, ValueError):
+        return 0
+
+
+def _admit(values: Sequence[object], query: RecallQuery, entities_lower: Sequence[str]) -> RecallRow | None:
+    if query.sources is not None and values[2] not in query.sources:
+        return None
+    if query.cwd is not None and not in_folder(str(values[3] or ""), query.cwd):
+        return None
+    hits = score(str(values[5] or "").lower(), str(values[6] or "").lower(), entities_lower)
+    return _make_row(values, hits) if hits > 0 else None
+
+
+def _top(rows: Iterable[RecallRow], limit: int) -> list[RecallRow]:
+    chosen: list[RecallRow] = []
+    seen: set[tuple[str, str, int]] = set()
+    for row in sorted(rows, key=lambda r: r.sort_key):
+        if row.copy_key in seen:
+            continue
+        seen.add(row.copy_key)
+        chosen.append(row)
+        if len(chosen) == limit:
+            break
+    return chosen
+
+
+def recall_scan(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
+    """The reference implementation: score every stored turn. Defines the semantics."""
+    entities_lower = [entity.lower() for entity in query.entities]
+    rows = []
+    for values in conn.execute(
+        f"SELECT {_ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+        "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id"
+    ):
+        row = _admit(values, query, entities_lower)
+        if row is not None:
+            rows.append(row)
+    return _top(rows, query.limit)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fast path
+# ---------------------------------------------------------------------------------------------
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+class _Postings:
+    """The doc keys of one index list, newest first, fetched lazily."""
+
+    def __init__(self, cursor: sqlite3.Cursor | None, weight: int) -> None:
+        self.weight = weight
+        self._cursor = cursor
+        self._buffer: list[int] = []
+        self._position = 0
+        self.head: int | None = None
+        self.essential = True
+        self._advance()
+
+    def _advance(self) -> None:
+        if self._position >= len(self._buffer):
+            if self._cursor is None:
+                self.head = None
+                return
+            self._buffer = [row[0] for row in self._cursor.fetchmany(512)]
+            self._position = 0
+            if not self._buffer:
+                self._cursor = None
+                self.head = None
+                return
+        self.head = self._buffer[self._position]
+        self._position += 1
+
+    def pop_if(self, key: int) -> None:
+        if self.head == key:
+            self._advance()
+
+    @property
+    def exhausted(self) -> bool:
+        return self.head is None
+
+
+class _IndexLists:
+    """Builds the candidate lists of an entity (in one field) from the trigram index."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._total_docs: int | None = None
+        self._vocab_ready = False
+
+    def total_docs(self) -> int:
+        if self._total_docs is None:
+            self._total_docs = int(self.conn.execute("SELECT count(*) FROM pimem_docs").fetchone()[0])
+        return self._total_docs
+
+    def _vocab(self) -> None:
+        if not self._vocab_ready:
+            for table in index.FTS_TABLES:
+                self.conn.execute(
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_vocab USING fts5vocab(main, {table}, row)"
+                )
+            self._vocab_ready = True
+
+    def match_expression(self, table: str, entity: str) -> str | None:
+        """An FTS5 query whose matches include every doc whose text contains ``entity``;
+        None means "every doc" (the entity is too common for its list to be worth it)."""
+        if len(entity) >= 3:
+            grams = list(dict.fromkeys(entity[i:i + 3] for i in range(len(entity) - 2)))
+            if len(grams) > _MAX_TRIGRAMS_PER_ENTITY:
+                step = (len(grams) - 1) / (_MAX_TRIGRAMS_PER_ENTITY - 1)
+                grams = [grams[round(i * step)] for i in range(_MAX_TRIGRAMS_PER_ENTITY)]
+            return " AND ".join(_quote(gram) for gram in grams)
+        # 1-2 characters: every indexed trigram that starts with the entity (the sentinels appended
+        # to each text guarantee every occurrence starts one).
+        self._vocab()
+        upper = entity[:-1] + chr(ord(entity[-1]) + 1) if ord(entity[-1]) < 0x10FFFF else None
+        if upper is None:
+            terms = self.conn.execute(f"SELECT term, doc FROM temp.{table}_vocab WHERE term >= ?",
+                                      (entity,)).fetchall()
+            terms = [(term, doc) for term, doc in terms if term.startswith(entity)]
+        else:
+            terms = self.conn.execute(
+                f"SELECT term, doc FROM temp.{table}_vocab WHERE term >= ? AND term < ?", (entity, upper)
+            ).fetchall()
+        if not terms:
+            return ""
+        postings = sum(int(doc) for _, doc in terms)
+        if len(terms) > _SHORT_ENTITY_MAX_TERMS or postings > _SHORT_ENTITY_DENSE_SHARE * self.total_docs():
+            return None
+        return " OR ".join(_quote(term) for term, _ in terms)
+
+    def postings(self, table: str, entity: str, weight: int) -> _Postings:
+        expression = self.match_expression(table, entity)
+        if expression == "":
+            return _Postings(None, weight)
+        if expression is None:
+            cursor = self.conn.execute("SELECT doc_key FROM pimem_docs ORDER BY doc_key DESC")
+        else:
+            cursor = self.conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC",
+                                       (expression,))
+        return _Postings(cursor, weight)
+
+
+def _needs_scan(entities_lower: Sequence[str]) -> bool:
+    # Control characters that the index uses itself (sentinels) or cannot store are answered exactly
+    # by the scan; no real entity contains them.
+    return any("\x00" in entity or "\x01" in entity for entity in entities_lower)
+
+
+def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
+    """Recall with the index when it exists (same results as :func:`recall_scan`)."""
+    entities_lower = [entity.lower() for entity in query.entities]
+    if not index.fts_enabled(conn) or _needs_scan(entities_lower):
+        return recall_scan(conn, query)
+    conn.execute("BEGIN")  # one snapshot for the whole query
+    try:
+        return _recall_indexed(conn, query, entities_lower)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower: list[str]) -> list[RecallRow]:
+    best: dict[tuple[str, str, int], RecallRow] = {}
+
+    def consider(row: RecallRow | None) -> None:
+        if row is None:
+            return
+        kept = best.get(row.copy_key)
+        if kept is None or row.sort_key < kept.sort_key:
+            best[row.copy_key] = row
+
+    # Turns written behind pimem's back and not indexed yet: scanned exactly.
+    for values in conn.execute(
+        f"SELECT {_ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+        "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id WHERE t.rowid > ? AND d.turn_id IS NULL",
+        (index.watermark(conn),),
+    ):
+        consider(_admit(values, query, entities_lower))
+
+    builder = _IndexLists(conn)
+    weights: dict[str, int] = {}
+    for entity in entities_lower:
+        weights[entity] = weights.get(entity, 0) + 1
+    lists: list[_Postings] = []
+    for entity, multiplicity in weights.items():
+        lists.append(builder.postings("pimem_fts_user", entity, 2 * multiplicity))
+        lists.append(builder.postings("pimem_fts_reply", entity, multiplicity))
+    lists.sort(key=lambda postings: postings.weight)
+
+    batch_size = 32
+    while True:
+        threshold = _threshold(best, query.limit)
+        if threshold is not None:
+            # A turn found only in lists whose weights add up to less than the current k-th score
+            # cannot enter the top: stop reading those lists (exhausted lists hold no unseen turn).
+            cumulative = 0
+            for postings in lists:
+                if not postings.exhausted:
+                    cumulative += postings.weight
+                postings.essential = cumulative >= threshold.hits
+        essential = [p for p in lists if p.essential and not p.exhausted]
+        if not essential:
+            break
+        if threshold is not None:
+            bound = sum(p.weight for p in lists if not p.exhausted)
+            next_key = max(p.head for p in essential if p.head is not None)
+            if bound < threshold.hits or (bound == threshold.hits and index.key_ts(next_key) < threshold.ts):
+                break
+        keys: list[int] = []
+        while len(keys) < batch_size:
+            heads = [p.head for p in essential if p.head is not None]
+            if not heads:
+                break
+            key = max(heads)
+            keys.append(key)
+            for postings in essential:
+                postings.pop_if(key)
+        placeholders = ",".join("?" * len(keys))
+        for values in conn.execute(
+            f"SELECT {_ROW_COLUMNS} FROM pimem_docs d JOIN turns t ON t.turn_id = d.turn_id "
+            f"JOIN sessions s ON s.session_id = t.session_id WHERE d.doc_key IN ({placeholders})",
+            keys,
+        ):
+            consider(_admit(values, query, entities_lower))
+        batch_size = min(batch_size * 2, 512)
+    return _top(best.values(), query.limit)
+
+
+def _threshold(best: dict[tuple[str, str, int], RecallRow], limit: int) -> RecallRow | None:
+    if len(best) < limit:
+        return None
+    return sorted(best.values(), key=lambda row: row.sort_key)[limit - 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Presentation
+# ---------------------------------------------------------------------------------------------
+
+PREVIEW_CHARS = 500
+_MARKDOWN_SPECIALS = set("\\`*_{}[]()#+-.!|<>~&")
+
+
+def escape_markdown(text: str) -> str:
+    """Transcript text as inert Markdown: no links, no HTML, no emphasis."""
+    return "".join("\\" + char if char in _MARKDOWN_SPECIALS else char for char in text)
+
+
+def _when(ts: int) -> str:
+    try:
+        return datetime.fromtimestamp(ts / 1000).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return "unknown time"
+
+
+def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def format_text(rows: Sequence[RecallRow]) -> str:
+    """The readable form (the seed's formatRecallResults, plus where each turn came from)."""
+    if not rows:
+        return "No relevant past conversations found."
+    lines = ["## Relevant past conversations", ""]
+    for row in rows:
+        lines.append(f"### [{row.source} · {_when(row.ts)} · {row.cwd or 'unknown folder'} · score {row.hits}]")
+        lines.append(f"You: {row.user_text}")
+        if row.reply_text:
+            lines.append(f"Assistant: {_preview(row.reply_text)}")
+        if row.tool_names:
+            lines.append(f"Tools: {', '.join(row.tool_names)}")
+        where = f"{row.jsonl_path}:{row.line}" if row.line else row.jsonl_path
+        lines.append(f"Source: {where}")
+        if row.resume_command:
+            lines.append(f"Resume: {row.resume_command}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def format_markdown(rows: Sequence[RecallRow]) -> str:
+    """Markdown for editors (hover, chat): all transcript text escaped."""
+    if not rows:
+        return "No relevant past conversations found."
+    lines = ["## Relevant past conversations", ""]
+    for row in rows:
+        lines.append(f"### {escape_markdown(row.source)} · {_when(row.ts)} · {escape_markdown(row.cwd or '?')} "
+                     f"· score {row.hits}")
+        lines.append("")
+        lines.append(f"**You:** {escape_markdown(_preview(row.user_text, 300))}")
+        if row.reply_text:
+            lines.append("")
+            lines.append(f"**Assistant:** {escape_markdown(_preview(row.reply_text, 300))}")
+        lines.append("")
+    return "\n".join(lines)
