@@ -129,6 +129,13 @@ def open_zst(path: str) -> IO[bytes]:
     return process.stdout
 
 
+def open_transcript(path: str) -> IO[bytes]:
+    """A binary stream of a transcript's JSONL text (decompressed for .zst)."""
+    if path.endswith(".zst"):
+        return open_zst(path)
+    return open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - the caller closes it
+
+
 def read_window(path: str, offset: int, length: int) -> bytes:
     """Read ``length`` bytes at ``offset`` (fewer at EOF)."""
     with open(path, "rb") as handle:

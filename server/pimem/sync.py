@@ -31,10 +31,10 @@ from typing import Any
 
 from pimem import index
 from pimem.importers import make_parser
-from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser
+from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser, feed_line
 from pimem.importers.claude import is_claude_sidechain_path
 from pimem.importers.codex import CodexParser
-from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, loads, open_zst, read_window
+from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, loads, open_transcript, read_window
 from pimem.models import SOURCES, Source, SyncIssue, SyncStats, import_issue
 from pimem.paths import SourceRoots
 from pimem.store import (
@@ -264,9 +264,7 @@ class _FileImport:
         if parser.session().excluded and resume is not None:
             self._commit(Chunk(), parser, self.file.size, lines, first=False)
             return
-        stream = open_zst(self.file.path) if self.file.path.endswith(".zst") else open(  # noqa: SIM115
-            self.file.path, "rb", buffering=1 << 20)
-        with contextlib.closing(stream):
+        with contextlib.closing(open_transcript(self.file.path)) as stream:
             if offset:
                 stream.seek(offset)
             reader = LineReader(stream, offset, lines)
@@ -275,21 +273,7 @@ class _FileImport:
             chunk_start = time.monotonic()
             chunk_bytes = 0
             for line in reader:
-                if parser.wants(line):
-                    assert line.data is not None
-                    try:
-                        record = loads(line.data)
-                    except (ValueError, RecursionError):
-                        chunk.note_bad_line(line.number)
-                    else:
-                        try:
-                            parser.feed(record, line.number, chunk)
-                        except NotThisFormat:
-                            raise
-                        except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
-                            chunk.note_bad_line(line.number)
-                else:
-                    parser.skip(line, chunk)
+                feed_line(parser, line, chunk)
                 chunk_bytes += line.end - line.start
                 if (len(chunk.turns) >= CHUNK_TURNS or chunk_bytes >= CHUNK_BYTES
                         or time.monotonic() - chunk_start >= CHUNK_SECONDS):

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pimem.jsonl import Line
+from pimem.jsonl import Line, loads
 from pimem.models import Source
 
 # Looks up the nearest user-message ancestor of an entry parsed in an earlier chunk (Pi trees).
@@ -110,3 +110,22 @@ class TranscriptParser(ABC):
     @abstractmethod
     def state(self) -> dict[str, Any]:
         """A JSON-serialisable snapshot from which a new parser continues after the last line fed."""
+
+
+def feed_line(parser: TranscriptParser, line: Line, chunk: Chunk) -> None:
+    """Pre-filter, decode and feed one line. A line that is not JSON, or that the parser cannot make
+    sense of, is counted and skipped; only NotThisFormat (the whole file is wrong) propagates."""
+    if not parser.wants(line) or line.data is None:
+        parser.skip(line, chunk)
+        return
+    try:
+        record = loads(line.data)
+    except (ValueError, RecursionError):
+        chunk.note_bad_line(line.number)
+        return
+    try:
+        parser.feed(record, line.number, chunk)
+    except NotThisFormat:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
+        chunk.note_bad_line(line.number)

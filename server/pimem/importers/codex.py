@@ -18,6 +18,7 @@ replays earlier history. Injected user-role context (AGENTS.md, environment, IDE
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser
@@ -107,6 +108,17 @@ def is_subagent_meta(meta: dict[str, Any]) -> bool:
     return bool(group and own and group != own)
 
 
+@dataclass
+class CodexMessage:
+    """One accepted user or assistant message, as the Codex → Pi migration copies it."""
+
+    role: str
+    text: str
+    ts: int
+    model: str | None
+    provider: str | None
+
+
 class CodexParser(TranscriptParser):
     source = "codex"
 
@@ -121,6 +133,10 @@ class CodexParser(TranscriptParser):
         self._turns: int = int(state.get("turns", 0))
         self._current: str | None = state.get("current")
         self._id_prefix = "L"
+        self._model_now: str | None = state.get("modelNow")
+        self._provider: str | None = state.get("provider")
+        # When a list is given, every message that makes up a turn is also logged here (migration).
+        self.messages: list[CodexMessage] | None = None
 
     def wants(self, line: Line) -> bool:
         if line.data is None or self._info.excluded:
@@ -155,8 +171,10 @@ class CodexParser(TranscriptParser):
             if self._info.native_id is None:
                 self._meta(payload)
         elif kind == "turn_context":
+            model = nonempty_str(payload.get("model"))
             if self._info.model_id is None:
-                self._info.model_id = nonempty_str(payload.get("model"))
+                self._info.model_id = model
+            self._model_now = model or self._model_now
             if not self._info.cwd and isinstance(payload.get("cwd"), str):
                 self._info.cwd = clean_text(payload["cwd"])
         elif kind == "event_msg":
@@ -180,6 +198,7 @@ class CodexParser(TranscriptParser):
         if isinstance(meta.get("cwd"), str):
             self._info.cwd = clean_text(meta["cwd"])
         self._info.started_at = iso_to_ms(meta.get("timestamp")) or self._info.started_at
+        self._provider = nonempty_str(meta.get("model_provider"))
         if is_subagent_meta(meta):
             self._info.excluded = "Codex sub-agent thread"
 
@@ -192,15 +211,24 @@ class CodexParser(TranscriptParser):
                 if not text or self._info.native_id is None:
                     return
                 message_id = nonempty_str(payload.get("id")) or f"{self._id_prefix}{line_number}"
-                chunk.start_turn(message_id, ts or self._info.started_at or 0, text, self._turns, line_number)
+                ts = ts or self._info.started_at or 0
+                chunk.start_turn(message_id, ts, text, self._turns, line_number)
                 self._turns += 1
                 self._current = message_id
+                self._log("user", text, ts)
             elif role == "assistant" and self._current is not None:
-                chunk.add_reply(self._current, clean_text(assistant_text(payload)), [])
+                text = clean_text(assistant_text(payload))
+                chunk.add_reply(self._current, text, [])
+                if text:
+                    self._log("assistant", text, ts or self._info.started_at or 0)
             return
         name = tool_name(payload)
         if name and self._current is not None:
             chunk.add_reply(self._current, "", [name])
+
+    def _log(self, role: str, text: str, ts: int) -> None:
+        if self.messages is not None:
+            self.messages.append(CodexMessage(role, text, ts, self._model_now, self._provider))
 
     def feed_g0(self, document: Any, chunk: Chunk) -> None:
         """The 2025 TypeScript CLI's ``.json`` rollout: one object; item ids are ``I<index>``."""
@@ -229,5 +257,6 @@ class CodexParser(TranscriptParser):
         return {
             "generation": self._generation, "id": self._info.native_id, "cwd": self._info.cwd,
             "startedAt": self._info.started_at, "model": self._info.model_id, "excluded": self._info.excluded,
-            "turns": self._turns, "current": self._current,
+            "turns": self._turns, "current": self._current, "modelNow": self._model_now,
+            "provider": self._provider,
         }
