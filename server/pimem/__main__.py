@@ -2,4 +2,6 @@ import sys
 
 from pimem.cli import main
 
-sys.exit(main())
+# The guard matters: sync's worker processes (spawn) import this module as __mp_main__.
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,7 +11,8 @@ Messages are the importer's (pimem.importers.codex): the same user/assistant fil
 migrated exchange and its Codex original are copies that recall returns once.
 
 Safety: names are deterministic (a rerun skips what exists and never rewrites it); files are written
-to a temporary name and linked into place (no partial session is ever visible, no clobbering); ids
+to a temporary name and linked into place (no partial session is ever visible, no clobbering; the
+temporary file of a run that was killed before linking is removed by the next run); ids
 that are not valid Pi session ids are replaced by a UUIDv5 of them, so nothing from a Codex file can
 choose a path; nothing is written outside the Pi sessions directory, nor through a symlink out of it.
 """
@@ -35,7 +36,14 @@ from pimem.models import SyncIssue
 from pimem.paths import pi_agent_dir, source_roots
 from pimem.sync import G0_MAX_BYTES, discover
 
+try:  # what python-zstandard raises for a .zst that is not zstd (a plain Exception subclass)
+    from zstandard import ZstdError as _ZstdError
+except ImportError:  # pimem.jsonl then uses the zstd command: a bad file yields no session_meta
+    class _ZstdError(Exception):  # type: ignore[no-redef]
+        pass
+
 _PI_SESSION_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_TEMPORARY_NAME = re.compile(r"^\..+\.jsonl\.(\d+)\.tmp$")  # _write_new_file's ".<name>.<pid>.tmp"
 _ID_NAMESPACE = uuid.UUID("8f7d3c2e-6a1b-4c5d-9e0f-1a2b3c4d5e6f")
 SESSION_NAME_PREFIX = "Migrated from Codex: "
 _ZERO_USAGE = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
@@ -193,7 +201,7 @@ def render_pi_session(session: CodexSession, folder: str, session_id: str, heade
         when = _iso(message.ts)
         content = [{"type": "text", "text": message.text}]
         if message.role == "user":
-            entry("message", when, message={"role": "user", "content": content, "timestamp": message.ts})
+            entry("message", when, message={"role": "user", "content": content, "timestamp": message.ts + 1})
         else:
             entry("message", when, message={
                 "role": "assistant", "content": content, "api": "openai-responses",
@@ -216,7 +224,7 @@ def _write_new_file(target: Path, text: str) -> bool:
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(temporary)  # left by a crashed run
+        os.unlink(temporary)  # left by a crashed run that had our pid
     fd = os.open(temporary, flags, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
@@ -237,6 +245,31 @@ def _write_new_file(target: Path, text: str) -> bool:
             os.unlink(temporary)
 
 
+def _process_alive(pid: int) -> bool:
+    if os.name == "nt":
+        return True  # os.kill(pid, 0) would terminate the process there: assume it is alive
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def _remove_stale_temporaries(target_dir: Path) -> None:
+    """Temporary files of runs killed between writing and linking (their process is gone)."""
+    try:
+        names = os.listdir(target_dir)
+    except OSError:
+        return
+    for name in names:
+        match = _TEMPORARY_NAME.match(name)
+        if match and int(match.group(1)) != os.getpid() and not _process_alive(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(target_dir / name)
+
+
 def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str, str] | None = None) -> MigrationReport:
     """Convert every Codex session whose cwd is ``folder`` into a Pi session (see module doc)."""
     folder = normalize_folder(folder)
@@ -246,12 +279,14 @@ def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str,
     target_dir = sessions_root / encode_cwd(folder)
     if not dry_run and target_dir.exists() and not _inside(target_dir, sessions_root):
         raise MigrationError(f"{target_dir} points outside the Pi sessions directory; refusing to write there")
+    if not dry_run and target_dir.is_dir():
+        _remove_stale_temporaries(target_dir)
     discovered = discover(roots, {"codex"}, report.issues)
     seen: set[str] = set()
     for source_file in sorted(discovered, key=lambda f: f.path):
         try:
             session = read_codex_session(source_file.path)
-        except (NotThisFormat, UnsupportedFile, OSError, ValueError, RecursionError) as error:
+        except (NotThisFormat, UnsupportedFile, OSError, ValueError, RecursionError, _ZstdError) as error:
             cause = getattr(error, "strerror", None) or str(error)
             report.issues.append(SyncIssue("codex", source_file.path, f"cannot read this Codex rollout: {cause}"))
             continue

@@ -81,7 +81,8 @@ CREATE TABLE IF NOT EXISTS pimem_files (
   parsed_lines INTEGER NOT NULL,
   fingerprint  TEXT NOT NULL,
   session_id   TEXT,
-  state        TEXT NOT NULL
+  state        TEXT NOT NULL,
+  revision     INTEGER NOT NULL DEFAULT 0  -- bumped by every commit; a sync that finds it moved stops
 );
 
 -- Pi session trees: for every entry, the id of its nearest user-message ancestor (NULL if none),

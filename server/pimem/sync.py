@@ -150,6 +150,10 @@ def _walk(directory: str, visited: set[tuple[int, int]], source: Source,
 # One file
 # ---------------------------------------------------------------------------------------------
 
+class ConcurrentSync(Exception):
+    """Another sync committed the same file meanwhile (two pimem processes at once)."""
+
+
 @dataclass
 class FileState:
     file_id: int
@@ -160,20 +164,21 @@ class FileState:
     parsed_lines: int
     fingerprint: str
     state: dict[str, Any]
+    revision: int = 0
 
 
 def load_states(conn: sqlite3.Connection) -> dict[str, FileState]:
     states = {}
     for row in conn.execute(
-        "SELECT jsonl_path, file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state "
-        "FROM pimem_files"
+        "SELECT jsonl_path, file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state, "
+        "revision FROM pimem_files"
     ):
         try:
             parsed_state = json.loads(row[8])
         except ValueError:
             parsed_state = {}
         states[row[0]] = FileState(row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-                                   parsed_state if isinstance(parsed_state, dict) else {})
+                                   parsed_state if isinstance(parsed_state, dict) else {}, row[9])
     return states
 
 
@@ -213,6 +218,7 @@ class _FileImport:
         self.fts = fts
         self.outcome = FileOutcome(source_file.source, source_file.path)
         self.file_id = 0
+        self.revision = 0
         self.bad_lines = 0
         self.first_bad_line: int | None = None
 
@@ -241,6 +247,8 @@ class _FileImport:
             self.outcome.issue = import_issue(self.file.source, self.file.path, str(error))
         except FileNotFoundError:
             pass  # deleted while we were syncing: nothing to import, its turns stay
+        except ConcurrentSync:
+            log.info("another sync is importing %s; leaving it to that one", self.file.path)
         except (OSError, sqlite3.DatabaseError, ValueError, RecursionError, MemoryError) as error:
             if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
                 raise
@@ -311,8 +319,11 @@ class _FileImport:
                 "fingerprint, state) VALUES (?, ?, 0, 0, 0, 0, 0, '', '{}') ON CONFLICT(jsonl_path) DO NOTHING",
                 (self.file.path, self.file.source),
             )
-            row = self.conn.execute("SELECT file_id FROM pimem_files WHERE jsonl_path = ?",
+            row = self.conn.execute("SELECT file_id, revision FROM pimem_files WHERE jsonl_path = ?",
                                     (self.file.path,)).fetchone()
+        self.revision = int(row[1])
+        if self.prior is not None and self.prior.file_id == int(row[0]) and self.prior.revision != self.revision:
+            raise ConcurrentSync()
         return int(row[0])
 
     def _lookup_node(self, entry_id: str) -> tuple[bool, str | None]:
@@ -326,12 +337,18 @@ class _FileImport:
             digest = fingerprint(self.file.path, parsed_bytes) if not self.file.path.endswith(".zst") else ""
         except OSError:
             digest = ""
-        self.conn.execute(
+        updated = self.conn.execute(
             "UPDATE pimem_files SET source = ?, size = ?, mtime_ns = ?, inode = ?, parsed_bytes = ?, "
-            "parsed_lines = ?, fingerprint = ?, session_id = ?, state = ? WHERE file_id = ?",
+            "parsed_lines = ?, fingerprint = ?, session_id = ?, state = ?, revision = revision + 1 "
+            "WHERE file_id = ? AND revision = ?",
             (self.file.source, self.file.size, self.file.mtime_ns, self.file.inode, parsed_bytes, parsed_lines,
-             digest, session_id, json.dumps(state, ensure_ascii=False), self.file_id),
-        )
+             digest, session_id, json.dumps(state, ensure_ascii=False), self.file_id, self.revision),
+        ).rowcount
+        if updated != 1:
+            # Another sync (another process) committed this file since we read its state: our
+            # chunk would apply twice. Roll back and leave the file to that sync.
+            raise ConcurrentSync()
+        self.revision += 1
 
     def _commit(self, chunk: Chunk, parser: TranscriptParser, parsed_bytes: int, parsed_lines: int,
                 first: bool) -> None:
@@ -402,7 +419,7 @@ class _FileImport:
         """Remember a file that is not a transcript, so it is reported once, not parsed every sync."""
         self.outcome.issue = import_issue(self.file.source, self.file.path, cause)
         if self.file_id:
-            with transaction(self.conn):
+            with contextlib.suppress(ConcurrentSync), transaction(self.conn):
                 self._save_state(self.file.size, 0, {"error": cause}, None)
 
 
@@ -438,15 +455,16 @@ def _worker_import(source_file: SourceFile, force: bool) -> FileOutcome:
 
 def load_states_for(conn: sqlite3.Connection, path: str) -> FileState | None:
     row = conn.execute(
-        "SELECT file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state FROM pimem_files "
-        "WHERE jsonl_path = ?", (path,)).fetchone()
+        "SELECT file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state, revision "
+        "FROM pimem_files WHERE jsonl_path = ?", (path,)).fetchone()
     if row is None:
         return None
     try:
         state = json.loads(row[7])
     except ValueError:
         state = {}
-    return FileState(row[0], row[1], row[2], row[3], row[4], row[5], row[6], state if isinstance(state, dict) else {})
+    return FileState(row[0], row[1], row[2], row[3], row[4], row[5], row[6], state if isinstance(state, dict) else {},
+                     row[8])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -590,32 +608,50 @@ def _run_files(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[
 
 def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]], workers: int,
               reporter: _ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
+    """Import files in worker processes. If the pool cannot work (it failed to start, a worker
+    died), the files it did not finish are imported in this process instead."""
     context = multiprocessing.get_context("spawn")
     cancel_event = context.Event()
     outcomes: list[FileOutcome] = []
+    finished_paths: set[str] = set()
+    broken = False
     with concurrent.futures.ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_worker_init,
         initargs=(request.db_path, cancel_event),
     ) as pool:
-        futures = [pool.submit(_worker_import, source_file, request.force) for source_file, _ in todo]
-        done = 0
+        futures = {pool.submit(_worker_import, source_file, request.force): source_file for source_file, _ in todo}
         pending = set(futures)
-        while pending:
+        while pending and not broken:
             finished, pending = concurrent.futures.wait(pending, timeout=0.2,
                                                         return_when=concurrent.futures.FIRST_COMPLETED)
             for future in finished:
-                done += 1
                 try:
-                    outcomes.append(future.result())
+                    outcome = future.result()
                 except concurrent.futures.CancelledError:
-                    pass
-                except Exception as error:  # a worker died: isolate like any file problem
-                    log.warning("sync worker failed: %s", type(error).__name__)
-                reporter.report(done)
-            if cancel.is_set():
+                    continue
+                except concurrent.futures.process.BrokenProcessPool:
+                    broken = True
+                    continue
+                outcomes.append(outcome)
+                finished_paths.add(futures[future].path)
+                reporter.report(len(finished_paths))
+            if cancel.is_set() or broken:
                 cancel_event.set()
                 for future in pending:
                     future.cancel()
+    if broken and not cancel.is_set():
+        log.warning("sync worker processes failed; importing the remaining files in this process")
+        conn = connect(request.db_path)
+        try:
+            for source_file, prior in todo:
+                if source_file.path in finished_paths or cancel.is_set():
+                    continue
+                prior = load_states_for(conn, source_file.path) if not request.force else None
+                outcomes.append(import_file(conn, source_file, prior, force=request.force, cancel=cancel.is_set))
+                finished_paths.add(source_file.path)
+                reporter.report(len(finished_paths))
+        finally:
+            conn.close()
     return outcomes
 
 

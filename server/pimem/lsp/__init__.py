@@ -1,0 +1,1 @@
+"""The LSP adapter: the only package that imports pygls or lsprotocol."""

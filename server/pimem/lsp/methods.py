@@ -1,0 +1,13 @@
+"""The names of pimem's custom LSP methods: the single place they are spelled on the Python side
+(docs/lsp-extensions.md documents each; client-vscode/src/protocol.ts mirrors them)."""
+
+RECALL = "pimem/recall"
+BACKFILL = "pimem/backfill"
+MIGRATE_CODEX = "pimem/migrateCodex"
+STATUS = "pimem/status"
+
+INDEX_CHANGED = "pimem/indexChanged"
+SYNC_STATUS = "pimem/syncStatus"
+
+REQUESTS = (RECALL, BACKFILL, MIGRATE_CODEX, STATUS)
+NOTIFICATIONS = (INDEX_CHANGED, SYNC_STATUS)

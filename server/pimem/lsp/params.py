@@ -1,0 +1,155 @@
+"""Decoding and validation of ``pimem/*`` params and ``initializationOptions``.
+
+Plain JSON in, typed values out; every error names the offending field. No pygls here, so it is
+unit-testable on its own; the handlers turn :class:`ParamsError` into JSON-RPC InvalidParams.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
+
+from pimem.entities import entities_from_text
+from pimem.models import SOURCES, Source, is_source
+from pimem.recall import RecallError, RecallQuery, make_query
+
+
+class ParamsError(ValueError):
+    def __init__(self, method: str, field_name: str, message: str) -> None:
+        super().__init__(f"{method}: {message}")
+        self.field = field_name
+
+
+def _object(method: str, raw: Any) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ParamsError(method, "params", "params must be an object")
+    return raw
+
+
+def _optional_bool(method: str, params: dict[str, Any], name: str, default: bool) -> bool:
+    value = params.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ParamsError(method, name, f'"{name}" must be a boolean')
+    return value
+
+
+def uri_to_path(uri: str) -> str | None:
+    """The filesystem path of a ``file://`` URI, or None for any other scheme."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    path = url2pathname(unquote(parsed.path))
+    if parsed.netloc and parsed.netloc != "localhost":
+        path = f"//{parsed.netloc}{path}"  # UNC
+    return path
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    query: RecallQuery
+
+
+def recall_params(raw: Any) -> RecallRequest:
+    method = "pimem/recall"
+    params = _object(method, raw)
+    has_entities, has_text = params.get("entities") is not None, params.get("text") is not None
+    if has_entities == has_text:
+        raise ParamsError(method, "entities", 'give exactly one of "entities" (a list of words) and "text"')
+    if has_text:
+        text = params["text"]
+        if not isinstance(text, str):
+            raise ParamsError(method, "text", '"text" must be a string')
+        entities: Any = entities_from_text(text)
+        if not entities:
+            raise ParamsError(method, "text", '"text" contains no word to recall')
+    else:
+        entities = params["entities"]
+    cwd = params.get("cwd")
+    if isinstance(cwd, str) and cwd.startswith("file:"):
+        cwd = uri_to_path(cwd)
+    try:
+        query = make_query(entities, params.get("limit"), params.get("sources"), cwd)
+    except RecallError as error:
+        raise ParamsError(method, error.field, f'"{error.field}": {error}') from None
+    return RecallRequest(query)
+
+
+def backfill_params(raw: Any) -> bool:
+    method = "pimem/backfill"
+    return _optional_bool(method, _object(method, raw), "force", False)
+
+
+@dataclass(frozen=True)
+class MigrateRequest:
+    folder_uri: str | None
+    dry_run: bool
+
+
+def migrate_params(raw: Any) -> MigrateRequest:
+    method = "pimem/migrateCodex"
+    params = _object(method, raw)
+    folder = params.get("workspaceFolder")
+    if folder is not None:
+        if not isinstance(folder, str) or uri_to_path(folder) is None:
+            raise ParamsError(method, "workspaceFolder", '"workspaceFolder" must be a file:// URI')
+    return MigrateRequest(folder, _optional_bool(method, params, "dryRun", False))
+
+
+def status_params(raw: Any) -> None:
+    _object("pimem/status", raw)
+
+
+@dataclass
+class ServerOptions:
+    db_path: str | None = None
+    auto_sync: bool = True
+    sources: set[Source] = field(default_factory=lambda: set(SOURCES))
+    hover: str = "off"
+
+
+def initialization_options(raw: Any) -> tuple[ServerOptions, list[str]]:
+    """Options and the problems found; a bad value is reported and replaced by its default."""
+    options = ServerOptions()
+    problems: list[str] = []
+    if raw is None:
+        return options, problems
+    if not isinstance(raw, dict):
+        return options, ["initializationOptions must be an object; using the defaults"]
+    db_path = raw.get("dbPath")
+    if db_path is not None:
+        if isinstance(db_path, str) and db_path.strip():
+            options.db_path = os.path.expanduser(db_path)
+        else:
+            problems.append('initializationOptions.dbPath must be a non-empty string; using the default store')
+    auto_sync = raw.get("autoSync")
+    if auto_sync is not None:
+        if isinstance(auto_sync, bool):
+            options.auto_sync = auto_sync
+        else:
+            problems.append("initializationOptions.autoSync must be a boolean; using true")
+    sources = raw.get("sources")
+    if sources is not None:
+        if isinstance(sources, dict):
+            for name, enabled in sources.items():
+                if not is_source(name):
+                    problems.append(f"initializationOptions.sources.{name} is not a known source; ignored")
+                elif not isinstance(enabled, bool):
+                    problems.append(f"initializationOptions.sources.{name} must be a boolean; using true")
+                elif not enabled:
+                    options.sources.discard(name)
+        else:
+            problems.append("initializationOptions.sources must be an object like {\"pi\": true}; using all")
+    hover = raw.get("hover")
+    if hover is not None:
+        if hover in ("off", "word"):
+            options.hover = hover
+        else:
+            problems.append('initializationOptions.hover must be "off" or "word"; using "off"')
+    return options, problems

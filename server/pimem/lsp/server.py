@@ -1,0 +1,385 @@
+"""The pimem language server (pygls 2.x, stdio): an adapter between JSON-RPC and the services.
+
+Handlers decode params (pimem.lsp.params), call a service in a worker thread, encode the result.
+Reads (recall, status, migration) run on a small reader pool, each thread with its own SQLite
+connection; syncs run one at a time on a single writer thread, so a request is never answered from
+a half-written file and never waits on "database is locked" (WAL readers do not block).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import re
+import sqlite3
+import sys
+import threading
+import uuid
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCRequestMessage, default_converter
+
+from pimem import __version__
+from pimem.lsp import methods
+from pimem.lsp.params import (
+    ParamsError,
+    ServerOptions,
+    backfill_params,
+    initialization_options,
+    migrate_params,
+    recall_params,
+    status_params,
+    uri_to_path,
+)
+from pimem.migrate import MigrationError, migrate_codex_sessions, normalize_folder, same_folder
+from pimem.models import SyncStats
+from pimem.paths import default_db_path, source_roots
+from pimem.recall import format_markdown, make_query, recall
+from pimem.status import store_status
+from pimem.store import StoreError, connect
+from pimem.sync import SyncRequest, run_sync
+from pimem.watch import TranscriptWatcher
+
+log = logging.getLogger("pimem.lsp")
+T = TypeVar("T")
+REQUEST_FAILED = -32803
+_WORD = re.compile(r"[\w.%\\:-]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+
+
+def _converter() -> Any:
+    """pygls' converter, except that params of unknown (custom) methods stay plain JSON instead of
+    namedtuples, so validation sees exactly what the client sent."""
+    converter = default_converter()
+    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
+    return converter
+
+
+class PimemServer(LanguageServer):
+    """Holds the server's state; the handlers are registered by :func:`create_server`."""
+
+    def __init__(self) -> None:
+        super().__init__("pimem", __version__, converter_factory=_converter)
+        self.options = ServerOptions()
+        self.problems: list[str] = []   # bad initializationOptions, shown once the client is ready
+        self.db_path = str(default_db_path())
+        self.roots = source_roots()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.watcher: TranscriptWatcher | None = None
+        self.syncing = 0
+        self._readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pimem-read")
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pimem-sync")
+        self._local = threading.local()
+        self._cancels: set[threading.Event] = set()
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._closed = False
+
+    # -- threads and connections ------------------------------------------------------------------
+    def connection(self) -> sqlite3.Connection:
+        """This reader thread's own connection (SQLite connections are per thread)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None or getattr(self._local, "path", None) != self.db_path:
+            conn = connect(self.db_path)
+            self._local.conn, self._local.path = conn, self.db_path
+        return conn
+
+    async def read(self, function: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, functools.partial(function, *args))
+
+    def spawn(self, awaitable: Awaitable[Any]) -> None:
+        """Run in the background, keeping a reference and logging (not raising) failures."""
+        task = asyncio.ensure_future(awaitable)
+        self._tasks.add(task)
+
+        def done(finished: asyncio.Future[Any]) -> None:
+            self._tasks.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                error = finished.exception()
+                log.warning("background task failed: %s", type(error).__name__)
+
+        task.add_done_callback(done)
+
+    # -- sync ---------------------------------------------------------------------------------------
+    async def sync(self, *, force: bool = False, paths: list[str] | None = None, report: bool = True) -> SyncStats:
+        """Run one sync on the writer thread, with progress and notifications. If the awaiting
+        request is cancelled, the sync stops at its next commit point (the store stays consistent)."""
+        loop = asyncio.get_running_loop()
+        cancel = threading.Event()
+        self._cancels.add(cancel)
+        token = await self._begin_progress(cancel) if report else None
+        reporter = _SyncReporter(self, token, force, report)
+        request = SyncRequest(db_path=self.db_path, roots=self.roots, sources=set(self.options.sources),
+                              force=force, paths=paths)
+
+        def work() -> SyncStats:
+            self.syncing += 1
+            try:
+                return run_sync(request, progress=reporter.threadsafe(loop), cancel=cancel)
+            finally:
+                self.syncing -= 1
+
+        reporter.started()
+        future = loop.run_in_executor(self._writer, work)
+
+        def finished(done: asyncio.Future[SyncStats]) -> None:
+            self._cancels.discard(cancel)
+            stats = None if done.cancelled() or done.exception() else done.result()
+            reporter.finished(stats)
+            if stats is not None and stats.turns:
+                self.spawn(self._announce(stats))
+
+        future.add_done_callback(finished)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+
+    async def _begin_progress(self, cancel: threading.Event) -> str | None:
+        capabilities = self.client_capabilities
+        if not (capabilities.window and capabilities.window.work_done_progress):
+            return None
+        token = f"pimem-sync-{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=5)
+        except Exception:  # the client refused or did not answer: sync without a progress bar
+            return None
+        self.work_done_progress.tokens[token].add_done_callback(
+            lambda future: cancel.set() if future.cancelled() else None)
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title="Pi Memory", message="syncing transcripts", percentage=0, cancellable=True))
+        return token
+
+    async def _announce(self, stats: SyncStats) -> None:
+        status = await self.read(lambda: store_status(self.connection(), self.db_path))
+        self.protocol.notify(methods.INDEX_CHANGED, {
+            "turns": stats.turns, "sources": sorted(stats.changed_sources), "totalTurns": status["totalTurns"]})
+
+    def live_update(self, paths: list[str]) -> None:
+        """Called from the watcher thread with changed transcript files."""
+        if self.loop is not None and not self._closed:
+            self.loop.call_soon_threadsafe(lambda: self.spawn(self.sync(paths=paths, report=False)))
+
+    def start_watching(self) -> None:
+        roots = [root for source, roots in self.roots.items() if source in self.options.sources for root in roots]
+        self.watcher = TranscriptWatcher(roots, self.live_update)
+        try:
+            self.watcher.start()
+        except Exception as error:  # no watching is a degraded mode, not a failure
+            log.warning("live watching is off: %s", error)
+            self.watcher = None
+
+    def close(self) -> None:
+        """Stop everything we started: watcher, syncs, threads. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.watcher is not None:
+            self.watcher.stop()
+        for cancel in list(self._cancels):
+            cancel.set()
+        self._readers.shutdown(wait=False, cancel_futures=True)
+        self._writer.shutdown(wait=False, cancel_futures=True)
+
+    def shutdown(self) -> None:  # pygls calls this when the connection ends, with or without `exit`
+        self.close()
+        super().shutdown()
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # Out-of-band errors: log the type only (messages may quote transcript text).
+        log.error("server error (%s): %s", getattr(source, "__name__", source), type(error).__name__)
+
+
+class _SyncReporter:
+    """Turns a sync's progress callbacks (on the writer thread) into LSP progress and
+    ``pimem/syncStatus`` notifications (on the event loop), at most four a second."""
+
+    def __init__(self, server: PimemServer, token: str | None, force: bool, report: bool) -> None:
+        self.server, self.token, self.force, self.report = server, token, force, report
+        self.done = self.total = 0
+
+    def _status(self, syncing: bool) -> None:
+        self.server.protocol.notify(methods.SYNC_STATUS, {
+            "syncing": syncing, "filesDone": self.done, "filesTotal": self.total, "force": self.force,
+            "token": self.token})
+
+    def started(self) -> None:
+        if self.report:
+            self._status(True)
+
+    def threadsafe(self, loop: asyncio.AbstractEventLoop) -> Callable[[int, int], None]:
+        last = [0.0]
+
+        def on_progress(done: int, total: int) -> None:
+            now = loop.time()
+            if done not in (0, total) and now - last[0] < 0.25:
+                return
+            last[0] = now
+            loop.call_soon_threadsafe(self.progress, done, total)
+
+        return on_progress
+
+    def progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        if not self.report:
+            return
+        if self.token is not None:
+            percentage = 100 * done // total if total else 100
+            self.server.work_done_progress.report(self.token, types.WorkDoneProgressReport(
+                message=f"{done}/{total} files", percentage=percentage))
+        self._status(True)
+
+    def finished(self, stats: SyncStats | None) -> None:
+        if not self.report:
+            return
+        if self.token is not None:
+            message = "cancelled" if stats is None or stats.cancelled else f"{stats.turns} turns updated"
+            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+        self._status(False)
+
+
+def _failure(method: str, error: Exception) -> JsonRpcException:
+    if isinstance(error, ParamsError):
+        return JsonRpcInvalidParams(str(error))
+    if isinstance(error, StoreError | MigrationError):
+        return JsonRpcException(f"{method}: {error}", code=REQUEST_FAILED)
+    if isinstance(error, sqlite3.Error):
+        return JsonRpcException(f"{method}: the memory store failed ({type(error).__name__}: {error})",
+                                code=REQUEST_FAILED)
+    if isinstance(error, OSError):
+        return JsonRpcException(f"{method}: {error.strerror or error}", code=REQUEST_FAILED)
+    log.error("%s failed: %s", method, type(error).__name__)
+    return JsonRpcException(f"{method}: internal error ({type(error).__name__})", code=REQUEST_FAILED)
+
+
+def _guarded(method: str) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
+    """Map every failure of a handler to a clean JSON-RPC error; let cancellation through."""
+
+    def decorate(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        @functools.wraps(handler)
+        async def wrapper(ls: PimemServer, params: Any) -> Any:
+            try:
+                return await handler(ls, params)
+            except (asyncio.CancelledError, JsonRpcException):
+                raise
+            except Exception as error:
+                raise _failure(method, error) from None
+
+        return wrapper
+
+    return decorate
+
+
+def create_server() -> PimemServer:
+    server = PimemServer()
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: PimemServer, params: types.InitializeParams) -> None:
+        ls.options, problems = initialization_options(params.initialization_options)
+        if ls.options.db_path:
+            ls.db_path = ls.options.db_path
+        ls.problems = problems
+        if ls.options.hover == "word":
+            ls.feature(types.TEXT_DOCUMENT_HOVER)(hover)
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: PimemServer, _params: types.InitializedParams) -> None:
+        ls.loop = asyncio.get_running_loop()
+        for problem in ls.problems:
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"pimem: {problem}"))
+        if ls.options.auto_sync:
+            ls.start_watching()
+            ls.spawn(ls.sync())
+
+    @server.feature(types.SHUTDOWN)
+    def on_shutdown(ls: PimemServer, _params: Any) -> None:
+        ls.close()
+
+    @server.feature(methods.RECALL)
+    @_guarded(methods.RECALL)
+    async def on_recall(ls: PimemServer, params: Any) -> dict[str, Any]:
+        request = recall_params(params)
+
+        def run() -> dict[str, Any]:
+            rows = recall(ls.connection(), request.query)
+            return {"entities": list(request.query.entities), "results": [row.to_dict() for row in rows],
+                    "markdown": format_markdown(rows)}
+
+        return await ls.read(run)
+
+    @server.feature(methods.BACKFILL)
+    @_guarded(methods.BACKFILL)
+    async def on_backfill(ls: PimemServer, params: Any) -> dict[str, Any]:
+        force = backfill_params(params)
+        stats = await ls.sync(force=force)
+        return stats.to_dict()
+
+    @server.feature(methods.MIGRATE_CODEX)
+    @_guarded(methods.MIGRATE_CODEX)
+    async def on_migrate(ls: PimemServer, params: Any) -> dict[str, Any]:
+        request = migrate_params(params)
+        folders = [path for folder in ls.workspace.folders.values() if (path := uri_to_path(folder.uri))]
+        if request.folder_uri is not None:
+            wanted = uri_to_path(request.folder_uri) or ""
+            matching = [folder for folder in folders if same_folder(folder, wanted)]
+            if not matching:
+                raise ParamsError(methods.MIGRATE_CODEX, "workspaceFolder",
+                                  '"workspaceFolder" is not one of the current workspace folders')
+            folders = matching[:1]
+        if not folders:
+            raise ParamsError(methods.MIGRATE_CODEX, "workspaceFolder", "there is no workspace folder to migrate")
+
+        def run() -> dict[str, Any]:
+            reports = [migrate_codex_sessions(normalize_folder(folder), dry_run=request.dry_run) for folder in folders]
+            return {"reports": [report.to_dict() for report in reports]}
+
+        return await ls.read(run)
+
+    @server.feature(methods.STATUS)
+    @_guarded(methods.STATUS)
+    async def on_status(ls: PimemServer, params: Any) -> dict[str, Any]:
+        status_params(params)
+        status = await ls.read(lambda: store_status(ls.connection(), ls.db_path))
+        return {**status, "syncing": ls.syncing > 0}
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def on_folders_changed(ls: PimemServer, _params: types.DidChangeWorkspaceFoldersParams) -> None:
+        # pygls has already applied the change to ls.workspace.folders; migrateCodex reads it.
+        log.info("workspace folders: %d", len(ls.workspace.folders))
+
+    async def hover(ls: PimemServer, params: types.HoverParams) -> types.Hover | None:
+        try:
+            document = ls.workspace.get_text_document(params.text_document.uri)
+            line = document.lines[params.position.line] if params.position.line < len(document.lines) else ""
+        except Exception:
+            return None
+        word = next((m.group(0) for m in _WORD.finditer(line)
+                     if m.start() <= params.position.character <= m.end()), None)
+        if not word or len(word.strip(".:-")) < 2:
+            return None
+        query = make_query([word.strip(".:-")], 3)
+        rows = await ls.read(lambda: recall(ls.connection(), query))
+        if not rows:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=format_markdown(rows)))
+
+    return server
+
+
+def serve() -> None:
+    """Run the server on stdin/stdout. Logs go to stderr, never transcript text at the default level."""
+    level = os.environ.get("PIMEM_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(level=getattr(logging, level, logging.WARNING), stream=sys.stderr,
+                        format="pimem %(levelname)s %(name)s: %(message)s", force=True)
+    # pygls logs every message body at INFO, and recall results are transcript text.
+    logging.getLogger("pygls").setLevel(logging.WARNING)
+    server = create_server()
+    server.start_io()
+
