@@ -11,10 +11,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import LEGACY, SAMPLES, roots_under
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import LEGACY, SAMPLES, roots_under
 from pimem.recall import make_query, recall, recall_scan
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
@@ -67,7 +67,7 @@ def test_appends_and_syncs_equal_one_full_import(tmp_path_factory: pytest.TempPa
     content = file.read_bytes()
     cuts = sorted(set(data.draw(st.lists(st.integers(0, len(content)), max_size=6), label="cuts")))
     work = tmp_path_factory.mktemp("inc")
-    base, relative = _relative_root(file)
+    _base, relative = _relative_root(file)
     target = work / "live" / relative
     target.parent.mkdir(parents=True)
     db_live = work / "live.db"
@@ -130,14 +130,15 @@ def test_a_growing_reply_is_completed_not_frozen(tmp_path: Path, db_path: Path) 
     assert conn.execute("SELECT reply_text, tool_names FROM turns").fetchall() == [("first", '["bash"]')]
     target.write_bytes(header + user + part1 + part2)
     sync(tmp_path, db_path)
-    assert conn.execute("SELECT reply_text, tool_names FROM turns").fetchall() == [("first\nsecond", '["bash", "read"]')]
+    rows = conn.execute("SELECT reply_text, tool_names FROM turns").fetchall()
+    assert rows == [("first\nsecond", '["bash", "read"]')]
 
 
 def test_rewritten_file_is_parsed_again(tmp_path: Path, db_path: Path) -> None:
     """Pi rewrites v1/v2 files in place (new ids) when it opens them: both versions' turns remain,
     and recall shows the exchange once."""
     v1 = next(p for p in LEGACY.rglob("*.jsonl") if "5f0c" in p.name)
-    base, relative = _relative_root(v1)
+    _base, relative = _relative_root(v1)
     target = tmp_path / relative
     target.parent.mkdir(parents=True)
     shutil.copyfile(v1, target)
@@ -163,7 +164,7 @@ def test_rewritten_file_is_parsed_again(tmp_path: Path, db_path: Path) -> None:
 
 def test_truncated_file_is_parsed_again(tmp_path: Path, db_path: Path) -> None:
     file = next(p for p in LINE_FILES if p.name.endswith(".jsonl") and "pi" in p.parts)
-    base, relative = _relative_root(file)
+    _base, relative = _relative_root(file)
     target = tmp_path / relative
     target.parent.mkdir(parents=True)
     shutil.copyfile(file, target)
@@ -180,13 +181,14 @@ def test_live_written_pi_turn_and_backfill_are_one_row(tmp_path: Path, db_path: 
     """The Pi extension writes the finished turn itself (INSERT OR IGNORE, its own ids); the backfill
     of the same file targets the same row."""
     file = next(p for p in SAMPLES.rglob("*.jsonl") if "payroll" in str(p) and "pi" in p.parts)
-    base, relative = _relative_root(file)
+    _base, relative = _relative_root(file)
     target = tmp_path / relative
     target.parent.mkdir(parents=True)
     shutil.copyfile(file, target)
     reference = tmp_path / "ref.db"
     sync(tmp_path, reference)
-    expected = connect(reference).execute("SELECT turn_id, session_id, user_text FROM turns ORDER BY turn_id").fetchall()
+    query = "SELECT turn_id, session_id, user_text FROM turns ORDER BY turn_id"
+    expected = connect(reference).execute(query).fetchall()
     conn = connect(db_path)
     turn_id, session_id, user_text = expected[0]
     conn.execute("INSERT OR IGNORE INTO sessions (session_id, source, cwd, started_at, model_id, jsonl_path) "

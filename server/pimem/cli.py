@@ -23,7 +23,8 @@ from pimem.store import StoreError, connect
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", metavar="PATH", help="memory store (default: $MEMORY_DB_PATH, else ~/.pi/agent/memory.db)")
+    parser.add_argument("--db", metavar="PATH",
+                        help="memory store (default: $MEMORY_DB_PATH, else ~/.pi/agent/memory.db)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -171,7 +172,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve(args: argparse.Namespace) -> int:  # noqa: ARG001 - --stdio is accepted and implied
+def cmd_serve(args: argparse.Namespace) -> int:
     from pimem.lsp.server import serve
 
     serve()

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+_orjson: Any
+_zstandard: Any
 try:  # optional speed-up; pimem works without it
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised when orjson is absent
@@ -118,7 +120,7 @@ def open_zst(path: str) -> IO[bytes]:
     if _zstandard is not None:
         raw = open(path, "rb")  # noqa: SIM115 - closed through the wrapper
         reader = _zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-        return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
+        return io.BufferedReader(reader, buffer_size=1 << 20)
     zstd = shutil.which("zstd")
     if zstd is None:
         raise UnsupportedFile(
@@ -133,7 +135,7 @@ def open_transcript(path: str) -> IO[bytes]:
     """A binary stream of a transcript's JSONL text (decompressed for .zst)."""
     if path.endswith(".zst"):
         return open_zst(path)
-    return open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - the caller closes it
+    return open(path, "rb", buffering=1 << 20)
 
 
 def read_window(path: str, offset: int, length: int) -> bytes:

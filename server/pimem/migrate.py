@@ -201,7 +201,7 @@ def render_pi_session(session: CodexSession, folder: str, session_id: str, heade
         when = _iso(message.ts)
         content = [{"type": "text", "text": message.text}]
         if message.role == "user":
-            entry("message", when, message={"role": "user", "content": content, "timestamp": message.ts + 1})
+            entry("message", when, message={"role": "user", "content": content, "timestamp": message.ts})
         else:
             entry("message", when, message={
                 "role": "assistant", "content": content, "api": "openai-responses",

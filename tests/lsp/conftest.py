@@ -90,8 +90,9 @@ def grow_history(base: Path, copies: int) -> int:
         text = source.read_text(encoding="utf-8")
         for copy in range(copies):
             mapping = {old: str(uuid.UUID(int=uuid.UUID(old).int ^ (copy + 1))) for old in set(_IDS.findall(text))}
-            new_text = _IDS.sub(lambda match: mapping[match.group(0)], text)
-            name = _IDS.sub(lambda match: mapping.get(match.group(0), match.group(0)), source.name)
+            new_text = _IDS.sub(lambda match, ids=mapping: ids[match.group(0)], text)  # type: ignore[misc]
+            name = _IDS.sub(lambda match, ids=mapping: ids.get(match.group(0), match.group(0)),  # type: ignore[misc]
+                            source.name)
             target = base / source.relative_to(SAMPLES).parent / f"{copy:04d}" / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(new_text, encoding="utf-8")

@@ -146,11 +146,13 @@ async def test_cancel_request_stops_a_long_sync_and_the_next_one_finishes(tmp_pa
         assert total["totalTurns"] > partial["totalTurns"]
     # The interrupted-then-finished store equals one uninterrupted sync of the same files.
     reference = tmp_path / "reference"
-    from pimem.sync import SyncRequest, run_sync
     from tests.conftest import roots_under
+
+    from pimem.sync import SyncRequest, run_sync
     run_sync(SyncRequest(db_path=str(reference / "m.db"), roots=roots_under(base)))
     query = "SELECT turn_id, user_text, reply_text, tool_names FROM turns ORDER BY turn_id"
-    assert connect(base / "memory.db").execute(query).fetchall() == connect(reference / "m.db").execute(query).fetchall()
+    interrupted = connect(base / "memory.db").execute(query).fetchall()
+    assert interrupted == connect(reference / "m.db").execute(query).fetchall()
 
 
 async def test_progress_cancel_ends_the_sync_with_cancelled(tmp_path: Path) -> None:

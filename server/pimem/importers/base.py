@@ -92,7 +92,7 @@ class TranscriptParser(ABC):
         self.path = path
         self.lookup = lookup
 
-    def wants(self, line: Line) -> bool:  # noqa: ARG002 - default: parse every line
+    def wants(self, line: Line) -> bool:
         """Cheap pre-filter on the raw bytes: False when the record cannot carry turn text."""
         return True
 

@@ -48,7 +48,8 @@ IDE_REQUEST_MARKER = "## My request for Codex:"
 _TOOL_ITEM_NAMES = {"local_shell_call": "local_shell", "web_search_call": "web_search"}
 
 # Envelope types that can never matter; rejected on the raw bytes (they are most of a rollout).
-_SKIP_TYPES = re.compile(rb'^\{[^{]{0,200}?"type"\s*:\s*"(?:world_state|token_usage_record|compacted|turn_context_delta)"')
+_SKIP_TYPES = re.compile(
+    rb'^\{[^{]{0,200}?"type"\s*:\s*"(?:world_state|token_usage_record|compacted|turn_context_delta)"')
 _SKIP_EVENT = re.compile(rb'^\{[^{]{0,200}?"type"\s*:\s*"event_msg"')
 _SKIP_PAYLOAD = re.compile(
     rb'"payload"\s*:\s*\{\s*"type"\s*:\s*"(?:reasoning|function_call_output|custom_tool_call_output|ghost_snapshot|compaction|additional_tools|tool_search_output)"'
@@ -186,9 +187,7 @@ class CodexParser(TranscriptParser):
     def _detect(self, record: dict[str, Any]) -> None:
         if "payload" in record and "type" in record:
             self._generation = "envelope"
-        elif "id" in record and "type" not in record:
-            self._generation = "bare"
-        elif record.get("type") == "message":
+        elif ("id" in record and "type" not in record) or record.get("type") == "message":
             self._generation = "bare"
         else:
             raise NotThisFormat("the first record is neither a session_meta envelope nor a rollout header")

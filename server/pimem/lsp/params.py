@@ -96,9 +96,8 @@ def migrate_params(raw: Any) -> MigrateRequest:
     method = "pimem/migrateCodex"
     params = _object(method, raw)
     folder = params.get("workspaceFolder")
-    if folder is not None:
-        if not isinstance(folder, str) or uri_to_path(folder) is None:
-            raise ParamsError(method, "workspaceFolder", '"workspaceFolder" must be a file:// URI')
+    if folder is not None and (not isinstance(folder, str) or uri_to_path(folder) is None):
+        raise ParamsError(method, "workspaceFolder", '"workspaceFolder" must be a file:// URI')
     return MigrateRequest(folder, _optional_bool(method, params, "dryRun", False))
 
 

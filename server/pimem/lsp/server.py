@@ -56,7 +56,7 @@ _WORD = re.compile(r"[\w.%\\:-]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-
 def _converter() -> Any:
     """pygls' converter, except that params of unknown (custom) methods stay plain JSON instead of
     namedtuples, so validation sees exactly what the client sent."""
-    converter = default_converter()
+    converter = default_converter()  # type: ignore[no-untyped-call]
     converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
     return converter
 
@@ -190,7 +190,7 @@ class PimemServer(LanguageServer):
 
     def shutdown(self) -> None:  # pygls calls this when the connection ends, with or without `exit`
         self.close()
-        super().shutdown()
+        super().shutdown()  # type: ignore[no-untyped-call]
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Out-of-band errors: log the type only (messages may quote transcript text).
