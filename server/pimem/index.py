@@ -19,7 +19,9 @@ and recall scans any not yet indexed (see pimem/recall.py).
 from __future__ import annotations
 
 import sqlite3
+import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from pimem.store import get_meta, set_meta
 from pimem.textutil import clamp_ms
@@ -109,6 +111,64 @@ def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_t
         _fts_insert(conn, key, user_text, reply_text)
 
 
+@dataclass
+class IndexItem:
+    turn_id: str
+    ts: int
+    user_text: str
+    reply_text: str
+    line: int | None
+    previous: tuple[int, str, str] | None   # (ts, user_text, reply_text) before this write, if the row existed
+
+
+def _hashed_key(ts: int, turn_id: str) -> int:
+    """A deterministic slot within the turn's millisecond; the rare collision falls back to a scan."""
+    return (clamp_ms(ts) << KEY_SHIFT) | (zlib.crc32(turn_id.encode("utf-8")) & SLOT_MASK)
+
+
+def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> None:
+    """:func:`put` for a batch, with set-at-a-time statements for the common case (new turns)."""
+    known: dict[str, tuple[int, int | None]] = {}
+    ids = [item.turn_id for item in items]
+    for start in range(0, len(ids), 500):
+        batch = ids[start:start + 500]
+        for turn_id, key, line in conn.execute(
+            f"SELECT turn_id, doc_key, line FROM pimem_docs WHERE turn_id IN ({','.join('?' * len(batch))})", batch
+        ):
+            known[turn_id] = (int(key), line)
+    fresh = [item for item in items if item.turn_id not in known]
+    for item in items:
+        if item.turn_id not in known:
+            continue
+        key, line = known[item.turn_id]
+        previous = item.previous
+        if previous is not None and previous[1:] == (item.user_text, item.reply_text) and key_ts(key) == clamp_ms(item.ts):
+            if item.line is not None and item.line != line:
+                conn.execute("UPDATE pimem_docs SET line = ? WHERE doc_key = ?", (item.line, key))
+            continue
+        put(conn, item.turn_id, item.ts, item.user_text, item.reply_text, item.line, previous, fts=fts)
+    if not fresh:
+        return
+    keyed = [(_hashed_key(item.ts, item.turn_id), item) for item in fresh]
+    conn.executemany("INSERT OR IGNORE INTO pimem_docs(doc_key, turn_id, line) VALUES (?, ?, ?)",
+                     [(key, item.turn_id, item.line) for key, item in keyed])
+    placed: dict[int, str] = {}
+    keys = [key for key, _ in keyed]
+    for start in range(0, len(keys), 500):
+        batch = keys[start:start + 500]
+        placed.update(conn.execute(
+            f"SELECT doc_key, turn_id FROM pimem_docs WHERE doc_key IN ({','.join('?' * len(batch))})", batch))
+    inserted = [(key, item) for key, item in keyed if placed.get(key) == item.turn_id]
+    if fts:
+        conn.executemany("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)",
+                         [(key, index_text(item.user_text)) for key, item in inserted])
+        conn.executemany("INSERT INTO pimem_fts_reply(rowid, text) VALUES (?, ?)",
+                         [(key, index_text(item.reply_text)) for key, item in inserted])
+    for key, item in keyed:
+        if placed.get(key) != item.turn_id:  # the slot was taken: allocate one by scanning
+            put(conn, item.turn_id, item.ts, item.user_text, item.reply_text, item.line, None, fts=fts)
+
+
 def _index_rows(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, int, str, str]], fts: bool) -> int:
     count = 0
     for _rowid, turn_id, ts, user_text, reply_text in rows:
@@ -169,6 +229,24 @@ def rebuild(conn: sqlite3.Connection) -> None:
     for key, user_text, reply_text in rows:
         _fts_insert(conn, int(key), user_text or "", reply_text or "")
     set_meta(conn, "index_garbage", "0")
+
+
+BULK_MIN_FILES = 200
+BULK_MIN_BYTES = 64 * 1024 * 1024
+
+
+def set_bulk(conn: sqlite3.Connection, bulk: bool) -> None:
+    """Large imports write faster with FTS5's incremental merging off (segments are merged once at
+    the end by :func:`optimize`). Persistent: a crash leaves it off until the next sync's end."""
+    if fts_enabled(conn):
+        for table in FTS_TABLES:
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', ?)", (0 if bulk else 4,))
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)", (32 << 20,))
+    set_meta(conn, "index_bulk", "1" if bulk else "0")
+
+
+def in_bulk(conn: sqlite3.Connection) -> bool:
+    return get_meta(conn, "index_bulk") == "1"
 
 
 def optimize(conn: sqlite3.Connection) -> None:

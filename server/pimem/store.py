@@ -313,6 +313,19 @@ def get_turn(conn: sqlite3.Connection, turn_id: str) -> StoredTurn | None:
     )
 
 
+def get_turns(conn: sqlite3.Connection, turn_ids: list[str]) -> dict[str, StoredTurn]:
+    """The stored rows among ``turn_ids`` (one query per 500 ids)."""
+    found: dict[str, StoredTurn] = {}
+    for start in range(0, len(turn_ids), 500):
+        batch = turn_ids[start:start + 500]
+        for row in conn.execute(
+            "SELECT turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names FROM turns "
+            f"WHERE turn_id IN ({','.join('?' * len(batch))})", batch,
+        ):
+            found[row[0]] = StoredTurn(row[0], row[1], row[2], row[3], row[4], row[5], parse_tool_names(row[6]))
+    return found
+
+
 def parse_tool_names(value: object) -> list[str]:
     """``turns.tool_names`` is a JSON array or NULL; tolerate anything else a writer may have left."""
     import json

@@ -31,7 +31,7 @@ from typing import Any
 
 from pimem import index
 from pimem.importers import make_parser
-from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser, feed_line
+from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser, TurnDelta, feed_line
 from pimem.importers.claude import is_claude_sidechain_path
 from pimem.importers.codex import CodexParser
 from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, loads, open_transcript, read_window
@@ -41,7 +41,7 @@ from pimem.store import (
     SessionRow,
     connect,
     encode_tool_names,
-    get_turn,
+    get_turns,
     set_meta,
     transaction,
     upsert_session,
@@ -249,11 +249,19 @@ class _FileImport:
             pass  # deleted while we were syncing: nothing to import, its turns stay
         except ConcurrentSync:
             log.info("another sync is importing %s; leaving it to that one", self.file.path)
-        except (OSError, sqlite3.DatabaseError, ValueError, RecursionError, MemoryError) as error:
-            if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
-                raise
-            cause = getattr(error, "strerror", None) or f"{type(error).__name__}: {error}"
-            self.outcome.issue = import_issue(self.file.source, self.file.path, str(cause))
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                cause = "the memory store stayed busy (another program held its write lock); retried next sync"
+            else:
+                cause = f"the memory store failed ({error})"
+            self.outcome.issue = import_issue(self.file.source, self.file.path, cause)
+        except OSError as error:
+            self.outcome.issue = import_issue(self.file.source, self.file.path,
+                                              f"cannot read the file ({error.strerror or error})")
+        except Exception as error:  # the isolation boundary: one file never stops the others
+            self.outcome.issue = import_issue(self.file.source, self.file.path,
+                                              f"unexpected {type(error).__name__} while reading it")
+            log.warning("import of a %s file failed: %s", self.file.source, type(error).__name__)
         return self.outcome
 
     def _run(self) -> None:
@@ -363,9 +371,7 @@ class _FileImport:
                 self.conn.execute("DELETE FROM pimem_pi_nodes WHERE file_id = ?", (self.file_id,))
             if session_id is not None and not info.excluded:
                 self._write_session(session_id, info, chunk)
-                for delta in chunk.turns.values():
-                    if self._write_turn(session_id, delta):
-                        self.outcome.turns_changed += 1
+                self.outcome.turns_changed += self._write_turns(session_id, list(chunk.turns.values()))
             if chunk.nodes:
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO pimem_pi_nodes (file_id, entry_id, anchor) VALUES (?, ?, ?)",
@@ -382,24 +388,32 @@ class _FileImport:
         upsert_session(self.conn, SessionRow(session_id, self.file.source, info.cwd, started_at, info.model_id,
                                              self.file.path))
 
-    def _write_turn(self, session_id: str, delta: Any) -> bool:
-        turn_id = f"{session_id}:{delta.user_message_id}"
-        previous = get_turn(self.conn, turn_id)
-        if delta.is_new:
-            user_text, ts, turn_index = delta.user_text, delta.ts, delta.turn_index
-            reply_text, tools = join_parts(delta.reply_parts), list(delta.tools)
-        else:
-            if previous is None:
-                return False  # a reply to a turn that is no longer stored
-            user_text, ts, turn_index = previous.user_text, previous.ts, previous.turn_index
-            reply_text = join_parts([previous.reply_text, *delta.reply_parts])
-            tools = merge_names(previous.tool_names, delta.tools)
-        if previous is not None and (previous.user_text, previous.reply_text, previous.tool_names, previous.ts,
-                                     previous.turn_index) == (user_text, reply_text, tools, ts, turn_index):
-            index.put(self.conn, turn_id, ts, user_text, reply_text, delta.line if delta.is_new else None,
-                      (previous.ts, previous.user_text, previous.reply_text), fts=self.fts)
-            return False
-        self.conn.execute(
+    def _write_turns(self, session_id: str, deltas: list[TurnDelta]) -> int:
+        """Upsert a chunk's turns and index them; returns how many rows changed."""
+        ids = [f"{session_id}:{delta.user_message_id}" for delta in deltas]
+        stored = get_turns(self.conn, ids)
+        rows: list[tuple[object, ...]] = []
+        items: list[index.IndexItem] = []
+        for turn_id, delta in zip(ids, deltas, strict=True):
+            previous = stored.get(turn_id)
+            if delta.is_new:
+                user_text, ts, turn_index = delta.user_text, delta.ts, delta.turn_index
+                reply_text, tools = join_parts(delta.reply_parts), list(delta.tools)
+            elif previous is None:
+                continue  # a reply to a turn that is no longer stored
+            else:
+                user_text, ts, turn_index = previous.user_text, previous.ts, previous.turn_index
+                reply_text = join_parts([previous.reply_text, *delta.reply_parts])
+                tools = merge_names(previous.tool_names, delta.tools)
+            before = None if previous is None else (previous.ts, previous.user_text, previous.reply_text)
+            items.append(index.IndexItem(turn_id, ts, user_text, reply_text, delta.line if delta.is_new else None,
+                                         before))
+            if previous is not None and (previous.user_text, previous.reply_text, previous.tool_names, previous.ts,
+                                         previous.turn_index) == (user_text, reply_text, tools, ts, turn_index):
+                continue
+            rows.append((turn_id, session_id, turn_index, ts, user_text, reply_text, encode_tool_names(tools),
+                         delta.user_message_id))
+        self.conn.executemany(
             """
             INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, user_message_id)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -408,12 +422,10 @@ class _FileImport:
               reply_text = excluded.reply_text, tool_names = excluded.tool_names,
               user_message_id = excluded.user_message_id
             """,
-            (turn_id, session_id, turn_index, ts, user_text, reply_text, encode_tool_names(tools),
-             delta.user_message_id),
+            rows,
         )
-        index.put(self.conn, turn_id, ts, user_text, reply_text, delta.line if delta.is_new else None,
-                  None if previous is None else (previous.ts, previous.user_text, previous.reply_text), fts=self.fts)
-        return True
+        index.put_many(self.conn, items, fts=self.fts)
+        return len(rows)
 
     def _record_failure(self, cause: str) -> None:
         """Remember a file that is not a transcript, so it is reported once, not parsed every sync."""
@@ -510,6 +522,11 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
                 todo.append((source_file, prior))
         # Newest first: what the user did last becomes searchable first.
         todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)
+        pending_bytes = sum(f.size - (p.parsed_bytes if p else 0) for f, p in todo)
+        bulk = len(todo) >= index.BULK_MIN_FILES or pending_bytes >= index.BULK_MIN_BYTES
+        if bulk:
+            with transaction(conn):
+                index.set_bulk(conn, True)
         outcomes = _run_files(conn, request, todo, progress, cancel)
         for outcome in outcomes:
             if outcome.parsed:
@@ -527,9 +544,10 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
         if not stats.cancelled:
             with transaction(conn):
                 added = index.reconcile(conn)
-            if stats.turns > 5000:
+            if index.in_bulk(conn):  # this bulk import, or one that was interrupted earlier
                 with transaction(conn):
                     index.optimize(conn)
+                    index.set_bulk(conn, False)
             if added:
                 log.info("indexed %d turns written by another program", added)
         stats.duration_ms = int((time.monotonic() - started) * 1000)
