@@ -10,8 +10,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import REPO, load_expected, roots_under
 
+from conftest import REPO, load_expected, roots_under
 from pimem.store import connect, parse_tool_names
 from pimem.sync import SyncRequest, run_sync
 

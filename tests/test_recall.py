@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from recall_corpus import CWDS, build_store, random_entities
 
 from pimem import index
 from pimem.recall import RecallError, RecallQuery, make_query, recall, recall_scan
 from pimem.store import SessionRow, connect, transaction, upsert_session
+from recall_corpus import CWDS, build_store, random_entities
 
 
 def _rows(rows: list) -> list[dict[str, object]]:

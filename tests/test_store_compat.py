@@ -13,8 +13,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import roots_under
 
+from conftest import roots_under
 from pimem.recall import make_query, recall, recall_scan
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync

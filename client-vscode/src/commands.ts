@@ -105,12 +105,17 @@ export class PimemCommands {
       void vscode.window.showErrorMessage(`Pi Memory: ${force ? 'rebuild' : 'sync'} failed: ${describeError(error)}`);
       return undefined;
     }
-    const files = stats.pi + stats.claude + stats.codex;
-    const verb = force ? 'Rebuilt' : 'Synced';
-    let message = stats.cancelled
-      ? `Pi Memory: ${force ? 'rebuild' : 'sync'} cancelled after ${files} files; the next sync finishes it.`
-      : `Pi Memory: ${verb}: ${files} transcript ${files === 1 ? 'file' : 'files'} imported or updated, ${stats.turns} turns, ` +
-        `${stats.skippedFiles} unchanged (${(stats.durationMs / 1000).toFixed(1)} s).`;
+    const seconds = (stats.durationMs / 1000).toFixed(1);
+    let message: string;
+    if (stats.cancelled) {
+      message = `Pi Memory: ${force ? 'rebuild' : 'sync'} cancelled after ${count(stats.scannedFiles, 'file')}; the next sync finishes it.`;
+    } else if (force) {
+      message = `Pi Memory: rebuilt from ${count(stats.scannedFiles, 'transcript file')}: ${count(stats.turns, 'turn')} added or updated (${seconds} s).`;
+    } else {
+      message =
+        `Pi Memory: synced ${count(stats.scannedFiles, 'transcript file')}: ${count(stats.turns, 'turn')} added or updated; ` +
+        `${stats.skippedFiles} unchanged (${seconds} s).`;
+    }
     if (stats.issues.length > 0) {
       message += ` ${stats.issues.length} ${stats.issues.length === 1 ? 'file' : 'files'} could not be read.`;
       for (const issue of stats.issues) {

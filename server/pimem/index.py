@@ -142,7 +142,8 @@ def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> 
             continue
         key, line = known[item.turn_id]
         previous = item.previous
-        if previous is not None and previous[1:] == (item.user_text, item.reply_text) and key_ts(key) == clamp_ms(item.ts):
+        unchanged = previous is not None and previous[1:] == (item.user_text, item.reply_text)
+        if unchanged and key_ts(key) == clamp_ms(item.ts):
             if item.line is not None and item.line != line:
                 conn.execute("UPDATE pimem_docs SET line = ? WHERE doc_key = ?", (item.line, key))
             continue
@@ -155,9 +156,9 @@ def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> 
     placed: dict[int, str] = {}
     keys = [key for key, _ in keyed]
     for start in range(0, len(keys), 500):
-        batch = keys[start:start + 500]
+        key_batch = keys[start:start + 500]
         placed.update(conn.execute(
-            f"SELECT doc_key, turn_id FROM pimem_docs WHERE doc_key IN ({','.join('?' * len(batch))})", batch))
+            f"SELECT doc_key, turn_id FROM pimem_docs WHERE doc_key IN ({','.join('?' * len(key_batch))})", key_batch))
     inserted = [(key, item) for key, item in keyed if placed.get(key) == item.turn_id]
     if fts:
         conn.executemany("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)",
