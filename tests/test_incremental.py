@@ -200,3 +200,38 @@ def test_live_written_pi_turn_and_backfill_are_one_row(tmp_path: Path, db_path: 
     rows = conn.execute("SELECT turn_id, session_id, user_text FROM turns ORDER BY turn_id").fetchall()
     assert rows == expected
     assert conn.execute("SELECT reply_text FROM turns WHERE turn_id = ?", (turn_id,)).fetchone()[0] != "partial"
+
+
+def test_interrupted_parse_is_finished_by_the_next_sync(tmp_path: Path, db_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sync cancelled (or killed) in the middle of a file, even a forced re-parse of an unchanged
+    file, leaves a position the next sync continues from: no turn stays cut."""
+    import pimem.sync as sync_module
+
+    file = next(p for p in SAMPLES.rglob("*.jsonl") if "payroll" in str(p) and "claude" in p.parts)
+    _base, relative = _relative_root(file)
+    target = tmp_path / relative
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(file, target)
+    sync(tmp_path, db_path)
+    reference = snapshot(connect(db_path))
+    monkeypatch.setattr(sync_module, "CHUNK_TURNS", 1)  # a commit after every turn
+    import threading
+
+    cancel = threading.Event()
+    commits = 0
+    original = sync_module._FileImport._commit
+
+    def commit_then_cancel(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal commits
+        original(self, *args, **kwargs)
+        commits += 1
+        if commits == 2:
+            cancel.set()
+
+    monkeypatch.setattr(sync_module._FileImport, "_commit", commit_then_cancel)
+    stats = run_sync(SyncRequest(db_path=str(db_path), roots=roots_under(tmp_path), force=True), cancel=cancel)
+    assert stats.cancelled
+    monkeypatch.setattr(sync_module._FileImport, "_commit", original)
+    sync(tmp_path, db_path)
+    assert snapshot(connect(db_path)) == reference

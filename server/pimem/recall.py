@@ -327,6 +327,8 @@ def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
     entities_lower = [entity.lower() for entity in query.entities]
     if not index.fts_enabled(conn) or _needs_scan(entities_lower):
         return recall_scan(conn, query)
+    if conn.in_transaction:  # the caller holds the snapshot
+        return _recall_indexed(conn, query, entities_lower)
     conn.execute("BEGIN")  # one snapshot for the whole query
     try:
         return _recall_indexed(conn, query, entities_lower)

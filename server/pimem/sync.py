@@ -494,8 +494,9 @@ class SyncRequest:
 
 
 def _unchanged(prior: FileState | None, current: SourceFile) -> bool:
+    """Same size, mtime and inode, and parsed to the end (an interrupted parse is not finished)."""
     return (prior is not None and prior.size == current.size and prior.mtime_ns == current.mtime_ns
-            and prior.inode == current.inode)
+            and prior.inode == current.inode and prior.parsed_bytes >= current.size)
 
 
 def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
