@@ -12,6 +12,11 @@ export default tseslint.config(
     },
   },
   {
+    // code passed to page.evaluate() runs in the browser
+    files: ['test/e2e/**/*.mjs'],
+    languageOptions: { globals: { navigator: 'readonly', document: 'readonly', window: 'readonly' } },
+  },
+  {
     files: ['src/**/*.ts'],
     extends: [...tseslint.configs.strictTypeChecked, ...tseslint.configs.stylisticTypeChecked],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },

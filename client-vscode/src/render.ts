@@ -73,10 +73,10 @@ export function oneLine(text: string): string {
 /**
  * Escapes text for inline Markdown: every ASCII punctuation character gets a backslash (CommonMark allows
  * this for all of them), so a transcript can create no link, image, HTML tag, autolink, emphasis or code;
- * newlines become spaces so that it cannot start a block either.
+ * runs of whitespace (newlines included) become one space so that it cannot start a block either.
  */
 export function escapeMarkdown(text: string): string {
-  return oneLine(text).replace(/[!-/:-@[-`{-~]/g, (c) => '\\' + c);
+  return text.replace(/\s+/g, ' ').replace(/[!-/:-@[-`{-~]/g, (c) => '\\' + c);
 }
 
 /** Markdown of `text` cut to `max` code points, with the entities in bold. */

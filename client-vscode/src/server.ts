@@ -263,6 +263,7 @@ export class PimemServer implements vscode.Disposable {
     this.client = client;
     this.lastStderr = '';
     this.log.info(`Starting the Pi Memory server: ${interpreter.command} (Python ${check.version}, from ${interpreter.origin}) -m pimem serve`);
+    this.log.info(`initializationOptions: ${JSON.stringify(clientOptions.initializationOptions)}`);
     try {
       await client.start();
       this.setState({ kind: 'running', python: interpreter.command, version: check.version });

@@ -112,7 +112,7 @@ class ResultsView {
       return;
     }
     const visible = rows.filter((r) => !this.hidden.has(r.source));
-    header.appendChild(el('p', 'count', `${visible.length} of ${rows.length} turns shown`));
+    header.appendChild(el('p', 'count', `${visible.length} of ${rows.length} shown`));
     header.appendChild(this.renderFilters(rows));
     const list = el('div', 'results');
     list.id = 'results';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import {
   clearNotifications,
   folderUrl,
@@ -42,13 +42,20 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
         'chat.disableAIFeatures': true,
         'telemetry.telemetryLevel': 'off',
         'update.mode': 'none',
-        'extensions.autoUpdate': false,
+        // the current value: an old one ("false") makes VS Code rewrite this file while the extension starts
+        'extensions.autoUpdate': 'off',
         'extensions.autoCheckUpdates': false,
         'extensions.ignoreRecommendations': true,
         'workbench.enableExperiments': false,
         'security.workspace.trust.enabled': false,
         'workbench.secondarySideBar.defaultVisibility': 'hidden',
         'editor.hover.delay': 200,
+        // editUserSettings() types JSON into the settings editor: no automatic closing or indenting
+        'editor.autoClosingBrackets': 'never',
+        'editor.autoClosingQuotes': 'never',
+        'editor.autoSurround': 'never',
+        'editor.autoIndent': 'none',
+        'editor.formatOnType': false,
         'pimem.dbPath': join(dirs.run, 'memory.db'),
       }),
     });
@@ -57,6 +64,12 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
       dialogs.push(d.message());
       void d.dismiss();
     });
+  });
+
+  let step = 0;
+  afterEach(async () => {
+    step += 1;
+    await screenshot(page, `step-${step}.png`).catch(() => undefined); // what the screen showed, pass or fail
   });
 
   after(async () => {
@@ -234,9 +247,10 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
   });
 
   it('reports a missing interpreter once, with a button that opens the setting', async () => {
+    // code-server does not notice outside edits of settings.json: edit it in VS Code, as a user would
     const settingsFile = join(vs.dirs.userData, 'User', 'settings.json');
     const original = readFileSync(settingsFile, 'utf8');
-    writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(original), 'pimem.python': '/nonexistent/python3' }, null, 2));
+    await editUserSettings({ ...JSON.parse(original), 'pimem.python': '/nonexistent/python3' });
     const error = notification(page, 'Pi Memory needs Python 3.11 or newer');
     await error.first().waitFor({ timeout: 30_000 });
     assert.match(await error.first().innerText(), /"\/nonexistent\/python3" \(from the pimem\.python setting\) was not found/);
@@ -248,7 +262,26 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     await screenshot(page, 'missing-interpreter.png');
 
     // back to a working interpreter: the server restarts and the count comes back
-    writeFileSync(settingsFile, original);
+    await editUserSettings(JSON.parse(original));
     await page.locator('.statusbar-item', { hasText: /^\s*\d+ turns?\s*$/ }).waitFor({ timeout: 60_000 });
   });
+
+  /** Replaces the user settings through "Preferences: Open User Settings (JSON)" (type, then save). */
+  async function editUserSettings(settings) {
+    await runCommand(page, 'Preferences: Open User Settings (JSON)');
+    const lines = page.locator('.editor-instance .view-lines', { hasText: 'workbench.startupEditor' });
+    await lines.waitFor({ timeout: 15_000 });
+    await lines.click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.insertText(JSON.stringify(settings));
+    await page.keyboard.press('Control+S');
+    const file = join(vs.dirs.userData, 'User', 'settings.json');
+    const wanted = JSON.stringify(settings);
+    for (let i = 0; i < 50 && readFileSync(file, 'utf8') !== wanted; i++) {
+      await page.waitForTimeout(200);
+    }
+    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), settings);
+    await page.keyboard.press('Control+W');
+  }
 });

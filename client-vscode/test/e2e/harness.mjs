@@ -176,8 +176,14 @@ export function folderUrl(port, folder) {
 export async function runCommand(page, title, { attempts = 20 } = {}) {
   const input = page.locator('.quick-input-widget .quick-input-box input');
   for (let i = 0; i < attempts; i++) {
-    await page.keyboard.press('F1');
-    await input.waitFor({ state: 'visible' });
+    // F1, else Ctrl+Shift+P (some focused widgets, e.g. the settings editor's search box, keep F1)
+    await page.keyboard.press(i % 2 === 0 ? 'F1' : 'Control+Shift+P');
+    try {
+      await input.waitFor({ state: 'visible', timeout: 3000 });
+    } catch {
+      await page.keyboard.press('Escape');
+      continue;
+    }
     await input.fill(`>${title}`);
     const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
     try {

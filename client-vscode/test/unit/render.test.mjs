@@ -42,8 +42,9 @@ test('escapeMarkdown neutralises links, images, HTML, autolinks and code', () =>
     const unescaped = new RegExp(`(^|[^\\\\])\\${ch}`);
     assert.ok(!unescaped.test(out), `unescaped ${ch} in ${out}`);
   }
-  // the visible characters stay (CommonMark renders "\<" as "<")
-  assert.equal(out.replace(/\\(.)/g, '$1'), evil.replace(/\s+/g, ' ').trim());
+  // the visible characters stay (CommonMark renders "\<" as "<"), spaces included
+  assert.equal(out.replace(/\\(.)/g, '$1'), evil.replace(/\s+/g, ' '));
+  assert.equal(r.escapeMarkdown(' a '), ' a ');
 });
 
 test('hoverMarkdown escapes every transcript field and has exactly one link', () => {
@@ -51,7 +52,8 @@ test('hoverMarkdown escapes every transcript field and has exactly one link', ()
     row({ userText: 'A product description containing <img src=x onerror=alert(1)> and [x](command:evil) flamingo' }),
     row({ source: 'codex', cwd: '/tmp/[x](http://e)', replyText: '' }),
   ], { showResultsUri: 'command:pimem.showResults?%5B%5D' });
-  assert.match(md, /\*\*flamingo\*\*/);
+  assert.match(md, /and \\\[x\\\]\\\(command\\:evil\\\) \*\*flamingo\*\*/);
+  assert.match(r.highlightMarkdown('Why does the flamingo bug\nhappen?', ['flamingo'], 100), /^Why does the \*\*flamingo\*\* bug happen\\\?$/);
   assert.match(md, /\\<img src\\=x onerror\\=alert\\\(1\\\)\\>/);
   const links = [...md.matchAll(/(?<!\\)\]\((?!\\)/g)];
   assert.equal(links.length, 1, md);
