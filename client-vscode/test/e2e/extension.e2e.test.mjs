@@ -183,6 +183,16 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
       await page.waitForTimeout(250);
     }
     assert.equal(await wv.locator('article.result').count(), 3);
+
+    // back in the editor, the selection is still there: Recall Selection fills the panel
+    await page.locator('.tabs-container .tab', { hasText: NOTES }).click();
+    await page.locator('.editor-instance .selected-text').first().waitFor();
+    await runCommand(page, 'Pi Memory: Recall Selection');
+    await page.locator('.tabs-container .tab.active', { hasText: 'Pi Memory: flamingo' }).waitFor({ timeout: 30_000 });
+    await wv.locator('#filters').waitFor({ timeout: 30_000 });
+    const shown = await wv.locator('p.count').innerText();
+    assert.match(shown, /^(\d+) of \1 shown$/);
+    assert.ok(Number(shown.split(' ')[0]) > 3, shown);
   });
 
   it('migrates the Codex sessions of the folder to Pi sessions on disk', async () => {

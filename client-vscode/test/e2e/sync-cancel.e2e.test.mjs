@@ -1,0 +1,77 @@
+// A sync that takes a while shows a cancellable progress notification; Cancel stops the server's sync through
+// the work-done progress token of pimem/syncStatus, and the next sync finishes the job.
+// The histories are a synthetic corpus in the agents' real formats (bench/generate.py), large enough for a
+// sync of several seconds.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, symlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { folderUrl, notification, repoDir, runCommand, screenshot, startVsCode } from './harness.mjs';
+
+const TURNS = 8000;
+
+describe('Pi Memory sync progress and cancel', { timeout: 300_000 }, () => {
+  let vs;
+  let page;
+  let workspace;
+
+  before(async () => {
+    vs = await startVsCode({
+      prepareHome: (home) => {
+        const run = dirname(home);
+        const corpus = join(run, 'corpus');
+        execFileSync('python3', [join(repoDir, 'bench', 'generate.py'), '--out', corpus, '--turns', String(TURNS), '--jobs', '2'], {
+          stdio: 'pipe',
+        });
+        for (const dir of ['.claude', '.codex', '.pi']) {
+          symlinkSync(join(corpus, 'home', dir), join(home, dir));
+        }
+        workspace = join(run, 'project');
+        mkdirSync(workspace);
+      },
+      settings: (dirs) => ({
+        'workbench.startupEditor': 'none',
+        'chat.disableAIFeatures': true,
+        'telemetry.telemetryLevel': 'off',
+        'update.mode': 'none',
+        'extensions.autoUpdate': 'off',
+        'extensions.autoCheckUpdates': false,
+        'security.workspace.trust.enabled': false,
+        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        'pimem.dbPath': join(dirs.run, 'memory.db'),
+      }),
+    });
+    page = vs.page;
+  });
+
+  after(async () => {
+    await vs?.stop();
+  });
+
+  it('cancels a long sync from its notification, and Sync Now finishes it', async () => {
+    await page.goto(folderUrl(vs.port, workspace));
+    await page.locator('.statusbar-item', { hasText: /Pi Memory: syncing \d+\/\d+/ }).waitFor({ timeout: 60_000 });
+    const toast = notification(page, /Pi Memory: syncing transcripts: \d+\/\d+ files/);
+    await toast.first().waitFor({ timeout: 15_000 });
+    await screenshot(page, 'sync-progress.png');
+    await toast.first().locator('a.monaco-button, button', { hasText: 'Cancel' }).click();
+
+    const count = page.locator('.statusbar-item', { hasText: /^\s*\d+ turns?\s*$/ });
+    await count.waitFor({ timeout: 30_000 });
+    const partial = Number((await count.innerText()).trim().split(' ')[0]);
+    assert.ok(partial < TURNS, `the cancelled sync stopped early (${partial} of about ${TURNS} turns)`);
+
+    await runCommand(page, 'Pi Memory: Show Status');
+    const status = notification(page, /Pi Memory: \d+ turns? in \d+ sessions?/);
+    await status.first().waitFor({ timeout: 15_000 });
+    assert.match(await status.first().innerText(), /last sync .*\(cancelled\)/);
+
+    await runCommand(page, 'Pi Memory: Sync Now');
+    const synced = notification(page, /Pi Memory: synced \d+ transcript files?: \d+ turns? added or updated/);
+    await synced.first().waitFor({ timeout: 120_000 });
+    await page.locator('.statusbar-item', { hasText: /^\s*\d+ turns?\s*$/ }).waitFor({ timeout: 30_000 });
+    const total = Number((await count.innerText()).trim().split(' ')[0]);
+    assert.ok(total > partial, `Sync Now imported the rest (${partial} → ${total})`);
+  });
+});
