@@ -254,6 +254,37 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     assert.equal(await wv.locator('#results script, #results iframe, #results [onerror]').count(), 0);
     assert.deepEqual(dialogs, []);
     await screenshot(page, 'panel-recall-xss.png');
+
+    // Copy resume command: the server's command for that session
+    await hit.first().locator('button.copy').click();
+    const copied = notification(page, 'Copied: ');
+    await copied.first().waitFor({ timeout: 15_000 });
+    assert.match(await copied.first().innerText(), /Copied: .*claude --resume 1ed4dd9a-5989-4487-9ac3-d2b870816ee8/);
+    await clearNotifications(page);
+
+    // Open transcript: the Claude .jsonl beside the panel, cursor on that turn's user message
+    await hit.first().locator('button.open').click();
+    const jsonl = '1ed4dd9a-5989-4487-9ac3-d2b870816ee8.jsonl';
+    await page.locator('.tabs-container .tab.active', { hasText: jsonl }).waitFor({ timeout: 30_000 });
+    const position = page.locator('.statusbar-item', { hasText: /^\s*Ln \d+, Col \d+/ }).first();
+    await position.waitFor({ timeout: 15_000 });
+    const line = Number(/Ln (\d+)/.exec(await position.innerText())[1]);
+    const file = join(vs.dirs.home, '.claude', 'projects', '-tmp-pimem-demo-webshop', jsonl);
+    const record = JSON.parse(readFileSync(file, 'utf8').split('\n')[line - 1]);
+    assert.equal(record.type, 'user', `line ${line} of ${jsonl} is the user message`);
+    assert.match(JSON.stringify(record.message), /onerror=alert\(1\)/);
+    await page.keyboard.press('Control+W');
+  });
+
+  it('says so when nothing matches', async () => {
+    await runCommand(page, 'Pi Memory: Recall…');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('qwertyuiop');
+    await page.keyboard.press('Enter');
+    const empty = resultsFrame(page).locator('#empty');
+    await empty.waitFor({ timeout: 30_000 });
+    assert.equal(await empty.innerText(), 'No past turns match “qwertyuiop”.');
   });
 
   it('reports a missing interpreter once, with a button that opens the setting', async () => {
