@@ -32,6 +32,7 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     mkdirSync(WORKSPACE, { recursive: true });
     writeFileSync(join(WORKSPACE, NOTES), 'flamingo\n\nThe price cache goes stale again after an update.\n');
     vs = await startVsCode({
+      name: 'extension',
       prepareHome: (home) => {
         cpSync(join(samples, 'claude'), join(home, '.claude'), { recursive: true });
         cpSync(join(samples, 'codex'), join(home, '.codex'), { recursive: true });

@@ -51,9 +51,10 @@ async function waitForHealth(url, child, timeoutMs) {
 
 /**
  * Starts code-server with the extension installed and a browser page on it.
- * `prepareHome(home)` fills the temporary HOME (fixture histories); `settings(dirs)` gives the user settings.
+ * `prepareHome(home)` fills the temporary HOME (fixture histories); `settings(dirs)` gives the user settings;
+ * the logs are kept in artifacts/vscode-e2e/logs/<name>/.
  */
-export async function startVsCode({ settings, prepareHome }) {
+export async function startVsCode({ name, settings, prepareHome }) {
   for (const [what, path] of [['code-server', codeServer], ['Node 24', join(node24Bin, 'node')], ['chromium', chromium]]) {
     if (!existsSync(path)) {
       throw new Error(`${what} not found at ${path}: run scripts/setup-vscode-e2e.sh first`);
@@ -112,7 +113,13 @@ export async function startVsCode({ settings, prepareHome }) {
       // already gone
     }
   };
+  const onSignal = (signal) => {
+    killGroup();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
   process.once('exit', killGroup);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
 
   let browser;
   try {
@@ -145,12 +152,15 @@ export async function startVsCode({ settings, prepareHome }) {
     }
     killGroup();
     process.removeListener('exit', killGroup);
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
     log.end();
     // keep the logs (code-server, extension host, "Pi Memory" output channel) next to the screenshots
     mkdirSync(artifactsDir, { recursive: true });
-    rmSync(join(artifactsDir, 'logs'), { recursive: true, force: true });
-    cpSync(join(dirs.userData, 'logs'), join(artifactsDir, 'logs'), { recursive: true, force: true, errorOnExist: false });
-    cpSync(join(run, 'code-server.log'), join(artifactsDir, 'logs', 'code-server.log'));
+    const logs = join(artifactsDir, 'logs', name);
+    rmSync(logs, { recursive: true, force: true });
+    cpSync(join(dirs.userData, 'logs'), logs, { recursive: true, force: true, errorOnExist: false });
+    cpSync(join(run, 'code-server.log'), join(logs, 'code-server.log'));
     rmSync(run, { recursive: true, force: true });
   }
 

@@ -18,6 +18,7 @@ describe('Pi Memory sync progress and cancel', { timeout: 300_000 }, () => {
 
   before(async () => {
     vs = await startVsCode({
+      name: 'sync-cancel',
       prepareHome: (home) => {
         const run = dirname(home);
         const corpus = join(run, 'corpus');
