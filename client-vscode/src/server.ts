@@ -143,6 +143,9 @@ export class PimemServer implements vscode.Disposable {
 
   /** Sends a request to the running server; rejects with a readable Error when there is none. */
   async request<P, R>(type: RequestType<P, R, void>, params: P, token?: vscode.CancellationToken): Promise<R> {
+    if (this.state.kind === 'starting') {
+      await this.queue; // a command run right after start-up waits for the server instead of failing
+    }
     const client = this.client;
     if (client === undefined || this.state.kind !== 'running') {
       throw new Error(this.notRunningMessage());
