@@ -1,9 +1,10 @@
 """Streaming, resumable reading of JSONL transcripts.
 
-Memory stays bounded whatever the file size: the reader holds one line at a time, and a line longer
-than ``MAX_LINE_BYTES`` is skipped without being buffered (only its head is kept, so the caller can
-tell a bookkeeping record from a turn). A final line without a newline is only consumed when it is a
-complete JSON object; otherwise it is presumed still being written and left for the next sync.
+Memory stays bounded whatever the file size: the reader holds one line at a time (a long one in a
+single growing buffer), and a line longer than ``MAX_LINE_BYTES`` is skipped without being buffered
+beyond that cap (only its head is kept, so the caller can tell a bookkeeping record from a turn).
+A final line without a newline is only consumed when it is a complete JSON object; otherwise it is
+presumed still being written and left for the next sync.
 """
 
 from __future__ import annotations
@@ -32,13 +33,15 @@ except ImportError:  # pragma: no cover
 MAX_LINE_BYTES = 32 * 1024 * 1024
 HEAD_BYTES = 4096
 _DISCARD_CHUNK = 1 << 20
+_PIECE_BYTES = 1 << 20
 
 
 class UnsupportedFile(Exception):
-    """The file cannot be read on this installation (e.g. .zst without a zstd decoder)."""
+    """The file cannot be read on this installation (e.g. .zst without a zstd decoder), or cannot be
+    decoded at all (a damaged .zst)."""
 
 
-def loads(data: bytes) -> Any:
+def loads(data: bytes | bytearray) -> Any:
     """Parse one JSON document; invalid UTF-8 is replaced rather than failing the record."""
     if _orjson is not None:
         try:
@@ -68,24 +71,50 @@ class LineReader:
         self._max_line = max_line
         self.oversized_lines = 0
 
+    def _read_capped(self) -> bytes | bytearray:
+        """The next line with its newline, or its first ``max_line + 1`` bytes. A long line is read in
+        1 MiB pieces into one growing buffer, so it is held once rather than once per concatenation."""
+        readline = self._stream.readline
+        piece = min(self._max_line + 1, _PIECE_BYTES)
+        chunk = readline(piece)
+        if len(chunk) < piece or chunk.endswith(b"\n"):
+            return chunk
+        buffer = bytearray(chunk)
+        while len(buffer) <= self._max_line:
+            more = readline(min(_PIECE_BYTES, self._max_line + 1 - len(buffer)))
+            if not more:
+                break
+            buffer += more
+            if more.endswith(b"\n"):
+                break
+        return buffer
+
     def __iter__(self) -> Iterator[Line]:
         readline = self._stream.readline
         while True:
             start = self.position
-            chunk = readline(self._max_line + 1)
+            chunk = self._read_capped()
             if not chunk:
                 return
             if chunk.endswith(b"\n"):
                 self.lines_read += 1
                 self.position = start + len(chunk)
-                data = chunk[:-1]
-                if data.endswith(b"\r"):
-                    data = data[:-1]
+                if isinstance(chunk, bytearray):  # a long line: trim in place, copy once
+                    del chunk[-1:]
+                    if chunk.endswith(b"\r"):
+                        del chunk[-1:]
+                    data = bytes(chunk)
+                else:
+                    data = chunk[:-1]
+                    if data.endswith(b"\r"):
+                        data = data[:-1]
+                chunk = b""
                 yield Line(self.lines_read, start, self.position, data, data[:HEAD_BYTES])
                 continue
             if len(chunk) > self._max_line:
-                head = chunk[:HEAD_BYTES]
+                head = bytes(chunk[:HEAD_BYTES])
                 length = len(chunk)
+                chunk = b""  # let the buffer go before reading on
                 terminated = False
                 while True:
                     more = readline(_DISCARD_CHUNK)
@@ -111,24 +140,79 @@ class LineReader:
                     return
                 self.lines_read += 1
                 self.position = start + len(chunk)
-                yield Line(self.lines_read, start, self.position, chunk, chunk[:HEAD_BYTES])
+                data = bytes(chunk)
+                yield Line(self.lines_read, start, self.position, data, data[:HEAD_BYTES])
             return
+
+
+def _damaged(cause: object) -> UnsupportedFile:
+    return UnsupportedFile(f"the compressed rollout is damaged ({cause})")
+
+
+class _ZstdReader(io.RawIOBase):
+    """python-zstandard's stream reader; a damaged stream raises UnsupportedFile (python-zstandard's
+    own ZstdError is a plain Exception that callers would otherwise have to know about)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        raw = open(path, "rb")  # noqa: SIM115 - closed through the reader
+        self._reader = _zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            return int(self._reader.readinto(buffer))
+        except _zstandard.ZstdError as error:
+            raise _damaged(error) from None
+
+    def close(self) -> None:
+        if not self.closed:
+            self._reader.close()
+        super().close()
+
+
+class _ZstdProcess(io.RawIOBase):
+    """The output of ``zstd -dc``; a non-zero exit status at the end raises UnsupportedFile."""
+
+    def __init__(self, zstd: str, path: str) -> None:
+        super().__init__()
+        self._process = subprocess.Popen([zstd, "-dc", "--", path], stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL)
+        assert self._process.stdout is not None
+        self._stdout: Any = self._process.stdout   # a BufferedReader over the pipe
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count = int(self._stdout.readinto(buffer))
+        if not count and self._process.wait() != 0:
+            raise _damaged(f"zstd exit status {self._process.returncode}")
+        return count
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stdout.close()
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait()
+        super().close()
 
 
 def open_zst(path: str) -> IO[bytes]:
     """A decompressed stream of a .zst file (python-zstandard, else the zstd command)."""
     if _zstandard is not None:
-        raw = open(path, "rb")  # noqa: SIM115 - closed through the wrapper
-        reader = _zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-        return io.BufferedReader(reader, buffer_size=1 << 20)
+        return io.BufferedReader(_ZstdReader(path), buffer_size=1 << 20)
     zstd = shutil.which("zstd")
     if zstd is None:
         raise UnsupportedFile(
             "compressed rollout (.jsonl.zst) needs the 'zstandard' Python package or the zstd command"
         )
-    process = subprocess.Popen([zstd, "-dc", "--", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert process.stdout is not None
-    return process.stdout
+    if not os.path.exists(path):  # as open() would: the caller tells a vanished file from a damaged one
+        raise FileNotFoundError(2, "No such file or directory", path)
+    return io.BufferedReader(_ZstdProcess(zstd, path), buffer_size=1 << 20)
 
 
 def open_transcript(path: str) -> IO[bytes]:
