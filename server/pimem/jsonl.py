@@ -34,6 +34,7 @@ MAX_LINE_BYTES = 32 * 1024 * 1024
 HEAD_BYTES = 4096
 _DISCARD_CHUNK = 1 << 20
 _PIECE_BYTES = 1 << 20
+_ZSTD_INPUT_BYTES = 1 << 16
 
 
 class UnsupportedFile(Exception):
@@ -150,26 +151,53 @@ def _damaged(cause: object) -> UnsupportedFile:
 
 
 class _ZstdReader(io.RawIOBase):
-    """python-zstandard's stream reader; a damaged stream raises UnsupportedFile (python-zstandard's
-    own ZstdError is a plain Exception that callers would otherwise have to know about)."""
+    """The decompressed bytes of a .zst file, frame after frame, through python-zstandard. A damaged
+    stream, or one that ends inside a frame, raises UnsupportedFile (python-zstandard's own ZstdError
+    is a plain Exception, and its stream reader ends a truncated frame silently)."""
 
     def __init__(self, path: str) -> None:
         super().__init__()
-        raw = open(path, "rb")  # noqa: SIM115 - closed through the reader
-        self._reader = _zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+        self._raw = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._decompressor = _zstandard.ZstdDecompressor()
+        self._frame: Any = None            # the decoder of the frame being read; None between frames
+        self._output = memoryview(b"")
+        self._done = False
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
+        while not self._output and not self._done:
+            self._decode_more()
+        count = min(len(buffer), len(self._output))
+        buffer[:count] = self._output[:count]
+        self._output = self._output[count:]
+        return count
+
+    def _decode_more(self) -> None:
+        data = self._raw.read(_ZSTD_INPUT_BYTES)
+        if not data:
+            self._done = True
+            if self._frame is not None:
+                raise _damaged("it ends inside a frame")
+            return
+        output = []
         try:
-            return int(self._reader.readinto(buffer))
+            while data:
+                if self._frame is None:
+                    self._frame = self._decompressor.decompressobj()
+                output.append(self._frame.decompress(data))
+                data = b""
+                if self._frame.eof:
+                    data = self._frame.unused_data
+                    self._frame = None
         except _zstandard.ZstdError as error:
             raise _damaged(error) from None
+        self._output = memoryview(b"".join(output))
 
     def close(self) -> None:
         if not self.closed:
-            self._reader.close()
+            self._raw.close()
         super().close()
 
 

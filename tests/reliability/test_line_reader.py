@@ -4,6 +4,7 @@ line ending inside or just after a piece, CRLF, an unfinished last line) is hit 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 
@@ -66,3 +67,20 @@ def test_line_reader_matches_the_reference(lines: list[tuple[bytes, bytes]], max
     assert reader.position == (expected[-1][1] if expected else 0)
     assert reader.oversized_lines == sum(1 for item in expected if item[2] is None)
     assert all(isinstance(item[2], bytes | None) and isinstance(item[3], bytes) for item in got)
+
+
+@settings(max_examples=60, deadline=None)
+@given(frames=st.lists(st.binary(max_size=300_000).map(lambda data: data * 3), min_size=0, max_size=4),
+       level=st.integers(1, 6))
+def test_open_zst_reads_every_frame_whole(frames: list[bytes], level: int) -> None:
+    """Multi-frame .zst files (as a compressor writing in several goes makes) come back byte for byte."""
+    import tempfile
+
+    import zstandard
+
+    compressed = b"".join(zstandard.ZstdCompressor(level=level).compress(frame) for frame in frames)
+    with tempfile.NamedTemporaryFile(suffix=".jsonl.zst") as handle:
+        handle.write(compressed)
+        handle.flush()
+        with contextlib.closing(jsonl.open_zst(handle.name)) as stream:
+            assert stream.read() == b"".join(frames)
