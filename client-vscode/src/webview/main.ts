@@ -1,7 +1,7 @@
 // Script of the results webview. It renders the state the extension posts and handles filtering by agent and
 // expanding long texts; every action on a row is sent back to the extension by row index.
 // All text is put into the DOM with textContent / createTextNode: no HTML is ever parsed from data.
-import { folderName, formatDate, highlightSegments, sourceLabel } from '../render';
+import { formatDate, highlightSegments, sourceLabel } from '../render';
 import type { FromWebview, PanelRow, PanelState, ToWebview } from '../panelProtocol';
 
 interface VsCodeApi {
@@ -158,7 +158,7 @@ class ResultsView {
     item.dataset.source = row.source;
     const meta = el('div', 'meta');
     meta.appendChild(el('span', `agent agent-${row.source}`, sourceLabel(row.source)));
-    const cwd = el('span', 'cwd', folderName(row.cwd));
+    const cwd = el('span', 'cwd', row.cwd);
     cwd.title = row.cwd;
     meta.appendChild(cwd);
     meta.appendChild(el('span', 'date', formatDate(row.ts)));
