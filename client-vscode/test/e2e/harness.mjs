@@ -115,6 +115,7 @@ export async function startVsCode({ name, settings, prepareHome }) {
   };
   const onSignal = (signal) => {
     killGroup();
+    rmSync(run, { recursive: true, force: true });
     process.exit(signal === 'SIGINT' ? 130 : 143);
   };
   process.once('exit', killGroup);
