@@ -115,7 +115,11 @@ export async function startVsCode({ name, settings, prepareHome }) {
   };
   const onSignal = (signal) => {
     killGroup();
-    rmSync(run, { recursive: true, force: true });
+    try {
+      rmSync(run, { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // best effort while exiting
+    }
     process.exit(signal === 'SIGINT' ? 130 : 143);
   };
   process.once('exit', killGroup);
