@@ -46,7 +46,8 @@ def build_store(conn: sqlite3.Connection, rng: random.Random, turns: int, *, cop
             if number >= turns and made:
                 ts, user, reply = rng.choice(made)
             else:
-                ts = 1_700_000_000_000 + rng.randrange(0, 50) * 1000  # many equal timestamps: ties matter
+                # Many equal timestamps (ties matter) spread over days (the index is bucketed by day).
+                ts = 1_700_000_000_000 + rng.randrange(0, 50) * rng.choice((1000, 28_800_000))
                 user, reply = random_text(rng, 0, 6), random_text(rng, 0, 12)
                 made.append((ts, user, reply))
             turn_id = f"{source}:s{session}:m{number:05d}"

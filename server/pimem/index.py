@@ -7,8 +7,11 @@ trigram: a 1- or 2-character entity is then answered through the trigram vocabul
 start with it), a longer one by the AND of its trigrams. Both give a superset of the true matches,
 which recall then verifies exactly against the stored text; the index never decides a result.
 
-The index rowid (``pimem_docs.doc_key``) is ``(ts << 20) | n``: iterating an index list in rowid order
-is iterating turns newest first, which lets recall stop once the top results are certain.
+The index rowid (``pimem_docs.doc_key``) is ``(day << 20) | n``: the UTC day of the turn, then a dense
+sequence number within that day. Iterating an index list in rowid order is iterating days newest first
+(within a day recall sorts by the exact ``pimem_docs.ts``), which lets recall stop once the top results
+are certain. Dense keys matter: FTS5 delta-encodes rowids, and sparse millisecond keys made the index
+four times larger and its inserts slower.
 
 Invariants: the index is written in the same transaction as the turn row; only pimem updates turn
 rows (the Pi extension only inserts), so the text to remove from the contentless index on an update is
@@ -19,7 +22,6 @@ and recall scans any not yet indexed (see pimem/recall.py).
 from __future__ import annotations
 
 import sqlite3
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -28,6 +30,7 @@ from pimem.textutil import clamp_ms
 
 KEY_SHIFT = 20
 SLOT_MASK = (1 << KEY_SHIFT) - 1
+DAY_MS = 86_400_000
 SENTINEL = "\x01\x01"
 FTS_TABLES = ("pimem_fts_user", "pimem_fts_reply")
 
@@ -40,26 +43,33 @@ def fts_enabled(conn: sqlite3.Connection) -> bool:
     return get_meta(conn, "index") == "trigram"
 
 
-def key_ts(doc_key: int) -> int:
+def day_of(ts: int) -> int:
+    return clamp_ms(ts) // DAY_MS
+
+
+def key_day(doc_key: int) -> int:
     return doc_key >> KEY_SHIFT
 
 
+def day_bounds(day: int) -> tuple[int, int]:
+    """The first and last doc key of a day."""
+    return day << KEY_SHIFT, (day << KEY_SHIFT) | SLOT_MASK
+
+
 def _allocate_key(conn: sqlite3.Connection, ts: int) -> int:
-    base = clamp_ms(ts) << KEY_SHIFT
-    top = conn.execute(
-        "SELECT max(doc_key) FROM pimem_docs WHERE doc_key BETWEEN ? AND ?", (base, base | SLOT_MASK)
-    ).fetchone()[0]
+    low, high = day_bounds(day_of(ts))
+    top = conn.execute("SELECT max(doc_key) FROM pimem_docs WHERE doc_key BETWEEN ? AND ?", (low, high)).fetchone()[0]
     if top is None:
-        return base
-    if top < (base | SLOT_MASK):
+        return low
+    if top < high:
         return int(top) + 1
-    # A million turns with the very same millisecond: take any free slot of that millisecond.
-    used = {row[0] for row in conn.execute(
-        "SELECT doc_key FROM pimem_docs WHERE doc_key BETWEEN ? AND ?", (base, base | SLOT_MASK))}
-    for candidate in range(base, base | SLOT_MASK):
+    # A million turns in one day: take any free slot of that day.
+    used = {row[0] for row in conn.execute("SELECT doc_key FROM pimem_docs WHERE doc_key BETWEEN ? AND ?",
+                                           (low, high))}
+    for candidate in range(low, high + 1):
         if candidate not in used:
             return candidate
-    raise RuntimeError("recall index: no free key left for this timestamp")
+    raise RuntimeError("recall index: no free key left for this day")
 
 
 def _fts_insert(conn: sqlite3.Connection, key: int, user_text: str, reply_text: str) -> None:
@@ -81,7 +91,8 @@ def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_t
     row = conn.execute("SELECT doc_key FROM pimem_docs WHERE turn_id = ?", (turn_id,)).fetchone()
     if row is None:
         key = _allocate_key(conn, ts)
-        conn.execute("INSERT INTO pimem_docs(doc_key, turn_id, line) VALUES (?, ?, ?)", (key, turn_id, line))
+        conn.execute("INSERT INTO pimem_docs(doc_key, turn_id, line, ts) VALUES (?, ?, ?, ?)",
+                     (key, turn_id, line, clamp_ms(ts)))
         if fts:
             _fts_insert(conn, key, user_text, reply_text)
         return
@@ -93,19 +104,20 @@ def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_t
         set_meta(conn, "index_garbage", str(int(get_meta(conn, "index_garbage") or 0) + 1))
         put(conn, turn_id, ts, user_text, reply_text, line, None, fts=fts)
         return
-    _old_ts, old_user, old_reply = previous
-    if key_ts(key) != clamp_ms(ts):
+    old_ts, old_user, old_reply = previous
+    if key_day(key) != day_of(ts):
         if fts:
             _fts_delete(conn, key, old_user, old_reply)
         conn.execute("DELETE FROM pimem_docs WHERE doc_key = ?", (key,))
         new_key = _allocate_key(conn, ts)
-        conn.execute("INSERT INTO pimem_docs(doc_key, turn_id, line) VALUES (?, ?, ?)",
-                     (new_key, turn_id, line))
+        conn.execute("INSERT INTO pimem_docs(doc_key, turn_id, line, ts) VALUES (?, ?, ?, ?)",
+                     (new_key, turn_id, line, clamp_ms(ts)))
         if fts:
             _fts_insert(conn, new_key, user_text, reply_text)
         return
-    if line is not None:
-        conn.execute("UPDATE pimem_docs SET line = ? WHERE doc_key = ?", (line, key))
+    if line is not None or old_ts != ts:
+        conn.execute("UPDATE pimem_docs SET line = COALESCE(?, line), ts = ? WHERE doc_key = ?",
+                     (line, clamp_ms(ts), key))
     if fts and (old_user, old_reply) != (user_text, reply_text):
         _fts_delete(conn, key, old_user, old_reply)
         _fts_insert(conn, key, user_text, reply_text)
@@ -119,11 +131,6 @@ class IndexItem:
     reply_text: str
     line: int | None
     previous: tuple[int, str, str] | None   # (ts, user_text, reply_text) before this write, if the row existed
-
-
-def _hashed_key(ts: int, turn_id: str) -> int:
-    """A deterministic slot within the turn's millisecond; the rare collision falls back to a scan."""
-    return (clamp_ms(ts) << KEY_SHIFT) | (zlib.crc32(turn_id.encode("utf-8")) & SLOT_MASK)
 
 
 def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> None:
@@ -142,31 +149,47 @@ def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> 
             continue
         key, line = known[item.turn_id]
         previous = item.previous
-        unchanged = previous is not None and previous[1:] == (item.user_text, item.reply_text)
-        if unchanged and key_ts(key) == clamp_ms(item.ts):
+        unchanged = previous is not None and previous == (item.ts, item.user_text, item.reply_text)
+        if unchanged:
             if item.line is not None and item.line != line:
                 conn.execute("UPDATE pimem_docs SET line = ? WHERE doc_key = ?", (item.line, key))
             continue
         put(conn, item.turn_id, item.ts, item.user_text, item.reply_text, item.line, previous, fts=fts)
     if not fresh:
         return
-    keyed = [(_hashed_key(item.ts, item.turn_id), item) for item in fresh]
-    conn.executemany("INSERT OR IGNORE INTO pimem_docs(doc_key, turn_id, line) VALUES (?, ?, ?)",
-                     [(key, item.turn_id, item.line) for key, item in keyed])
+    # Dense keys per day: the next free numbers after the day's highest key.
+    keyed: list[tuple[int, IndexItem]] = []
+    by_day: dict[int, list[IndexItem]] = {}
+    for item in fresh:
+        by_day.setdefault(day_of(item.ts), []).append(item)
+    for day, day_items in by_day.items():
+        low, high = day_bounds(day)
+        top = conn.execute("SELECT max(doc_key) FROM pimem_docs WHERE doc_key BETWEEN ? AND ?",
+                           (low, high)).fetchone()[0]
+        next_key = low if top is None else int(top) + 1
+        for item in day_items:
+            if next_key > high:
+                keyed.append((-1, item))  # the day is full: allocated one by one below
+            else:
+                keyed.append((next_key, item))
+                next_key += 1
+    conn.executemany("INSERT OR IGNORE INTO pimem_docs(doc_key, turn_id, line, ts) VALUES (?, ?, ?, ?)",
+                     [(key, item.turn_id, item.line, clamp_ms(item.ts)) for key, item in keyed if key >= 0])
     placed: dict[int, str] = {}
-    keys = [key for key, _ in keyed]
+    keys = [key for key, _ in keyed if key >= 0]
     for start in range(0, len(keys), 500):
         key_batch = keys[start:start + 500]
         placed.update(conn.execute(
             f"SELECT doc_key, turn_id FROM pimem_docs WHERE doc_key IN ({','.join('?' * len(key_batch))})", key_batch))
-    inserted = [(key, item) for key, item in keyed if placed.get(key) == item.turn_id]
+    # FTS5 appends to its pending lists when rowids arrive in increasing order; out of order it flushes.
+    inserted = sorted(((key, item) for key, item in keyed if placed.get(key) == item.turn_id), key=lambda pair: pair[0])
     if fts:
         conn.executemany("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)",
                          [(key, index_text(item.user_text)) for key, item in inserted])
         conn.executemany("INSERT INTO pimem_fts_reply(rowid, text) VALUES (?, ?)",
                          [(key, index_text(item.reply_text)) for key, item in inserted])
     for key, item in keyed:
-        if placed.get(key) != item.turn_id:  # the slot was taken: allocate one by scanning
+        if placed.get(key) != item.turn_id:  # taken meanwhile by another process, or the day was full
             put(conn, item.turn_id, item.ts, item.user_text, item.reply_text, item.line, None, fts=fts)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import shlex
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -156,7 +156,7 @@ def score(user_lower: str, reply_lower: str, entities_lower: Sequence[str]) -> i
     return total
 
 
-_ROW_COLUMNS = ("t.turn_id, t.session_id, s.source, s.cwd, t.ts, t.user_text, t.reply_text, t.tool_names, "
+ROW_COLUMNS = ("t.turn_id, t.session_id, s.source, s.cwd, t.ts, t.user_text, t.reply_text, t.tool_names, "
                 "s.jsonl_path, d.line")
 
 
@@ -176,7 +176,7 @@ def _int(value: object) -> int:
         return 0
 
 
-def _admit(values: Sequence[object], query: RecallQuery, entities_lower: Sequence[str]) -> RecallRow | None:
+def admit(values: Sequence[object], query: RecallQuery, entities_lower: Sequence[str]) -> RecallRow | None:
     if query.sources is not None and values[2] not in query.sources:
         return None
     if query.cwd is not None and not in_folder(str(values[3] or ""), query.cwd):
@@ -185,7 +185,7 @@ def _admit(values: Sequence[object], query: RecallQuery, entities_lower: Sequenc
     return _make_row(values, hits) if hits > 0 else None
 
 
-def _top(rows: Iterable[RecallRow], limit: int) -> list[RecallRow]:
+def top_rows(rows: Iterable[RecallRow], limit: int) -> list[RecallRow]:
     chosen: list[RecallRow] = []
     seen: set[tuple[str, str, int]] = set()
     for row in sorted(rows, key=lambda r: r.sort_key):
@@ -203,118 +203,18 @@ def recall_scan(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]
     entities_lower = [entity.lower() for entity in query.entities]
     rows = []
     for values in conn.execute(
-        f"SELECT {_ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+        f"SELECT {ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
         "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id"
     ):
-        row = _admit(values, query, entities_lower)
+        row = admit(values, query, entities_lower)
         if row is not None:
             rows.append(row)
-    return _top(rows, query.limit)
+    return top_rows(rows, query.limit)
 
 
 # ---------------------------------------------------------------------------------------------
 # Fast path
 # ---------------------------------------------------------------------------------------------
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-class _Postings:
-    """The doc keys of one index list, newest first, fetched lazily."""
-
-    def __init__(self, cursor: sqlite3.Cursor | None, weight: int) -> None:
-        self.weight = weight
-        self._cursor = cursor
-        self._buffer: list[int] = []
-        self._position = 0
-        self.head: int | None = None
-        self.essential = True
-        self._advance()
-
-    def _advance(self) -> None:
-        if self._position >= len(self._buffer):
-            if self._cursor is None:
-                self.head = None
-                return
-            self._buffer = [row[0] for row in self._cursor.fetchmany(512)]
-            self._position = 0
-            if not self._buffer:
-                self._cursor = None
-                self.head = None
-                return
-        self.head = self._buffer[self._position]
-        self._position += 1
-
-    def pop_if(self, key: int) -> None:
-        if self.head == key:
-            self._advance()
-
-    @property
-    def exhausted(self) -> bool:
-        return self.head is None
-
-
-class _IndexLists:
-    """Builds the candidate lists of an entity (in one field) from the trigram index."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self._total_docs: int | None = None
-        self._vocab_ready = False
-
-    def total_docs(self) -> int:
-        if self._total_docs is None:
-            self._total_docs = int(self.conn.execute("SELECT count(*) FROM pimem_docs").fetchone()[0])
-        return self._total_docs
-
-    def _vocab(self) -> None:
-        if not self._vocab_ready:
-            for table in index.FTS_TABLES:
-                self.conn.execute(
-                    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_vocab USING fts5vocab(main, {table}, row)"
-                )
-            self._vocab_ready = True
-
-    def match_expression(self, table: str, entity: str) -> str | None:
-        """An FTS5 query whose matches include every doc whose text contains ``entity``;
-        None means "every doc" (the entity is too common for its list to be worth it)."""
-        if len(entity) >= 3:
-            grams = list(dict.fromkeys(entity[i:i + 3] for i in range(len(entity) - 2)))
-            if len(grams) > _MAX_TRIGRAMS_PER_ENTITY:
-                step = (len(grams) - 1) / (_MAX_TRIGRAMS_PER_ENTITY - 1)
-                grams = [grams[round(i * step)] for i in range(_MAX_TRIGRAMS_PER_ENTITY)]
-            return " AND ".join(_quote(gram) for gram in grams)
-        # 1-2 characters: every indexed trigram that starts with the entity (the sentinels appended
-        # to each text guarantee every occurrence starts one).
-        self._vocab()
-        upper = entity[:-1] + chr(ord(entity[-1]) + 1) if ord(entity[-1]) < 0x10FFFF else None
-        if upper is None:
-            terms = self.conn.execute(f"SELECT term, doc FROM temp.{table}_vocab WHERE term >= ?",
-                                      (entity,)).fetchall()
-            terms = [(term, doc) for term, doc in terms if term.startswith(entity)]
-        else:
-            terms = self.conn.execute(
-                f"SELECT term, doc FROM temp.{table}_vocab WHERE term >= ? AND term < ?", (entity, upper)
-            ).fetchall()
-        if not terms:
-            return ""
-        postings = sum(int(doc) for _, doc in terms)
-        if len(terms) > _SHORT_ENTITY_MAX_TERMS or postings > _SHORT_ENTITY_DENSE_SHARE * self.total_docs():
-            return None
-        return " OR ".join(_quote(term) for term, _ in terms)
-
-    def postings(self, table: str, entity: str, weight: int) -> _Postings:
-        expression = self.match_expression(table, entity)
-        if expression == "":
-            return _Postings(None, weight)
-        if expression is None:
-            cursor = self.conn.execute("SELECT doc_key FROM pimem_docs ORDER BY doc_key DESC")
-        else:
-            cursor = self.conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC",
-                                       (expression,))
-        return _Postings(cursor, weight)
-
 
 def _needs_scan(entities_lower: Sequence[str]) -> bool:
     # Control characters that the index uses itself (sentinels) or cannot store are answered exactly
@@ -324,89 +224,26 @@ def _needs_scan(entities_lower: Sequence[str]) -> bool:
 
 def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
     """Recall with the index when it exists (same results as :func:`recall_scan`)."""
+    from pimem.search import recall_indexed
+
     entities_lower = [entity.lower() for entity in query.entities]
     if not index.fts_enabled(conn) or _needs_scan(entities_lower):
         return recall_scan(conn, query)
+
+    def unindexed() -> Iterator[Sequence[object]]:
+        """Turns written behind pimem's back and not indexed yet: scanned exactly."""
+        return iter(conn.execute(
+            f"SELECT {ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+            "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id WHERE t.rowid > ? AND d.turn_id IS NULL",
+            (index.watermark(conn),)))
+
     if conn.in_transaction:  # the caller holds the snapshot
-        return _recall_indexed(conn, query, entities_lower)
+        return recall_indexed(conn, query, entities_lower, unindexed)
     conn.execute("BEGIN")  # one snapshot for the whole query
     try:
-        return _recall_indexed(conn, query, entities_lower)
+        return recall_indexed(conn, query, entities_lower, unindexed)
     finally:
         conn.execute("COMMIT")
-
-
-def _recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower: list[str]) -> list[RecallRow]:
-    best: dict[tuple[str, str, int], RecallRow] = {}
-
-    def consider(row: RecallRow | None) -> None:
-        if row is None:
-            return
-        kept = best.get(row.copy_key)
-        if kept is None or row.sort_key < kept.sort_key:
-            best[row.copy_key] = row
-
-    # Turns written behind pimem's back and not indexed yet: scanned exactly.
-    for values in conn.execute(
-        f"SELECT {_ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
-        "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id WHERE t.rowid > ? AND d.turn_id IS NULL",
-        (index.watermark(conn),),
-    ):
-        consider(_admit(values, query, entities_lower))
-
-    builder = _IndexLists(conn)
-    weights: dict[str, int] = {}
-    for entity in entities_lower:
-        weights[entity] = weights.get(entity, 0) + 1
-    lists: list[_Postings] = []
-    for entity, multiplicity in weights.items():
-        lists.append(builder.postings("pimem_fts_user", entity, 2 * multiplicity))
-        lists.append(builder.postings("pimem_fts_reply", entity, multiplicity))
-    lists.sort(key=lambda postings: postings.weight)
-
-    batch_size = 32
-    while True:
-        threshold = _threshold(best, query.limit)
-        if threshold is not None:
-            # A turn found only in lists whose weights add up to less than the current k-th score
-            # cannot enter the top: stop reading those lists (exhausted lists hold no unseen turn).
-            cumulative = 0
-            for postings in lists:
-                if not postings.exhausted:
-                    cumulative += postings.weight
-                postings.essential = cumulative >= threshold.hits
-        essential = [p for p in lists if p.essential and not p.exhausted]
-        if not essential:
-            break
-        if threshold is not None:
-            bound = sum(p.weight for p in lists if not p.exhausted)
-            next_key = max(p.head for p in essential if p.head is not None)
-            if bound < threshold.hits or (bound == threshold.hits and index.key_ts(next_key) < threshold.ts):
-                break
-        keys: list[int] = []
-        while len(keys) < batch_size:
-            heads = [p.head for p in essential if p.head is not None]
-            if not heads:
-                break
-            key = max(heads)
-            keys.append(key)
-            for postings in essential:
-                postings.pop_if(key)
-        placeholders = ",".join("?" * len(keys))
-        for values in conn.execute(
-            f"SELECT {_ROW_COLUMNS} FROM pimem_docs d JOIN turns t ON t.turn_id = d.turn_id "
-            f"JOIN sessions s ON s.session_id = t.session_id WHERE d.doc_key IN ({placeholders})",
-            keys,
-        ):
-            consider(_admit(values, query, entities_lower))
-        batch_size = min(batch_size * 2, 512)
-    return _top(best.values(), query.limit)
-
-
-def _threshold(best: dict[tuple[str, str, int], RecallRow], limit: int) -> RecallRow | None:
-    if len(best) < limit:
-        return None
-    return sorted(best.values(), key=lambda row: row.sort_key)[limit - 1]
 
 
 # ---------------------------------------------------------------------------------------------

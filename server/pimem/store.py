@@ -94,12 +94,14 @@ CREATE TABLE IF NOT EXISTS pimem_pi_nodes (
   PRIMARY KEY (file_id, entry_id)
 ) WITHOUT ROWID;
 
--- One row per indexed turn. doc_key is the recall index's rowid: (ts << 20) | n, so that the index
--- lists turns newest first; line is where the user message sits in its transcript.
+-- One row per indexed turn. doc_key is the recall index's rowid: (UTC day << 20) | n, so that index
+-- lists run newest day first; ts orders turns within a day; line is where the user message sits in
+-- its transcript.
 CREATE TABLE IF NOT EXISTS pimem_docs (
   doc_key INTEGER PRIMARY KEY,
   turn_id TEXT NOT NULL UNIQUE,
-  line    INTEGER
+  line    INTEGER,
+  ts      INTEGER NOT NULL
 );
 """
 

@@ -1,0 +1,318 @@
+"""Indexed execution of a recall query: the same results as ``recall.recall_scan``, fast.
+
+Each entity gives two candidate lists (user text, weight 2; reply, weight 1) from the trigram index
+(see pimem/index.py): for 3+ characters, the AND of its rarest trigrams; for 1-2 characters, every
+indexed trigram that starts with it (read in one pass from the index's vocabulary), or, when that is
+most of the store, "every turn". Lists are supersets; every candidate is verified against the stored
+text with the oracle's scoring, so the index never decides a result.
+
+The lists run newest day first. Once ``limit`` results are held, ``θ`` is the worst of them; a turn can
+only enter with a higher score, or the same score and a later time. So, day by day:
+
+* candidates come only from a set S of lists chosen so that a turn in none of them cannot beat ``θ``
+  (the lists left out weigh ≤ θ's score; the longest lists are left out first);
+* a candidate's upper bound is the weight of the lists known to hold it (short lists are followed
+  exactly, long ones left out of S are assumed to) — no text is read unless it could beat ``θ``;
+* the search stops when the lists not yet exhausted cannot reach ``θ``.
+
+That is MaxScore with a better choice of the lists to iterate; its cost follows what the top results
+need, not how many turns match.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+
+from pimem import index
+from pimem.recall import ROW_COLUMNS, RecallQuery, RecallRow, admit, top_rows
+
+TRACK_LIMIT = 5000            # lists at most this long are followed exactly
+_PROBE = TRACK_LIMIT + 1
+_TRIGRAMS_USED = 3            # the rarest trigrams of an entity make its list
+_COLLECT_LIMIT = 20_000       # a short entity's postings up to this many are collected at once
+_OR_TERMS_LIMIT = 200         # beyond this many trigrams, an OR query costs more than walking every turn
+_BATCH = 64
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+class CandidateList:
+    """The doc keys of one index list, newest first, read lazily."""
+
+    def __init__(self, keys: Iterator[int], weight: int, size: int | None) -> None:
+        self.weight = weight
+        self.size = size              # an upper bound on its length; None when unknown (long)
+        self._keys = keys
+        self.head: int | None = next(self._keys, None)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.head is None
+
+    @property
+    def short(self) -> bool:
+        return self.size is not None and self.size <= TRACK_LIMIT
+
+    def take(self, low: int, high: int) -> list[int]:
+        """Pop every key ≥ ``low``; return those ≤ ``high`` (newer ones belong to days already done)."""
+        taken = []
+        while self.head is not None and self.head >= low:
+            if self.head <= high:
+                taken.append(self.head)
+            self.head = next(self._keys, None)
+        return taken
+
+
+def _cursor_keys(cursor: sqlite3.Cursor) -> Iterator[int]:
+    while True:
+        rows = cursor.fetchmany(512)
+        if not rows:
+            return
+        for row in rows:
+            yield row[0]
+
+
+class ListBuilder:
+    """Candidate lists for an entity in one field (one FTS table)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._total: int | None = None
+        self._vocab: set[str] = set()
+
+    def total_docs(self) -> int:
+        if self._total is None:
+            self._total = int(self.conn.execute("SELECT count(*) FROM pimem_docs").fetchone()[0])
+        return self._total
+
+    def every_turn(self, weight: int) -> CandidateList:
+        cursor = self.conn.execute("SELECT doc_key FROM pimem_docs ORDER BY doc_key DESC")
+        return CandidateList(_cursor_keys(cursor), weight, None)
+
+    def build(self, table: str, entity: str, weight: int) -> CandidateList:
+        if len(entity) >= 3:
+            return self._trigram_list(table, entity, weight)
+        return self._prefix_list(table, entity, weight)
+
+    def _count(self, table: str, term: str) -> int:
+        return int(self.conn.execute(
+            f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT {_PROBE})",
+            (_quote(term),)).fetchone()[0])
+
+    def _trigram_list(self, table: str, entity: str, weight: int) -> CandidateList:
+        grams = list(dict.fromkeys(entity[i:i + 3] for i in range(len(entity) - 2)))
+        counted = sorted((self._count(table, gram), position, gram) for position, gram in enumerate(grams))
+        if counted[0][0] == 0:
+            return CandidateList(iter(()), weight, 0)
+        if counted[0][0] <= TRACK_LIMIT:
+            # A rare trigram decides the list; a few more only trim false candidates.
+            chosen = [gram for _, _, gram in counted[:_TRIGRAMS_USED]]
+            size: int | None = counted[0][0]
+        else:
+            # Only common trigrams: all of them (up to 12) keep the candidates close to the matches.
+            chosen = [gram for _, _, gram in counted[:12]]
+            size = None
+        cursor = self.conn.execute(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC",
+            (" AND ".join(_quote(gram) for gram in chosen),))
+        return CandidateList(_cursor_keys(cursor), weight, size)
+
+    def _prefix_list(self, table: str, entity: str, weight: int) -> CandidateList:
+        """Every doc with an indexed trigram starting with ``entity`` (the two sentinel characters
+        appended to each text make every occurrence start one)."""
+        if len(entity) == 1 and entity.isascii() and entity.isalnum():
+            return self.every_turn(weight)  # a single letter or digit is in nearly every turn
+        instances, terms = f"temp.{table}_instances", f"temp.{table}_terms"
+        if table not in self._vocab:
+            for name, kind in ((instances, "instance"), (terms, "row")):
+                self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab(main, {table}, {kind})")
+            self._vocab.add(table)
+        bounds: tuple[str, ...] = (entity,)
+        condition = "term >= ?"
+        if ord(entity[-1]) < 0x10FFFF:
+            bounds = (entity, entity[:-1] + chr(ord(entity[-1]) + 1))
+            condition = "term >= ? AND term < ?"
+        count, postings = self.conn.execute(
+            f"SELECT count(*), sum(doc) FROM {terms} WHERE {condition}", bounds).fetchone()
+        if not count:
+            return CandidateList(iter(()), weight, 0)
+        if postings <= _COLLECT_LIMIT:
+            # Few postings: collect them in one pass over the vocabulary.
+            keys = {doc for (doc,) in self.conn.execute(f"SELECT doc FROM {instances} WHERE {condition}", bounds)}
+            return CandidateList(iter(sorted(keys, reverse=True)), weight, len(keys))
+        if count <= _OR_TERMS_LIMIT:
+            # Many postings over few trigrams: let FTS5 merge them lazily, newest first.
+            expression = " OR ".join(_quote(term) for (term,) in self.conn.execute(
+                f"SELECT term FROM {terms} WHERE {condition}", bounds))
+            cursor = self.conn.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC", (expression,))
+            return CandidateList(_cursor_keys(cursor), weight, postings if postings <= TRACK_LIMIT else None)
+        return self.every_turn(weight)  # common and spread over many trigrams: walk every turn
+
+
+class _Best:
+    """The best ``limit`` rows so far, one per exchange (copies collapse onto their best row)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.rows: list[RecallRow] = []
+        self._keys: list[tuple[int, int, str]] = []
+        self._by_copy: dict[tuple[str, str, int], RecallRow] = {}
+
+    def _remove(self, row: RecallRow) -> None:
+        position = bisect.bisect_left(self._keys, row.sort_key)
+        del self._keys[position], self.rows[position]
+        del self._by_copy[row.copy_key]
+
+    def _insert(self, row: RecallRow) -> None:
+        position = bisect.bisect_left(self._keys, row.sort_key)
+        self._keys.insert(position, row.sort_key)
+        self.rows.insert(position, row)
+        self._by_copy[row.copy_key] = row
+
+    def consider(self, row: RecallRow | None) -> None:
+        if row is None:
+            return
+        kept = self._by_copy.get(row.copy_key)
+        if kept is not None:
+            if row.sort_key < kept.sort_key:
+                self._remove(kept)
+                self._insert(row)
+            return
+        if len(self.rows) < self.limit:
+            self._insert(row)
+        elif row.sort_key < self._keys[-1]:
+            self._remove(self.rows[-1])
+            self._insert(row)
+
+    @property
+    def threshold(self) -> RecallRow | None:
+        return self.rows[-1] if len(self.rows) == self.limit else None
+
+
+_UNKNOWN_LENGTH = 10**12
+
+
+def _lists_to_follow(open_lists: Sequence[CandidateList], budget: int) -> list[CandidateList]:
+    """The lists a turn that can still enter must appear in: leave out the longest lists whose weights
+    add up to at most ``budget`` (a turn only in those scores ≤ budget). Exact for up to 8 lists,
+    greedy beyond."""
+    if budget <= 0:
+        return list(open_lists)
+
+    def length(candidate: CandidateList) -> int:
+        return candidate.size if candidate.size is not None else _UNKNOWN_LENGTH
+
+    if len(open_lists) > 8:
+        left_out: set[int] = set()
+        spent = 0
+        for i in sorted(range(len(open_lists)), key=lambda i: -length(open_lists[i])):
+            if spent + open_lists[i].weight <= budget:
+                left_out.add(i)
+                spent += open_lists[i].weight
+        return [candidate for i, candidate in enumerate(open_lists) if i not in left_out]
+    best_left_out: tuple[int, ...] = ()
+    best_length = -1
+    for size in range(len(open_lists), 0, -1):
+        for choice in itertools.combinations(range(len(open_lists)), size):
+            if sum(open_lists[i].weight for i in choice) > budget:
+                continue
+            total = sum(length(open_lists[i]) for i in choice)
+            if total > best_length:
+                best_left_out, best_length = choice, total
+    return [candidate for i, candidate in enumerate(open_lists) if i not in best_left_out]
+
+
+def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower: list[str],
+                   unindexed: Callable[[], Iterator[Sequence[object]]]) -> list[RecallRow]:
+    best = _Best(query.limit)
+    for values in unindexed():
+        best.consider(admit(values, query, entities_lower))
+
+    builder = ListBuilder(conn)
+    multiplicity: dict[str, int] = {}
+    for entity in entities_lower:
+        multiplicity[entity] = multiplicity.get(entity, 0) + 1
+    lists: list[CandidateList] = []
+    for entity, count in multiplicity.items():
+        lists.append(builder.build("pimem_fts_user", entity, 2 * count))
+        lists.append(builder.build("pimem_fts_reply", entity, count))
+
+    def verify(keys: list[int]) -> None:
+        for values in conn.execute(
+            f"SELECT {ROW_COLUMNS} FROM pimem_docs d JOIN turns t ON t.turn_id = d.turn_id "
+            f"JOIN sessions s ON s.session_id = t.session_id WHERE d.doc_key IN ({','.join('?' * len(keys))})",
+            keys,
+        ):
+            best.consider(admit(values, query, entities_lower))
+
+    follow_memo: dict[tuple[int, tuple[int, ...]], list[CandidateList]] = {}
+
+    def follow_for(open_lists: list[CandidateList], budget: int) -> list[CandidateList]:
+        memo_key = (budget, tuple(id(candidate) for candidate in open_lists))
+        if memo_key not in follow_memo:
+            follow_memo[memo_key] = _lists_to_follow(open_lists, budget)
+        return follow_memo[memo_key]
+
+    def newest_day(candidates: Sequence[CandidateList]) -> int:
+        return index.key_day(max(candidate.head for candidate in candidates if candidate.head is not None))
+
+    while True:
+        theta = best.threshold
+        open_lists = [candidate for candidate in lists if not candidate.exhausted]
+        if not open_lists:
+            break
+        if theta is None:
+            follow = open_lists
+        else:
+            # A turn enters only with a score above θ's, or equal and newer. Newer is still possible
+            # on θ's day and after; before it, only a higher score will do, which leaves out more lists.
+            follow = follow_for(open_lists, theta.hits - 1)
+            if follow and (newest_day(follow) + 1) * index.DAY_MS - 1 < theta.ts:
+                follow = follow_for(open_lists, theta.hits)
+        if not follow:
+            break
+        day = newest_day(follow)
+        low, high = index.day_bounds(day)
+        followed = {id(candidate) for candidate in follow}
+        bounds: dict[int, int] = {}
+        candidates: set[int] = set()
+        assumed = 0
+        for candidate in open_lists:
+            if id(candidate) in followed or candidate.short:
+                for key in candidate.take(low, high):
+                    bounds[key] = bounds.get(key, 0) + candidate.weight
+                    if id(candidate) in followed:
+                        candidates.add(key)
+            else:
+                assumed += candidate.weight  # long and not followed: assume it holds every candidate
+        pending = _newest_first(conn, candidates)
+        position = 0
+        while position < len(pending):
+            theta = best.threshold
+            batch: list[int] = []
+            while position < len(pending) and len(batch) < _BATCH:
+                key, ts = pending[position]
+                position += 1
+                upper = bounds[key] + assumed
+                if theta is None or upper > theta.hits or (upper == theta.hits and ts >= theta.ts):
+                    batch.append(key)
+            if batch:
+                verify(batch)
+    return top_rows(best.rows, query.limit)
+
+
+def _newest_first(conn: sqlite3.Connection, keys: set[int]) -> list[tuple[int, int]]:
+    pairs: list[tuple[int, int]] = []
+    key_list = list(keys)
+    for start in range(0, len(key_list), 500):
+        batch = key_list[start:start + 500]
+        pairs.extend(conn.execute(
+            f"SELECT doc_key, ts FROM pimem_docs WHERE doc_key IN ({','.join('?' * len(batch))})", batch))
+    pairs.sort(key=lambda pair: (-pair[1], pair[0]))
+    return pairs
