@@ -638,12 +638,21 @@ def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | Non
         max_workers=workers, mp_context=context, initializer=_worker_init,
         initargs=(request.db_path, cancel_event),
     ) as pool:
-        futures = {pool.submit(_worker_import, source_file, request.force): source_file for source_file, _ in todo}
-        pending = set(futures)
-        while pending and not broken:
-            finished, pending = concurrent.futures.wait(pending, timeout=0.2,
-                                                        return_when=concurrent.futures.FIRST_COMPLETED)
+        # A bounded window of submitted files: waiting stays cheap and a cancel stops quickly.
+        queue = iter(todo)
+        pending: dict[concurrent.futures.Future[FileOutcome], SourceFile] = {}
+        while True:
+            while not broken and not cancel.is_set() and len(pending) < 4 * workers:
+                item = next(queue, None)
+                if item is None:
+                    break
+                pending[pool.submit(_worker_import, item[0], request.force)] = item[0]
+            if not pending:
+                break
+            finished, _ = concurrent.futures.wait(pending, timeout=0.2,
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
             for future in finished:
+                source_file = pending.pop(future)
                 try:
                     outcome = future.result()
                 except concurrent.futures.CancelledError:
@@ -652,7 +661,7 @@ def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | Non
                     broken = True
                     continue
                 outcomes.append(outcome)
-                finished_paths.add(futures[future].path)
+                finished_paths.add(source_file.path)
                 reporter.report(len(finished_paths))
             if cancel.is_set() or broken:
                 cancel_event.set()
