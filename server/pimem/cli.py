@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 from pimem import __version__
@@ -168,7 +169,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"store: {status['dbPath']}")
         print(f"sessions: {status['sessions']}; turns: {status['totalTurns']} "
               f"(pi {turns['pi']}, claude {turns['claude']}, codex {turns['codex']})")
-        print(f"last sync: {status['lastSync'] or 'never'}")
+        last = status["lastSync"]
+        if isinstance(last, dict):
+            when = datetime.fromtimestamp(int(last.get("finishedAt", 0)) / 1000).strftime("%Y-%m-%d %H:%M:%S")
+            kind = "full" if last.get("force") else "incremental"
+            outcome = ", cancelled" if last.get("cancelled") else ""
+            print(f"last sync: {when} ({kind}{outcome}): {last.get('turns', 0)} turns changed, "
+                  f"{last.get('issues', 0)} issues")
+        else:
+            print("last sync: never")
     return 0
 
 
