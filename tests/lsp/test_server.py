@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequestCancelled
@@ -251,11 +252,16 @@ async def test_shutdown_is_prompt_even_mid_sync(tmp_path: Path) -> None:
     async with session(base) as (client, recorder):
         await recorder.wait("pimem/syncStatus", 30)
         await asyncio.sleep(0.5)
+        server = psutil.Process(client._server.pid)  # type: ignore[union-attr]
+        children = server.children(recursive=True)   # the sync's worker processes
+        assert children, "the sync should be running in worker processes by now"
         started = time.monotonic()
         await asyncio.wait_for(client.shutdown_async(None), 10)
         client.exit(None)
         await asyncio.wait_for(client._server.wait(), 10)  # type: ignore[union-attr]
         assert time.monotonic() - started < 5
         assert client._server.returncode == 0  # type: ignore[union-attr]
+        _gone, alive = psutil.wait_procs(children, timeout=5)
+        assert alive == []  # no orphaned worker process
         client.capabilities = None  # already shut down: the fixture must not do it again
 
