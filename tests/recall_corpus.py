@@ -31,9 +31,9 @@ def random_text(rng: random.Random, low: int, high: int) -> str:
 
 def build_store(conn: sqlite3.Connection, rng: random.Random, turns: int, *, copies: int = 0,
                 unindexed: int = 0) -> None:
-    """Write ``turns`` random turns the way the sync engine does (row + index), plus ``copies`` exact
-    copies of earlier exchanges in other sessions, plus ``unindexed`` rows written like the Pi
-    extension does (no index)."""
+    """Write ``turns`` random turns the way the sync engine does (row + doc; 90% with their index
+    postings built, the last 10% still pending), plus ``copies`` exact copies of earlier exchanges in
+    other sessions, plus ``unindexed`` rows written like the Pi extension does (no doc at all)."""
     fts = index.fts_enabled(conn)
     made: list[tuple[int, str, str]] = []
     with transaction(conn):
@@ -57,6 +57,10 @@ def build_store(conn: sqlite3.Connection, rng: random.Random, turns: int, *, cop
                 (turn_id, f"{source}:s{session}", number, ts, user, reply, encode_tool_names(["bash"]), f"m{number}"),
             )
             index.put(conn, turn_id, ts, user, reply, number + 1, None, fts=fts)
+            if number == (turns + copies) * 9 // 10:
+                conn.execute("COMMIT")
+                index.build_pending(conn)   # the rest stays pending (not in the FTS tables yet)
+                conn.execute("BEGIN IMMEDIATE")
         index.catch_up(conn)
     # Rows the extension inserts on its own, after pimem's last write: not indexed.
     for number in range(unindexed):

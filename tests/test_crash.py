@@ -35,13 +35,19 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
     grow_history(base, 60)
     db = base / "memory.db"
     env = history_env(base)
+    # An uninterrupted run first: the reference rows, and how long a sync takes here.
+    reference = tmp_path / "reference.db"
+    started = time.monotonic()
+    run_sync(SyncRequest(db_path=str(reference), roots=roots_under(base)))
+    duration = time.monotonic() - started
     rng = random.Random(7)
     kills = 0
-    for attempt in range(8):
-        process = subprocess.Popen([sys.executable, "-m", "pimem", "sync"] + (["--force"] if attempt % 3 == 2 else []),
+    for attempt in range(10):
+        # The first runs import, later ones re-parse everything (--force): either may be cut anywhere.
+        process = subprocess.Popen([sys.executable, "-m", "pimem", "sync"] + (["--force"] if attempt >= 2 else []),
                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    start_new_session=True)
-        time.sleep(rng.uniform(0.2, 1.5))
+        time.sleep(0.3 + rng.uniform(0.05, 0.9) * duration)  # 0.3 s: the interpreter starting
         if process.poll() is None:
             # Usually the whole process group (workers too); sometimes only the main process.
             if attempt % 4 == 3:
@@ -56,6 +62,5 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
     final = subprocess.run([sys.executable, "-m", "pimem", "sync"], env=env, capture_output=True, text=True)
     assert final.returncode == 0, final.stderr
     check_sound(db)
-    reference = tmp_path / "reference.db"
-    run_sync(SyncRequest(db_path=str(reference), roots=roots_under(base)))
     assert connect(db).execute(TURN_QUERY).fetchall() == connect(reference).execute(TURN_QUERY).fetchall()
+    assert connect(db).execute("SELECT count(*) FROM pimem_pending").fetchone()[0] == 0  # fully indexed

@@ -30,6 +30,8 @@ def _add(conn: sqlite3.Connection, turn_id: str, user: str, reply: str, ts: int 
         if indexed:
             index.put(conn, turn_id, ts, user, reply, None, None, fts=True)
             index.catch_up(conn)
+    if indexed:
+        index.build_pending(conn)
 
 
 @pytest.fixture

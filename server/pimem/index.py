@@ -13,19 +13,25 @@ sequence number within that day. Iterating an index list in rowid order is itera
 are certain. Dense keys matter: FTS5 delta-encodes rowids, and sparse millisecond keys made the index
 four times larger and its inserts slower.
 
-Invariants: the index is written in the same transaction as the turn row; only pimem updates turn
-rows (the Pi extension only inserts), so the text to remove from the contentless index on an update is
-the row's previous text. Rows the extension inserts are indexed by :func:`catch_up` at the next write,
-and recall scans any not yet indexed (see pimem/recall.py).
+Writing is two-step. The sync writes a turn and its ``pimem_docs`` row and marks the doc pending
+(``pimem_pending``), in the same transaction; :func:`build_pending` then writes the postings of pending
+docs in large batches sorted by key (FTS5 is several times faster that way than turn by turn, and a
+first import stores every turn before it spends time on the index). Recall scans pending docs exactly,
+so a turn is found as soon as its row is committed.
+
+Invariants: only pimem updates turn rows (the Pi extension only inserts), so an indexed (not pending)
+doc's postings were built from the row's current text, which is what a later update removes from the
+contentless index. Rows the extension inserts get a doc at the next sync (:func:`catch_up`); until
+then recall scans them too (see pimem/recall.py).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from pimem.store import get_meta, set_meta
+from pimem.store import get_meta, set_meta, transaction
 from pimem.textutil import clamp_ms
 
 KEY_SHIFT = 20
@@ -33,6 +39,8 @@ SLOT_MASK = (1 << KEY_SHIFT) - 1
 DAY_MS = 86_400_000
 SENTINEL = "\x01\x01"
 FTS_TABLES = ("pimem_fts_user", "pimem_fts_reply")
+BUILD_BATCH = 2000
+BULK_MIN_PENDING = 20_000
 
 
 def index_text(text: str) -> str:
@@ -56,25 +64,8 @@ def day_bounds(day: int) -> tuple[int, int]:
     return day << KEY_SHIFT, (day << KEY_SHIFT) | SLOT_MASK
 
 
-def _allocate_key(conn: sqlite3.Connection, ts: int) -> int:
-    low, high = day_bounds(day_of(ts))
-    top = conn.execute("SELECT max(doc_key) FROM pimem_docs WHERE doc_key BETWEEN ? AND ?", (low, high)).fetchone()[0]
-    if top is None:
-        return low
-    if top < high:
-        return int(top) + 1
-    # A million turns in one day: take any free slot of that day.
-    used = {row[0] for row in conn.execute("SELECT doc_key FROM pimem_docs WHERE doc_key BETWEEN ? AND ?",
-                                           (low, high))}
-    for candidate in range(low, high + 1):
-        if candidate not in used:
-            return candidate
-    raise RuntimeError("recall index: no free key left for this day")
-
-
-def _fts_insert(conn: sqlite3.Connection, key: int, user_text: str, reply_text: str) -> None:
-    conn.execute("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)", (key, index_text(user_text)))
-    conn.execute("INSERT INTO pimem_fts_reply(rowid, text) VALUES (?, ?)", (key, index_text(reply_text)))
+def _in_clause(count: int) -> str:
+    return ",".join("?" * count)
 
 
 def _fts_delete(conn: sqlite3.Connection, key: int, user_text: str, reply_text: str) -> None:
@@ -82,45 +73,6 @@ def _fts_delete(conn: sqlite3.Connection, key: int, user_text: str, reply_text: 
                  (key, index_text(user_text)))
     conn.execute("INSERT INTO pimem_fts_reply(pimem_fts_reply, rowid, text) VALUES ('delete', ?, ?)",
                  (key, index_text(reply_text)))
-
-
-def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_text: str,
-        line: int | None, previous: tuple[int, str, str] | None, *, fts: bool) -> None:
-    """Index a turn, or re-index it after an update. ``previous`` = (ts, user_text, reply_text) of the
-    row before this write (None when the row is new). Runs inside the caller's transaction."""
-    row = conn.execute("SELECT doc_key FROM pimem_docs WHERE turn_id = ?", (turn_id,)).fetchone()
-    if row is None:
-        key = _allocate_key(conn, ts)
-        conn.execute("INSERT INTO pimem_docs(doc_key, turn_id, line, ts) VALUES (?, ?, ?, ?)",
-                     (key, turn_id, line, clamp_ms(ts)))
-        if fts:
-            _fts_insert(conn, key, user_text, reply_text)
-        return
-    key = int(row[0])
-    if previous is None:
-        # Indexed once, but its row vanished and came back: the old postings cannot be removed
-        # (their text is gone), so they become garbage under a forgotten key.
-        conn.execute("DELETE FROM pimem_docs WHERE doc_key = ?", (key,))
-        set_meta(conn, "index_garbage", str(int(get_meta(conn, "index_garbage") or 0) + 1))
-        put(conn, turn_id, ts, user_text, reply_text, line, None, fts=fts)
-        return
-    old_ts, old_user, old_reply = previous
-    if key_day(key) != day_of(ts):
-        if fts:
-            _fts_delete(conn, key, old_user, old_reply)
-        conn.execute("DELETE FROM pimem_docs WHERE doc_key = ?", (key,))
-        new_key = _allocate_key(conn, ts)
-        conn.execute("INSERT INTO pimem_docs(doc_key, turn_id, line, ts) VALUES (?, ?, ?, ?)",
-                     (new_key, turn_id, line, clamp_ms(ts)))
-        if fts:
-            _fts_insert(conn, new_key, user_text, reply_text)
-        return
-    if line is not None or old_ts != ts:
-        conn.execute("UPDATE pimem_docs SET line = COALESCE(?, line), ts = ? WHERE doc_key = ?",
-                     (line, clamp_ms(ts), key))
-    if fts and (old_user, old_reply) != (user_text, reply_text):
-        _fts_delete(conn, key, old_user, old_reply)
-        _fts_insert(conn, key, user_text, reply_text)
 
 
 @dataclass
@@ -133,72 +85,132 @@ class IndexItem:
     previous: tuple[int, str, str] | None   # (ts, user_text, reply_text) before this write, if the row existed
 
 
+def _next_keys(conn: sqlite3.Connection, day: int, count: int) -> list[int]:
+    """``count`` unused keys of ``day``: after the day's highest key, else any free slot."""
+    low, high = day_bounds(day)
+    top = conn.execute("SELECT max(doc_key) FROM pimem_docs WHERE doc_key BETWEEN ? AND ?", (low, high)).fetchone()[0]
+    start = low if top is None else int(top) + 1
+    if start + count - 1 <= high:
+        return list(range(start, start + count))
+    used = {row[0] for row in conn.execute("SELECT doc_key FROM pimem_docs WHERE doc_key BETWEEN ? AND ?",
+                                           (low, high))}
+    free = [key for key in range(low, high + 1) if key not in used][:count]
+    if len(free) < count:
+        raise RuntimeError("recall index: no free key left for this day")
+    return free
+
+
 def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> None:
-    """:func:`put` for a batch, with set-at-a-time statements for the common case (new turns)."""
-    known: dict[str, tuple[int, int | None]] = {}
+    """Give each written turn its doc and mark it pending (postings come from :func:`build_pending`).
+    Runs inside the caller's transaction, right after the turn rows were written."""
+    known: dict[str, tuple[int, int | None, bool]] = {}
     ids = [item.turn_id for item in items]
     for start in range(0, len(ids), 500):
         batch = ids[start:start + 500]
-        for turn_id, key, line in conn.execute(
-            f"SELECT turn_id, doc_key, line FROM pimem_docs WHERE turn_id IN ({','.join('?' * len(batch))})", batch
+        for turn_id, key, line, pending in conn.execute(
+            "SELECT d.turn_id, d.doc_key, d.line, p.doc_key IS NOT NULL FROM pimem_docs d "
+            f"LEFT JOIN pimem_pending p ON p.doc_key = d.doc_key WHERE d.turn_id IN ({_in_clause(len(batch))})", batch
         ):
-            known[turn_id] = (int(key), line)
-    fresh = [item for item in items if item.turn_id not in known]
+            known[turn_id] = (int(key), line, bool(pending))
+    fresh: list[IndexItem] = []
     for item in items:
         if item.turn_id not in known:
+            fresh.append(item)
             continue
-        key, line = known[item.turn_id]
+        key, line, pending = known[item.turn_id]
         previous = item.previous
-        unchanged = previous is not None and previous == (item.ts, item.user_text, item.reply_text)
-        if unchanged:
+        if previous is not None and previous == (item.ts, item.user_text, item.reply_text):
             if item.line is not None and item.line != line:
                 conn.execute("UPDATE pimem_docs SET line = ? WHERE doc_key = ?", (item.line, key))
             continue
-        put(conn, item.turn_id, item.ts, item.user_text, item.reply_text, item.line, previous, fts=fts)
+        if not pending and fts:
+            if previous is None:
+                # Indexed once, but its row vanished and came back: the old postings cannot be removed
+                # (their text is gone); they stay as garbage under a forgotten key.
+                set_meta(conn, "index_garbage", str(int(get_meta(conn, "index_garbage") or 0) + 1))
+            else:
+                _fts_delete(conn, key, previous[1], previous[2])
+        if previous is None or key_day(key) != day_of(item.ts):
+            conn.execute("DELETE FROM pimem_pending WHERE doc_key = ?", (key,))
+            conn.execute("DELETE FROM pimem_docs WHERE doc_key = ?", (key,))
+            fresh.append(item)
+            continue
+        conn.execute("UPDATE pimem_docs SET line = COALESCE(?, line), ts = ? WHERE doc_key = ?",
+                     (item.line, clamp_ms(item.ts), key))
+        conn.execute("INSERT OR IGNORE INTO pimem_pending(doc_key) VALUES (?)", (key,))
     if not fresh:
         return
-    # Dense keys per day: the next free numbers after the day's highest key.
-    keyed: list[tuple[int, IndexItem]] = []
     by_day: dict[int, list[IndexItem]] = {}
     for item in fresh:
         by_day.setdefault(day_of(item.ts), []).append(item)
+    rows: list[tuple[int, str, int | None, int]] = []
     for day, day_items in by_day.items():
-        low, high = day_bounds(day)
-        top = conn.execute("SELECT max(doc_key) FROM pimem_docs WHERE doc_key BETWEEN ? AND ?",
-                           (low, high)).fetchone()[0]
-        next_key = low if top is None else int(top) + 1
-        for item in day_items:
-            if next_key > high:
-                keyed.append((-1, item))  # the day is full: allocated one by one below
-            else:
-                keyed.append((next_key, item))
-                next_key += 1
-    conn.executemany("INSERT OR IGNORE INTO pimem_docs(doc_key, turn_id, line, ts) VALUES (?, ?, ?, ?)",
-                     [(key, item.turn_id, item.line, clamp_ms(item.ts)) for key, item in keyed if key >= 0])
+        for key, item in zip(_next_keys(conn, day, len(day_items)), day_items, strict=True):
+            rows.append((key, item.turn_id, item.line, clamp_ms(item.ts)))
+    # Another process may take the same keys between our max() and our insert (two pimem syncs at
+    # once): a key that did not go in is allocated again, one at a time.
+    conn.executemany("INSERT OR IGNORE INTO pimem_docs(doc_key, turn_id, line, ts) VALUES (?, ?, ?, ?)", rows)
     placed: dict[int, str] = {}
-    keys = [key for key, _ in keyed if key >= 0]
+    keys = [row[0] for row in rows]
     for start in range(0, len(keys), 500):
         key_batch = keys[start:start + 500]
         placed.update(conn.execute(
-            f"SELECT doc_key, turn_id FROM pimem_docs WHERE doc_key IN ({','.join('?' * len(key_batch))})", key_batch))
-    # FTS5 appends to its pending lists when rowids arrive in increasing order; out of order it flushes.
-    inserted = sorted(((key, item) for key, item in keyed if placed.get(key) == item.turn_id), key=lambda pair: pair[0])
-    if fts:
-        conn.executemany("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)",
-                         [(key, index_text(item.user_text)) for key, item in inserted])
-        conn.executemany("INSERT INTO pimem_fts_reply(rowid, text) VALUES (?, ?)",
-                         [(key, index_text(item.reply_text)) for key, item in inserted])
-    for key, item in keyed:
-        if placed.get(key) != item.turn_id:  # taken meanwhile by another process, or the day was full
-            put(conn, item.turn_id, item.ts, item.user_text, item.reply_text, item.line, None, fts=fts)
+            f"SELECT doc_key, turn_id FROM pimem_docs WHERE doc_key IN ({_in_clause(len(key_batch))})", key_batch))
+    for key, turn_id, line, ts in rows:
+        if placed.get(key) != turn_id:
+            key = _next_keys(conn, day_of(ts), 1)[0]
+            conn.execute("INSERT INTO pimem_docs(doc_key, turn_id, line, ts) VALUES (?, ?, ?, ?)",
+                         (key, turn_id, line, ts))
+        conn.execute("INSERT OR IGNORE INTO pimem_pending(doc_key) VALUES (?)", (key,))
 
 
-def _index_rows(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, int, str, str]], fts: bool) -> int:
-    count = 0
-    for _rowid, turn_id, ts, user_text, reply_text in rows:
-        put(conn, turn_id, int(ts or 0), user_text or "", reply_text or "", None, None, fts=fts)
-        count += 1
-    return count
+def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_text: str, line: int | None,
+        previous: tuple[int, str, str] | None, *, fts: bool) -> None:
+    """:func:`put_many` for one turn."""
+    put_many(conn, [IndexItem(turn_id, ts, user_text, reply_text, line, previous)], fts=fts)
+
+
+def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lambda: False,
+                  progress: Callable[[int, int], None] | None = None, max_batches: int | None = None) -> int:
+    """Write the postings of pending docs, in batches sorted by key (each its own short transaction):
+    all of them, or at most ``max_batches`` batches (a slice of work done while workers parse).
+    Returns how many docs were indexed; stops early when ``cancel()`` turns true."""
+    fts = fts_enabled(conn)
+    total = int(conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0])
+    if fts and total >= BULK_MIN_PENDING and not in_bulk(conn):
+        with transaction(conn):
+            set_bulk(conn, True)
+    done = 0
+    batches = 0
+    while not cancel() and (max_batches is None or batches < max_batches):
+        batches += 1
+        with transaction(conn):
+            rows = conn.execute(
+                "SELECT p.doc_key, t.user_text, t.reply_text FROM pimem_pending p "
+                "LEFT JOIN pimem_docs d ON d.doc_key = p.doc_key LEFT JOIN turns t ON t.turn_id = d.turn_id "
+                f"ORDER BY p.doc_key LIMIT {BUILD_BATCH}").fetchall()
+            if not rows:
+                break
+            live = [(key, user, reply) for key, user, reply in rows if user is not None]
+            if fts and live:
+                conn.executemany("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)",
+                                 [(key, index_text(user)) for key, user, _ in live])
+                conn.executemany("INSERT INTO pimem_fts_reply(rowid, text) VALUES (?, ?)",
+                                 [(key, index_text(reply or "")) for key, _, reply in live])
+            conn.execute(f"DELETE FROM pimem_pending WHERE doc_key IN ({_in_clause(len(rows))})",
+                         [row[0] for row in rows])
+        done += len(rows)
+        if progress is not None:
+            progress(done, total)
+    if max_batches is None and in_bulk(conn) and not conn.execute("SELECT 1 FROM pimem_pending LIMIT 1").fetchone():
+        with transaction(conn):
+            optimize(conn)
+            set_bulk(conn, False)
+    return done
+
+
+def pending_count(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0])
 
 
 def watermark(conn: sqlite3.Connection) -> int:
@@ -207,35 +219,39 @@ def watermark(conn: sqlite3.Connection) -> int:
 
 
 def catch_up(conn: sqlite3.Connection, *, full: bool = False) -> int:
-    """Index turn rows written behind pimem's back (by the Pi extension). Inside a transaction."""
-    fts = fts_enabled(conn)
+    """Give a doc to turn rows written behind pimem's back (by the Pi extension). In a transaction."""
     start = 0 if full else watermark(conn)
     rows = conn.execute(
-        "SELECT t.rowid, t.turn_id, t.ts, t.user_text, t.reply_text FROM turns t "
+        "SELECT t.turn_id, t.ts, t.user_text, t.reply_text FROM turns t "
         "WHERE t.rowid > ? AND NOT EXISTS (SELECT 1 FROM pimem_docs d WHERE d.turn_id = t.turn_id) "
         "ORDER BY t.rowid",
         (start,),
     ).fetchall()
-    added = _index_rows(conn, rows, fts)
+    items = [IndexItem(turn_id, int(ts or 0), user or "", reply or "", None, None) for turn_id, ts, user, reply in rows]
+    if items:
+        put_many(conn, items, fts=fts_enabled(conn))
     top = conn.execute("SELECT max(rowid) FROM turns").fetchone()[0]
     set_meta(conn, "index_watermark", str(int(top or 0)))
-    return added
+    return len(items)
 
 
 def reconcile(conn: sqlite3.Connection) -> int:
-    """Full consistency pass (cheap when consistent): index every unindexed turn, forget documents
-    whose turn is gone, and rebuild the FTS tables when forgotten postings pile up. In a transaction."""
+    """Full consistency pass (cheap when consistent): give a doc to every turn that lacks one, forget
+    docs whose turn is gone, and rebuild the FTS tables when forgotten postings pile up. In a
+    transaction; returns how many turns got a doc."""
     turns = conn.execute("SELECT count(*) FROM turns").fetchone()[0]
     docs = conn.execute("SELECT count(*) FROM pimem_docs").fetchone()[0]
     added = 0
     if docs != turns:
         orphans = conn.execute(
-            "SELECT doc_key FROM pimem_docs d WHERE NOT EXISTS (SELECT 1 FROM turns t WHERE t.turn_id = d.turn_id)"
+            "SELECT d.doc_key, p.doc_key IS NOT NULL FROM pimem_docs d LEFT JOIN pimem_pending p "
+            "ON p.doc_key = d.doc_key WHERE NOT EXISTS (SELECT 1 FROM turns t WHERE t.turn_id = d.turn_id)"
         ).fetchall()
         if orphans:
-            conn.executemany("DELETE FROM pimem_docs WHERE doc_key = ?", orphans)
-            garbage = int(get_meta(conn, "index_garbage") or 0) + len(orphans)
-            set_meta(conn, "index_garbage", str(garbage))
+            conn.executemany("DELETE FROM pimem_docs WHERE doc_key = ?", [(key,) for key, _ in orphans])
+            conn.executemany("DELETE FROM pimem_pending WHERE doc_key = ?", [(key,) for key, _ in orphans])
+            indexed = sum(1 for _, pending in orphans if not pending)
+            set_meta(conn, "index_garbage", str(int(get_meta(conn, "index_garbage") or 0) + indexed))
         added = catch_up(conn, full=True)
     garbage = int(get_meta(conn, "index_garbage") or 0)
     if garbage and garbage * 10 > max(turns, 1) and fts_enabled(conn):
@@ -244,24 +260,16 @@ def reconcile(conn: sqlite3.Connection) -> int:
 
 
 def rebuild(conn: sqlite3.Connection) -> None:
-    """Re-create the FTS postings from the turn rows (drops postings of forgotten documents)."""
+    """Drop every posting and mark every doc pending (then :func:`build_pending` writes them anew)."""
     for table in FTS_TABLES:
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
-    rows = conn.execute(
-        "SELECT d.doc_key, t.user_text, t.reply_text FROM pimem_docs d JOIN turns t ON t.turn_id = d.turn_id"
-    )
-    for key, user_text, reply_text in rows:
-        _fts_insert(conn, int(key), user_text or "", reply_text or "")
+    conn.execute("INSERT OR IGNORE INTO pimem_pending(doc_key) SELECT doc_key FROM pimem_docs")
     set_meta(conn, "index_garbage", "0")
 
 
-BULK_MIN_FILES = 200
-BULK_MIN_BYTES = 64 * 1024 * 1024
-
-
 def set_bulk(conn: sqlite3.Connection, bulk: bool) -> None:
-    """Large imports write faster with FTS5's incremental merging off (segments are merged once at
-    the end by :func:`optimize`). Persistent: a crash leaves it off until the next sync's end."""
+    """Large builds write faster with FTS5's incremental merging off (segments are merged once at the
+    end by :func:`optimize`). Persistent: an interrupted build leaves it off until a build finishes."""
     if fts_enabled(conn):
         for table in FTS_TABLES:
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', ?)", (0 if bulk else 4,))
@@ -274,7 +282,7 @@ def in_bulk(conn: sqlite3.Connection) -> bool:
 
 
 def optimize(conn: sqlite3.Connection) -> None:
-    """Merge the FTS segments after a large import (smaller file, faster queries)."""
+    """Merge the FTS segments after a large build (smaller file, faster queries)."""
     if fts_enabled(conn):
         for table in FTS_TABLES:
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")

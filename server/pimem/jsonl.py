@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ MAX_LINE_BYTES = 32 * 1024 * 1024
 HEAD_BYTES = 4096
 _DISCARD_CHUNK = 1 << 20
 _PIECE_BYTES = 1 << 20
+_SCAN_BLOCK = 4 << 20
 _ZSTD_INPUT_BYTES = 1 << 16
 
 
@@ -144,6 +146,99 @@ class LineReader:
                 data = bytes(chunk)
                 yield Line(self.lines_read, start, self.position, data, data[:HEAD_BYTES])
             return
+
+
+    def scan(self, pattern: re.Pattern[bytes] | None) -> Iterator[Line]:
+        """The lines in which ``pattern`` matches somewhere (plus the file's first line), found by
+        searching whole blocks: the lines in between are counted and skipped without being split out
+        one by one (they are most of a transcript's bytes). Same positions and line numbers as plain
+        iteration; ``pattern=None`` is plain iteration."""
+        if pattern is None:
+            yield from self
+            return
+        read = self._stream.read
+        carry = b""
+        giant: tuple[int, bytes, int] | None = None   # (start, head, length) while inside a too-long line
+        while True:
+            block = read(_SCAN_BLOCK)
+            if not block:
+                break
+            if giant is not None:
+                cut = block.find(b"\n")
+                start, head, length = giant
+                if cut < 0:
+                    giant = (start, head, length + len(block))
+                    continue
+                self.lines_read += 1
+                self.position = start + length + cut + 1
+                giant = None
+                if self.lines_read == 1 or pattern.search(head):
+                    self.oversized_lines += 1
+                    yield Line(self.lines_read, start, self.position, None, head)
+                block = block[cut + 1:]
+            buffer = carry + block if carry else block
+            cut = buffer.rfind(b"\n")
+            if cut >= 0:
+                yield from self._matching_lines(buffer, cut + 1, pattern)
+                carry = buffer[cut + 1:]
+            else:
+                carry = buffer
+            if len(carry) > self._max_line:
+                giant = (self.position, carry[:min(HEAD_BYTES, self._max_line + 1)], len(carry))
+                carry = b""
+        if giant is not None or not carry:
+            return  # an unfinished giant last line is left for the next sync
+        # A last line without a newline: take it only if it is already a whole JSON object.
+        stripped = carry.strip()
+        if stripped.startswith(b"{") and stripped.endswith(b"}"):
+            try:
+                loads(stripped)
+            except (ValueError, RecursionError):
+                return
+            start = self.position
+            self.lines_read += 1
+            self.position = start + len(carry)
+            yield Line(self.lines_read, start, self.position, carry, carry[:HEAD_BYTES])
+
+    def _matching_lines(self, buffer: bytes, end: int, pattern: re.Pattern[bytes]) -> Iterator[Line]:
+        """Complete lines ``buffer[:end]`` that the pattern hits (line 1 always); then advance."""
+        base, counted_to, lines = self.position, 0, self.lines_read
+        search = pattern.search
+        position = 0
+        if lines == 0 and base == 0:  # the first line is always wanted (format detection, headers)
+            first_end = buffer.find(b"\n", 0, end)
+            lines = 1
+            counted_to = position = first_end + 1
+            if first_end > self._max_line:
+                self.oversized_lines += 1
+                yield Line(1, base, base + first_end + 1, None, buffer[:min(HEAD_BYTES, self._max_line + 1)])
+            else:
+                yield self._line(lines, base, base + first_end + 1, buffer[:first_end])
+        while position < end:
+            match = search(buffer, position, end)
+            if match is None:
+                break
+            line_start = buffer.rfind(b"\n", 0, match.start()) + 1
+            line_end = buffer.find(b"\n", match.start(), end)
+            lines += buffer.count(b"\n", counted_to, line_start) + 1
+            counted_to = line_end + 1
+            position = line_end + 1
+            if line_end - line_start > self._max_line:  # too long to read: only its head is kept
+                head = buffer[line_start:line_start + min(HEAD_BYTES, self._max_line + 1)]
+                if search(head):
+                    self.oversized_lines += 1
+                    yield Line(lines, base + line_start, base + line_end + 1, None, head)
+                continue
+            yield self._line(lines, base + line_start, base + line_end + 1, buffer[line_start:line_end])
+        lines += buffer.count(b"\n", counted_to, end)
+        self.lines_read = lines
+        self.position = base + end
+
+    @staticmethod
+    def _line(number: int, start: int, end: int, data: bytes) -> Line:
+        if data.endswith(b"\r"):
+            data = data[:-1]
+        return Line(number, start, end, data, data[:HEAD_BYTES])
 
 
 def _damaged(cause: object) -> UnsupportedFile:

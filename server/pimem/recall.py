@@ -18,6 +18,7 @@ results need rather than how many turns match.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shlex
 import sqlite3
@@ -231,11 +232,16 @@ def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
         return recall_scan(conn, query)
 
     def unindexed() -> Iterator[Sequence[object]]:
-        """Turns written behind pimem's back and not indexed yet: scanned exactly."""
-        return iter(conn.execute(
+        """Turns not in the index yet, scanned exactly: docs whose postings are pending, and rows
+        written behind pimem's back that have no doc yet."""
+        pending = conn.execute(
+            f"SELECT {ROW_COLUMNS} FROM pimem_pending p JOIN pimem_docs d ON d.doc_key = p.doc_key "
+            "JOIN turns t ON t.turn_id = d.turn_id JOIN sessions s ON s.session_id = t.session_id")
+        orphans = conn.execute(
             f"SELECT {ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
             "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id WHERE t.rowid > ? AND d.turn_id IS NULL",
-            (index.watermark(conn),)))
+            (index.watermark(conn),))
+        return itertools.chain(pending, orphans)
 
     if conn.in_transaction:  # the caller holds the snapshot
         return recall_indexed(conn, query, entities_lower, unindexed)

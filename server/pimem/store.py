@@ -103,6 +103,11 @@ CREATE TABLE IF NOT EXISTS pimem_docs (
   line    INTEGER,
   ts      INTEGER NOT NULL
 );
+
+-- Docs whose index postings are not written yet (recall scans them); see pimem/index.py.
+CREATE TABLE IF NOT EXISTS pimem_pending (
+  doc_key INTEGER PRIMARY KEY
+);
 """
 
 # Contentless trigram indexes over the lowercased texts (see pimem/index.py). Lowercasing is done in

@@ -25,7 +25,7 @@ import stat as stat_module
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from pimem.store import (
     transaction,
     upsert_session,
 )
-from pimem.textutil import join_parts, merge_names
+from pimem.textutil import join_parts, merge_names, storable_path
 
 log = logging.getLogger("pimem.sync")
 
@@ -71,6 +71,11 @@ class SourceFile:
     size: int
     mtime_ns: int
     inode: int
+
+    @property
+    def key(self) -> str:
+        """The path as stored (pimem_files, sessions, issues): see textutil.storable_path."""
+        return storable_path(self.path)
 
 
 def _wanted(source: Source, root: str, dirpath: str, name: str) -> bool:
@@ -109,7 +114,8 @@ def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) 
                 try:
                     info = entry.stat()
                 except OSError as error:
-                    issues.append(import_issue(source, entry.path, f"cannot read the file ({error.strerror})"))
+                    issues.append(import_issue(source, storable_path(entry.path),
+                                               f"cannot read the file ({error.strerror})"))
                     continue
                 if stat_module.S_ISREG(info.st_mode):
                     found.append(SourceFile(source, entry.path, info.st_size, info.st_mtime_ns, info.st_ino))
@@ -121,7 +127,7 @@ def _walk(directory: str, visited: set[tuple[int, int]], source: Source,
     try:
         info = os.stat(directory)
     except OSError as error:
-        issues.append(import_issue(source, directory, f"cannot read the directory ({error.strerror})"))
+        issues.append(import_issue(source, storable_path(directory), f"cannot read the directory ({error.strerror})"))
         return
     key = (info.st_dev, info.st_ino)
     if key in visited:
@@ -131,7 +137,7 @@ def _walk(directory: str, visited: set[tuple[int, int]], source: Source,
         with os.scandir(directory) as entries:
             children = list(entries)
     except OSError as error:
-        issues.append(import_issue(source, directory, f"cannot read the directory ({error.strerror})"))
+        issues.append(import_issue(source, storable_path(directory), f"cannot read the directory ({error.strerror})"))
         return
     for entry in children:
         try:
@@ -203,24 +209,96 @@ class FileOutcome:
     turns_changed: int = 0
     issue: SyncIssue | None = None
     cancelled: bool = False
+    conflicted: bool = False
+
+
+@dataclass
+class _Unit:
+    """A parsed chunk of one file, ready to commit with the file's new parse position."""
+
+    job: _FileImport
+    chunk: Chunk
+    info: SessionInfo
+    state: dict[str, Any]
+    parsed_bytes: int
+    parsed_lines: int
+    first: bool
+
+
+class Writer:
+    """Commits parsed chunks — of one file or of many small ones — in short transactions (about
+    CHUNK_TURNS turns or CHUNK_SECONDS each). A unit is committed whole with its file's parse
+    position, so any commit point is a consistent place to stop, crash or be cancelled."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.fts = index.fts_enabled(conn)
+        self._units: list[_Unit] = []
+        self._turns = 0
+        self._bytes = 0
+        self._since = time.monotonic()
+
+    def add(self, unit: _Unit, size: int) -> None:
+        self._units.append(unit)
+        self._turns += len(unit.chunk.turns)
+        self._bytes += size
+        if (self._turns >= CHUNK_TURNS or self._bytes >= CHUNK_BYTES
+                or time.monotonic() - self._since >= CHUNK_SECONDS):
+            self.flush()
+
+    def flush(self) -> None:
+        units, self._units = self._units, []
+        self._turns = self._bytes = 0
+        self._since = time.monotonic()
+        if not units:
+            return
+        with transaction(self.conn):
+            for unit in units:
+                outcome = unit.job.outcome
+                if outcome.conflicted:
+                    continue
+                try:
+                    with savepoint(self.conn):
+                        unit.job.write(unit)
+                except ConcurrentSync:
+                    outcome.conflicted = True
+                    log.info("another sync is importing %s; leaving it to that one", unit.job.file.key)
+                except sqlite3.OperationalError:
+                    raise  # the store itself is failing (busy, disk full): not this file's fault
+                except Exception as error:  # this file's data could not be stored; the others go on
+                    outcome.conflicted = True
+                    outcome.issue = import_issue(unit.job.file.source, unit.job.file.key,
+                                                 f"could not be stored ({type(error).__name__})")
+                    log.warning("storing a %s file failed: %s", unit.job.file.source, type(error).__name__)
+
+
+@contextlib.contextmanager
+def savepoint(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("SAVEPOINT unit")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK TO unit")
+        conn.execute("RELEASE unit")
+        raise
+    conn.execute("RELEASE unit")
 
 
 class _FileImport:
-    """Parse one file (whole or its appended part) and commit it in chunks."""
+    """Parse one file (whole or its appended part) into units for the writer."""
 
-    def __init__(self, conn: sqlite3.Connection, source_file: SourceFile, prior: FileState | None,
-                 force: bool, cancel: Callable[[], bool], fts: bool) -> None:
-        self.conn = conn
+    def __init__(self, writer: Writer, source_file: SourceFile, prior: FileState | None,
+                 force: bool, cancel: Callable[[], bool]) -> None:
+        self.writer = writer
+        self.conn = writer.conn
         self.file = source_file
         self.prior = prior
         self.force = force
         self.cancel = cancel
-        self.fts = fts
-        self.outcome = FileOutcome(source_file.source, source_file.path)
-        self.file_id = 0
-        self.revision = 0
-        self.bad_lines = 0
-        self.first_bad_line: int | None = None
+        self.outcome = FileOutcome(source_file.source, source_file.key)
+        self.file_id: int | None = prior.file_id if prior is not None else None
+        self.revision = prior.revision if prior is not None else 0
+        self._checked = False   # the file row was created / checked against concurrent syncs
 
     # -- decision -----------------------------------------------------------------------------
     def _append_point(self) -> FileState | None:
@@ -244,29 +322,26 @@ class _FileImport:
         except NotThisFormat as error:
             self._record_failure(str(error))
         except UnsupportedFile as error:
-            self.outcome.issue = import_issue(self.file.source, self.file.path, str(error))
+            self.outcome.issue = import_issue(self.file.source, self.file.key, str(error))
         except FileNotFoundError:
             pass  # deleted while we were syncing: nothing to import, its turns stay
-        except ConcurrentSync:
-            log.info("another sync is importing %s; leaving it to that one", self.file.path)
         except sqlite3.OperationalError as error:
             if "locked" in str(error) or "busy" in str(error):
                 cause = "the memory store stayed busy (another program held its write lock); retried next sync"
             else:
                 cause = f"the memory store failed ({error})"
-            self.outcome.issue = import_issue(self.file.source, self.file.path, cause)
+            self.outcome.issue = import_issue(self.file.source, self.file.key, cause)
         except OSError as error:
-            self.outcome.issue = import_issue(self.file.source, self.file.path,
+            self.outcome.issue = import_issue(self.file.source, self.file.key,
                                               f"cannot read the file ({error.strerror or error})")
         except Exception as error:  # the isolation boundary: one file never stops the others
-            self.outcome.issue = import_issue(self.file.source, self.file.path,
+            self.outcome.issue = import_issue(self.file.source, self.file.key,
                                               f"unexpected {type(error).__name__} while reading it")
             log.warning("import of a %s file failed: %s", self.file.source, type(error).__name__)
         return self.outcome
 
     def _run(self) -> None:
         resume = self._append_point()
-        self.file_id = self._file_row()
         self.outcome.parsed = True
         if self.file.path.endswith(".json"):
             self._run_g0()
@@ -278,7 +353,7 @@ class _FileImport:
             offset, lines = 0, 0
             parser = make_parser(self.file.source, self.file.path, None, None)
         if parser.session().excluded and resume is not None:
-            self._commit(Chunk(), parser, self.file.size, lines, first=False)
+            self._commit(Chunk(), parser, self.file.size, lines, first=False, size=0)
             return
         with contextlib.closing(open_transcript(self.file.path)) as stream:
             if offset:
@@ -287,22 +362,22 @@ class _FileImport:
             chunk = Chunk()
             first = resume is None
             chunk_start = time.monotonic()
-            chunk_bytes = 0
-            for line in reader:
+            committed_at = offset
+            for line in reader.scan(parser.interesting):
                 feed_line(parser, line, chunk)
-                chunk_bytes += line.end - line.start
-                if (len(chunk.turns) >= CHUNK_TURNS or chunk_bytes >= CHUNK_BYTES
+                if (len(chunk.turns) >= CHUNK_TURNS or line.end - committed_at >= CHUNK_BYTES
                         or time.monotonic() - chunk_start >= CHUNK_SECONDS):
-                    self._commit(chunk, parser, reader.position, reader.lines_read, first)
+                    # Commit at this line's end (the reader may already have counted lines beyond it).
+                    self._commit(chunk, parser, line.end, line.number, first, line.end - committed_at)
                     first = False
-                    chunk, chunk_bytes, chunk_start = Chunk(), 0, time.monotonic()
+                    chunk, chunk_start, committed_at = Chunk(), time.monotonic(), line.end
                     if self.cancel():
                         self.outcome.cancelled = True
                         return
-            self._commit(chunk, parser, reader.position, reader.lines_read, first)
+            self._commit(chunk, parser, reader.position, reader.lines_read, first, reader.position - committed_at)
             if reader.oversized_lines:
                 self.outcome.issue = import_issue(
-                    self.file.source, self.file.path,
+                    self.file.source, self.file.key,
                     f"{reader.oversized_lines} line(s) longer than 32 MiB were skipped")
 
     def _run_g0(self) -> None:
@@ -317,21 +392,25 @@ class _FileImport:
         parser = CodexParser(self.file.path, None)
         chunk = Chunk()
         parser.feed_g0(document, chunk)
-        self._commit(chunk, parser, len(data), 0, True)
+        self._commit(chunk, parser, len(data), 0, True, len(data))
 
-    # -- writes -------------------------------------------------------------------------------
+    def _commit(self, chunk: Chunk, parser: TranscriptParser, parsed_bytes: int, parsed_lines: int,
+                first: bool, size: int) -> None:
+        """Hand a chunk to the writer with a snapshot of the parser at this line boundary."""
+        self.writer.add(_Unit(self, chunk, replace(parser.session()), parser.state(), parsed_bytes, parsed_lines,
+                              first), size)
+
+    # -- writes (inside the writer's transaction) ---------------------------------------------
     def _file_row(self) -> int:
-        with transaction(self.conn):
-            self.conn.execute(
-                "INSERT INTO pimem_files (jsonl_path, source, size, mtime_ns, inode, parsed_bytes, parsed_lines, "
-                "fingerprint, state) VALUES (?, ?, 0, 0, 0, 0, 0, '', '{}') ON CONFLICT(jsonl_path) DO NOTHING",
-                (self.file.path, self.file.source),
-            )
-            row = self.conn.execute("SELECT file_id, revision FROM pimem_files WHERE jsonl_path = ?",
-                                    (self.file.path,)).fetchone()
-        self.revision = int(row[1])
-        if self.prior is not None and self.prior.file_id == int(row[0]) and self.prior.revision != self.revision:
-            raise ConcurrentSync()
+        self.conn.execute(
+            "INSERT INTO pimem_files (jsonl_path, source, size, mtime_ns, inode, parsed_bytes, parsed_lines, "
+            "fingerprint, state) VALUES (?, ?, 0, 0, 0, 0, 0, '', '{}') ON CONFLICT(jsonl_path) DO NOTHING",
+            (self.file.key, self.file.source),
+        )
+        row = self.conn.execute("SELECT file_id, revision FROM pimem_files WHERE jsonl_path = ?",
+                                (self.file.key,)).fetchone()
+        if int(row[1]) != self.revision:
+            raise ConcurrentSync()  # another sync committed this file after we read its state
         return int(row[0])
 
     def _lookup_node(self, entry_id: str) -> tuple[bool, str | None]:
@@ -358,38 +437,34 @@ class _FileImport:
             raise ConcurrentSync()
         self.revision += 1
 
-    def _commit(self, chunk: Chunk, parser: TranscriptParser, parsed_bytes: int, parsed_lines: int,
-                first: bool) -> None:
-        info = parser.session()
+    def write(self, unit: _Unit) -> None:
+        if not self._checked:
+            self.file_id = self._file_row()
+            self._checked = True
+        info = unit.info
         session_id = f"{self.file.source}:{info.native_id}" if info.native_id else None
-        if chunk.bad_lines:
-            self.bad_lines += chunk.bad_lines
-            self.first_bad_line = self.first_bad_line or chunk.first_bad_line
-        with transaction(self.conn):
-            if first:
-                # A fresh parse replaces what an earlier parse of this file remembered.
-                self.conn.execute("DELETE FROM pimem_pi_nodes WHERE file_id = ?", (self.file_id,))
-            if session_id is not None and not info.excluded:
-                self._write_session(session_id, info, chunk)
-                self.outcome.turns_changed += self._write_turns(session_id, list(chunk.turns.values()))
-            if chunk.nodes:
-                self.conn.executemany(
-                    "INSERT OR REPLACE INTO pimem_pi_nodes (file_id, entry_id, anchor) VALUES (?, ?, ?)",
-                    [(self.file_id, entry_id, anchor) for entry_id, anchor in chunk.nodes],
-                )
-            if chunk.turns:
-                index.catch_up(self.conn)
-            self._save_state(parsed_bytes, parsed_lines, parser.state(), session_id)
+        if unit.first:
+            # A fresh parse replaces what an earlier parse of this file remembered.
+            self.conn.execute("DELETE FROM pimem_pi_nodes WHERE file_id = ?", (self.file_id,))
+        if session_id is not None and not info.excluded:
+            self._write_session(session_id, info, unit.chunk)
+            self.outcome.turns_changed += self._write_turns(session_id, list(unit.chunk.turns.values()))
+        if unit.chunk.nodes:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO pimem_pi_nodes (file_id, entry_id, anchor) VALUES (?, ?, ?)",
+                [(self.file_id, entry_id, anchor) for entry_id, anchor in unit.chunk.nodes],
+            )
+        self._save_state(unit.parsed_bytes, unit.parsed_lines, unit.state, session_id)
 
     def _write_session(self, session_id: str, info: SessionInfo, chunk: Chunk) -> None:
         started_at = info.started_at
         if started_at is None:
             started_at = min((d.ts for d in chunk.turns.values() if d.is_new), default=self.file.mtime_ns // 10**6)
         upsert_session(self.conn, SessionRow(session_id, self.file.source, info.cwd, started_at, info.model_id,
-                                             self.file.path))
+                                             self.file.key))
 
     def _write_turns(self, session_id: str, deltas: list[TurnDelta]) -> int:
-        """Upsert a chunk's turns and index them; returns how many rows changed."""
+        """Upsert a chunk's turns and give them docs; returns how many rows changed."""
         ids = [f"{session_id}:{delta.user_message_id}" for delta in deltas]
         stored = get_turns(self.conn, ids)
         rows: list[tuple[object, ...]] = []
@@ -424,22 +499,47 @@ class _FileImport:
             """,
             rows,
         )
-        index.put_many(self.conn, items, fts=self.fts)
+        index.put_many(self.conn, items, fts=self.writer.fts)
         return len(rows)
 
     def _record_failure(self, cause: str) -> None:
         """Remember a file that is not a transcript, so it is reported once, not parsed every sync."""
-        self.outcome.issue = import_issue(self.file.source, self.file.path, cause)
-        if self.file_id:
-            with contextlib.suppress(ConcurrentSync), transaction(self.conn):
+        self.outcome.issue = import_issue(self.file.source, self.file.key, cause)
+        try:
+            with transaction(self.conn):
+                if not self._checked:
+                    self.file_id = self._file_row()
+                    self._checked = True
                 self._save_state(self.file.size, 0, {"error": cause}, None)
+        except ConcurrentSync:
+            pass
+
+
+def import_files(conn: sqlite3.Connection, jobs: list[tuple[SourceFile, FileState | None]], *, force: bool = False,
+                 cancel: Callable[[], bool] = lambda: False,
+                 parsed: Callable[[int], None] | None = None) -> list[FileOutcome]:
+    """Import transcripts in this process, committing small files together. Each file is its own
+    isolation boundary: its problems become ``outcome.issue``. ``parsed(n)`` reports progress."""
+    writer = Writer(conn)
+    imports: list[_FileImport] = []
+    try:
+        for count, (source_file, prior) in enumerate(jobs, start=1):
+            if cancel():
+                break
+            job = _FileImport(writer, source_file, prior, force, cancel)
+            imports.append(job)
+            job.run()
+            if parsed is not None:
+                parsed(count)
+    finally:
+        writer.flush()
+    return [job.outcome for job in imports]
 
 
 def import_file(conn: sqlite3.Connection, source_file: SourceFile, prior: FileState | None, *,
                 force: bool = False, cancel: Callable[[], bool] = lambda: False) -> FileOutcome:
     """Import one transcript (the isolation boundary: problems become ``outcome.issue``)."""
-    outcome = _FileImport(conn, source_file, prior, force, cancel, index.fts_enabled(conn)).run()
-    return outcome
+    return import_files(conn, [(source_file, prior)], force=force, cancel=cancel)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,12 +557,10 @@ def _worker_init(db_path: str, cancel_event: Any) -> None:
     _worker_cancel = cancel_event
 
 
-def _worker_import(source_file: SourceFile, force: bool) -> FileOutcome:
+def _worker_import(files: list[SourceFile], force: bool) -> list[FileOutcome]:
     assert _worker_conn is not None
-    prior = None
-    if not force:
-        prior = load_states_for(_worker_conn, source_file.path)
-    return import_file(_worker_conn, source_file, prior, force=force, cancel=_worker_cancel.is_set)
+    jobs = [(source_file, None if force else load_states_for(_worker_conn, source_file.key)) for source_file in files]
+    return import_files(_worker_conn, jobs, force=force, cancel=_worker_cancel.is_set)
 
 
 def load_states_for(conn: sqlite3.Connection, path: str) -> FileState | None:
@@ -511,24 +609,21 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
         states = load_states(conn)
         if request.paths is None:
             files = discover(request.roots, request.sources, stats.issues)
-            _forget_vanished(conn, states, {f.path for f in files})
+            _forget_vanished(conn, states, {f.key for f in files})
         else:
             files = _stat_paths(request, stats.issues)
         todo: list[tuple[SourceFile, FileState | None]] = []
         for source_file in files:
-            prior = states.get(source_file.path)
+            prior = states.get(source_file.key)
             if not request.force and _unchanged(prior, source_file):
                 stats.skipped_files += 1
             else:
                 todo.append((source_file, prior))
         # Newest first: what the user did last becomes searchable first.
         todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)
-        pending_bytes = sum(f.size - (p.parsed_bytes if p else 0) for f, p in todo)
-        bulk = len(todo) >= index.BULK_MIN_FILES or pending_bytes >= index.BULK_MIN_BYTES
-        if bulk:
-            with transaction(conn):
-                index.set_bulk(conn, True)
-        outcomes = _run_files(conn, request, todo, progress, cancel)
+        reporter = _ProgressReporter(progress, len(todo))
+        reporter.report(0)
+        outcomes = _run_files(conn, request, todo, reporter, cancel)
         for outcome in outcomes:
             if outcome.parsed:
                 stats.scanned_files += 1
@@ -545,12 +640,12 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
         if not stats.cancelled:
             with transaction(conn):
                 added = index.reconcile(conn)
-            if index.in_bulk(conn):  # this bulk import, or one that was interrupted earlier
-                with transaction(conn):
-                    index.optimize(conn)
-                    index.set_bulk(conn, False)
             if added:
-                log.info("indexed %d turns written by another program", added)
+                log.info("%d turns written by another program join the index", added)
+        # Every stored turn is already found by recall (pending docs are scanned); now index them.
+        index.build_pending(conn, cancel=cancel.is_set)
+        if cancel.is_set():
+            stats.cancelled = True
         stats.duration_ms = int((time.monotonic() - started) * 1000)
         with transaction(conn):
             set_meta(conn, "last_sync", json.dumps({
@@ -579,7 +674,7 @@ def _stat_paths(request: SyncRequest, issues: list[SyncIssue]) -> list[SourceFil
         except FileNotFoundError:
             continue
         except OSError as error:
-            issues.append(import_issue(source, path, f"cannot read the file ({error.strerror})"))
+            issues.append(import_issue(source, storable_path(path), f"cannot read the file ({error.strerror})"))
             continue
         if stat_module.S_ISREG(info.st_mode):
             files.append(SourceFile(source, path, info.st_size, info.st_mtime_ns, info.st_ino))
@@ -608,27 +703,33 @@ def _forget_vanished(conn: sqlite3.Connection, states: dict[str, FileState], pre
 
 
 def _run_files(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]],
-               progress: ProgressCallback | None, cancel: threading.Event) -> list[FileOutcome]:
-    total = len(todo)
-    reporter = _ProgressReporter(progress, total)
-    reporter.report(0)
+               reporter: _ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
     workers = request.workers if request.workers is not None else min(4, os.cpu_count() or 1)
     big = sum(f.size - (p.parsed_bytes if p else 0) for f, p in todo)
-    if workers > 1 and total >= POOL_MIN_FILES and big >= POOL_MIN_BYTES:
-        return _run_pool(request, todo, workers, reporter, cancel)
-    outcomes = []
-    for done, (source_file, prior) in enumerate(todo, start=1):
-        if cancel.is_set():
-            break
-        outcomes.append(import_file(conn, source_file, prior, force=request.force, cancel=cancel.is_set))
-        reporter.report(done)
-    return outcomes
+    if workers > 1 and len(todo) >= POOL_MIN_FILES and big >= POOL_MIN_BYTES:
+        return _run_pool(conn, request, todo, workers, reporter, cancel)
+    return import_files(conn, todo, force=request.force, cancel=cancel.is_set, parsed=reporter.report)
 
 
-def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]], workers: int,
-              reporter: _ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
-    """Import files in worker processes. If the pool cannot work (it failed to start, a worker
-    died), the files it did not finish are imported in this process instead."""
+def _batches(todo: list[tuple[SourceFile, FileState | None]]) -> Iterator[list[SourceFile]]:
+    """Files grouped for a worker: small files together (they commit together), big ones alone."""
+    batch: list[SourceFile] = []
+    size = 0
+    for source_file, _prior in todo:
+        batch.append(source_file)
+        size += source_file.size
+        if len(batch) >= 32 or size >= CHUNK_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _run_pool(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]],
+              workers: int, reporter: _ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
+    """Import files in worker processes while this process indexes the turns they commit. If the
+    pool cannot work (it failed to start, a worker died), the files it did not finish are imported
+    in this process instead."""
     context = multiprocessing.get_context("spawn")
     cancel_event = context.Event()
     outcomes: list[FileOutcome] = []
@@ -638,30 +739,35 @@ def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | Non
         max_workers=workers, mp_context=context, initializer=_worker_init,
         initargs=(request.db_path, cancel_event),
     ) as pool:
-        # A bounded window of submitted files: waiting stays cheap and a cancel stops quickly.
-        queue = iter(todo)
-        pending: dict[concurrent.futures.Future[FileOutcome], SourceFile] = {}
+        # A bounded window of submitted batches: waiting stays cheap and a cancel stops quickly.
+        queue = _batches(todo)
+        pending: dict[concurrent.futures.Future[list[FileOutcome]], list[SourceFile]] = {}
         while True:
-            while not broken and not cancel.is_set() and len(pending) < 4 * workers:
-                item = next(queue, None)
-                if item is None:
+            while not broken and not cancel.is_set() and len(pending) < 2 * workers:
+                batch = next(queue, None)
+                if batch is None:
                     break
-                pending[pool.submit(_worker_import, item[0], request.force)] = item[0]
+                pending[pool.submit(_worker_import, batch, request.force)] = batch
             if not pending:
                 break
-            finished, _ = concurrent.futures.wait(pending, timeout=0.2,
+            finished, _ = concurrent.futures.wait(pending, timeout=0,
                                                   return_when=concurrent.futures.FIRST_COMPLETED)
+            # Meanwhile, index what the workers have committed so far (the write lock is shared,
+            # parsing is not): one batch, then look at the workers again.
+            if not finished and not index.build_pending(conn, cancel=cancel.is_set, max_batches=1):
+                finished, _ = concurrent.futures.wait(pending, timeout=0.2,
+                                                      return_when=concurrent.futures.FIRST_COMPLETED)
             for future in finished:
-                source_file = pending.pop(future)
+                pending.pop(future)
                 try:
-                    outcome = future.result()
+                    batch_outcomes = future.result()
                 except concurrent.futures.CancelledError:
                     continue
                 except concurrent.futures.process.BrokenProcessPool:
                     broken = True
                     continue
-                outcomes.append(outcome)
-                finished_paths.add(source_file.path)
+                outcomes.extend(batch_outcomes)
+                finished_paths.update(outcome.path for outcome in batch_outcomes if not outcome.cancelled)
                 reporter.report(len(finished_paths))
             if cancel.is_set() or broken:
                 cancel_event.set()
@@ -671,13 +777,11 @@ def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | Non
         log.warning("sync worker processes failed; importing the remaining files in this process")
         conn = connect(request.db_path)
         try:
-            for source_file, prior in todo:
-                if source_file.path in finished_paths or cancel.is_set():
-                    continue
-                prior = load_states_for(conn, source_file.path) if not request.force else None
-                outcomes.append(import_file(conn, source_file, prior, force=request.force, cancel=cancel.is_set))
-                finished_paths.add(source_file.path)
-                reporter.report(len(finished_paths))
+            rest = [(f, None if request.force else load_states_for(conn, f.key))
+                    for f, _ in todo if f.key not in finished_paths]
+            done = len(finished_paths)
+            outcomes.extend(import_files(conn, rest, force=request.force, cancel=cancel.is_set,
+                                         parsed=lambda count: reporter.report(done + count)))
         finally:
             conn.close()
     return outcomes
@@ -694,6 +798,7 @@ class _ProgressReporter:
     def report(self, done: int) -> None:
         if self.callback is None:
             return
+        done = min(done, self.total)
         now = time.monotonic()
         if done in (0, self.total) or now - self.last >= 0.125:
             self.last = now

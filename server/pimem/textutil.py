@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import datetime
 from typing import Any
@@ -18,6 +19,16 @@ def clean_text(text: str) -> str:
     except UnicodeEncodeError:
         text = text.encode("utf-8", "replace").decode("utf-8")
     return text
+
+
+def storable_path(path: str) -> str:
+    """A path as SQLite and JSON can hold it: a file name that is not valid UTF-8 (Python keeps its
+    bytes as lone surrogates) gets its undecodable bytes written as ``\\xNN``."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
 
 
 def strip_system_reminders(text: str) -> str:

@@ -12,6 +12,7 @@ engine. A reply is the ``"\\n"``-join of its parts; each part is one assistant m
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -87,6 +88,9 @@ class NotThisFormat(Exception):
 
 class TranscriptParser(ABC):
     source: Source
+    # A pattern found in every line the parser needs (a superset is fine): other lines are skipped
+    # in bulk by the reader without being split out (see LineReader.scan). None: every line.
+    interesting: re.Pattern[bytes] | None = None
 
     def __init__(self, path: str, state: dict[str, Any] | None, lookup: NodeLookup | None = None) -> None:
         self.path = path

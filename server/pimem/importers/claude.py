@@ -85,6 +85,7 @@ def assistant_text_and_tools(message: dict[str, Any]) -> tuple[str, list[str]]:
 
 class ClaudeParser(TranscriptParser):
     source = "claude"
+    interesting = _CONVERSATION
 
     def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
         super().__init__(path, state, lookup)

@@ -122,6 +122,9 @@ class CodexMessage:
 
 class CodexParser(TranscriptParser):
     source = "codex"
+    interesting = re.compile(
+        rb'"type"\s*:\s*"(?:session_meta|turn_context|response_item|task_started|message|function_call'
+        rb'|custom_tool_call|local_shell_call|web_search_call)"')
 
     def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
         super().__init__(path, state, lookup)
