@@ -134,6 +134,8 @@ export interface SyncStatusParams {
   syncing: boolean;
   filesDone: number;
   filesTotal: number;
+  turnsIndexed: number; // second phase of a large sync: stored turns being indexed
+  turnsToIndex: number; // 0 while files are being parsed
   force: boolean;
   token: string | null;
 }

@@ -104,9 +104,14 @@ export class SyncUi implements vscode.Disposable {
       this.item.text = '$(loading~spin) Pi Memory';
       this.item.tooltip = 'Pi Memory: starting the server';
     } else if (this.sync !== undefined) {
-      const { filesDone, filesTotal } = this.sync;
-      this.item.text = `$(sync~spin) Pi Memory: syncing ${filesDone}/${filesTotal}`;
-      this.item.tooltip = `Pi Memory: ${this.sync.force ? 'rebuilding' : 'syncing'} transcripts, ${filesDone} of ${filesTotal} files`;
+      const { filesDone, filesTotal, turnsIndexed, turnsToIndex } = this.sync;
+      if (turnsToIndex > 0) {
+        this.item.text = `$(sync~spin) Pi Memory: indexing ${turnsIndexed}/${turnsToIndex}`;
+        this.item.tooltip = `Pi Memory: indexing stored turns (already searchable), ${turnsIndexed} of ${turnsToIndex}`;
+      } else {
+        this.item.text = `$(sync~spin) Pi Memory: syncing ${filesDone}/${filesTotal}`;
+        this.item.tooltip = `Pi Memory: ${this.sync.force ? 'rebuilding' : 'syncing'} transcripts, ${filesDone} of ${filesTotal} files`;
+      }
     } else if (this.totalTurns !== undefined) {
       this.item.text = `$(history) ${this.totalTurns} ${this.totalTurns === 1 ? 'turn' : 'turns'}`;
       this.item.tooltip = `Pi Memory: ${this.totalTurns} remembered turns. Click for status.`;
@@ -146,8 +151,13 @@ export class SyncUi implements vscode.Disposable {
   }
 
   private reportProgress(open: OpenNotification, p: SyncStatusParams): void {
-    const percent = p.filesTotal > 0 ? Math.min(100, (100 * p.filesDone) / p.filesTotal) : 0;
-    open.progress.report({ message: `${p.filesDone}/${p.filesTotal} files`, increment: Math.max(0, percent - open.percent) });
+    // Two phases: files (first half of the bar), then indexing the stored turns (second half).
+    const indexing = p.turnsToIndex > 0;
+    const percent = indexing
+      ? 50 + Math.min(50, (50 * p.turnsIndexed) / p.turnsToIndex)
+      : p.filesTotal > 0 ? Math.min(50, (50 * p.filesDone) / p.filesTotal) : 0;
+    const message = indexing ? `indexing ${p.turnsIndexed}/${p.turnsToIndex} turns` : `${p.filesDone}/${p.filesTotal} files`;
+    open.progress.report({ message, increment: Math.max(0, percent - open.percent) });
     open.percent = Math.max(open.percent, percent);
   }
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pimem import __version__
-from pimem.models import SOURCES, Source
+from pimem.models import SOURCES, Source, SyncProgress
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import MAX_LIMIT, RecallError, format_text, make_query, recall
 from pimem.store import StoreError, connect
@@ -79,12 +79,19 @@ class _ProgressBar:
         self.enabled = sys.stderr.isatty()
         self.shown = False
 
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total == 0:
+    def __call__(self, progress: SyncProgress) -> None:
+        if not self.enabled:
+            return
+        if progress.indexing:
+            label, done, total = "indexing", progress.indexed, progress.to_index
+        else:
+            label, done, total = "syncing", progress.files_done, progress.files_total
+        if total == 0:
             return
         width = 30
         filled = width * done // total
-        sys.stderr.write(f"\rsyncing [{'#' * filled}{' ' * (width - filled)}] {done}/{total} files")
+        unit = "turns" if progress.indexing else "files"
+        sys.stderr.write(f"\r{label:8} [{'#' * filled}{' ' * (width - filled)}] {done}/{total} {unit}   ")
         sys.stderr.flush()
         self.shown = True
 

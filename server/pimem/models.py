@@ -44,6 +44,20 @@ def import_issue(source: Source, path: str | None, cause: str) -> SyncIssue:
     return SyncIssue(source=source, jsonl_path=path, error=message)
 
 
+@dataclass(frozen=True)
+class SyncProgress:
+    """Where a sync is: files parsed, then turns indexed (the second phase of a large sync)."""
+
+    files_done: int
+    files_total: int
+    indexed: int = 0
+    to_index: int = 0
+
+    @property
+    def indexing(self) -> bool:
+        return self.to_index > 0
+
+
 @dataclass
 class SyncStats:
     """What one sync did. Field names follow the seed's BackfillStats."""

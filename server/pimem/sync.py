@@ -35,7 +35,7 @@ from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptPa
 from pimem.importers.claude import is_claude_sidechain_path
 from pimem.importers.codex import CodexParser
 from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, loads, open_transcript, read_window
-from pimem.models import SOURCES, Source, SyncIssue, SyncStats, import_issue
+from pimem.models import SOURCES, Source, SyncIssue, SyncProgress, SyncStats, import_issue
 from pimem.paths import SourceRoots
 from pimem.store import (
     SessionRow,
@@ -57,7 +57,7 @@ G0_MAX_BYTES = 64 * 1024 * 1024
 POOL_MIN_FILES = 4
 POOL_MIN_BYTES = 48 * 1024 * 1024
 
-ProgressCallback = Callable[[int, int], None]
+ProgressCallback = Callable[[SyncProgress], None]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -643,7 +643,7 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
             if added:
                 log.info("%d turns written by another program join the index", added)
         # Every stored turn is already found by recall (pending docs are scanned); now index them.
-        index.build_pending(conn, cancel=cancel.is_set)
+        index.build_pending(conn, cancel=cancel.is_set, progress=reporter.report_index)
         if cancel.is_set():
             stats.cancelled = True
         stats.duration_ms = int((time.monotonic() - started) * 1000)
@@ -788,18 +788,25 @@ def _run_pool(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[S
 
 
 class _ProgressReporter:
-    """Calls the progress callback at most ~8 times a second, plus the first and the last time."""
+    """Calls the progress callback at most ~8 times a second, plus at the start and end of a phase."""
 
     def __init__(self, callback: ProgressCallback | None, total: int) -> None:
         self.callback = callback
         self.total = total
+        self.files = 0
         self.last = 0.0
 
-    def report(self, done: int) -> None:
+    def _emit(self, progress: SyncProgress, force: bool) -> None:
         if self.callback is None:
             return
-        done = min(done, self.total)
         now = time.monotonic()
-        if done in (0, self.total) or now - self.last >= 0.125:
+        if force or now - self.last >= 0.125:
             self.last = now
-            self.callback(done, self.total)
+            self.callback(progress)
+
+    def report(self, done: int) -> None:
+        self.files = min(done, self.total)
+        self._emit(SyncProgress(self.files, self.total), self.files in (0, self.total))
+
+    def report_index(self, done: int, total: int) -> None:
+        self._emit(SyncProgress(self.files, self.total, done, total), done in (0, total))

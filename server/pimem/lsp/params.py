@@ -40,6 +40,17 @@ def _optional_bool(method: str, params: dict[str, Any], name: str, default: bool
     return value
 
 
+def _unicode(method: str, name: str, value: Any) -> None:
+    """A string (or each string of a list) must be valid Unicode: JSON can escape a lone surrogate,
+    but SQLite and the file system cannot store one."""
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ParamsError(method, name, f'"{name}" contains a lone surrogate (not valid Unicode)') from None
+
+
 def uri_to_path(uri: str) -> str | None:
     """The filesystem path of a ``file://`` URI, or None for any other scheme."""
     parsed = urlparse(uri)
@@ -62,6 +73,8 @@ def recall_params(raw: Any) -> RecallRequest:
     has_entities, has_text = params.get("entities") is not None, params.get("text") is not None
     if has_entities == has_text:
         raise ParamsError(method, "entities", 'give exactly one of "entities" (a list of words) and "text"')
+    for name in ("entities", "text", "cwd"):
+        _unicode(method, name, params.get(name))
     if has_text:
         text = params["text"]
         if not isinstance(text, str):
@@ -96,6 +109,7 @@ def migrate_params(raw: Any) -> MigrateRequest:
     method = "pimem/migrateCodex"
     params = _object(method, raw)
     folder = params.get("workspaceFolder")
+    _unicode(method, "workspaceFolder", folder)
     if folder is not None and (not isinstance(folder, str) or uri_to_path(folder) is None):
         raise ParamsError(method, "workspaceFolder", '"workspaceFolder" must be a file:// URI')
     return MigrateRequest(folder, _optional_bool(method, params, "dryRun", False))
@@ -123,6 +137,10 @@ def initialization_options(raw: Any) -> tuple[ServerOptions, list[str]]:
         return options, ["initializationOptions must be an object; using the defaults"]
     db_path = raw.get("dbPath")
     if db_path is not None:
+        try:
+            _unicode("initializationOptions", "dbPath", db_path)
+        except ParamsError:
+            db_path = ""
         if isinstance(db_path, str) and db_path.strip():
             options.db_path = os.path.expanduser(db_path)
         else:

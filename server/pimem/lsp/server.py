@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMethodNotFound, JsonRpcRequestCancelled
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCRequestMessage, default_converter
 
@@ -39,7 +39,7 @@ from pimem.lsp.params import (
     uri_to_path,
 )
 from pimem.migrate import MigrationError, migrate_codex_sessions, normalize_folder, same_folder
-from pimem.models import SyncStats
+from pimem.models import SyncProgress, SyncStats
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import format_markdown, make_query, recall
 from pimem.status import store_status
@@ -50,14 +50,19 @@ from pimem.watch import TranscriptWatcher
 log = logging.getLogger("pimem.lsp")
 T = TypeVar("T")
 REQUEST_FAILED = -32803
+# Errors that answer a bad or cancelled request: the client's business, not the server's.
+CLIENT_ERRORS = (JsonRpcInvalidParams.CODE, JsonRpcMethodNotFound.CODE, JsonRpcRequestCancelled.CODE)
 _WORD = re.compile(r"[\w.%\\:-]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 
 
 def _converter() -> Any:
     """pygls' converter, except that params of unknown (custom) methods stay plain JSON instead of
-    namedtuples, so validation sees exactly what the client sent."""
+    namedtuples, so validation sees exactly what the client sent. JSON-RPC lets a request omit
+    ``params``: that is None here (then InvalidParams or the defaults), not a TypeError that pygls
+    would answer with InternalError and log with a traceback."""
     converter = default_converter()  # type: ignore[no-untyped-call]
-    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(
+        id=obj.get("id"), method=obj.get("method"), jsonrpc=obj.get("jsonrpc"), params=obj.get("params")))
     return converter
 
 
@@ -194,7 +199,25 @@ class PimemServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Out-of-band errors: log the type only (messages may quote transcript text).
+        if isinstance(error, JsonRpcException) and error.code in CLIENT_ERRORS:
+            return
         log.error("server error (%s): %s", getattr(source, "__name__", source), type(error).__name__)
+
+
+class _HandlerErrors(logging.Filter):
+    """pygls logs every JSON-RPC error a request handler raises, at ERROR, with its traceback and
+    message. The client has the answer already; keep one line with the code for a failure, nothing
+    for a bad or cancelled request, and never the message (it may quote the request's params)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if not isinstance(error, JsonRpcException):
+            return True
+        if error.code in CLIENT_ERRORS:
+            return False
+        record.msg, record.args = "request failed: JSON-RPC error %s", (error.code,)
+        record.exc_info, record.exc_text = None, None
+        return True
 
 
 class _SyncReporter:
@@ -203,37 +226,45 @@ class _SyncReporter:
 
     def __init__(self, server: PimemServer, token: str | None, force: bool, report: bool) -> None:
         self.server, self.token, self.force, self.report = server, token, force, report
-        self.done = self.total = 0
+        self.latest = SyncProgress(0, 0)
 
     def _status(self, syncing: bool) -> None:
+        latest = self.latest
         self.server.protocol.notify(methods.SYNC_STATUS, {
-            "syncing": syncing, "filesDone": self.done, "filesTotal": self.total, "force": self.force,
+            "syncing": syncing, "filesDone": latest.files_done, "filesTotal": latest.files_total,
+            "turnsIndexed": latest.indexed, "turnsToIndex": latest.to_index, "force": self.force,
             "token": self.token})
 
     def started(self) -> None:
         if self.report:
             self._status(True)
 
-    def threadsafe(self, loop: asyncio.AbstractEventLoop) -> Callable[[int, int], None]:
+    def threadsafe(self, loop: asyncio.AbstractEventLoop) -> Callable[[SyncProgress], None]:
         last = [0.0]
 
-        def on_progress(done: int, total: int) -> None:
+        def on_progress(progress: SyncProgress) -> None:
             now = loop.time()
-            if done not in (0, total) and now - last[0] < 0.25:
+            final = progress.files_done == progress.files_total and progress.indexed == progress.to_index
+            if not final and now - last[0] < 0.25:
                 return
             last[0] = now
-            loop.call_soon_threadsafe(self.progress, done, total)
+            loop.call_soon_threadsafe(self.progress, progress)
 
         return on_progress
 
-    def progress(self, done: int, total: int) -> None:
-        self.done, self.total = done, total
+    def progress(self, progress: SyncProgress) -> None:
+        self.latest = progress
         if not self.report:
             return
         if self.token is not None:
-            percentage = 100 * done // total if total else 100
+            if progress.indexing:
+                message = f"indexing {progress.indexed}/{progress.to_index} turns"
+                percentage = 100 * progress.indexed // progress.to_index
+            else:
+                message = f"{progress.files_done}/{progress.files_total} files"
+                percentage = 100 * progress.files_done // progress.files_total if progress.files_total else 100
             self.server.work_done_progress.report(self.token, types.WorkDoneProgressReport(
-                message=f"{done}/{total} files", percentage=percentage))
+                message=message, percentage=percentage))
         self._status(True)
 
     def finished(self, stats: SyncStats | None) -> None:
@@ -380,6 +411,7 @@ def serve() -> None:
                         format="pimem %(levelname)s %(name)s: %(message)s", force=True)
     # pygls logs every message body at INFO, and recall results are transcript text.
     logging.getLogger("pygls").setLevel(logging.WARNING)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_HandlerErrors())
     server = create_server()
     server.start_io()
 
