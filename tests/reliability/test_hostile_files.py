@@ -154,23 +154,19 @@ def non_utf8_session(base: Path) -> Path:
     return Path(os.fsdecode(raw))
 
 
-def test_a_file_name_that_is_not_utf8_is_isolated(base: Path, db: Path) -> None:
+def test_a_file_name_that_is_not_utf8_is_imported(base: Path, db: Path) -> None:
+    """Pi lists such a session, so pimem imports it; the stored path writes the odd bytes as \\xNN."""
     path = non_utf8_session(base)
     stats = sync(base, db)
-    assert_isolated(stats, db, base, [path], allow_unexpected=True)
-    assert len(stats.issues) <= 1
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "sync.py binds the surrogate-escaped path str to SQLite (pimem_files.jsonl_path), which raises "
-    "UnicodeEncodeError: the file is never imported and every sync reports 'unexpected UnicodeEncodeError'"))
-def test_a_file_name_that_is_not_utf8_is_imported_or_explained(base: Path, db: Path) -> None:
-    path = non_utf8_session(base)
-    stats = sync(base, db)
-    issues = issues_for(stats, path)
-    assert all("unexpected" not in issue for issue in issues), issues
-    extra = assert_isolated(stats, db, base, [path], allow_unexpected=True)
-    assert issues or extra
+    extra = assert_isolated(stats, db, base, [path])
+    assert not stats.issues
+    (info, turns), = extra.values()
+    assert info is not None and info[4].endswith("--tmp-caf\\xe9--/2026-12-01T00-00-00-000Z_caf\\xe9.jsonl")
+    plain = base / "pi/agent/sessions/--tmp-plain--/2026-12-01T00-00-00-000Z_plain.jsonl"
+    (_, expected), = oracle(base, plain, b"".join(template_lines("pi", 4))).values()
+    assert turns == expected and turns
+    again = sync(base, db)
+    assert (again.scanned_files, again.turns, again.issues) == (0, 0, [])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,7 +612,7 @@ def test_fifty_thousand_tiny_files(base: Path, db: Path) -> None:
     finally:
         conn.close()
     assert (tiny, hit) == (count, 1)
-    assert_isolated(stats, db, base, list(root.glob("--tmp-tiny-*--/*.jsonl")))
+    assert_isolated(stats, db, base, list(root.glob("--tmp-tiny-*--/*.jsonl")), recall_checks=False)
     again = sync(base, db)
     assert (again.scanned_files, again.skipped_files, again.turns) == (0, baseline_files() + count, 0)
     print(f"\n50,000 tiny files: first sync {elapsed:.1f} s, unchanged sync {again.duration_ms} ms")
