@@ -25,8 +25,8 @@ exact, seed-determined set of turns; ``DIR/manifest.json`` records those counts 
 files, bytes and turn-text bytes per agent. Output is byte-identical for the same ``--seed`` and
 ``--turns`` (whatever ``--jobs``).
 
-``--huge-mb N`` adds one ~N MB session per agent (the newest sessions, unplanted text; used by the
-append benchmark). ``--tiny-files N`` writes N minimal one-turn sessions into a separate tree,
+``--huge-mb N`` adds one ~N MB session per agent (the newest sessions, unplanted text, 3 to 8 tool calls
+per turn; used by the append benchmark). ``--tiny-files N`` writes N minimal one-turn sessions into a separate tree,
 ``DIR/tiny/home`` (used by the 150k-files no-change sync benchmark), so they do not change the main
 corpus.
 """
@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from textpool import CWDS, NO_MATCH, PLANTS, TextPool, escape
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 AGENTS = ("claude", "codex", "pi")
 SHARES = {"claude": 0.40, "codex": 0.35, "pi": 0.25}
 TIMELINE_START_MS = 1_717_200_000_000   # 2024-06-01
@@ -770,7 +770,9 @@ def write_session(args: tuple[SessionSpec, str]) -> SessionResult:
                 elif turns >= spec.turns:
                     break
                 ts += rng.randint(20_000, 60_000) + int(rng.expovariate(1 / 240_000))
-                turn = make_turn(pool, rng, ts, spec.plants.get(turns, []), tool_names)
+                # Huge sessions are long agentic runs: more tool calls (and output) per turn.
+                calls = rng.randint(3, 8) if spec.huge_bytes else None
+                turn = make_turn(pool, rng, ts, spec.plants.get(turns, []), tool_names, calls)
                 lines = writer.turn(turn, turns == 0)
                 buffer.extend(lines)
                 size += sum(map(len, lines))
