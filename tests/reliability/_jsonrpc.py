@@ -142,5 +142,6 @@ class LspProcess:
             self._stderr.close()
 
     def stderr(self) -> str:
-        self._stderr.flush()
+        if not self._stderr.closed:
+            self._stderr.flush()
         return self.stderr_path.read_bytes().decode("utf-8", "replace")
