@@ -139,10 +139,18 @@ def _secure_file(path: Path) -> None:
     if not path.exists():
         fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
         os.close(fd)
-    with contextlib.suppress(OSError):
-        mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o077:
-            os.chmod(path, mode & 0o700)
+    _owner_only(path)
+
+
+def _owner_only(path: Path) -> None:
+    """Take group and other permissions away (a store the extension created under umask 022 is
+    world-readable, and pimem copies every agent's transcripts into it). SQLite gives its -wal and
+    -shm files the database file's permissions."""
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        with contextlib.suppress(OSError):
+            mode = stat.S_IMODE(candidate.stat().st_mode)
+            if mode & 0o077:
+                os.chmod(candidate, mode & 0o700)
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -231,6 +239,8 @@ def connect(db_path: Path | str, *, create: bool = True) -> sqlite3.Connection:
                 _secure_file(path)
             elif path.is_dir():
                 raise StoreError(f"{path} is a directory, not a memory store")
+            else:
+                _owner_only(path)
         except OSError as error:
             raise StoreError(f"cannot create the memory store at {path}: {error.strerror or error}") from None
     try:

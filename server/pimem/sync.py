@@ -98,17 +98,27 @@ def _wanted(source: Source, root: str, dirpath: str, name: str) -> bool:
 
 
 def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) -> list[SourceFile]:
-    """All transcript files under the roots, with their stat. Unreadable parts become issues."""
+    """All transcript files under the roots, with their stat. Unreadable parts become issues.
+
+    Symlinked directories are followed (as Pi's own listing does), but a directory is walked once per
+    agent, another root of the same agent is only walked as itself, and a file reached twice (by two
+    paths) is taken once, under the first path, so nothing is parsed twice."""
     found: list[SourceFile] = []
     for source in SOURCES:
         if source not in sources:
             continue
+        root_keys: set[tuple[int, int]] = set()
+        for root in roots.for_source(source):
+            with contextlib.suppress(OSError):
+                info = os.stat(root)
+                root_keys.add((info.st_dev, info.st_ino))
+        visited: set[tuple[int, int]] = set()
+        seen_files: set[tuple[int, int]] = set()
         for root in roots.for_source(source):
             root_str = str(root)
             if not os.path.isdir(root_str):
                 continue  # a missing root is not an error
-            visited: set[tuple[int, int]] = set()
-            for dirpath, entry in _walk(root_str, visited, source, issues):
+            for dirpath, entry in _walk(root_str, visited, root_keys - _key_set(root_str), source, issues):
                 if not _wanted(source, root_str, dirpath, entry.name):
                     continue
                 try:
@@ -117,12 +127,21 @@ def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) 
                     issues.append(import_issue(source, storable_path(entry.path),
                                                f"cannot read the file ({error.strerror})"))
                     continue
-                if stat_module.S_ISREG(info.st_mode):
+                if stat_module.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) not in seen_files:
+                    seen_files.add((info.st_dev, info.st_ino))
                     found.append(SourceFile(source, entry.path, info.st_size, info.st_mtime_ns, info.st_ino))
     return found
 
 
-def _walk(directory: str, visited: set[tuple[int, int]], source: Source,
+def _key_set(path: str) -> set[tuple[int, int]]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return set()
+    return {(info.st_dev, info.st_ino)}
+
+
+def _walk(directory: str, visited: set[tuple[int, int]], other_roots: set[tuple[int, int]], source: Source,
           issues: list[SyncIssue]) -> Iterator[tuple[str, os.DirEntry[str]]]:
     try:
         info = os.stat(directory)
@@ -130,8 +149,8 @@ def _walk(directory: str, visited: set[tuple[int, int]], source: Source,
         issues.append(import_issue(source, storable_path(directory), f"cannot read the directory ({error.strerror})"))
         return
     key = (info.st_dev, info.st_ino)
-    if key in visited:
-        return  # a symlink loop, or a directory reached twice
+    if key in visited or key in other_roots:
+        return  # a symlink loop, a directory reached twice, or another root (walked as itself)
     visited.add(key)
     try:
         with os.scandir(directory) as entries:
@@ -147,7 +166,7 @@ def _walk(directory: str, visited: set[tuple[int, int]], source: Source,
         if is_dir:
             if source == "claude" and entry.name == "subagents":
                 continue
-            yield from _walk(entry.path, visited, source, issues)
+            yield from _walk(entry.path, visited, other_roots, source, issues)
         else:
             yield directory, entry
 

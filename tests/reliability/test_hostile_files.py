@@ -324,15 +324,7 @@ LOOPS = {
 }
 
 
-CROSS_ROOT_BUG = pytest.mark.xfail(strict=True, reason=(
-    "sync.discover keeps its visited-directory set per root, not per source: through a link to an ancestor, "
-    "one Codex root (sessions, archived_sessions) reaches the other, so its rollouts are discovered and "
-    "parsed twice, under two paths; when the looped path comes first, the session rows point at it"))
-CROSS_ROOT_LOOPS = ("codex-home", "history-base")
-
-
-@pytest.mark.parametrize("loop", [pytest.param(name, marks=CROSS_ROOT_BUG) if name in CROSS_ROOT_LOOPS else name
-                                  for name in sorted(LOOPS)])
+@pytest.mark.parametrize("loop", sorted(LOOPS))
 def test_directory_symlink_to_an_ancestor_is_walked_once(loop: str, base: Path, db: Path) -> None:
     directory, target = LOOPS[loop]
     link = base / directory / "loop"

@@ -131,10 +131,6 @@ def test_store_wal_and_shm_are_owner_only_under_a_permissive_umask(work: Path) -
         os.umask(previous)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "store.connect makes the file owner-only only when it creates it: a memory.db created first by "
-    "pi-session-memory (umask 022: 0644) keeps 0644, and so do its -wal/-shm, while pimem copies every "
-    "agent's transcripts into it"))
 def test_a_store_created_by_another_program_becomes_owner_only(work: Path) -> None:
     db = work / "store" / "memory.db"
     db.parent.mkdir(mode=0o700)
