@@ -29,7 +29,7 @@ def test_sync_recall_status(env: dict[str, str], tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     stats = json.loads(first.stdout)
     assert set(stats) == {"pi", "claude", "codex", "turns", "scannedFiles", "skippedFiles", "issues", "cancelled",
-                          "durationMs"}
+                          "durationMs", "storedMs"}
     assert stats["turns"] > 40 and stats["issues"] == [] and not stats["cancelled"]
     assert "syncing [" not in first.stderr  # no progress bar when stderr is not a terminal
     again = json.loads(pimem("sync", "--json", env=env).stdout)

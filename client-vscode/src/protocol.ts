@@ -78,6 +78,7 @@ export interface SyncStats {
   issues: SyncIssue[];
   cancelled: boolean;
   durationMs: number;
+  storedMs: number;
 }
 
 export const BackfillRequest = new RequestType<BackfillParams, SyncStats, void>(Methods.BACKFILL);

@@ -156,12 +156,14 @@ def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> 
         key_batch = keys[start:start + 500]
         placed.update(conn.execute(
             f"SELECT doc_key, turn_id FROM pimem_docs WHERE doc_key IN ({_in_clause(len(key_batch))})", key_batch))
+    marked: list[tuple[int]] = []
     for key, turn_id, line, ts in rows:
         if placed.get(key) != turn_id:
             key = _next_keys(conn, day_of(ts), 1)[0]
             conn.execute("INSERT INTO pimem_docs(doc_key, turn_id, line, ts) VALUES (?, ?, ?, ?)",
                          (key, turn_id, line, ts))
-        conn.execute("INSERT OR IGNORE INTO pimem_pending(doc_key) VALUES (?)", (key,))
+        marked.append((key,))
+    conn.executemany("INSERT OR IGNORE INTO pimem_pending(doc_key) VALUES (?)", marked)
 
 
 def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_text: str, line: int | None,
@@ -171,19 +173,16 @@ def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_t
 
 
 def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lambda: False,
-                  progress: Callable[[int, int], None] | None = None, max_batches: int | None = None) -> int:
-    """Write the postings of pending docs, in batches sorted by key (each its own short transaction):
-    all of them, or at most ``max_batches`` batches (a slice of work done while workers parse).
-    Returns how many docs were indexed; stops early when ``cancel()`` turns true."""
+                  progress: Callable[[int, int], None] | None = None) -> int:
+    """Write the postings of every pending doc, in batches sorted by key (each its own short
+    transaction). Returns how many docs were indexed; stops early when ``cancel()`` turns true."""
     fts = fts_enabled(conn)
     total = int(conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0])
     if fts and total >= BULK_MIN_PENDING and not in_bulk(conn):
         with transaction(conn):
             set_bulk(conn, True)
     done = 0
-    batches = 0
-    while not cancel() and (max_batches is None or batches < max_batches):
-        batches += 1
+    while not cancel():
         with transaction(conn):
             rows = conn.execute(
                 "SELECT p.doc_key, t.user_text, t.reply_text FROM pimem_pending p "
@@ -202,7 +201,7 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
         done += len(rows)
         if progress is not None:
             progress(done, total)
-    if max_batches is None and in_bulk(conn) and not conn.execute("SELECT 1 FROM pimem_pending LIMIT 1").fetchone():
+    if in_bulk(conn) and not conn.execute("SELECT 1 FROM pimem_pending LIMIT 1").fetchone():
         with transaction(conn):
             optimize(conn)
             set_bulk(conn, False)

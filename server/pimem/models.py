@@ -71,6 +71,7 @@ class SyncStats:
     issues: list[SyncIssue] = field(default_factory=list)
     cancelled: bool = False
     duration_ms: int = 0
+    stored_ms: int = 0          # until every turn was stored (and found by recall); then the index is built
     changed_sources: set[Source] = field(default_factory=set)
 
     def count_file(self, source: Source) -> None:
@@ -92,4 +93,5 @@ class SyncStats:
             "issues": [issue.to_dict() for issue in self.issues],
             "cancelled": self.cancelled,
             "durationMs": self.duration_ms,
+            "storedMs": self.stored_ms,
         }

@@ -661,6 +661,7 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
                 added = index.reconcile(conn)
             if added:
                 log.info("%d turns written by another program join the index", added)
+        stats.stored_ms = int((time.monotonic() - started) * 1000)
         # Every stored turn is already found by recall (pending docs are scanned); now index them.
         index.build_pending(conn, cancel=cancel.is_set, progress=reporter.report_index)
         if cancel.is_set():
@@ -726,7 +727,7 @@ def _run_files(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[
     workers = request.workers if request.workers is not None else min(4, os.cpu_count() or 1)
     big = sum(f.size - (p.parsed_bytes if p else 0) for f, p in todo)
     if workers > 1 and len(todo) >= POOL_MIN_FILES and big >= POOL_MIN_BYTES:
-        return _run_pool(conn, request, todo, workers, reporter, cancel)
+        return _run_pool(request, todo, workers, reporter, cancel)
     return import_files(conn, todo, force=request.force, cancel=cancel.is_set, parsed=reporter.report)
 
 
@@ -744,11 +745,10 @@ def _batches(todo: list[tuple[SourceFile, FileState | None]]) -> Iterator[list[S
         yield batch
 
 
-def _run_pool(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]],
-              workers: int, reporter: _ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
-    """Import files in worker processes while this process indexes the turns they commit. If the
-    pool cannot work (it failed to start, a worker died), the files it did not finish are imported
-    in this process instead."""
+def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]], workers: int,
+              reporter: _ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
+    """Import files in worker processes. If the pool cannot work (it failed to start, a worker
+    died), the files it did not finish are imported in this process instead."""
     context = multiprocessing.get_context("spawn")
     cancel_event = context.Event()
     outcomes: list[FileOutcome] = []
@@ -769,13 +769,9 @@ def _run_pool(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[S
                 pending[pool.submit(_worker_import, batch, request.force)] = batch
             if not pending:
                 break
-            finished, _ = concurrent.futures.wait(pending, timeout=0,
+            # (Indexing here while the workers parse was tried: on two cores it made both slower.)
+            finished, _ = concurrent.futures.wait(pending, timeout=0.2,
                                                   return_when=concurrent.futures.FIRST_COMPLETED)
-            # Meanwhile, index what the workers have committed so far (the write lock is shared,
-            # parsing is not): one batch, then look at the workers again.
-            if not finished and not index.build_pending(conn, cancel=cancel.is_set, max_batches=1):
-                finished, _ = concurrent.futures.wait(pending, timeout=0.2,
-                                                      return_when=concurrent.futures.FIRST_COMPLETED)
             for future in finished:
                 pending.pop(future)
                 try:
