@@ -172,3 +172,22 @@ def test_store_is_owner_only(tmp_path: Path) -> None:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_an_older_pimem_layout_is_rebuilt_without_touching_turns(history: Path, db_path: Path) -> None:
+    run_sync(SyncRequest(db_path=str(db_path), roots=roots_under(history)))
+    store = connect(db_path)
+    turns = store.execute("SELECT * FROM turns ORDER BY turn_id").fetchall()
+    # What an earlier pimem layout looks like to this one: another schema version, an older table shape.
+    store.execute("UPDATE pimem_meta SET value = '1' WHERE key = 'schema_version'")
+    store.execute("DROP TABLE pimem_pending")
+    store.close()
+    store = connect(db_path)
+    assert store.execute("SELECT * FROM turns ORDER BY turn_id").fetchall() == turns
+    assert store.execute("SELECT count(*) FROM pimem_docs").fetchone()[0] == 0
+    stats = run_sync(SyncRequest(db_path=str(db_path), roots=roots_under(history)))
+    assert stats.scanned_files > 0 and stats.turns == 0  # re-parsed, nothing changed
+    assert store.execute("SELECT * FROM turns ORDER BY turn_id").fetchall() == turns
+    assert [r.turn_id for r in recall(store, make_query(["zeta_ratelimit"], 50))] == \
+        [r.turn_id for r in recall_scan(store, make_query(["zeta_ratelimit"], 50))]
+    assert store.execute("SELECT count(*) FROM pimem_pending").fetchone()[0] == 0

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BUSY_TIMEOUT_MS = 15_000
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 # The extension's schema, verbatim (pi-session-memory 0.1.0 src/db.ts).
 SEED_SCHEMA = """
@@ -178,6 +178,20 @@ def fts_available(conn: sqlite3.Connection) -> bool:
         return False
 
 
+def _drop_pimem_tables(conn: sqlite3.Connection) -> None:
+    """Everything pimem adds is derived from the transcripts and the turn rows, so a layout change
+    drops it and builds it again (the next sync re-parses the files, upserting the same turns)."""
+    names = [row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'pimem!_%' ESCAPE '!' "
+        "AND sql LIKE 'CREATE VIRTUAL TABLE%'")]
+    for name in names:
+        conn.execute(f'DROP TABLE IF EXISTS "{name}"')  # also drops the FTS5 shadow tables
+    names = [row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'pimem!_%' ESCAPE '!'")]
+    for name in names:
+        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+
+
 def ensure_schema(conn: sqlite3.Connection) -> None:
     """Create or upgrade every table pimem and the extension need. Idempotent and cheap when current."""
     row = None
@@ -186,6 +200,8 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
     if row is not None and row[0] == SCHEMA_VERSION:
         return
     with transaction(conn):
+        if row is not None:
+            _drop_pimem_tables(conn)
         for statement in _split_sql(SEED_SCHEMA + SEED_SOURCE_FILES_SCHEMA + PIMEM_SCHEMA):
             conn.execute(statement)
         _upgrade_seed_layout(conn)
