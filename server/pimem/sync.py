@@ -625,12 +625,13 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
     conn = conn or connect(request.db_path)
     cancel = cancel or threading.Event()
     try:
-        states = load_states(conn)
         if request.paths is None:
+            states = load_states(conn)
             files = discover(request.roots, request.sources, stats.issues)
             _forget_vanished(conn, states, {f.key for f in files})
-        else:
+        else:  # a live update: only these files' states are read (cheap whatever the store's size)
             files = _stat_paths(request, stats.issues)
+            states = {f.key: state for f in files if (state := load_states_for(conn, f.key)) is not None}
         todo: list[tuple[SourceFile, FileState | None]] = []
         for source_file in files:
             prior = states.get(source_file.key)
@@ -657,8 +658,10 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
         if cancel.is_set():
             stats.cancelled = True
         if not stats.cancelled:
+            # Rows the Pi extension inserted get their docs: all drift on a full sync, the rows since
+            # the last one on a live update (which must stay fast on a large store).
             with transaction(conn):
-                added = index.reconcile(conn)
+                added = index.reconcile(conn) if request.paths is None else index.catch_up(conn)
             if added:
                 log.info("%d turns written by another program join the index", added)
         stats.stored_ms = int((time.monotonic() - started) * 1000)
