@@ -134,17 +134,9 @@ class LineReader:
                 self.position = start + length
                 yield Line(self.lines_read, start, self.position, None, head)
                 continue
-            # A last line without a newline: take it only if it is already a whole JSON object.
-            stripped = chunk.strip()
-            if stripped.startswith(b"{") and stripped.endswith(b"}"):
-                try:
-                    loads(stripped)
-                except (ValueError, RecursionError):
-                    return
-                self.lines_read += 1
-                self.position = start + len(chunk)
-                data = bytes(chunk)
-                yield Line(self.lines_read, start, self.position, data, data[:HEAD_BYTES])
+            final = self._final_line(bytes(chunk))
+            if final is not None:
+                yield final
             return
 
 
@@ -188,17 +180,24 @@ class LineReader:
                 carry = b""
         if giant is not None or not carry:
             return  # an unfinished giant last line is left for the next sync
-        # A last line without a newline: take it only if it is already a whole JSON object.
-        stripped = carry.strip()
-        if stripped.startswith(b"{") and stripped.endswith(b"}"):
-            try:
-                loads(stripped)
-            except (ValueError, RecursionError):
-                return
-            start = self.position
-            self.lines_read += 1
-            self.position = start + len(carry)
-            yield Line(self.lines_read, start, self.position, carry, carry[:HEAD_BYTES])
+        final = self._final_line(carry)
+        if final is not None:
+            yield final
+
+    def _final_line(self, data: bytes) -> Line | None:
+        """A last line without a newline is taken only if it is already a whole JSON object;
+        otherwise it is presumed still being written, and left for the next sync."""
+        stripped = data.strip()
+        if not (stripped.startswith(b"{") and stripped.endswith(b"}")):
+            return None
+        try:
+            loads(stripped)
+        except (ValueError, RecursionError):
+            return None
+        start = self.position
+        self.lines_read += 1
+        self.position = start + len(data)
+        return Line(self.lines_read, start, self.position, data, data[:HEAD_BYTES])
 
     def _matching_lines(self, buffer: bytes, end: int, pattern: re.Pattern[bytes]) -> Iterator[Line]:
         """Complete lines ``buffer[:end]`` that the pattern hits (line 1 always); then advance."""

@@ -81,6 +81,16 @@ class SessionInfo:
     model_id: str | None = None
     excluded: str | None = None   # why the whole file is not imported (e.g. a sub-agent transcript)
 
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> SessionInfo:
+        return cls(native_id=state.get("id"), cwd=state.get("cwd", ""), started_at=state.get("startedAt"),
+                   model_id=state.get("model"), excluded=state.get("excluded"))
+
+    def to_state(self) -> dict[str, Any]:
+        """The keys :meth:`from_state` reads, for a parser's ``state()``."""
+        return {"id": self.native_id, "cwd": self.cwd, "startedAt": self.started_at, "model": self.model_id,
+                "excluded": self.excluded}
+
 
 class NotThisFormat(Exception):
     """The file is not a transcript this parser understands; it becomes an isolated issue."""

@@ -90,10 +90,7 @@ class ClaudeParser(TranscriptParser):
     def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
         super().__init__(path, state, lookup)
         state = state or {}
-        self._info = SessionInfo(
-            native_id=state.get("id"), cwd=state.get("cwd", ""), started_at=state.get("startedAt"),
-            model_id=state.get("model"),
-        )
+        self._info = SessionInfo.from_state(state)
         self._turns: int = int(state.get("turns", 0))
         self._current: str | None = state.get("current")
 
@@ -153,10 +150,7 @@ class ClaudeParser(TranscriptParser):
         return self._info
 
     def state(self) -> dict[str, Any]:
-        return {
-            "id": self._info.native_id, "cwd": self._info.cwd, "startedAt": self._info.started_at,
-            "model": self._info.model_id, "turns": self._turns, "current": self._current,
-        }
+        return {**self._info.to_state(), "turns": self._turns, "current": self._current}
 
 
 def is_claude_sidechain_path(parts: tuple[str, ...], name: str) -> bool:

@@ -129,10 +129,7 @@ class CodexParser(TranscriptParser):
     def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
         super().__init__(path, state, lookup)
         state = state or {}
-        self._info = SessionInfo(
-            native_id=state.get("id"), cwd=state.get("cwd", ""), started_at=state.get("startedAt"),
-            model_id=state.get("model"), excluded=state.get("excluded"),
-        )
+        self._info = SessionInfo.from_state(state)
         self._generation: str | None = state.get("generation")
         self._turns: int = int(state.get("turns", 0))
         self._current: str | None = state.get("current")
@@ -256,9 +253,5 @@ class CodexParser(TranscriptParser):
         return self._info
 
     def state(self) -> dict[str, Any]:
-        return {
-            "generation": self._generation, "id": self._info.native_id, "cwd": self._info.cwd,
-            "startedAt": self._info.started_at, "model": self._info.model_id, "excluded": self._info.excluded,
-            "turns": self._turns, "current": self._current, "modelNow": self._model_now,
-            "provider": self._provider,
-        }
+        return {**self._info.to_state(), "generation": self._generation, "turns": self._turns,
+                "current": self._current, "modelNow": self._model_now, "provider": self._provider}

@@ -60,10 +60,7 @@ class PiParser(TranscriptParser):
     def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
         super().__init__(path, state, lookup)
         state = state or {}
-        self._info = SessionInfo(
-            native_id=state.get("id"), cwd=state.get("cwd", ""), started_at=state.get("startedAt"),
-            model_id=state.get("model"),
-        )
+        self._info = SessionInfo.from_state(state)
         self._have_header: bool = bool(state.get("header"))
         self._version: int = int(state.get("version", 3))
         self._turns: int = int(state.get("turns", 0))
@@ -160,8 +157,5 @@ class PiParser(TranscriptParser):
         return self._info
 
     def state(self) -> dict[str, Any]:
-        return {
-            "header": self._have_header, "version": self._version, "id": self._info.native_id,
-            "cwd": self._info.cwd, "startedAt": self._info.started_at, "model": self._info.model_id,
-            "turns": self._turns, "previous": self._previous,
-        }
+        return {**self._info.to_state(), "header": self._have_header, "version": self._version,
+                "turns": self._turns, "previous": self._previous}
