@@ -19,10 +19,12 @@ docs in large batches sorted by key (FTS5 is several times faster that way than 
 first import stores every turn before it spends time on the index). Recall scans pending docs exactly,
 so a turn is found as soon as its row is committed.
 
-Invariants: only pimem updates turn rows (the Pi extension only inserts), so an indexed (not pending)
-doc's postings were built from the row's current text, which is what a later update removes from the
-contentless index. Rows the extension inserts get a doc at the next sync (:func:`catch_up`); until
-then recall scans them too (see pimem/recall.py).
+The index is append-only: a turn whose text changed (its reply grew) is simply indexed again. Its old
+postings stay (FTS5 keeps both under one rowid when there is no per-row size table, ``columnsize=0``):
+they can only add candidates, which recall verifies against the current text, never hide a turn. The
+old text is never needed, so nothing that changes a row behind pimem's back can corrupt the index.
+Such leftovers are counted (``index_garbage``) and the index is rebuilt when they pile up. Rows the
+extension inserts get a doc at the next sync (:func:`catch_up`); until then recall scans them too.
 """
 
 from __future__ import annotations
@@ -68,13 +70,6 @@ def _in_clause(count: int) -> str:
     return ",".join("?" * count)
 
 
-def _fts_delete(conn: sqlite3.Connection, key: int, user_text: str, reply_text: str) -> None:
-    conn.execute("INSERT INTO pimem_fts_user(pimem_fts_user, rowid, text) VALUES ('delete', ?, ?)",
-                 (key, index_text(user_text)))
-    conn.execute("INSERT INTO pimem_fts_reply(pimem_fts_reply, rowid, text) VALUES ('delete', ?, ?)",
-                 (key, index_text(reply_text)))
-
-
 @dataclass
 class IndexItem:
     turn_id: str
@@ -102,7 +97,8 @@ def _next_keys(conn: sqlite3.Connection, day: int, count: int) -> list[int]:
 
 def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> None:
     """Give each written turn its doc and mark it pending (postings come from :func:`build_pending`).
-    Runs inside the caller's transaction, right after the turn rows were written."""
+    Runs inside the caller's transaction, right after the turn rows were written. ``previous`` of an
+    item only serves to recognise an unchanged turn."""
     known: dict[str, tuple[int, int | None, bool]] = {}
     ids = [item.turn_id for item in items]
     for start in range(0, len(ids), 500):
@@ -113,6 +109,7 @@ def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> 
         ):
             known[turn_id] = (int(key), line, bool(pending))
     fresh: list[IndexItem] = []
+    garbage = 0
     for item in items:
         if item.turn_id not in known:
             fresh.append(item)
@@ -124,12 +121,7 @@ def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> 
                 conn.execute("UPDATE pimem_docs SET line = ? WHERE doc_key = ?", (item.line, key))
             continue
         if not pending and fts:
-            if previous is None:
-                # Indexed once, but its row vanished and came back: the old postings cannot be removed
-                # (their text is gone); they stay as garbage under a forgotten key.
-                set_meta(conn, "index_garbage", str(int(get_meta(conn, "index_garbage") or 0) + 1))
-            else:
-                _fts_delete(conn, key, previous[1], previous[2])
+            garbage += 1  # its postings stay beside the new ones (harmless extra candidates)
         if previous is None or key_day(key) != day_of(item.ts):
             conn.execute("DELETE FROM pimem_pending WHERE doc_key = ?", (key,))
             conn.execute("DELETE FROM pimem_docs WHERE doc_key = ?", (key,))
@@ -138,6 +130,8 @@ def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> 
         conn.execute("UPDATE pimem_docs SET line = COALESCE(?, line), ts = ? WHERE doc_key = ?",
                      (item.line, clamp_ms(item.ts), key))
         conn.execute("INSERT OR IGNORE INTO pimem_pending(doc_key) VALUES (?)", (key,))
+    if garbage:
+        set_meta(conn, "index_garbage", str(int(get_meta(conn, "index_garbage") or 0) + garbage))
     if not fresh:
         return
     by_day: dict[int, list[IndexItem]] = {}
@@ -259,7 +253,8 @@ def reconcile(conn: sqlite3.Connection) -> int:
 
 
 def rebuild(conn: sqlite3.Connection) -> None:
-    """Drop every posting and mark every doc pending (then :func:`build_pending` writes them anew)."""
+    """Drop every posting (and the leftovers of updated turns) and mark every doc pending; then
+    :func:`build_pending` writes them anew."""
     for table in FTS_TABLES:
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
     conn.execute("INSERT OR IGNORE INTO pimem_pending(doc_key) SELECT doc_key FROM pimem_docs")

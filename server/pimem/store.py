@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BUSY_TIMEOUT_MS = 15_000
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 # The extension's schema, verbatim (pi-session-memory 0.1.0 src/db.ts).
 SEED_SCHEMA = """
@@ -111,13 +111,14 @@ CREATE TABLE IF NOT EXISTS pimem_pending (
 """
 
 # Contentless trigram indexes over the lowercased texts (see pimem/index.py). Lowercasing is done in
-# Python (str.lower), so the tokenizer must not fold case itself.
+# Python (str.lower), so the tokenizer must not fold case itself. columnsize=0: no per-row size table,
+# so a doc can be indexed again (after an update) without removing its old postings first.
 FTS_SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS pimem_fts_user USING fts5(
-  text, tokenize = 'trigram case_sensitive 1', detail = none, content = ''
+  text, tokenize = 'trigram case_sensitive 1', detail = none, content = '', columnsize = 0
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS pimem_fts_reply USING fts5(
-  text, tokenize = 'trigram case_sensitive 1', detail = none, content = ''
+  text, tokenize = 'trigram case_sensitive 1', detail = none, content = '', columnsize = 0
 );
 """
 
