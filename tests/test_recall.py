@@ -152,3 +152,17 @@ def test_hypothesis_entities_match_oracle(tmp_path_factory: pytest.TempPathFacto
     for limit in (1, 5, 50):
         query = make_query(entities, limit)
         assert _rows(recall(conn, query)) == _rows(recall_scan(conn, query))
+
+
+def test_scan_path_without_an_index_equals_the_oracle(conn: sqlite3.Connection) -> None:
+    """The path used when SQLite lacks FTS5 trigram (and for control characters) keeps only the best
+    rows while scanning; it must still be the oracle's answer."""
+    rng = random.Random(11)
+    build_store(conn, rng, 400, copies=30, unindexed=10)
+    conn.execute("UPDATE pimem_meta SET value = 'unavailable' WHERE key = 'index'")
+    for _ in range(60):
+        query = make_query(random_entities(rng, conn), rng.choice([1, 3, 10, 50]))
+        assert _rows(recall(conn, query)) == _rows(recall_scan(conn, query))
+    control = make_query(["a\x01b", "flamingo"], 5)
+    conn.execute("UPDATE pimem_meta SET value = 'trigram' WHERE key = 'index'")
+    assert _rows(recall(conn, control)) == _rows(recall_scan(conn, control))

@@ -225,11 +225,11 @@ def _needs_scan(entities_lower: Sequence[str]) -> bool:
 
 def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
     """Recall with the index when it exists (same results as :func:`recall_scan`)."""
-    from pimem.search import recall_indexed
+    from pimem.search import recall_by_scan, recall_indexed
 
     entities_lower = [entity.lower() for entity in query.entities]
     if not index.fts_enabled(conn) or _needs_scan(entities_lower):
-        return recall_scan(conn, query)
+        return recall_by_scan(conn, query, entities_lower)
 
     def unindexed() -> Iterator[Sequence[object]]:
         """Turns not in the index yet, scanned exactly: docs whose postings are pending, and rows

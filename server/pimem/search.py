@@ -307,6 +307,18 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
     return top_rows(best.rows, query.limit)
 
 
+def recall_by_scan(conn: sqlite3.Connection, query: RecallQuery, entities_lower: list[str]) -> list[RecallRow]:
+    """Every turn scored, keeping only the best ``limit`` (memory stays small on a million turns).
+    Used when there is no index (SQLite without FTS5 trigram) or for entities the index cannot take."""
+    best = _Best(query.limit)
+    for values in conn.execute(
+        f"SELECT {ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+        "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id"
+    ):
+        best.consider(admit(values, query, entities_lower))
+    return top_rows(best.rows, query.limit)
+
+
 def _newest_first(conn: sqlite3.Connection, keys: set[int]) -> list[tuple[int, int]]:
     pairs: list[tuple[int, int]] = []
     key_list = list(keys)
