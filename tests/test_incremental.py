@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import LEGACY, SAMPLES, roots_under
+from pimem import index
 from pimem.recall import make_query, recall, recall_scan
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
@@ -99,6 +100,20 @@ def test_unchanged_files_are_only_stated(history: Path, db_path: Path) -> None:
     assert (again.turns, again.scanned_files, again.skipped_files) == (0, 0, first.scanned_files)
     forced = run_sync(SyncRequest(db_path=str(db_path), roots=roots_under(history), force=True))
     assert forced.scanned_files == first.scanned_files and forced.turns == 0  # idempotent
+
+
+def test_after_a_sync_recall_has_no_unindexed_turn_to_scan(history: Path, db_path: Path) -> None:
+    """Recall scans turns above the watermark that have no doc; after any sync there are none to scan,
+    so the watermark must reach the newest turn (a stale watermark made every recall scan all turns)."""
+    sync(history, db_path)
+    conn = connect(db_path)
+    newest = conn.execute("SELECT max(rowid) FROM turns").fetchone()[0]
+    assert newest and index.watermark(conn) == newest
+    live = sorted((history / "pi").rglob("*.jsonl"))[0]
+    with live.open("a", encoding="utf-8") as handle:
+        handle.write(live.read_text(encoding="utf-8").splitlines()[-1] + "\n")
+    run_sync(SyncRequest(db_path=str(db_path), roots=roots_under(history), paths=[str(live)]))
+    assert index.watermark(conn) == conn.execute("SELECT max(rowid) FROM turns").fetchone()[0]
 
 
 def test_turns_outlive_their_files(history: Path, db_path: Path) -> None:

@@ -246,6 +246,11 @@ def reconcile(conn: sqlite3.Connection) -> int:
             indexed = sum(1 for _, pending in orphans if not pending)
             set_meta(conn, "index_garbage", str(int(get_meta(conn, "index_garbage") or 0) + indexed))
         added = catch_up(conn, full=True)
+    else:
+        # Consistent: still move the watermark, or every recall would scan the whole turns table for
+        # rows without a doc.
+        top = conn.execute("SELECT max(rowid) FROM turns").fetchone()[0]
+        set_meta(conn, "index_watermark", str(int(top or 0)))
     garbage = int(get_meta(conn, "index_garbage") or 0)
     if garbage and garbage * 10 > max(turns, 1) and fts_enabled(conn):
         rebuild(conn)

@@ -82,13 +82,7 @@ class ListBuilder:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._total: int | None = None
         self._vocab: set[str] = set()
-
-    def total_docs(self) -> int:
-        if self._total is None:
-            self._total = int(self.conn.execute("SELECT count(*) FROM pimem_docs").fetchone()[0])
-        return self._total
 
     def every_turn(self, weight: int) -> CandidateList:
         cursor = self.conn.execute("SELECT doc_key FROM pimem_docs ORDER BY doc_key DESC")
