@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -188,8 +189,17 @@ class FileState:
     parsed_bytes: int
     parsed_lines: int
     fingerprint: str
-    state: dict[str, Any]
+    state_json: str | None
     revision: int = 0
+
+    @functools.cached_property
+    def state(self) -> dict[str, Any]:
+        """The parser's saved state, decoded on first use: a no-change sync over 150k files never needs it."""
+        try:
+            value = json.loads(self.state_json or "{}")
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
 
 
 def load_states(conn: sqlite3.Connection) -> dict[str, FileState]:
@@ -198,12 +208,7 @@ def load_states(conn: sqlite3.Connection) -> dict[str, FileState]:
         "SELECT jsonl_path, file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state, "
         "revision FROM pimem_files"
     ):
-        try:
-            parsed_state = json.loads(row[8])
-        except ValueError:
-            parsed_state = {}
-        states[row[0]] = FileState(row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-                                   parsed_state if isinstance(parsed_state, dict) else {}, row[9])
+        states[row[0]] = FileState(*row[1:])
     return states
 
 
@@ -586,14 +591,7 @@ def load_states_for(conn: sqlite3.Connection, path: str) -> FileState | None:
     row = conn.execute(
         "SELECT file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state, revision "
         "FROM pimem_files WHERE jsonl_path = ?", (path,)).fetchone()
-    if row is None:
-        return None
-    try:
-        state = json.loads(row[7])
-    except ValueError:
-        state = {}
-    return FileState(row[0], row[1], row[2], row[3], row[4], row[5], row[6], state if isinstance(state, dict) else {},
-                     row[8])
+    return None if row is None else FileState(*row)
 
 
 # ---------------------------------------------------------------------------------------------
