@@ -5,6 +5,7 @@ oracle check. See docs/benchmarks.md.
     python bench/run.py --turns 100000                   # generate a corpus, run everything
     python bench/run.py --corpus DIR --only recall       # reuse a corpus (and its imported store)
     python bench/run.py --check-only --turns 20000       # CI: results must equal the oracle; no timing
+    python bench/run.py --summarize RESULTS.json         # the Targets table of a run saved with --results
 
 Every section prints the command that reproduces it, the corpus, the machine and the medians of
 ``--runs`` runs. Tables are Markdown, so the output can be pasted into docs/benchmarks.md as is.
@@ -253,7 +254,7 @@ def mb(value: float) -> str:
     return f"{value / 1e6:,.0f} MB" if value >= 10e6 else f"{value / 1e6:,.1f} MB"
 
 
-def times(value: float) -> str:
+def ratio_text(value: float) -> str:
     return f"{value:,.1f}x" if value < 10 else f"{value:,.0f}x"
 
 
@@ -579,7 +580,7 @@ class Bench:
                 len(oracle[index]), ms(warm_median), ms(max(warm[index])), ms(statistics.median(cold[index])),
                 ms(statistics.median(inproc[index])),
                 ms(seed_median) if seed_median is not None else "-",
-                times(ratio) if ratio is not None else "-",
+                ratio_text(ratio) if ratio is not None else "-",
                 ("yes" if seed[index]["same_hits"] else "NO") if seed else "-",
                 ms(oracle_seconds[index]),
             ])
@@ -614,8 +615,8 @@ class Bench:
             say(f"Seed LIKE scan on the same store (Python sqlite3, the SQL of retriever.ts, {len(seed_all)} runs of "
                 f"the {len(unfiltered)} unfiltered queries): p50 {ms(seed_stats['p50'])} ms, p95 "
                 f"{ms(seed_stats['p95'])} ms, max {ms(seed_stats['max'])} ms. p50 ratio seed / pimem warm: "
-                f"{times(result['ratio_p50'])}; per query: min {times(min(ratios))}, median "
-                f"{times(statistics.median(ratios))} (target >= 50x).")
+                f"{ratio_text(result['ratio_p50'])}; per query: min {ratio_text(min(ratios))}, median "
+                f"{ratio_text(statistics.median(ratios))} (target >= 50x).")
         say()
         self.report.results["recall"] = result
 
@@ -969,7 +970,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def summarize(path: Path) -> int:
+    """Print the Targets section of a run saved with --results (the same evaluation, no new measurement)."""
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    bench = Bench(argparse.Namespace(), Path(saved["corpus"]["path"]), path.parent, saved["corpus"]["manifest"],
+                  saved["machine"])
+    bench.report.say(f"(targets of the run saved in {path}: `{' '.join(saved.get('argv', []))}`)")
+    bench.report.say()
+    bench.report.results.update(saved)
+    bench.targets()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw[:1] == ["--summarize"] and len(raw) == 2:
+        return summarize(Path(raw[1]))
     args = parse_args(argv)
     out = REPO / "bench" / "out"
     started = time.monotonic()
