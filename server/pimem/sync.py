@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pimem import index
 from pimem.importers import make_parser
@@ -65,29 +65,38 @@ ProgressCallback = Callable[[SyncProgress], None]
 # Discovery
 # ---------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(NamedTuple):
+    """A transcript file found on disk, with its stat (a tuple: discovery makes 150k of them)."""
+
     source: Source
     path: str
     size: int
     mtime_ns: int
     inode: int
+    key: str
+    """The path as stored (pimem_files, sessions, issues): see textutil.storable_path."""
 
-    @property
-    def key(self) -> str:
-        """The path as stored (pimem_files, sessions, issues): see textutil.storable_path."""
-        return storable_path(self.path)
+    @classmethod
+    def at(cls, source: Source, path: str, info: os.stat_result) -> SourceFile:
+        return cls(source, path, info.st_size, info.st_mtime_ns, info.st_ino, storable_path(path))
 
 
 def _wanted(source: Source, root: str, dirpath: str, name: str) -> bool:
+    """Is this file under ``root`` a transcript pimem reads?"""
+    if source == "claude":
+        relative = os.path.relpath(dirpath, root)
+        if is_claude_sidechain_path(() if relative == "." else tuple(Path(relative).parts), name):
+            return False
+    return _wanted_name(source, dirpath, name)
+
+
+def _wanted_name(source: Source, dirpath: str, name: str) -> bool:
+    """:func:`_wanted` for a file found by :func:`_walk`, which never enters sub-agent directories
+    (the name alone decides, and discovery stays cheap over 150k files)."""
     if source == "pi":
         return name.endswith(".jsonl")
     if source == "claude":
-        if not name.endswith(".jsonl"):
-            return False
-        relative = os.path.relpath(dirpath, root)
-        parts = () if relative == "." else tuple(Path(relative).parts)
-        return not is_claude_sidechain_path(parts, name)
+        return name.endswith(".jsonl") and not is_claude_sidechain_path((), name)
     if not name.startswith("rollout-"):
         return False
     if name.endswith(".jsonl") or name.endswith(".json"):
@@ -120,7 +129,7 @@ def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) 
             if not os.path.isdir(root_str):
                 continue  # a missing root is not an error
             for dirpath, entry in _walk(root_str, visited, root_keys - _key_set(root_str), source, issues):
-                if not _wanted(source, root_str, dirpath, entry.name):
+                if not _wanted_name(source, dirpath, entry.name):
                     continue
                 try:
                     info = entry.stat()
@@ -130,7 +139,7 @@ def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) 
                     continue
                 if stat_module.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) not in seen_files:
                     seen_files.add((info.st_dev, info.st_ino))
-                    found.append(SourceFile(source, entry.path, info.st_size, info.st_mtime_ns, info.st_ino))
+                    found.append(SourceFile.at(source, entry.path, info))
     return found
 
 
@@ -202,14 +211,15 @@ class FileState:
         return value if isinstance(value, dict) else {}
 
 
-def load_states(conn: sqlite3.Connection) -> dict[str, FileState]:
-    states = {}
-    for row in conn.execute(
-        "SELECT jsonl_path, file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state, "
-        "revision FROM pimem_files"
-    ):
-        states[row[0]] = FileState(*row[1:])
-    return states
+Stamp = tuple[str, int, int, int, int, int]
+"""A known file's row: (path, size, mtime_ns, inode, parsed_bytes, file_id): its stat when it was last parsed
+and how far. Plain rows, not objects: a no-change sync reads one per known file."""
+
+
+def load_stamps(conn: sqlite3.Connection) -> dict[str, Stamp]:
+    """Every known file's :data:`Stamp`, by path."""
+    return {row[0]: row for row in conn.execute(
+        "SELECT jsonl_path, size, mtime_ns, inode, parsed_bytes, file_id FROM pimem_files")}
 
 
 def fingerprint(path: str, parsed_bytes: int) -> str:
@@ -587,6 +597,17 @@ def _worker_import(files: list[SourceFile], force: bool) -> list[FileOutcome]:
     return import_files(_worker_conn, jobs, force=force, cancel=_worker_cancel.is_set)
 
 
+def load_stamps_for(conn: sqlite3.Connection, paths: list[str]) -> dict[str, Stamp]:
+    """:func:`load_stamps` for a few files (a live update)."""
+    stamps = {}
+    for path in paths:
+        row = conn.execute("SELECT jsonl_path, size, mtime_ns, inode, parsed_bytes, file_id FROM pimem_files "
+                           "WHERE jsonl_path = ?", (path,)).fetchone()
+        if row is not None:
+            stamps[path] = row
+    return stamps
+
+
 def load_states_for(conn: sqlite3.Connection, path: str) -> FileState | None:
     row = conn.execute(
         "SELECT file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state, revision "
@@ -608,10 +629,10 @@ class SyncRequest:
     workers: int | None = None              # None: automatic; 1: no worker processes
 
 
-def _unchanged(prior: FileState | None, current: SourceFile) -> bool:
+def _unchanged(stamp: Stamp | None, current: SourceFile) -> bool:
     """Same size, mtime and inode, and parsed to the end (an interrupted parse is not finished)."""
-    return (prior is not None and prior.size == current.size and prior.mtime_ns == current.mtime_ns
-            and prior.inode == current.inode and prior.parsed_bytes >= current.size)
+    return (stamp is not None and stamp[1] == current.size and stamp[2] == current.mtime_ns
+            and stamp[3] == current.inode and stamp[4] >= current.size)
 
 
 def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
@@ -624,19 +645,18 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
     cancel = cancel or threading.Event()
     try:
         if request.paths is None:
-            states = load_states(conn)
+            stamps = load_stamps(conn)
             files = discover(request.roots, request.sources, stats.issues)
-            _forget_vanished(conn, states, {f.key for f in files})
+            _forget_vanished(conn, stamps, {f.key for f in files})
+            changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
+            # Only changed files need their saved parse state (a no-change sync reads none).
+            todo = [(f, load_states_for(conn, f.key) if f.key in stamps else None) for f in changed]
         else:  # a live update: only these files' states are read (cheap whatever the store's size)
             files = _stat_paths(request, stats.issues)
-            states = {f.key: state for f in files if (state := load_states_for(conn, f.key)) is not None}
-        todo: list[tuple[SourceFile, FileState | None]] = []
-        for source_file in files:
-            prior = states.get(source_file.key)
-            if not request.force and _unchanged(prior, source_file):
-                stats.skipped_files += 1
-            else:
-                todo.append((source_file, prior))
+            stamps = load_stamps_for(conn, [f.key for f in files])
+            changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
+            todo = [(f, load_states_for(conn, f.key) if f.key in stamps else None) for f in changed]
+        stats.skipped_files = len(files) - len(todo)
         # Newest first: what the user did last becomes searchable first.
         todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)
         reporter = _ProgressReporter(progress, len(todo))
@@ -698,7 +718,7 @@ def _stat_paths(request: SyncRequest, issues: list[SyncIssue]) -> list[SourceFil
             issues.append(import_issue(source, storable_path(path), f"cannot read the file ({error.strerror})"))
             continue
         if stat_module.S_ISREG(info.st_mode):
-            files.append(SourceFile(source, path, info.st_size, info.st_mtime_ns, info.st_ino))
+            files.append(SourceFile.at(source, path, info))
     return files
 
 
@@ -714,8 +734,9 @@ def source_of(path: str, roots: SourceRoots) -> Source | None:
     return None
 
 
-def _forget_vanished(conn: sqlite3.Connection, states: dict[str, FileState], present: set[str]) -> None:
-    gone = [state.file_id for path, state in states.items() if path not in present and not os.path.exists(path)]
+def _forget_vanished(conn: sqlite3.Connection, stamps: dict[str, Stamp],
+                     present: set[str]) -> None:
+    gone = [stamp[5] for path, stamp in stamps.items() if path not in present and not os.path.exists(path)]
     if not gone:
         return
     with transaction(conn):
