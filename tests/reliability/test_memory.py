@@ -123,11 +123,13 @@ def test_peak_rss_with_a_100_mb_line_and_a_100_mb_file(base: Path, db: Path, wor
               f"\n+ 100 MB of ordinary lines ({_mib(big_size)} file): {with_big}")
     print(report)
     # No process ever holds either file whole: of the long line at most the 32 MiB cap is held (once),
-    # ordinary lines are parsed a chunk at a time (<= 8 MiB or 400 turns).
+    # ordinary lines are parsed a chunk at a time (<= 8 MiB or 400 turns). The absolute bound is two
+    # thirds of the file: a process holding the file whole fails it, interpreter + SQLite cache (~55 MiB
+    # on the CI machine) pass it with room.
     assert with_giant.process - reference.process < 48 * MIB, report
     assert with_giant.process < size * 2 // 3, report
     assert with_big.process - reference.process < 48 * MIB, report
-    assert with_big.process < big_size // 2, report
+    assert with_big.process < big_size * 2 // 3, report
     # The whole tree (the main process and its worker processes) stays bounded too.
     assert with_giant.tree < (2 + with_giant.workers) * reference.process + 80 * MIB, report
     assert with_big.tree < (2 + with_big.workers) * reference.process + 48 * MIB, report
