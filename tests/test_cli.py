@@ -51,6 +51,7 @@ def test_sync_recall_status(env: dict[str, str], tmp_path: Path) -> None:
 
     status = json.loads(pimem("status", "--json", env=env).stdout)
     assert status["totalTurns"] == stats["turns"] and status["lastSync"]["turns"] == 0
+    assert status["turnsToIndex"] == 0
 
 
 def test_db_option_overrides_the_environment(env: dict[str, str], tmp_path: Path) -> None:

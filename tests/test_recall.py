@@ -102,6 +102,13 @@ def test_rows_written_by_the_extension_are_found_before_indexing(conn: sqlite3.C
     _add(conn, "pi:s:1", "indexed flamingo", "", ts=1)
     _add(conn, "pi:s:2", "extension flamingo", "", ts=2, indexed=False)
     assert ids(conn, "flamingo") == ["pi:s:2", "pi:s:1"]
+    assert index.unindexed_count(conn) == 1  # what `pimem status` reports as not indexed yet
+    with transaction(conn):
+        index.catch_up(conn)
+    assert index.unindexed_count(conn) == 1  # it has a doc now, its postings are pending
+    index.build_pending(conn)
+    assert index.unindexed_count(conn) == 0
+    assert ids(conn, "flamingo") == ["pi:s:2", "pi:s:1"]
 
 
 @pytest.mark.parametrize(

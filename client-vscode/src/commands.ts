@@ -229,7 +229,9 @@ export class PimemCommands {
             (s.lastSync.issues > 0 ? ` with ${count(s.lastSync.issues, 'issue')}` : '');
       message =
         `Pi Memory: ${count(s.totalTurns, 'turn')} in ${count(s.sessions, 'session')} (${perSource}); ` +
-        `${s.syncing ? 'syncing now' : last}. Database: ${s.dbPath}. Server: Python ${state.version}.`;
+        `${s.syncing ? 'syncing now' : last}. ` +
+        (s.turnsToIndex > 0 ? `${count(s.turnsToIndex, 'turn')} not indexed yet (found, more slowly). ` : '') +
+        `Database: ${s.dbPath}. Server: Python ${state.version}.`;
     } catch (error) {
       message = `Pi Memory: status failed: ${describeError(error)}`;
     }

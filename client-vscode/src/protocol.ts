@@ -115,6 +115,7 @@ export interface StatusResult {
   sessions: number;
   turns: { pi: number; claude: number; codex: number };
   totalTurns: number;
+  turnsToIndex: number;
   lastSync: { finishedAt: number; turns: number; issues: number; cancelled: boolean; force: boolean } | null;
   syncing: boolean;
 }

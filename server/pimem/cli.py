@@ -185,6 +185,9 @@ def cmd_status(args: argparse.Namespace) -> int:
                   f"{last.get('issues', 0)} issues")
         else:
             print("last sync: never")
+        if status["turnsToIndex"]:
+            print(f"not indexed yet: {status['turnsToIndex']} turns (found by recall, more slowly; "
+                  "the next sync indexes them)")
     return 0
 
 

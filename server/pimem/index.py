@@ -206,6 +206,17 @@ def pending_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0])
 
 
+def unindexed_count(conn: sqlite3.Connection) -> int:
+    """Turns recall must scan because the index does not hold them yet: pending docs (a cancelled or
+    running build) and rows written behind pimem's back since the last sync. 0 without an index."""
+    if not fts_enabled(conn):
+        return 0
+    orphans = conn.execute(
+        "SELECT count(*) FROM turns t LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id "
+        "WHERE t.rowid > ? AND d.turn_id IS NULL", (watermark(conn),)).fetchone()[0]
+    return pending_count(conn) + int(orphans)
+
+
 def watermark(conn: sqlite3.Connection) -> int:
     value = get_meta(conn, "index_watermark")
     return int(value) if value else 0

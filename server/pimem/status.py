@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from pimem.index import unindexed_count
 from pimem.store import count_turns_by_source, get_meta
 
 
@@ -23,5 +24,6 @@ def store_status(conn: sqlite3.Connection, db_path: str) -> dict[str, object]:
         "sessions": sessions,
         "turns": turns,
         "totalTurns": sum(turns.values()),
+        "turnsToIndex": unindexed_count(conn),
         "lastSync": last_sync,
     }
