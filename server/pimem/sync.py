@@ -16,6 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import gc
 import hashlib
 import json
 import logging
@@ -79,6 +80,19 @@ class SourceFile(NamedTuple):
     @classmethod
     def at(cls, source: Source, path: str, info: os.stat_result) -> SourceFile:
         return cls(source, path, info.st_size, info.st_mtime_ns, info.st_ino, storable_path(path))
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Discovery and comparison make a few hundred thousand small acyclic tuples; the cyclic collector
+    would walk them again and again for nothing (~10 % of a no-change sync over 150k files)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _wanted(source: Source, root: str, dirpath: str, name: str) -> bool:
@@ -645,10 +659,11 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
     cancel = cancel or threading.Event()
     try:
         if request.paths is None:
-            stamps = load_stamps(conn)
-            files = discover(request.roots, request.sources, stats.issues)
-            _forget_vanished(conn, stamps, {f.key for f in files})
-            changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
+            with _collector_paused():
+                stamps = load_stamps(conn)
+                files = discover(request.roots, request.sources, stats.issues)
+                _forget_vanished(conn, stamps, {f.key for f in files})
+                changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
             # Only changed files need their saved parse state (a no-change sync reads none).
             todo = [(f, load_states_for(conn, f.key) if f.key in stamps else None) for f in changed]
         else:  # a live update: only these files' states are read (cheap whatever the store's size)

@@ -24,6 +24,8 @@ def clean_text(text: str) -> str:
 def storable_path(path: str) -> str:
     """A path as SQLite and JSON can hold it: a file name that is not valid UTF-8 (Python keeps its
     bytes as lone surrogates) gets its undecodable bytes written as ``\\xNN``."""
+    if path.isascii():  # the common case, checked without encoding (discovery calls this per file)
+        return path
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
