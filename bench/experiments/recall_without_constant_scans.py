@@ -15,6 +15,9 @@ commits (``pimem.search.recall_indexed``, ``pimem.recall.ROW_COLUMNS``).
         bench/experiments/recall_without_constant_scans.py bench/out/work-corpus-1000000-s1/pimem.db
 
 It leaves ``index_watermark`` set in the store (delete the pimem_meta row to undo).
+
+Both scans were fixed in pimem itself afterwards: the watermark by 73ef212, the pending read by 87b0cec
+(warm recall at 100k turns: p50 147 ms -> 8.4 ms, docs/benchmarks.md).
 """
 
 from __future__ import annotations
