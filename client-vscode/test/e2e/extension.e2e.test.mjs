@@ -8,6 +8,7 @@ import {
   clearNotifications,
   folderUrl,
   notification,
+  notificationText,
   repoDir,
   resultsFrame,
   runCommand,
@@ -232,9 +233,7 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     const dialog = page.locator('.monaco-dialog-box', { hasText: 'Rebuild Pi Memory?' });
     await dialog.waitFor({ state: 'visible', timeout: 30_000 });
     await dialog.locator('.dialog-buttons a.monaco-button, .dialog-buttons button', { hasText: 'Rebuild' }).click();
-    const done = notification(page, /Pi Memory: rebuilt from \d+ transcript files?: \d+ turns? added or updated/);
-    await done.first().waitFor({ timeout: 120_000 });
-    const text = await done.first().innerText();
+    const text = await notificationText(page, /Pi Memory: rebuilt from \d+ transcript files?: \d+ turns? added or updated/);
     const files = Number(/rebuilt from (\d+) transcript/.exec(text)[1]);
     assert.ok(files >= 10, `a rebuild reads every sample transcript: ${text}`);
     await page.locator('.statusbar-item', { hasText: /^\s*\d+ turns?\s*$/ }).waitFor({ timeout: 60_000 });

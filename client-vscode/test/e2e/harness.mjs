@@ -224,6 +224,34 @@ export function notification(page, text) {
   return page.locator('.notifications-toasts .notification-list-item', { hasText: text });
 }
 
+/**
+ * The text of the first notification matching `text`, waiting up to `timeout` ms. VS Code does not show a
+ * toast for a notification that arrives while a modal dialog is still closing (a fast command run from a
+ * confirmation): it goes straight to the notification center, so that is searched too.
+ */
+export async function notificationText(page, text, { timeout = 120_000 } = {}) {
+  const deadline = Date.now() + timeout;
+  let nextCenterCheck = Date.now() + 3_000;
+  while (Date.now() < deadline) {
+    const toasts = await notification(page, text).allInnerTexts();
+    if (toasts.length > 0) {
+      return toasts[0];
+    }
+    if (Date.now() >= nextCenterCheck) {
+      await runCommand(page, 'Notifications: Show Notifications');
+      const center = page.locator('.notifications-center .notification-list-item', { hasText: text });
+      const found = await center.first().waitFor({ timeout: 2_000 }).then(() => center.first().innerText(), () => null);
+      await runCommand(page, 'Notifications: Hide Notifications');
+      if (found !== null) {
+        return found;
+      }
+      nextCenterCheck = Date.now() + 5_000;
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`no notification matching ${text} within ${timeout} ms`);
+}
+
 export async function screenshot(page, name) {
   mkdirSync(artifactsDir, { recursive: true });
   const path = join(artifactsDir, name);
