@@ -166,6 +166,25 @@ def test_a_growing_reply_is_completed_not_frozen(tmp_path: Path, db_path: Path) 
     assert rows == [("first\nsecond", '["bash", "read"]')]
 
 
+def test_a_newline_that_ends_an_already_taken_last_line_is_not_a_line(tmp_path: Path, db_path: Path) -> None:
+    """A last line without its newline is taken when it is complete JSON; when the newline and more lines
+    arrive, the turns after it keep their true line numbers (found by the append fuzz test: one off)."""
+    header = b'{"type":"session","version":3,"id":"s2","timestamp":"2026-11-30T10:00:00.000Z","cwd":"/w"}'
+    user = (b'{"type":"message","id":"u%d","parentId":null,"timestamp":"2026-11-30T10:00:0%d.000Z",'
+            b'"message":{"role":"user","content":"flamingo %d?","timestamp":179603280%d000}}')
+    target = tmp_path / "pi" / "agent" / "sessions" / "--w--" / "s2.jsonl"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(header + b"\n" + user % (1, 1, 1, 1))           # line 2 has no newline yet
+    sync(tmp_path, db_path)
+    with target.open("ab") as handle:
+        handle.write(b"\n" + user % (2, 2, 2, 2) + b"\n")              # its newline, then line 3
+    sync(tmp_path, db_path)
+    conn = connect(db_path)
+    lines = conn.execute("SELECT t.user_text, d.line FROM turns t JOIN pimem_docs d ON d.turn_id = t.turn_id "
+                         "ORDER BY d.line").fetchall()
+    assert lines == [("flamingo 1?", 2), ("flamingo 2?", 3)]
+
+
 def test_rewritten_file_is_parsed_again(tmp_path: Path, db_path: Path) -> None:
     """Pi rewrites v1/v2 files in place (new ids) when it opens them: both versions' turns remain,
     and recall shows the exchange once."""

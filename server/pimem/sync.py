@@ -405,7 +405,14 @@ class _FileImport:
             return
         with contextlib.closing(open_transcript(self.file.path)) as stream:
             if offset:
-                stream.seek(offset)
+                # A last line that had no newline yet was taken whole (it was complete JSON) and counted;
+                # the newline that ends it later is not a line of its own.
+                stream.seek(offset - 1)
+                around = stream.read(2)
+                if len(around) == 2 and around[0] != 0x0A and around[1] == 0x0A:
+                    offset += 1
+                else:
+                    stream.seek(offset)
             reader = LineReader(stream, offset, lines)
             chunk = Chunk()
             first = resume is None
