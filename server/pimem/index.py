@@ -131,7 +131,7 @@ def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> 
                      (item.line, clamp_ms(item.ts), key))
         conn.execute("INSERT OR IGNORE INTO pimem_pending(doc_key) VALUES (?)", (key,))
     if garbage:
-        set_meta(conn, "index_garbage", str(int(get_meta(conn, "index_garbage") or 0) + garbage))
+        _add_garbage(conn, garbage)
     if not fresh:
         return
     by_day: dict[int, list[IndexItem]] = {}
@@ -202,6 +202,19 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
     return done
 
 
+def _garbage(conn: sqlite3.Connection) -> int:
+    """Docs whose old postings stay in the FTS tables (see the module docstring)."""
+    return int(get_meta(conn, "index_garbage") or 0)
+
+
+def _add_garbage(conn: sqlite3.Connection, count: int) -> None:
+    set_meta(conn, "index_garbage", str(_garbage(conn) + count))
+
+
+# Turn rows above the watermark without a doc: written behind pimem's back since its last sync.
+_ORPHANS = "FROM turns t WHERE t.rowid > ? AND NOT EXISTS (SELECT 1 FROM pimem_docs d WHERE d.turn_id = t.turn_id)"
+
+
 def pending_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0])
 
@@ -211,9 +224,7 @@ def unindexed_count(conn: sqlite3.Connection) -> int:
     running build) and rows written behind pimem's back since the last sync. 0 without an index."""
     if not fts_enabled(conn):
         return 0
-    orphans = conn.execute(
-        "SELECT count(*) FROM turns t LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id "
-        "WHERE t.rowid > ? AND d.turn_id IS NULL", (watermark(conn),)).fetchone()[0]
+    orphans = conn.execute(f"SELECT count(*) {_ORPHANS}", (watermark(conn),)).fetchone()[0]
     return pending_count(conn) + int(orphans)
 
 
@@ -225,18 +236,19 @@ def watermark(conn: sqlite3.Connection) -> int:
 def catch_up(conn: sqlite3.Connection, *, full: bool = False) -> int:
     """Give a doc to turn rows written behind pimem's back (by the Pi extension). In a transaction."""
     start = 0 if full else watermark(conn)
-    rows = conn.execute(
-        "SELECT t.turn_id, t.ts, t.user_text, t.reply_text FROM turns t "
-        "WHERE t.rowid > ? AND NOT EXISTS (SELECT 1 FROM pimem_docs d WHERE d.turn_id = t.turn_id) "
-        "ORDER BY t.rowid",
-        (start,),
-    ).fetchall()
+    rows = conn.execute(f"SELECT t.turn_id, t.ts, t.user_text, t.reply_text {_ORPHANS} ORDER BY t.rowid",
+                        (start,)).fetchall()
     items = [IndexItem(turn_id, int(ts or 0), user or "", reply or "", None, None) for turn_id, ts, user, reply in rows]
     if items:
         put_many(conn, items, fts=fts_enabled(conn))
+    _advance_watermark(conn)
+    return len(items)
+
+
+def _advance_watermark(conn: sqlite3.Connection) -> None:
+    """Every turn row up to the newest one has a doc: recall need not look below it for orphans."""
     top = conn.execute("SELECT max(rowid) FROM turns").fetchone()[0]
     set_meta(conn, "index_watermark", str(int(top or 0)))
-    return len(items)
 
 
 def reconcile(conn: sqlite3.Connection) -> int:
@@ -255,14 +267,13 @@ def reconcile(conn: sqlite3.Connection) -> int:
             conn.executemany("DELETE FROM pimem_docs WHERE doc_key = ?", [(key,) for key, _ in orphans])
             conn.executemany("DELETE FROM pimem_pending WHERE doc_key = ?", [(key,) for key, _ in orphans])
             indexed = sum(1 for _, pending in orphans if not pending)
-            set_meta(conn, "index_garbage", str(int(get_meta(conn, "index_garbage") or 0) + indexed))
+            _add_garbage(conn, indexed)
         added = catch_up(conn, full=True)
     else:
         # Consistent: still move the watermark, or every recall would scan the whole turns table for
         # rows without a doc.
-        top = conn.execute("SELECT max(rowid) FROM turns").fetchone()[0]
-        set_meta(conn, "index_watermark", str(int(top or 0)))
-    garbage = int(get_meta(conn, "index_garbage") or 0)
+        _advance_watermark(conn)
+    garbage = _garbage(conn)
     if garbage and garbage * 10 > max(turns, 1) and fts_enabled(conn):
         rebuild(conn)
     return added
