@@ -74,6 +74,20 @@ class LineReader:
         self._max_line = max_line
         self.oversized_lines = 0
 
+    @classmethod
+    def resume(cls, stream: IO[bytes], offset: int, lines: int) -> LineReader:
+        """A reader that continues where an earlier one stopped (its ``position`` and ``lines_read``).
+        A last line that had no newline yet was taken whole (it was complete JSON) and counted, so the
+        newline that ends it later is skipped, not counted as a line of its own."""
+        if offset:
+            stream.seek(offset - 1)
+            around = stream.read(2)
+            if len(around) == 2 and around[0] != 0x0A and around[1] == 0x0A:
+                offset += 1
+            else:
+                stream.seek(offset)
+        return cls(stream, offset, lines)
+
     def _read_capped(self) -> bytes | bytearray:
         """The next line with its newline, or its first ``max_line + 1`` bytes. A long line is read in
         1 MiB pieces into one growing buffer, so it is held once rather than once per concatenation."""

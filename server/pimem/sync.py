@@ -230,10 +230,12 @@ Stamp = tuple[str, int, int, int, int, int]
 and how far. Plain rows, not objects: a no-change sync reads one per known file."""
 
 
+_STAMPS_SQL = "SELECT jsonl_path, size, mtime_ns, inode, parsed_bytes, file_id FROM pimem_files"
+
+
 def load_stamps(conn: sqlite3.Connection) -> dict[str, Stamp]:
     """Every known file's :data:`Stamp`, by path."""
-    return {row[0]: row for row in conn.execute(
-        "SELECT jsonl_path, size, mtime_ns, inode, parsed_bytes, file_id FROM pimem_files")}
+    return {row[0]: row for row in conn.execute(_STAMPS_SQL)}
 
 
 def fingerprint(path: str, parsed_bytes: int) -> str:
@@ -404,20 +406,11 @@ class _FileImport:
             self._commit(Chunk(), parser, self.file.size, lines, first=False, size=0)
             return
         with contextlib.closing(open_transcript(self.file.path)) as stream:
-            if offset:
-                # A last line that had no newline yet was taken whole (it was complete JSON) and counted;
-                # the newline that ends it later is not a line of its own.
-                stream.seek(offset - 1)
-                around = stream.read(2)
-                if len(around) == 2 and around[0] != 0x0A and around[1] == 0x0A:
-                    offset += 1
-                else:
-                    stream.seek(offset)
-            reader = LineReader(stream, offset, lines)
+            reader = LineReader.resume(stream, offset, lines)
             chunk = Chunk()
             first = resume is None
             chunk_start = time.monotonic()
-            committed_at = offset
+            committed_at = reader.position
             for line in reader.scan(parser.interesting):
                 feed_line(parser, line, chunk)
                 if (len(chunk.turns) >= CHUNK_TURNS or line.end - committed_at >= CHUNK_BYTES
@@ -622,8 +615,7 @@ def load_stamps_for(conn: sqlite3.Connection, paths: list[str]) -> dict[str, Sta
     """:func:`load_stamps` for a few files (a live update)."""
     stamps = {}
     for path in paths:
-        row = conn.execute("SELECT jsonl_path, size, mtime_ns, inode, parsed_bytes, file_id FROM pimem_files "
-                           "WHERE jsonl_path = ?", (path,)).fetchone()
+        row = conn.execute(f"{_STAMPS_SQL} WHERE jsonl_path = ?", (path,)).fetchone()
         if row is not None:
             stamps[path] = row
     return stamps
@@ -665,19 +657,17 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
     conn = conn or connect(request.db_path)
     cancel = cancel or threading.Event()
     try:
-        if request.paths is None:
-            with _collector_paused():
+        with _collector_paused():
+            if request.paths is None:
                 stamps = load_stamps(conn)
                 files = discover(request.roots, request.sources, stats.issues)
                 _forget_vanished(conn, stamps, {f.key for f in files})
-                changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
-            # Only changed files need their saved parse state (a no-change sync reads none).
-            todo = [(f, load_states_for(conn, f.key) if f.key in stamps else None) for f in changed]
-        else:  # a live update: only these files' states are read (cheap whatever the store's size)
-            files = _stat_paths(request, stats.issues)
-            stamps = load_stamps_for(conn, [f.key for f in files])
+            else:  # a live update: only these files' stamps are read (cheap whatever the store's size)
+                files = _stat_paths(request, stats.issues)
+                stamps = load_stamps_for(conn, [f.key for f in files])
             changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
-            todo = [(f, load_states_for(conn, f.key) if f.key in stamps else None) for f in changed]
+        # Only changed files need their saved parse state (a no-change sync reads none).
+        todo = [(f, load_states_for(conn, f.key) if f.key in stamps else None) for f in changed]
         stats.skipped_files = len(files) - len(todo)
         # Newest first: what the user did last becomes searchable first.
         todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)
