@@ -302,12 +302,12 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
         followed = {id(candidate) for candidate in follow}
         bounds: dict[int, int] = {}
         candidates: set[int] = set()
-        read_today: list[tuple[CandidateList, set[int]]] = []
+        read_today: list[tuple[CandidateList, list[int]]] = []
         unread: list[CandidateList] = []
         for candidate in open_lists:
             if id(candidate) in followed or candidate.short:
                 taken = candidate.take(low, high)
-                read_today.append((candidate, set(taken)))
+                read_today.append((candidate, taken))
                 for key in taken:
                     bounds[key] = bounds.get(key, 0) + candidate.weight
                     if id(candidate) in followed:
@@ -323,7 +323,7 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
                 for read_list, read_keys in read_today:
                     both = joint(read_list, long_list)
                     if both is not None and read_keys:
-                        not_in_long |= read_keys - set(both.take(low, high))
+                        not_in_long.update(set(read_keys).difference(both.take(low, high)))
                 for key in not_in_long:
                     bounds[key] -= long_list.weight
         pending = _newest_first(conn, candidates)
