@@ -11,7 +11,10 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { clearNotifications, folderUrl, notification, repoDir, runCommand, screenshot, startVsCode } from './harness.mjs';
 
-const TURNS = 20000; // ~400 MB of transcripts: a few seconds per phase on 2 cores
+// ~800 MB of transcripts. The notification opens 2 s into the sync; with 20,000 turns the files phase took
+// about 2 s here, so on a faster CI machine the notification opened in the indexing phase, and the whole sync
+// (about 6 s) left little time for the click. Twice that leaves several seconds in either phase.
+const TURNS = 40000;
 
 describe('Pi Memory sync progress and cancel', { timeout: 300_000 }, () => {
   let vs;
@@ -58,7 +61,8 @@ describe('Pi Memory sync progress and cancel', { timeout: 300_000 }, () => {
   it('cancels a long sync from its notification, and Sync Now finishes it', async () => {
     await page.goto(folderUrl(vs.port, workspace));
     await page.locator('.statusbar-item', { hasText: /Pi Memory: syncing \d+\/\d+/ }).waitFor({ timeout: 60_000 });
-    const toast = notification(page, /Pi Memory: syncing transcripts: \d+\/\d+ files/);
+    // The notification opens in whichever phase is running by then: files, or indexing the stored turns.
+    const toast = notification(page, /Pi Memory: syncing transcripts: (\d+\/\d+ files|indexing \d+\/\d+ turns)/);
     await toast.first().waitFor({ timeout: 15_000 });
     await screenshot(page, 'sync-progress.png');
     await toast.first().locator('a.monaco-button, button', { hasText: 'Cancel' }).click();
