@@ -9,6 +9,7 @@ import {
   folderUrl,
   notification,
   notificationText,
+  QUIET_WORKBENCH_SETTINGS,
   repoDir,
   resultsFrame,
   runCommand,
@@ -40,17 +41,7 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
         cpSync(join(samples, 'pi'), join(home, '.pi'), { recursive: true });
       },
       settings: (dirs) => ({
-        'workbench.startupEditor': 'none',
-        'chat.disableAIFeatures': true,
-        'telemetry.telemetryLevel': 'off',
-        'update.mode': 'none',
-        // the current value: an old one ("false") makes VS Code rewrite this file while the extension starts
-        'extensions.autoUpdate': 'off',
-        'extensions.autoCheckUpdates': false,
-        'extensions.ignoreRecommendations': true,
-        'workbench.enableExperiments': false,
-        'security.workspace.trust.enabled': false,
-        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        ...QUIET_WORKBENCH_SETTINGS,
         'editor.hover.delay': 200,
         // editUserSettings() types JSON into the settings editor: no automatic closing or indenting
         'editor.autoClosingBrackets': 'never',

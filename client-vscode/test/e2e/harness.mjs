@@ -19,6 +19,21 @@ const chromium = process.env.PIMEM_E2E_CHROMIUM ?? '/usr/bin/chromium';
 export const vsix = join(clientDir, 'dist', 'pimem.vsix');
 export const EXTENSION_ID = 'pimem.pimem';
 
+/** User settings every test starts from: no start page, updates, telemetry, trust prompt or side panels. */
+export const QUIET_WORKBENCH_SETTINGS = {
+  'workbench.startupEditor': 'none',
+  'chat.disableAIFeatures': true,
+  'telemetry.telemetryLevel': 'off',
+  'update.mode': 'none',
+  // the current value: an old one ("false") makes VS Code rewrite this file while the extension starts
+  'extensions.autoUpdate': 'off',
+  'extensions.autoCheckUpdates': false,
+  'extensions.ignoreRecommendations': true,
+  'workbench.enableExperiments': false,
+  'security.workspace.trust.enabled': false,
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
+};
+
 function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();

@@ -9,7 +9,16 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { clearNotifications, folderUrl, notification, repoDir, runCommand, screenshot, startVsCode } from './harness.mjs';
+import {
+  clearNotifications,
+  folderUrl,
+  notification,
+  QUIET_WORKBENCH_SETTINGS,
+  repoDir,
+  runCommand,
+  screenshot,
+  startVsCode,
+} from './harness.mjs';
 
 // ~800 MB of transcripts. The notification opens 2 s into the sync; with 20,000 turns the files phase took
 // about 2 s here, so on a faster CI machine the notification opened in the indexing phase, and the whole sync
@@ -40,14 +49,7 @@ describe('Pi Memory sync progress and cancel', { timeout: 300_000 }, () => {
         mkdirSync(workspace);
       },
       settings: (dirs) => ({
-        'workbench.startupEditor': 'none',
-        'chat.disableAIFeatures': true,
-        'telemetry.telemetryLevel': 'off',
-        'update.mode': 'none',
-        'extensions.autoUpdate': 'off',
-        'extensions.autoCheckUpdates': false,
-        'security.workspace.trust.enabled': false,
-        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        ...QUIET_WORKBENCH_SETTINGS,
         'pimem.dbPath': join(dirs.run, 'memory.db'),
       }),
     });
