@@ -152,20 +152,10 @@ export class PimemCommands {
     if (folder === undefined) {
       return;
     }
-    const workspaceFolder = folder.uri.toString();
-    let dry: MigrationReport | undefined;
-    try {
-      dry = await this.withNotification(`Pi Memory: looking for Codex sessions of ${folder.name}`, (token) =>
-        this.server.request(MigrateCodexRequest, { workspaceFolder, dryRun: true }, token),
-      ).then((r) => r.reports[0]);
-    } catch (error) {
-      void vscode.window.showErrorMessage(`Pi Memory: Codex migration failed: ${describeError(error)}`);
-      return;
-    }
+    const dry = await this.migrate(folder, true, `Pi Memory: looking for Codex sessions of ${folder.name}`);
     if (dry === undefined) {
       return;
     }
-    this.logReport(dry);
     if (dry.migrated.length === 0) {
       const skipped = dry.skipped.length > 0 ? ` (${dry.skipped.length} skipped: ${summariseReasons(dry)})` : '';
       void vscode.window.showInformationMessage(`Pi Memory: no Codex session of ${folder.name} to migrate${skipped}.`);
@@ -185,19 +175,10 @@ export class PimemCommands {
     if (choice !== 'Migrate') {
       return;
     }
-    let report: MigrationReport | undefined;
-    try {
-      report = await this.withNotification(`Pi Memory: migrating Codex sessions of ${folder.name}`, (token) =>
-        this.server.request(MigrateCodexRequest, { workspaceFolder, dryRun: false }, token),
-      ).then((r) => r.reports[0]);
-    } catch (error) {
-      void vscode.window.showErrorMessage(`Pi Memory: Codex migration failed: ${describeError(error)}`);
-      return;
-    }
+    const report = await this.migrate(folder, false, `Pi Memory: migrating Codex sessions of ${folder.name}`);
     if (report === undefined) {
       return;
     }
-    this.logReport(report);
     const written = `Pi Memory: migrated ${count(report.migrated.length, 'Codex session')} of ${folder.name} to Pi`;
     const skipped = report.skipped.length > 0 ? `, skipped ${report.skipped.length} (${summariseReasons(report)})` : '';
     const issues = report.issues.length > 0 ? `; ${count(report.issues.length, 'file')} could not be read` : '';
@@ -249,6 +230,23 @@ export class PimemCommands {
     return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (_p, token) =>
       task(token),
     );
+  }
+
+  /** One `pimem/migrateCodex` call for a folder, with its report logged; undefined after an error (shown). */
+  private async migrate(folder: vscode.WorkspaceFolder, dryRun: boolean, title: string): Promise<MigrationReport | undefined> {
+    try {
+      const result = await this.withNotification(title, (token) =>
+        this.server.request(MigrateCodexRequest, { workspaceFolder: folder.uri.toString(), dryRun }, token),
+      );
+      const report = result.reports[0];
+      if (report !== undefined) {
+        this.logReport(report);
+      }
+      return report;
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Pi Memory: Codex migration failed: ${describeError(error)}`);
+      return undefined;
+    }
   }
 
   private logReport(report: MigrationReport): void {
