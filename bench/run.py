@@ -821,8 +821,8 @@ class Bench:
             add("warm recall p95 <= 150 ms", f"{ms(rec['warm']['p95'])} ms (max {ms(rec['warm']['max'])} ms)",
                 rec["warm"]["p95"] <= 0.150)
             if "ratio_p50" in rec:
-                add(">= 50x the seed's LIKE scan (p50 / p50)", f"{rec['ratio_p50']:,.1f}x (per query: min "
-                    f"{rec['ratio_min_per_query']:,.1f}x, median {rec['ratio_median_per_query']:,.1f}x)",
+                add(">= 50x the seed's LIKE scan (p50 / p50)", f"{ratio_text(rec['ratio_p50'])} (per query: min "
+                    f"{ratio_text(rec['ratio_min_per_query'])}, median {ratio_text(rec['ratio_median_per_query'])})",
                     rec["ratio_p50"] >= 50)
             add("cold CLI recall <= 0.5 s", f"p50 {ms(rec['cold']['p50'])} ms, p95 {ms(rec['cold']['p95'])} ms, max "
                 f"{ms(rec['cold']['max'])} ms", rec["cold"]["p95"] <= 0.5)
@@ -959,6 +959,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                             "tree)")
     parser.add_argument("--results", type=Path, help="write the results as JSON here")
     parser.add_argument("--log", type=Path, help="write everything printed here")
+    parser.add_argument("--summarize", type=Path, metavar="RESULTS",
+                        help="only print the Targets table of a run saved with --results (nothing is measured)")
     args = parser.parse_args(argv)
     if args.turns is None:
         args.turns = 20_000 if args.check_only else 100_000
@@ -983,10 +985,9 @@ def summarize(path: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    raw = list(sys.argv[1:] if argv is None else argv)
-    if raw[:1] == ["--summarize"] and len(raw) == 2:
-        return summarize(Path(raw[1]))
     args = parse_args(argv)
+    if args.summarize is not None:
+        return summarize(args.summarize)
     out = REPO / "bench" / "out"
     started = time.monotonic()
     explicit = args.corpus is not None
