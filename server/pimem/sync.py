@@ -746,8 +746,7 @@ def source_of(path: str, roots: SourceRoots) -> Source | None:
     return None
 
 
-def _forget_vanished(conn: sqlite3.Connection, stamps: dict[str, Stamp],
-                     present: set[str]) -> None:
+def _forget_vanished(conn: sqlite3.Connection, stamps: dict[str, Stamp], present: set[str]) -> None:
     gone = [stamp[5] for path, stamp in stamps.items() if path not in present and not os.path.exists(path)]
     if not gone:
         return
