@@ -225,6 +225,14 @@ def test_the_background_calls_remembered_are_bounded(tmp_path: Path) -> None:
     assert len(state["background"]) == MAX_BACKGROUND_CALLS
 
 
+def test_a_tool_call_with_a_malformed_name_costs_nothing(tmp_path: Path) -> None:
+    """The launch check must not raise on an unhashable name (the line's text would be skipped)."""
+    transcript = Transcript().user("u1", "Go.").say("a1", "Reply.")
+    transcript.lines[-1]["message"]["content"].append(
+        {"type": "tool_use", "id": "toolu_1", "name": ["Agent"], "input": {"run_in_background": "yes"}})
+    assert turns_of(transcript, tmp_path) == [("u1", "Go.", "Reply.", [])]
+
+
 def test_a_bash_mode_command_the_assistant_answers_is_a_turn(tmp_path: Path) -> None:
     transcript = (Transcript()
                   .user("u1", "Hello.").say("a1", "Hi.")

@@ -126,7 +126,8 @@ def background_call_ids(message: dict[str, Any]) -> list[str]:
             continue
         tool_input = as_dict(block.get("input")) or {}
         call_id = nonempty_str(block.get("id"))
-        if call_id and (block.get("name") in BACKGROUND_TOOLS or tool_input.get("run_in_background") is True):
+        if call_id and (nonempty_str(block.get("name")) in BACKGROUND_TOOLS
+                        or tool_input.get("run_in_background") is True):
             ids.append(call_id)
     return ids
 
