@@ -245,7 +245,8 @@ class ClaudeParser(TranscriptParser):
             match = _BASH_INPUT.match(text)
             command = match.group(1).strip() if match else ""
             message_id = nonempty_str(record.get("uuid")) or f"L{line_number}"
-            self._bash = [message_id, ts, "!" + command, line_number] if command else None
+            answerable = command and self._info.native_id is not None
+            self._bash = [message_id, ts, "!" + command, line_number] if answerable else None
         elif text.startswith(("<bash-stdout>", "<bash-stderr>")):
             self._current = None  # the command's output: its answer still starts the bash turn
         elif text.startswith("<task-notification>"):
