@@ -15,6 +15,9 @@ from pimem.paths import SourceRoots
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples" / "history"
 LEGACY = REPO / "tests" / "fixtures" / "legacy"
+# Real transcripts of Claude Code's interactive TUI (tools/agentgen --agents claude-tui), a root of their own so
+# that samples/history (and every count derived from it) stays as it is.
+CLAUDE_INTERACTIVE = REPO / "tests" / "fixtures" / "claude-interactive"
 EXPECTED = REPO / "tests" / "fixtures" / "expected"
 
 

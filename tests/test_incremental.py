@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import LEGACY, SAMPLES, roots_under
+from conftest import CLAUDE_INTERACTIVE, LEGACY, SAMPLES, roots_under
 from pimem import index
 from pimem.recall import ORPHAN_ROWS_SQL, PENDING_ROWS_SQL, make_query, recall, recall_scan
 from pimem.store import connect
@@ -23,11 +23,12 @@ from pimem.sync import SyncRequest, run_sync
 LINE_FILES = sorted(
     [p for p in SAMPLES.rglob("*.jsonl") if "subagents" not in p.parts]
     + [p for p in LEGACY.rglob("*.jsonl") if "subagents" not in p.parts and not p.name.startswith("agent-")]
+    + [p for p in CLAUDE_INTERACTIVE.rglob("*.jsonl") if "subagents" not in p.parts]
 )
 
 
 def _relative_root(file: Path) -> tuple[Path, Path]:
-    base = SAMPLES if SAMPLES in file.parents else LEGACY
+    base = next(root for root in (SAMPLES, LEGACY, CLAUDE_INTERACTIVE) if root in file.parents)
     return base, file.relative_to(base)
 
 

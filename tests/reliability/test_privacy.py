@@ -36,7 +36,7 @@ from urllib.parse import quote
 import psutil
 import pytest
 
-from conftest import EXPECTED
+from conftest import EXPECTED, LEGACY, REPO, SAMPLES
 from lsp.conftest import history_env
 from pimem.lsp import methods
 from pimem.store import connect, set_meta, transaction
@@ -86,11 +86,18 @@ if _LOG:
 '''
 
 
+# The fixture roots make_history copies (tests/fixtures/claude-interactive is not among them).
+HISTORY_ROOTS = tuple(f"{root.relative_to(REPO).as_posix()}/" for root in (SAMPLES, LEGACY))
+
+
 def distinctive_texts() -> list[str]:
-    """A distinctive piece of the first prompt of every imported fixture transcript."""
+    """A distinctive piece of the first prompt of every imported transcript of the history
+    (make_history: samples/history and the legacy fixtures)."""
     texts = []
     for path in sorted(EXPECTED.glob("*/*.json")):
         case = json.loads(path.read_text(encoding="utf-8"))
+        if not str(case["file"]).startswith(HISTORY_ROOTS):
+            continue
         for turn in case.get("turns", [])[:1]:
             text = turn["userText"].strip().splitlines()[0][:48].strip()
             if len(text) >= 16:

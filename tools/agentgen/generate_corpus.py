@@ -34,6 +34,8 @@ import json
 import os
 import platform
 import queue
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -498,6 +500,163 @@ def run_pi(r, pi, P):
 
 
 # ----------------------------------------------------------------------------
+# C5: Claude Code's interactive TUI, driven in tmux (--agents claude-tui)
+#
+# Some records are only written by the interactive client: a prompt typed while a tool runs
+# (queue-operation + attachment queued_command, no user line), a prompt typed while a text answer
+# streams (written later as a normal user line), bash mode (`!cmd`, answered by the model), a
+# background sub-agent's <task-notification>, idle or absorbed mid-turn. -p cannot produce them.
+# ----------------------------------------------------------------------------
+
+TUI_PROJECT = "tui-lab"
+TUI_SOCKET = "pimem-agentgen"   # private tmux server (tmux -L), so no user session is touched
+TUI_SIZE = ("160", "50")
+
+
+def setup_tui_project(projects):
+    """(Re)create only PROJECTS/tui-lab, so a TUI-only run leaves the other projects alone."""
+    lab = projects / TUI_PROJECT
+    if lab.exists():
+        shutil.rmtree(lab)
+    write(lab / "README.md", "# tui-lab\n\nA tiny shop backend: prices are cached in src/cache.py.\n")
+    write(lab / "Makefile", "test:\n\t@echo 'running 2 tui-lab tests... ok'\n")
+    write(lab / "src" / "cache.py", "PRICE_CACHE = {}\n\n\ndef get_price(sku, load):\n"
+                                    "    return PRICE_CACHE.setdefault(sku, load(sku))\n")
+    return lab
+
+
+def setup_tui_home(home, lab):
+    """A fresh HOME whose ~/.claude.json answers the first-run questions the TUI would ask:
+    onboarding, the custom API key (approved by its last 20 characters) and the folder trust dialog."""
+    if home.exists():
+        shutil.rmtree(home)
+    key = base_env(home, Path("/"), 0)["ANTHROPIC_API_KEY"]
+    write(home / ".claude.json", json.dumps({
+        "hasCompletedOnboarding": True, "theme": "dark", "numStartups": 1,
+        "customApiKeyResponses": {"approved": [key[-20:]], "rejected": []},
+        "projects": {str(lab): {"hasTrustDialogAccepted": True, "allowedTools": []}},
+    }, indent=2) + "\n")
+
+
+class Tui:
+    """One program in a detached tmux session on a private socket: type into it, read its screen."""
+
+    def __init__(self, name, argv, cwd, env, logdir):
+        if shutil.which("tmux") is None:
+            raise SystemExit("--agents claude-tui needs tmux (Debian/Ubuntu: apt-get install -y tmux)")
+        self.tmux = ["tmux", "-L", TUI_SOCKET, "-f", "/dev/null"]
+        self.name, self.logdir = name, logdir
+        command = " ".join(shlex.quote(a) for a in ["env", "-i", *("%s=%s" % kv for kv in env.items()),
+                                                    *map(str, argv)])
+        print(f"+ tmux ({cwd}) {short_argv([str(a) for a in argv])}", flush=True)
+        subprocess.run(self.tmux + ["new-session", "-d", "-s", name, "-x", TUI_SIZE[0], "-y", TUI_SIZE[1],
+                                    "-c", str(cwd), command], check=True)
+        subprocess.run(self.tmux + ["set-option", "-t", name, "remain-on-exit", "on"], check=True)
+
+    def screen(self):
+        return subprocess.run(self.tmux + ["capture-pane", "-p", "-t", self.name], capture_output=True,
+                              text=True).stdout
+
+    def keys(self, *keys):
+        subprocess.run(self.tmux + ["send-keys", "-t", self.name, *keys], check=True)
+
+    def type(self, text, enter=True):
+        print("  tui> %s" % text, flush=True)
+        if text.startswith("!"):  # "!" first switches the prompt to bash mode
+            self.keys("-l", "!")
+            time.sleep(0.5)
+            text = text[1:]
+        self.keys("-l", text)
+        time.sleep(0.4)  # let the input box take the text before Enter submits it
+        if enter:
+            self.keys("Enter")
+
+    def wait(self, what, done, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if done():
+                return
+            time.sleep(0.2)
+        (self.logdir / f"tui-{self.name}-stuck.txt").write_text(self.screen(), encoding="utf-8")
+        raise RuntimeError(f"TUI: timed out waiting for {what} (screen saved in {self.logdir})")
+
+    def wait_screen(self, pattern, timeout=60):
+        self.wait(repr(pattern), lambda: re.search(pattern, self.screen()) is not None, timeout)
+
+    def dead(self):
+        out = subprocess.run(self.tmux + ["display-message", "-p", "-t", self.name, "#{pane_dead}"],
+                             capture_output=True, text=True)
+        return out.returncode != 0 or out.stdout.strip() == "1"
+
+    def close(self):
+        subprocess.run(self.tmux + ["kill-session", "-t", self.name], capture_output=True)
+
+
+def finished_turns(projects_root):
+    """How many turns the TUI has finished: it ends each one with a system turn_duration record."""
+    files = [p for p in projects_root.glob("*/*.jsonl")]
+    if not files:
+        return 0
+    newest = max(files, key=lambda p: p.stat().st_mtime_ns)
+    with open(newest, encoding="utf-8") as f:
+        return sum('"subtype":"turn_duration"' in line for line in f)
+
+
+def run_claude_tui(r, claude, lab):
+    """C5: one interactive session; every wait is on the screen or on the transcript, not a sleep."""
+    argv = [str(claude), "--permission-mode", "default", "--allowedTools", "Bash", "Agent"]
+    before, req0, t0 = r.snapshot("claude"), r.mock.count(), time.time()
+    typed = []
+    tui = Tui("c5", argv, lab, dict(r.env, CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY="1"), r.logdir)
+    turns = 0
+
+    def say(text):
+        typed.append(text)
+        tui.type(text)
+
+    def turns_done(n, timeout=90):
+        tui.wait(f"{n} finished turn(s)", lambda: finished_turns(r.roots["claude"]) >= n, timeout)
+
+    try:
+        tui.wait_screen(r"for shortcuts")  # the input box is ready
+        # 1. two prompts typed while a slow Bash call runs: queued_command attachments, no user lines
+        say("Please run `sleep 8` and tell me when it is done.")
+        tui.wait_screen(r"\$ sleep 8")
+        say("While that runs: what is the flamingo bug?")
+        tui.wait_screen(r"Queued")
+        say("One more while it runs: what does zeta_ratelimit do?")
+        turns_done(turns := turns + 1)
+        # 2. a prompt typed while a text-only answer streams: a normal user line, written afterwards
+        say("Please explain slowly how the price cache works.")
+        tui.wait_screen(r"streamed slowly")
+        say("Typed while the answer streams: does the price cache need a lock?")
+        tui.wait_screen(r"Queued")
+        turns_done(turns := turns + 2)
+        # 3. bash mode: the model answers the command's output
+        say("!ls")
+        turns_done(turns := turns + 1)
+        # 4. a background sub-agent that reports after the user asked something else
+        say("Please use a subagent that runs `sleep 6` to explore this project, then report back.")
+        turns_done(turns := turns + 1)
+        say("Meanwhile: what is in the Makefile?")
+        turns_done(turns := turns + 2)  # that answer, then the idle <task-notification> turn
+        # 5. a sub-agent that finishes while a Bash call runs: its notification is absorbed mid-turn
+        say("Please use a subagent that runs `sleep 3` to list the files.")
+        turns_done(turns := turns + 1)
+        say("Meanwhile, please run `sleep 10` here.")
+        turns_done(turns := turns + 1)
+        say("/exit")
+        tui.wait("the TUI to exit", tui.dead, 30)
+        rc = 0
+    except RuntimeError as error:
+        print(error, flush=True)
+        rc = "stuck"
+    finally:
+        tui.close()
+    return r.record("claude", "C5", lab, argv, typed, rc, t0, before, req0)
+
+
+# ----------------------------------------------------------------------------
 # copy + manifest
 # ----------------------------------------------------------------------------
 
@@ -529,7 +688,8 @@ def copy_outputs(home, out, agents):
 
 INJECTED = ("<environment_context>", "# AGENTS.md instructions", "<user_instructions>", "<permissions instructions>",
             "<skills_instructions>", "<local-command-caveat>", "<local-command-stdout>", "<system-reminder>",
-            "<task-notification>", "<turn_aborted>", "<collaboration_mode>", "<multi_agent_mode>")
+            "<task-notification>", "<turn_aborted>", "<collaboration_mode>", "<multi_agent_mode>", "<bash-stdout>",
+            "<bash-stderr>")
 
 
 def load_jsonl(path):
@@ -552,7 +712,11 @@ def describe_claude(recs):
         if d.get("sessionId"):
             info["ids"][d["sessionId"]] += 1
         if t == "attachment":
-            info["notable"]["attachment:" + d["attachment"].get("type", "?")] += 1
+            att = d["attachment"]
+            info["notable"]["attachment:" + att.get("type", "?")
+                            + (" " + str(att.get("commandMode")) if att.get("type") == "queued_command" else "")] += 1
+            if att.get("type") == "queued_command" and att.get("commandMode") == "prompt" and att.get("humanTurn"):
+                info["prompts"].append(("queued", att.get("prompt")))
         if t == "system":
             info["notable"]["system:" + str(d.get("subtype"))] += 1
         if d.get("isSidechain"):
@@ -588,7 +752,9 @@ def describe_claude(recs):
                 info["notable"]["toolUseResult"] += 1
             if text is None or d.get("isMeta") or d.get("isCompactSummary"):
                 continue
-            if text.startswith("<command-") and "<command-name>" in text:
+            if text.startswith("<bash-input>"):
+                info["prompts"].append(("bash", "!" + text[len("<bash-input>"):].split("</bash-input>")[0]))
+            elif text.startswith("<command-") and "<command-name>" in text:
                 name = text.split("<command-name>")[1].split("</command-name>")[0]
                 args = text.split("<command-args>")[1].split("</command-args>")[0] if "<command-args>" in text else ""
                 info["prompts"].append(("slash", (name + " " + args).strip()))
@@ -722,6 +888,12 @@ SCENARIO_NOTES = {
     "P3": "Pi, 中文项目: Chinese prompts (缓存, 锁), `--name`, anthropic-messages with `--thinking low`, `-c -p` x3, "
           "mixed-case German prompt.",
     "P4": "Pi: `--fork <P1 file>` -> new session file copying P1's entries, header has parentSession.",
+    "C5": "Claude Code interactive TUI driven in tmux (`--agents claude-tui`), /tmp/pimem-demo/tui-lab, one "
+          "session: two prompts typed while `sleep 8` runs (queue-operation + attachment queued_command, no user "
+          "line), a prompt typed while a slow text answer streams (written afterwards as a normal user line), "
+          "bash mode `!ls` answered by the model, a background sub-agent whose idle <task-notification> report "
+          "comes after another prompt, and one whose notification is absorbed mid-turn (queued_command "
+          "commandMode task-notification) while `sleep 10` runs; then /exit.",
 }
 
 
@@ -740,11 +912,14 @@ def write_manifest(out, copied, steps, versions, home="/tmp/pimem-agentgen/home"
              "", "Versions: " + ", ".join("%s %s" % kv for kv in versions.items()), "",
              "Prompts listed per file are the real user turns found in the file itself; 'driver steps' are the",
              "commands (run-log.json in the scratch dir, not kept) that created/appended to the file.", "",
-             "## Scenarios", ""] + ["- **%s**: %s" % kv for kv in SCENARIO_NOTES.items()] + [""]
+             "## Scenarios", ""]
     by_file = {}
     for st in steps:
         for f in st["files"]:
             by_file.setdefault((st["agent"], f), []).append(st)
+    # only the scenarios that wrote a file of this output
+    shown = {st["scenario"] for agent, _, _, root_rel in copied for st in by_file.get((agent, root_rel), [])}
+    lines += ["- **%s**: %s" % kv for kv in SCENARIO_NOTES.items() if kv[0] in shown] + [""]
     desc = {"claude": describe_claude, "codex": describe_codex, "pi": describe_pi}
     agent_names = {"claude": "Claude Code", "codex": "OpenAI Codex CLI", "pi": "Pi coding agent"}
     for agent in ("claude", "codex", "pi"):
@@ -777,14 +952,15 @@ def write_manifest(out, copied, steps, versions, home="/tmp/pimem-agentgen/home"
                     for rc in st.get("rpc") or []:
                         c = {k: v for k, v in rc["command"].items() if k != "id"}
                         lines.append("     - rpc %s" % md_quote(json.dumps(c, ensure_ascii=False), 300))
-            user_turns = [p for p in info["prompts"] if p[0] == "user"]
+            user_turns = [p for p in info["prompts"] if p[0] in ("user", "queued")]
             slash = [p for p in info["prompts"] if p[0] == "slash"]
             lines.append("- turns: %d user prompt(s)%s" % (len(user_turns), (", %d slash command(s)" % len(slash)) if slash else ""))
             if info["models"]:
                 lines.append("- models: %s" % ", ".join("`%s`" % m for m in info["models"]))
             lines.append("- prompts:")
             for k, ptxt in info["prompts"]:
-                lines.append("  - %s%s" % ("slash command " if k == "slash" else "", md_quote(ptxt)))
+                label = {"slash": "slash command ", "queued": "queued while a tool ran: ", "bash": "bash mode "}
+                lines.append("  - %s%s" % (label.get(k, ""), md_quote(ptxt)))
             lines.append("- record types: " + ", ".join("%s×%d" % kv for kv in sorted(info["types"].items())))
             if info["notable"]:
                 lines.append("- notable: " + ", ".join("%s×%d" % kv for kv in sorted(info["notable"].items())))
@@ -826,8 +1002,12 @@ def main():
     ap.add_argument("--scratch", default="/tmp/pimem-agentgen")
     ap.add_argument("--home", default="/tmp/pimem-agentgen/home")
     ap.add_argument("--projects", default="/tmp/pimem-demo")
+    ap.add_argument("--tui-out", default=str(TOOLS_DIR.parent.parent / "tests" / "fixtures" / "claude-interactive"),
+                    help="where --agents claude-tui copies its transcripts (not samples/history)")
+    ap.add_argument("--tui-home", default="/tmp/pimem-agentgen/home-tui")
     ap.add_argument("--skip-install", action="store_true")
-    ap.add_argument("--agents", default="claude,codex,pi")
+    ap.add_argument("--agents", default="claude,codex,pi",
+                    help="comma-separated: claude, codex, pi (-> OUT) and claude-tui (-> TUI_OUT; not in the default)")
     ap.add_argument("--no-proxy-trap", action="store_true",
                     help="do not set HTTP(S)_PROXY to the mock (used to log outside-traffic attempts)")
     ap.add_argument("--manifest-only", action="store_true",
@@ -846,10 +1026,13 @@ def main():
                     copied.append((agent, p.relative_to(out / agent), p, str(p.relative_to(base))))
         write_manifest(out, copied, log["steps"], log["versions"], a.home, a.projects)
         return
-    for p in (a.scratch, a.home, a.projects):
+    for p in (a.scratch, a.home, a.projects, a.tui_home):
         assert p.startswith("/tmp/"), "scratch dirs must live under /tmp"
     scratch, home, out = Path(a.scratch), Path(a.home), Path(a.out)
     agents = [x for x in a.agents.split(",") if x]
+    unknown = set(agents) - {"claude", "codex", "pi", "claude-tui"}
+    assert not unknown, "unknown agents: %s" % ", ".join(sorted(unknown))
+    classic = [x for x in agents if x != "claude-tui"]
     npm_dir = scratch / "npm"
     logdir = scratch / "logs"
     if logdir.exists():
@@ -866,26 +1049,45 @@ def main():
     print("versions:", versions, flush=True)
 
     mock = Mock(scratch)
+    r = tui = None
     try:
-        P = setup_projects(Path(a.projects))
-        setup_home(home, mock.port)
-        r = Runner(mock, base_env(home, node_bin, mock.port, not a.no_proxy_trap), home, logdir)
-        if "claude" in agents:
-            run_claude(r, claude, P)
-        if "codex" in agents:
-            run_codex(r, codex, P)
-        if "pi" in agents:
-            run_pi(r, pi, P)
+        if classic:
+            P = setup_projects(Path(a.projects))
+            setup_home(home, mock.port)
+            r = Runner(mock, base_env(home, node_bin, mock.port, not a.no_proxy_trap), home, logdir)
+            if "claude" in agents:
+                run_claude(r, claude, P)
+            if "codex" in agents:
+                run_codex(r, codex, P)
+            if "pi" in agents:
+                run_pi(r, pi, P)
+        if "claude-tui" in agents:
+            lab = setup_tui_project(Path(a.projects))
+            tui_home = Path(a.tui_home)
+            setup_tui_home(tui_home, lab)
+            tui = Runner(mock, base_env(tui_home, node_bin, mock.port, not a.no_proxy_trap), tui_home, logdir)
+            if r is not None:
+                tui.steps = r.steps  # one numbering for run-log.json
+            run_claude_tui(tui, claude, lab)
     finally:
         mock.stop()
-    out.mkdir(parents=True, exist_ok=True)
-    copied = copy_outputs(home, out, agents)
-    (scratch / "run-log.json").write_text(json.dumps({"versions": versions, "steps": r.steps}, indent=1,
+    steps, copied = [], []
+    if r is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        copied = copy_outputs(home, out, classic)
+        write_manifest(out, copied, r.steps, versions, a.home, a.projects)
+        steps += r.steps
+    if tui is not None:
+        tui_out = Path(a.tui_out)
+        tui_copied = copy_outputs(Path(a.tui_home), tui_out, ["claude"])
+        write_manifest(tui_out, tui_copied, tui.steps, versions, a.tui_home, a.projects)
+        steps = tui.steps
+        copied += tui_copied
+    (scratch / "run-log.json").write_text(json.dumps({"versions": versions, "steps": steps}, indent=1,
                                                      ensure_ascii=False) + "\n", encoding="utf-8")
-    summarize_requests(mock, scratch, r.steps)
-    write_manifest(out, copied, r.steps, versions, a.home, a.projects)
-    bad = [s for s in r.steps if s["rc"] != 0]
-    print("done: %d steps, %d files copied, %d non-zero exits" % (len(r.steps), len(copied), len(bad)))
+    summarize_requests(mock, scratch, steps)
+    bad = [s for s in steps if s["rc"] != 0]
+    print("done: %d steps, %d files copied, %d non-zero exits" % (len(steps), len(copied), len(bad)))
     for s in bad:
         print("  non-zero:", s["i"], s["agent"], s["scenario"], s["rc"], s["argv"][-1][:80])
 

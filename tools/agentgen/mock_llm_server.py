@@ -35,6 +35,12 @@ scenario-specific answers that repeat flamingo / zeta_ratelimit / payroll / 缓�
   * Codex "code mode" models (tools declared in an `additional_tools` input
     item, custom `exec` tool) get a custom_tool_call whose input is JavaScript
     calling tools.exec_command(...).
+  * Claude Code's interactive client (generate_corpus.py --agents claude-tui):
+    "slowly" -> a long answer streamed slowly (SLOW_DELTAS x SLOW_PACE), so
+    that a prompt can be typed while it streams; a bash-mode `<bash-stdout>`
+    gets an answer quoting it; a prompt typed mid-turn (wrapped in "The user
+    sent a new message while you were working:") is answered as itself; a
+    `sleep N` in a sub-agent prompt is run by the sub-agent first.
   * CONNECT (only seen when an agent uses this server as HTTP(S)_PROXY) is
     logged and refused: a record of attempted outside traffic.
 
@@ -99,6 +105,12 @@ def is_injected(text):
 #   turns: list of ("user", text) / ("tool_result", text) / ("assistant", text)
 # --------------------------------------------------------------------------
 
+# Claude Code (interactive) hands a prompt typed while a tool runs to the model inside the tool-result
+# message, wrapped in this text; the wrapped line is the prompt.
+MID_TURN_RE = re.compile(r"^The user sent a new message while you were working:\n(.*?)"
+                         r"(?:\n\nThis is how Claude Code surfaces|\Z)", re.S)
+
+
 def analyse(turns):
     """Return (prompt, tool_outputs_since_prompt)."""
     prompt = ""
@@ -106,7 +118,8 @@ def analyse(turns):
     for i in range(len(turns) - 1, -1, -1):
         kind, text = turns[i]
         if kind == "user" and text.strip() and not is_injected(text):
-            prompt = text
+            mid_turn = MID_TURN_RE.match(text.strip())
+            prompt = mid_turn.group(1).strip() if mid_turn else text
             idx = i
             break
     outputs = [t for k, t in turns[idx + 1:] if k == "tool_result"] if idx >= 0 else []
@@ -172,6 +185,13 @@ def entity_reply(prompt):
     return None
 
 
+SLOW_ANSWER = ("Here is the long explanation, streamed slowly. " + " ".join(
+    "Step %d: the price cache keeps each product price until the next price update." % n
+    for n in range(1, 13)))
+
+BASH_STDOUT_RE = re.compile(r"<bash-stdout>(.*?)</bash-stdout>", re.S)
+
+
 def answer_text(prompt, outputs, side_task=None):
     """Scripted assistant reply text."""
     if side_task:
@@ -189,6 +209,12 @@ def answer_text(prompt, outputs, side_task=None):
                     "结论：一切正常。" % (len(outputs), out))
         return ("Done: %d tool call(s). The last one returned:\n\n```\n%s\n```\n\n"
                 "That looks fine; nothing else to change." % (len(outputs), out))
+    if "slowly" in p:
+        return SLOW_ANSWER
+    bash_mode = BASH_STDOUT_RE.match(prompt.strip())
+    if bash_mode:  # Claude Code bash mode (`!cmd`): the model is asked about the command's output
+        return ("Your shell command printed:\n\n```\n%s\n```\n\nNothing to fix there."
+                % (clip(bash_mode.group(1)) or "(no output)"))
     special = entity_reply(prompt)
     if special:
         return special
@@ -309,10 +335,14 @@ def plan(turns, tool_names, system_text="", cwd=None):
     # delegate to a sub-agent (Claude Code "Agent"/"Task" tool)
     agent_tool = pick(tool_names, "Agent", "Task")
     if agent_tool and re.search(r"sub-?agent|子代理", prompt or "", re.I) and not outputs:
+        # a `sleep N` in the prompt makes the sub-agent run it first (a slow background task)
+        sleep = re.search(r"`(sleep \d+)`", prompt or "")
+        task = "List the files in the current directory and report what you find."
+        if sleep:
+            task = "Please run `%s` and `ls -la`, then report what you find." % sleep.group(1)
         return {"kind": "tool", "tool": agent_tool, "prompt": prompt,
                 "text": "I'll delegate this to a sub-agent.",
-                "args": {"description": "List project files",
-                         "prompt": "List the files in the current directory and report what you find.",
+                "args": {"description": "List project files", "prompt": task,
                          "subagent_type": "general-purpose"}}
     # write a file (Claude Code Write / Pi write)
     m = WRITE_RE.search(prompt or "")
@@ -332,7 +362,8 @@ def plan(turns, tool_names, system_text="", cwd=None):
         cmd = cmds[len(outputs)]
         pre = ("我先运行 `%s`。" % cmd) if CJK_RE.search(prompt) else ("Let me run `%s`." % cmd)
         return {"kind": "tool", "tool": tool, "args": shell_args(tool, cmd), "text": pre, "prompt": prompt}
-    return {"kind": "text", "text": answer_text(prompt, outputs), "prompt": prompt}
+    return {"kind": "text", "text": answer_text(prompt, outputs), "prompt": prompt,
+            "slow": not outputs and "slowly" in (prompt or "").lower()}
 
 
 def chunks(text, n=3):
@@ -401,10 +432,16 @@ def anthropic_response(body):
            "content": blocks, "stop_reason": stop, "stop_sequence": None,
            "usage": {"input_tokens": in_tok, "output_tokens": out_tok,
                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
-    return msg
+    return msg, bool(pl.get("slow"))
 
 
-def anthropic_sse(msg):
+# A "slowly" answer streams in this many deltas, this many seconds apart (about 10 s): time for a
+# driver to type a prompt while a text-only answer is still streaming.
+SLOW_DELTAS, SLOW_PACE = 40, 0.25
+SLOW_PAUSE = object()  # yielded between slow deltas: send_sse waits instead of sending
+
+
+def anthropic_sse(msg, slow=False):
     def ev(name, data):
         return ("event: %s\ndata: %s\n\n" % (name, json.dumps(data, ensure_ascii=False))).encode()
 
@@ -416,9 +453,11 @@ def anthropic_sse(msg):
         if b["type"] == "text":
             yield ev("content_block_start", {"type": "content_block_start", "index": i,
                                              "content_block": {"type": "text", "text": ""}})
-            for c in chunks(b["text"]):
+            for c in chunks(b["text"], SLOW_DELTAS if slow else 3):
                 yield ev("content_block_delta", {"type": "content_block_delta", "index": i,
                                                  "delta": {"type": "text_delta", "text": c}})
+                if slow:
+                    yield SLOW_PAUSE
         elif b["type"] == "thinking":
             yield ev("content_block_start", {"type": "content_block_start", "index": i,
                                              "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
@@ -747,6 +786,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def send_sse(self, gen, extra_headers=None):
+        """Stream the events of ``gen``; a SLOW_PAUSE item is not sent but waits SLOW_PACE seconds."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
@@ -755,6 +795,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         for part in gen:
+            if part is SLOW_PAUSE:
+                time.sleep(SLOW_PACE)
+                continue
             self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
             self.wfile.flush()
             time.sleep(0.005)
@@ -796,9 +839,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(200, {"input_tokens": max(1, len(raw) // 4)})
             if path.endswith("/messages"):
                 self.record(raw, 200)
-                msg = anthropic_response(body)
+                msg, slow = anthropic_response(body)
                 if body.get("stream"):
-                    return self.send_sse(anthropic_sse(msg), {"request-id": rid("req_")})
+                    return self.send_sse(anthropic_sse(msg, slow), {"request-id": rid("req_")})
                 return self.send_json(200, msg, {"request-id": rid("req_")})
             if path.endswith("/responses"):
                 self.record(raw, 200)

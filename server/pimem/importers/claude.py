@@ -2,15 +2,41 @@
 
 Format facts this parser relies on (docs/formats.md section 1):
 
-* only ``type: "user"`` / ``"assistant"`` lines carry conversation; every other type (summary,
-  file-history-snapshot, attachment, progress, queue-operation, api-request…) is bookkeeping, and new
-  types appear every release, so anything unknown is skipped silently;
+* only ``type: "user"`` / ``"assistant"`` lines carry conversation, plus one kind of ``attachment``
+  (below); every other type (summary, file-history-snapshot, other attachments, progress,
+  queue-operation, api-request…) is bookkeeping, and new types appear every release, so anything
+  unknown is skipped silently;
 * a ``user`` line is a human prompt unless it is ``isMeta``, ``isSidechain``, ``isCompactSummary``,
-  only tool results, or client markup (slash/local commands, task notifications, compaction
-  continuations, interruptions); ``<system-reminder>`` blocks are dropped, the rest of the prompt kept;
-* assistant responses are split one content block per line; each text line is one reply part;
+  only tool results, or client markup (slash/local commands, task notifications, bash mode,
+  compaction continuations, interruptions); ``<system-reminder>`` blocks are dropped, the rest of the
+  prompt kept;
+* assistant responses are split one content block per line; each text line is one reply part, and
+  it belongs to the latest turn before it, with the three exceptions below;
 * sub-agent transcripts (``subagents/agent-*.jsonl``, legacy ``agent-*.jsonl``) are skipped by the
   scanner (see pimem/sync.py); their lines are also ``isSidechain``.
+
+What the interactive client (2.1.x) adds, and what pimem makes of it:
+
+* **A prompt typed while a tool runs** is written only as an ``attachment`` of type
+  ``queued_command`` (``commandMode: "prompt"``, ``humanTurn: true``, the text in ``prompt``), after
+  the tool result; no ``user`` line repeats it. It is a turn of its own (id = the attachment's
+  ``uuid``), and the assistant text after it is its reply. Two prompts queued during one tool call are
+  two turns; the model answers them in one message, which goes to the later one. A prompt queued
+  while a text-only answer streams is written afterwards as a normal ``user`` line (and no
+  attachment), so it is counted once. The ``queue-operation`` lines that also carry the text are
+  never turns.
+* **The report a background task's completion triggers**: a ``<task-notification>`` user line
+  (the client sends it when the agent is idle) names the ``<tool-use-id>`` of the ``Agent``/``Task``
+  call (or ``run_in_background`` call) that started the task. The assistant text after it is
+  attached to the reply of the turn that made that call, where the user asked for the report; it is
+  not a turn of its own (its "prompt" was written by the client). An unknown tool-use id attaches it
+  to the latest turn. A notification absorbed while the agent is busy (a ``queued_command``
+  attachment with ``commandMode: "task-notification"``) changes nothing: the text after it continues
+  the running turn, which is the answer the user is waiting for.
+* **Bash mode** (``!cmd``): the ``<bash-input>`` line is a turn with the user text ``!cmd`` once the
+  assistant answers it (2.1.x sends the command's output to the model, which replies); the
+  ``<bash-stdout>``/``<bash-stderr>`` output is not part of the turn. A bash-mode command nobody
+  answers (older clients never did) is no turn, as before.
 """
 
 from __future__ import annotations
@@ -22,7 +48,7 @@ from pimem.importers.base import Chunk, SessionInfo, TranscriptParser
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, strip_system_reminders
 
-_CONVERSATION = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
+_CONVERSATION = re.compile(rb'"type"\s*:\s*"(?:user|assistant|queued_command)"')
 _TOOL_RESULT_LINE = re.compile(rb'"toolUseResult"\s*:')
 
 # Prefixes of user-role text that the client wrote, not the person (formats.md 1.5).
@@ -43,6 +69,14 @@ CLIENT_MARKUP_PREFIXES = (
 # assistant text that follows answers them, not the previous prompt. A compaction continuation does
 # not close the turn: after an automatic compaction the assistant goes on with the same request.
 TURN_CLOSING_PREFIXES = CLIENT_MARKUP_PREFIXES[:9]
+
+_TASK_TOOL_USE_ID = re.compile(r"<tool-use-id>\s*([^<\s]+)\s*</tool-use-id>")
+_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.DOTALL)
+# Tools whose call can start a background task that later reports through a <task-notification>.
+BACKGROUND_TOOLS = frozenset({"Agent", "Task"})
+# How many such calls the saved state remembers (oldest forgotten first): a notification for a call
+# older than that attaches its report to the latest turn instead.
+MAX_BACKGROUND_CALLS = 256
 
 
 def user_prompt_text(message: dict[str, Any]) -> str:
@@ -83,6 +117,39 @@ def assistant_text_and_tools(message: dict[str, Any]) -> tuple[str, list[str]]:
     return "\n".join(texts).strip(), tools
 
 
+def background_call_ids(message: dict[str, Any]) -> list[str]:
+    """Ids of the tool calls in an assistant message that may start a background task."""
+    ids = []
+    for block in as_list(message.get("content")):
+        block = as_dict(block)
+        if block is None or block.get("type") != "tool_use":
+            continue
+        tool_input = as_dict(block.get("input")) or {}
+        call_id = nonempty_str(block.get("id"))
+        if call_id and (nonempty_str(block.get("name")) in BACKGROUND_TOOLS
+                        or tool_input.get("run_in_background") is True):
+            ids.append(call_id)
+    return ids
+
+
+def queued_prompt(attachment: dict[str, Any]) -> str | None:
+    """The text of a prompt the user typed while the agent was busy (a ``queued_command`` the client
+    delivered mid-turn), or None for any other attachment (notifications, rewritten or meta prompts)."""
+    if attachment.get("type") != "queued_command" or attachment.get("commandMode") != "prompt":
+        return None
+    if attachment.get("isMeta") is True or attachment.get("promptRewritten") is True:
+        return None
+    origin = as_dict(attachment.get("origin"))
+    if origin is not None and origin.get("kind") != "human":
+        return None
+    if attachment.get("humanTurn") is not True and attachment.get("hostsOwnTurn") is not True:
+        return None
+    prompt = attachment.get("prompt")
+    if isinstance(prompt, list):  # pasted images come as content blocks
+        return user_prompt_text({"content": prompt})
+    return strip_system_reminders(prompt).strip() if isinstance(prompt, str) else None
+
+
 class ClaudeParser(TranscriptParser):
     source = "claude"
     interesting = _CONVERSATION
@@ -92,7 +159,12 @@ class ClaudeParser(TranscriptParser):
         state = state or {}
         self._info = SessionInfo.from_state(state)
         self._turns: int = int(state.get("turns", 0))
-        self._current: str | None = state.get("current")
+        self._current: str | None = state.get("current")   # the turn assistant text goes to
+        self._latest: str | None = state.get("latest", self._current)  # the turn started last
+        # tool-call id -> turn, for calls that may report later through a <task-notification>
+        self._background: dict[str, str] = dict(state.get("background") or {})
+        # a bash-mode command not answered yet: [message id, ts, "!cmd", line]
+        self._bash: list[Any] | None = state.get("bash")
 
     def wants(self, line: Line) -> bool:
         # Tool-result lines (most of a file's bytes) have a top-level toolUseResult: never a prompt.
@@ -106,7 +178,7 @@ class ClaudeParser(TranscriptParser):
             chunk.note_bad_line(line_number)
             return
         kind = record.get("type")
-        if kind not in ("user", "assistant"):
+        if kind not in ("user", "assistant", "attachment"):
             return
         if self._info.native_id is None:
             self._info.native_id = nonempty_str(record.get("sessionId"))
@@ -117,6 +189,12 @@ class ClaudeParser(TranscriptParser):
             self._info.started_at = ts
         if record.get("isSidechain") is True:
             return
+        if kind == "attachment":
+            attachment = as_dict(record.get("attachment"))
+            text = queued_prompt(attachment) if attachment is not None else None
+            if text is not None:
+                self._user_text(clean_text(text), record, ts, line_number, chunk)
+            return
         message = as_dict(record.get("message"))
         if message is None:
             return
@@ -125,35 +203,69 @@ class ClaudeParser(TranscriptParser):
                 return
             if "toolUseResult" in record:
                 return
-            text = clean_text(user_prompt_text(message))
-            if text.startswith(CLIENT_MARKUP_PREFIXES):
-                if text.startswith(TURN_CLOSING_PREFIXES):
-                    self._current = None
-                return
-            message_id = nonempty_str(record.get("uuid")) or f"L{line_number}"
-            if not text or self._info.native_id is None:
-                return
-            chunk.start_turn(message_id, ts if ts is not None else (self._info.started_at or 0), text,
-                             self._turns, line_number)
-            self._turns += 1
-            self._current = message_id
+            self._user_text(clean_text(user_prompt_text(message)), record, ts, line_number, chunk)
             return
         model = nonempty_str(message.get("model"))
         if self._info.model_id is None and model and model != "<synthetic>":
             self._info.model_id = model
+        if self._current is None and self._bash is not None and model != "<synthetic>":
+            message_id, bash_ts, command, bash_line = self._bash
+            self._start_turn(message_id, bash_ts, command, bash_line, chunk)
         if self._current is None:
             return
         text, tools = assistant_text_and_tools(message)
+        for call_id in background_call_ids(message):
+            self._background.pop(call_id, None)
+            self._background[call_id] = self._current
+            while len(self._background) > MAX_BACKGROUND_CALLS:
+                del self._background[next(iter(self._background))]
         chunk.add_reply(self._current, clean_text(text), tools)
+
+    def _user_text(self, text: str, record: dict[str, Any], ts: int | None, line_number: int,
+                   chunk: Chunk) -> None:
+        """A user line's (or queued prompt's) accepted text: a prompt, client markup, or nothing."""
+        if text.startswith(CLIENT_MARKUP_PREFIXES):
+            self._client_event(text, record, ts, line_number)
+            return
+        message_id = nonempty_str(record.get("uuid")) or f"L{line_number}"
+        if not text or self._info.native_id is None:
+            return
+        self._start_turn(message_id, ts, text, line_number, chunk)
+
+    def _start_turn(self, message_id: str, ts: int | None, text: str, line_number: int, chunk: Chunk) -> None:
+        chunk.start_turn(message_id, ts if ts is not None else (self._info.started_at or 0), text,
+                         self._turns, line_number)
+        self._turns += 1
+        self._current = self._latest = message_id
+        self._bash = None
+
+    def _client_event(self, text: str, record: dict[str, Any], ts: int | None, line_number: int) -> None:
+        if text.startswith("<bash-input>"):
+            self._current = None
+            match = _BASH_INPUT.match(text)
+            command = match.group(1).strip() if match else ""
+            message_id = nonempty_str(record.get("uuid")) or f"L{line_number}"
+            answerable = command and self._info.native_id is not None
+            self._bash = [message_id, ts, "!" + command, line_number] if answerable else None
+        elif text.startswith(("<bash-stdout>", "<bash-stderr>")):
+            self._current = None  # the command's output: its answer still starts the bash turn
+        elif text.startswith("<task-notification>"):
+            self._bash = None
+            match = _TASK_TOOL_USE_ID.search(text)
+            launcher = self._background.get(match.group(1)) if match else None
+            self._current = launcher or self._latest
+        elif text.startswith(TURN_CLOSING_PREFIXES):
+            self._current = None
+            self._bash = None
 
     def session(self) -> SessionInfo:
         return self._info
 
     def state(self) -> dict[str, Any]:
-        return {**self._info.to_state(), "turns": self._turns, "current": self._current}
+        return {**self._info.to_state(), "turns": self._turns, "current": self._current, "latest": self._latest,
+                "background": dict(self._background), "bash": self._bash}
 
 
 def is_claude_sidechain_path(parts: tuple[str, ...], name: str) -> bool:
     """Sub-agent transcripts: under a ``subagents`` directory (>= 2.1.2) or ``agent-*.jsonl`` (older)."""
     return "subagents" in parts or name.startswith("agent-")
-
