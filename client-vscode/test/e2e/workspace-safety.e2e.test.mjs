@@ -139,12 +139,28 @@ describe('Pi Memory with a hostile workspace folder', { timeout: 600_000 }, () =
     return Number((await item.first().innerText()).trim().split(' ')[0]);
   }
 
-  /** Show Status: its notification's text, and the links rendered in its message. */
-  async function showStatus() {
-    await clearNotifications(page);
-    await runCommand(page, 'Pi Memory: Show Status');
+  /**
+   * Show Status once the server answers: its notification's text, and the links rendered in its message. Right
+   * after a restart the status bar can still show the old count while the server starts ("Pi Memory server
+   * starting."): then it is asked again.
+   */
+  async function showStatus(timeout = 90_000) {
     const status = notification(page, /Pi Memory: \d+ turns? in \d+ sessions?/).first();
-    await status.waitFor({ timeout: 30_000 });
+    const notYet = notification(page, /Pi Memory server (starting|stopped|not running)/).first();
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      await clearNotifications(page);
+      await runCommand(page, 'Pi Memory: Show Status');
+      const shown = await Promise.race([
+        status.waitFor({ timeout: 30_000 }).then(() => 'status'),
+        notYet.waitFor({ timeout: 30_000 }).then(() => 'not yet'),
+      ]).catch(() => 'nothing');
+      if (shown === 'status') {
+        break;
+      }
+      assert.ok(Date.now() < deadline, `Show Status gave no status within ${timeout} ms (last: ${shown})`);
+      await page.waitForTimeout(1000);
+    }
     const links = await status.locator('.notification-list-item-message a').evaluateAll((els) => els.map((e) => e.outerHTML));
     return { text: await status.innerText(), links };
   }
