@@ -33,7 +33,7 @@ demo: $(STAMP)
 	$(SAMPLE_ENV) $(VENV)/bin/pimem status
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check server tests bench
+	$(VENV)/bin/ruff check server tests bench client-vscode/launcher
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -1,6 +1,8 @@
 // Fills bundled/libs with the pimem server (../server/pimem) and its pure-Python dependencies, the way
 // Microsoft's python-tools extension template does: `pip install --target`. Uses the machine's python3
-// (override with PIMEM_BUNDLE_PYTHON). The extension runs `<python> -m pimem serve` with PYTHONPATH=bundled/libs.
+// (override with PIMEM_BUNDLE_PYTHON). The extension runs launcher/launch.py, which puts bundled/libs on sys.path.
+// pip runs isolated (-I: not the current directory or PYTHON* variables on sys.path) from this folder, and only
+// installs wheels (--only-binary: no package's setup.py is run).
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -34,9 +36,9 @@ const requirements = join(client, 'requirements.txt');
 console.log(`pip install --target ${libs} -r ${requirements} (with ${python})`);
 execFileSync(
   python,
-  ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--root-user-action=ignore', '--no-compile', '--only-binary=:all:',
+  ['-I', '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--root-user-action=ignore', '--no-compile', '--only-binary=:all:',
     '--no-deps', '--target', libs, '-r', requirements],
-  { stdio: 'inherit' },
+  { stdio: 'inherit', cwd: client },
 );
 rmSync(join(libs, 'bin'), { recursive: true, force: true }); // console scripts with this machine's shebang
 cpSync(source, join(libs, 'pimem'), {

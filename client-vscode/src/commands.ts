@@ -11,7 +11,7 @@ import {
   type SyncStats,
 } from './protocol';
 import { parseEntities, validateEntities } from './query';
-import { formatDate, sourceLabel } from './render';
+import { formatDate, plainText, sourceLabel } from './render';
 import type { ResultsPanel } from './resultsPanel';
 import { describeError, type PimemServer } from './server';
 
@@ -152,13 +152,14 @@ export class PimemCommands {
     if (folder === undefined) {
       return;
     }
-    const dry = await this.migrate(folder, true, `Pi Memory: looking for Codex sessions of ${folder.name}`);
+    const name = plainText(folder.name, 80); // a folder name is whatever the workspace's author chose
+    const dry = await this.migrate(folder, true, `Pi Memory: looking for Codex sessions of ${name}`);
     if (dry === undefined) {
       return;
     }
     if (dry.migrated.length === 0) {
       const skipped = dry.skipped.length > 0 ? ` (${dry.skipped.length} skipped: ${summariseReasons(dry)})` : '';
-      void vscode.window.showInformationMessage(`Pi Memory: no Codex session of ${folder.name} to migrate${skipped}.`);
+      void vscode.window.showInformationMessage(`Pi Memory: no Codex session of ${name} to migrate${skipped}.`);
       return;
     }
     const detail =
@@ -168,18 +169,18 @@ export class PimemCommands {
       (dry.issues.length > 0 ? `\n${count(dry.issues.length, 'file')} could not be read.` : '') +
       '\nThe Codex files are not changed.';
     const choice = await vscode.window.showInformationMessage(
-      `Migrate ${count(dry.migrated.length, 'Codex session')} of ${folder.name} to Pi?`,
+      `Migrate ${count(dry.migrated.length, 'Codex session')} of ${name} to Pi?`,
       { modal: true, detail },
       'Migrate',
     );
     if (choice !== 'Migrate') {
       return;
     }
-    const report = await this.migrate(folder, false, `Pi Memory: migrating Codex sessions of ${folder.name}`);
+    const report = await this.migrate(folder, false, `Pi Memory: migrating Codex sessions of ${name}`);
     if (report === undefined) {
       return;
     }
-    const written = `Pi Memory: migrated ${count(report.migrated.length, 'Codex session')} of ${folder.name} to Pi`;
+    const written = `Pi Memory: migrated ${count(report.migrated.length, 'Codex session')} of ${name} to Pi`;
     const skipped = report.skipped.length > 0 ? `, skipped ${report.skipped.length} (${summariseReasons(report)})` : '';
     const issues = report.issues.length > 0 ? `; ${count(report.issues.length, 'file')} could not be read` : '';
     const show = report.issues.length > 0 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
@@ -189,7 +190,7 @@ export class PimemCommands {
   async showStatus(): Promise<void> {
     const state = this.server.current;
     if (state.kind !== 'running') {
-      const text = state.kind === 'failed' ? `not running: ${state.message}` : state.kind;
+      const text = state.kind === 'failed' ? `not running: ${plainText(state.message)}` : state.kind;
       const choice = await vscode.window.showWarningMessage(`Pi Memory server ${text}.`, 'Restart Server', 'Show Log');
       if (choice === 'Restart Server') {
         await this.server.restart();
@@ -212,7 +213,7 @@ export class PimemCommands {
         `Pi Memory: ${count(s.totalTurns, 'turn')} in ${count(s.sessions, 'session')} (${perSource}); ` +
         `${s.syncing ? 'syncing now' : last}. ` +
         (s.turnsToIndex > 0 ? `${count(s.turnsToIndex, 'turn')} not indexed yet (found, more slowly). ` : '') +
-        `Database: ${s.dbPath}. Server: Python ${state.version}.`;
+        `Database: ${plainText(s.dbPath)}. Server: Python ${plainText(state.version, 20)}.`;
     } catch (error) {
       message = `Pi Memory: status failed: ${describeError(error)}`;
     }
@@ -273,5 +274,5 @@ function summariseReasons(report: MigrationReport): string {
   for (const s of report.skipped) {
     reasons.set(s.reason, (reasons.get(s.reason) ?? 0) + 1);
   }
-  return [...reasons].map(([reason, n]) => (n > 1 ? `${reason} ×${n}` : reason)).join('; ');
+  return plainText([...reasons].map(([reason, n]) => (n > 1 ? `${reason} ×${n}` : reason)).join('; '));
 }

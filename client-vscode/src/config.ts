@@ -2,6 +2,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { configuredDbPath, type WorkspaceContext } from './launch';
 import type { PimemInitializationOptions } from './protocol';
 
 export const SECTION = 'pimem';
@@ -22,8 +23,8 @@ export function readSettings(): PimemSettings {
   const c = vscode.workspace.getConfiguration(SECTION);
   const limit = c.get<number>('recall.limit', 20);
   return {
-    python: c.get<string>('python', '').trim(),
-    dbPath: c.get<string>('dbPath', '').trim(),
+    python: restricted(c, 'python').trim(),
+    dbPath: restricted(c, 'dbPath').trim(),
     autoSync: c.get<boolean>('autoSync', true),
     hoverEnabled: c.get<boolean>('hover.enabled', true),
     recallLimit: Number.isInteger(limit) ? Math.min(50, Math.max(1, limit)) : 20,
@@ -33,6 +34,21 @@ export function readSettings(): PimemSettings {
       codex: c.get<boolean>('sources.codex', true),
     },
   };
+}
+
+/**
+ * A setting listed in package.json's `restrictedConfigurations`. VS Code already ignores workspace values of
+ * those in an untrusted workspace; reading only the user value there does not depend on that.
+ */
+function restricted(c: vscode.WorkspaceConfiguration, key: string): string {
+  const value = vscode.workspace.isTrusted ? c.get<unknown>(key) : c.inspect<unknown>(key)?.globalValue;
+  return typeof value === 'string' ? value : '';
+}
+
+/** Trust and folders of the open workspace, for src/launch.ts. */
+export function workspaceContext(): WorkspaceContext {
+  const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+  return { trusted: vscode.workspace.isTrusted, folders };
 }
 
 /** "~/x" → "<home>/x"; other values unchanged. */
@@ -46,16 +62,26 @@ export function expandHome(p: string): string {
   return p;
 }
 
-export function initializationOptions(settings: PimemSettings): PimemInitializationOptions {
+/** The options sent to the server, and what was wrong with the settings (the default is used instead). */
+export function initializationOptions(
+  settings: PimemSettings,
+  workspace: WorkspaceContext,
+): { options: PimemInitializationOptions; problems: string[] } {
   const options: PimemInitializationOptions = {
     autoSync: settings.autoSync,
     sources: { ...settings.sources },
     hover: 'off', // the client shows hovers on selections itself (src/hover.ts)
   };
+  const problems: string[] = [];
   if (settings.dbPath.length > 0) {
-    options.dbPath = expandHome(settings.dbPath);
+    const choice = configuredDbPath(expandHome(settings.dbPath), workspace);
+    if (choice.ok) {
+      options.dbPath = choice.path;
+    } else {
+      problems.push(`"pimem.dbPath" ${choice.problem}; using the default store`);
+    }
   }
-  return options;
+  return { options, problems };
 }
 
 export function openSetting(id: string): Thenable<unknown> {

@@ -31,6 +31,8 @@ export function activate(context: vscode.ExtensionContext): void {
         server.scheduleRestart();
       }
     }),
+    // the workspace's own pimem.python / pimem.dbPath apply from now on (src/config.ts: restricted)
+    vscode.workspace.onDidGrantWorkspaceTrust(() => server.scheduleRestart('Workspace trusted')),
   );
   void watchPythonExtension(() => {
     if (vscode.workspace.getConfiguration(SECTION).get<string>('python', '').trim() === '') {

@@ -79,6 +79,23 @@ export function escapeMarkdown(text: string): string {
   return text.replace(/\s+/g, ' ').replace(/[!-/:-@[-`{-~]/g, (c) => '\\' + c);
 }
 
+const ZERO_WIDTH_SPACE = '\u200b';
+
+/**
+ * A value (a path, a server message) made safe for a notification, a status bar item or a quick pick, which
+ * render `[label](command:…)` / `(https:…)` / `(file:…)` as links and `$(name)` as icons, with no way to escape
+ * them. A zero-width space after every `]` or `$` that precedes `(` breaks both forms and changes nothing
+ * visible; control and bidirectional-override characters go, so the value stays one plain line, cut to `max`
+ * code points.
+ */
+export function plainText(text: string, max = 300): string {
+  const line = text
+    .replace(/[\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '')
+    .replace(/[\p{Cc}\p{Zl}\p{Zp}\s]+/gu, ' ')
+    .trim();
+  return truncate(line, max).replace(/([\]$])(?=\()/g, `$1${ZERO_WIDTH_SPACE}`);
+}
+
 /** Markdown of `text` cut to `max` code points, with the entities in bold. */
 export function highlightMarkdown(text: string, entities: readonly string[], max: number): string {
   return highlightSegments(truncate(oneLine(text), max), entities)

@@ -4,6 +4,7 @@ import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import { parseFromWebview, type PanelRow, type PanelState, type ToWebview } from './panelProtocol';
 import type { RecallResult, RecallRow } from './protocol';
+import { plainText } from './render';
 
 export const RESULTS_VIEW_TYPE = 'pimem.results';
 
@@ -148,7 +149,11 @@ export class ResultsPanel implements vscode.Disposable {
       const range = new vscode.Range(line, 0, line, 0);
       await vscode.window.showTextDocument(document, { selection: range, preview: true, viewColumn: vscode.ViewColumn.Beside });
     } catch (error) {
-      void vscode.window.showErrorMessage(`Could not open ${row.jsonlPath}: ${error instanceof Error ? error.message : String(error)}`);
+      // The path and the error (which quotes it) come from the store: the log gets them, the notification not.
+      this.log.warn(`Could not open ${row.jsonlPath}: ${error instanceof Error ? error.message : String(error)}`);
+      void vscode.window
+        .showErrorMessage('Could not open the transcript (see the Pi Memory log).', 'Show Log')
+        .then((choice) => choice === 'Show Log' && this.log.show(true));
     }
   }
 
@@ -157,7 +162,8 @@ export class ResultsPanel implements vscode.Disposable {
       return;
     }
     await vscode.env.clipboard.writeText(row.resumeCommand);
-    void vscode.window.showInformationMessage(`Copied: ${row.resumeCommand}`);
+    // Not quoted: a resume command is built from stored data, and notifications render links.
+    void vscode.window.showInformationMessage('Pi Memory: resume command copied to the clipboard.');
   }
 }
 
@@ -181,6 +187,5 @@ function panelTitle(state: PanelState): string {
     return 'Pi Memory';
   }
   const words = state.kind === 'results' && state.entities.length > 0 ? state.entities.join(', ') : state.query;
-  const short = words.length > 40 ? `${words.slice(0, 39)}…` : words;
-  return `Pi Memory: ${short}`;
+  return `Pi Memory: ${plainText(words, 40)}`;
 }

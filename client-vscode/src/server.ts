@@ -1,5 +1,5 @@
-// Starting, stopping and talking to the pimem language server (`<python> -m pimem serve` over stdio, with the
-// bundled pure-Python libraries on PYTHONPATH).
+// Starting, stopping and talking to the pimem language server over stdio: `<python> -I -u launcher/launch.py
+// serve` from the extension folder (src/launch.ts), which runs the bundled server and never workspace code.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
@@ -13,6 +13,8 @@ import {
   ResponseError,
   RevealOutputChannelOn,
   ServerOptions,
+  ShowMessageNotification,
+  MessageType,
   State,
   StaticFeature,
   WorkDoneProgressCancelNotification,
@@ -21,7 +23,8 @@ import {
   type RequestParam,
   type RequestType,
 } from 'vscode-languageclient/node';
-import { initializationOptions, openSetting, readSettings } from './config';
+import { initializationOptions, openSetting, readSettings, workspaceContext } from './config';
+import { serverLaunch } from './launch';
 import {
   IndexChangedNotification,
   SyncStatusNotification,
@@ -29,6 +32,8 @@ import {
   type SyncStatusParams,
 } from './protocol';
 import { checkInterpreter, findInterpreter, MIN_PYTHON } from './python';
+import { plainText } from './render';
+import { RestartPolicy } from './restartPolicy';
 
 export type ServerState =
   | { kind: 'stopped' }
@@ -37,9 +42,6 @@ export type ServerState =
   | { kind: 'failed'; message: string };
 
 const RESTART_DELAY_MS = 1000;
-/** Crashes tolerated within CRASH_WINDOW_MS before the client gives up restarting. */
-const MAX_CRASHES = 3;
-const CRASH_WINDOW_MS = 3 * 60 * 1000;
 
 /**
  * vscode-languageclient shows every server-created work-done progress in the status bar by itself. This
@@ -63,11 +65,14 @@ class QuietWorkDoneProgress implements StaticFeature {
   }
 }
 
-/** A LanguageClient whose failed start is reported once, by PimemServer (quoting the server's stderr). */
+/**
+ * A LanguageClient whose failed starts and failed automatic restarts are reported once, by PimemServer (its
+ * own notifications would repeat them, with error details that can quote paths).
+ */
 class PimemLanguageClient extends LanguageClient {
   override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
-    const startFailure = message.endsWith("couldn't create connection to server.");
-    super.error(message, data, startFailure ? false : showNotification);
+    const reportedByPimem = message.endsWith("couldn't create connection to server.") || message === 'Restarting server failed';
+    super.error(message, data, reportedByPimem ? false : showNotification);
   }
 }
 
@@ -93,7 +98,9 @@ export class PimemServer implements vscode.Disposable {
   private restartTimer: ReturnType<typeof setTimeout> | undefined;
   /** Serialises start/stop so that overlapping restarts cannot leave two servers running. */
   private queue: Promise<void> = Promise.resolve();
-  private crashes: number[] = [];
+  private readonly exits = new RestartPolicy();
+  /** True from an unexpected exit until the automatic restart is running or has failed. */
+  private restarting = false;
   /** Last non-empty stderr line of the server, quoted when it fails to start. */
   private lastStderr = '';
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
@@ -122,7 +129,7 @@ export class PimemServer implements vscode.Disposable {
   }
 
   restart(): Promise<void> {
-    this.crashes = [];
+    this.exits.reset();
     return this.enqueue(async () => {
       await this.doStop();
       await this.doStart();
@@ -130,13 +137,13 @@ export class PimemServer implements vscode.Disposable {
   }
 
   /** Restart after settings settle (several settings often change at once). */
-  scheduleRestart(): void {
+  scheduleRestart(reason = 'Settings changed'): void {
     if (this.restartTimer !== undefined) {
       clearTimeout(this.restartTimer);
     }
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
-      this.log.info('Settings changed: restarting the Pi Memory server.');
+      this.log.info(`${reason}: restarting the Pi Memory server.`);
       void this.restart();
     }, RESTART_DELAY_MS);
   }
@@ -198,16 +205,21 @@ export class PimemServer implements vscode.Disposable {
       return;
     }
     this.setState({ kind: 'starting' });
+    this.restarting = false;
     const settings = readSettings();
-    const interpreter = await findInterpreter(settings.python, this.log);
-    const check = await checkInterpreter(interpreter.command);
+    const workspace = workspaceContext();
+    const interpreter = await findInterpreter(settings.python, workspace, this.log);
+    const check =
+      interpreter.problem !== undefined
+        ? { ok: false as const, problem: interpreter.problem }
+        : await checkInterpreter(interpreter.command, this.extensionPath);
     if (!check.ok) {
       const message =
         `Pi Memory needs Python ${MIN_PYTHON.join('.')} or newer to run its server, but "${interpreter.command}" ` +
         `(from ${interpreter.origin}) ${check.problem}. Set "pimem.python" to a suitable interpreter.`;
       this.log.error(message);
       this.setState({ kind: 'failed', message: `no usable Python (${interpreter.command} ${check.problem})` });
-      void vscode.window.showErrorMessage(message, 'Open Setting').then((choice) => {
+      void vscode.window.showErrorMessage(plainText(message, 600), 'Open Setting').then((choice) => {
         if (choice === 'Open Setting') {
           void openSetting('pimem.python');
         }
@@ -216,23 +228,27 @@ export class PimemServer implements vscode.Disposable {
     }
 
     const libs = path.join(this.extensionPath, 'bundled', 'libs');
-    const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
-    if (fs.existsSync(libs)) {
-      env.PYTHONPATH = [libs, process.env.PYTHONPATH].filter((p) => p !== undefined && p.length > 0).join(path.delimiter);
-    } else {
+    if (!fs.existsSync(libs)) {
       this.log.warn(`${libs} is missing: the interpreter must have pimem installed itself.`);
     }
+    const { options, problems } = initializationOptions(settings, workspace);
+    for (const problem of problems) {
+      this.log.warn(problem);
+      void vscode.window.showWarningMessage(`Pi Memory: ${problem}.`);
+    }
+    const launch = serverLaunch(this.extensionPath, interpreter.command);
     const serverOptions: ServerOptions = {
-      // No `transport`: plain stdio (TransportKind.stdio would append a --stdio argument).
-      command: interpreter.command,
-      args: ['-m', 'pimem', 'serve'],
-      options: { env, cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? this.extensionPath },
+      // No `transport`: plain stdio (TransportKind.stdio would append a --stdio argument). No PYTHONPATH:
+      // `-I` ignores it; the launcher finds bundled/libs by itself.
+      command: launch.command,
+      args: launch.args,
+      options: { cwd: launch.cwd },
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [],
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: initializationOptions(settings),
+      initializationOptions: options,
       stdioOptions: {
         stdout: () => undefined, // stdout is the JSON-RPC wire
         stderr: (input, channel) => {
@@ -256,17 +272,29 @@ export class PimemServer implements vscode.Disposable {
     client.registerFeature(new QuietWorkDoneProgress(client));
     client.onNotification(IndexChangedNotification, (p) => this.indexChangedEmitter.fire(p));
     client.onNotification(SyncStatusNotification, (p) => this.syncStatusEmitter.fire(p));
+    // Replaces vscode-languageclient's handler, which shows the server's text as it is.
+    client.onNotification(ShowMessageNotification.type, (p) => this.showServerMessage(p.type, p.message));
     client.onDidChangeState((e) => {
-      if (e.newState === State.Stopped && this.client === client && this.state.kind === 'running') {
-        this.setState({ kind: 'failed', message: 'the server stopped (see the Pi Memory log)' });
-      } else if (e.newState === State.Running && this.client === client && this.state.kind !== 'running') {
+      if (this.client !== client) {
+        return;
+      }
+      if (e.newState === State.Running && this.state.kind !== 'running') {
+        this.restarting = false;
         this.setState({ kind: 'running', python: interpreter.command, version: check.version });
+      } else if (e.newState === State.StartFailed && this.restarting) {
+        this.restarting = false;
+        this.onRestartFailed();
+      } else if (e.newState === State.Stopped && this.state.kind === 'running') {
+        this.setState({ kind: 'failed', message: 'the server stopped (see the Pi Memory log)' });
       }
     });
     this.client = client;
     this.lastStderr = '';
-    this.log.info(`Starting the Pi Memory server: ${interpreter.command} (Python ${check.version}, from ${interpreter.origin}) -m pimem serve`);
-    this.log.info(`initializationOptions: ${JSON.stringify(clientOptions.initializationOptions)}`);
+    this.log.info(
+      `Starting the Pi Memory server: ${launch.command} ${launch.args.join(' ')} ` +
+        `(Python ${check.version}, from ${interpreter.origin}; working directory ${launch.cwd})`,
+    );
+    this.log.info(`initializationOptions: ${JSON.stringify(options)}`);
     try {
       await client.start();
       this.setState({ kind: 'running', python: interpreter.command, version: check.version });
@@ -277,34 +305,70 @@ export class PimemServer implements vscode.Disposable {
       this.setState({ kind: 'failed', message: 'the server did not start (see the Pi Memory log)' });
       void client.dispose().catch(() => undefined);
       void vscode.window
-        .showErrorMessage(`The Pi Memory server did not start: ${message}`, 'Show Log')
+        .showErrorMessage(`The Pi Memory server did not start: ${plainText(message)}`, 'Show Log')
         .then((choice) => choice === 'Show Log' && this.showLog());
     }
   }
 
+  /** `window/showMessage` from the server: logged, and shown as plain text (no links, no icons). */
+  private showServerMessage(type: MessageType, message: string): void {
+    const text = plainText(message);
+    if (type === MessageType.Error) {
+      this.log.error(message);
+      void vscode.window.showErrorMessage(text);
+    } else if (type === MessageType.Warning) {
+      this.log.warn(message);
+      void vscode.window.showWarningMessage(text);
+    } else {
+      this.log.info(message);
+      void vscode.window.showInformationMessage(text);
+    }
+  }
+
+  /**
+   * The server's connection closed without a stop from this side (it crashed, was killed, or exited on input
+   * it could not read). It is restarted; the user hears of it once per burst of exits, in fixed words.
+   */
   private onClosed(): { action: CloseAction; handled: boolean } {
     if (this.state.kind !== 'running') {
-      // Exited while starting: doStart() reports the failure once.
+      // Exited while starting: doStart() (or onRestartFailed) reports the failure once.
       return { action: CloseAction.DoNotRestart, handled: true };
     }
-    const now = Date.now();
-    this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
-    if (this.crashes.length <= MAX_CRASHES) {
-      this.log.warn('The Pi Memory server exited; restarting it.');
+    const decision = this.exits.onExit(Date.now());
+    if (decision.restart) {
+      this.log.warn('The Pi Memory server exited unexpectedly; restarting it.');
+      this.restarting = true;
+      this.setState({ kind: 'starting' });
+      if (decision.tellUser) {
+        void vscode.window
+          .showWarningMessage('The Pi Memory server stopped unexpectedly and was restarted.', 'Show Log')
+          .then((choice) => choice === 'Show Log' && this.showLog());
+      }
       return { action: CloseAction.Restart, handled: true };
     }
-    this.log.error(`The Pi Memory server exited ${this.crashes.length} times in 3 minutes; not restarting it.`);
+    const minutes = Math.round(this.exits.windowMs / 60_000);
+    this.log.error(`The Pi Memory server exited ${decision.exits} times in ${minutes} minutes; not restarting it.`);
     this.setState({ kind: 'failed', message: 'the server keeps exiting (see the Pi Memory log)' });
-    void vscode.window
-      .showErrorMessage('The Pi Memory server keeps exiting and was not restarted.', 'Show Log', 'Restart')
-      .then((choice) => {
-        if (choice === 'Show Log') {
-          this.showLog();
-        } else if (choice === 'Restart') {
-          void this.restart();
-        }
-      });
+    this.offerRestart('The Pi Memory server keeps exiting and was not restarted.');
     return { action: CloseAction.DoNotRestart, handled: true };
+  }
+
+  /** The automatic restart after an unexpected exit did not come up. */
+  private onRestartFailed(): void {
+    const detail = this.lastStderr.length > 0 ? `: ${this.lastStderr}` : '';
+    this.log.error(`The Pi Memory server could not be restarted${detail}`);
+    this.setState({ kind: 'failed', message: 'the server could not be restarted (see the Pi Memory log)' });
+    this.offerRestart('The Pi Memory server stopped and could not be restarted (see the Pi Memory log).');
+  }
+
+  private offerRestart(message: string): void {
+    void vscode.window.showErrorMessage(message, 'Show Log', 'Restart').then((choice) => {
+      if (choice === 'Show Log') {
+        this.showLog();
+      } else if (choice === 'Restart') {
+        void this.restart();
+      }
+    });
   }
 
   private async doStop(): Promise<void> {
@@ -321,10 +385,8 @@ export class PimemServer implements vscode.Disposable {
   }
 }
 
-/** A one-line, user-facing description of a failed request. */
+/** A one-line, user-facing description of a failed request, as plain text (server messages can quote paths). */
 export function describeError(error: unknown): string {
-  if (error instanceof ResponseError) {
-    return error.message;
-  }
-  return error instanceof Error ? error.message : String(error);
+  const message = error instanceof ResponseError || error instanceof Error ? error.message : String(error);
+  return plainText(message);
 }

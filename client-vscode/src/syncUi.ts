@@ -3,6 +3,7 @@
 // `pimem/syncStatus` and `pimem/indexChanged` notifications and by `pimem/status`.
 import * as vscode from 'vscode';
 import { StatusRequest, type IndexChangedParams, type SyncStatusParams } from './protocol';
+import { plainText } from './render';
 import type { PimemServer, ServerState } from './server';
 
 /** A sync running longer than this gets a cancellable progress notification. */
@@ -98,7 +99,7 @@ export class SyncUi implements vscode.Disposable {
     this.item.backgroundColor = undefined;
     if (state.kind === 'failed') {
       this.item.text = '$(warning) Pi Memory';
-      this.item.tooltip = `Pi Memory: ${state.message}`;
+      this.item.tooltip = `Pi Memory: ${plainText(state.message)}`;
       this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
     } else if (state.kind !== 'running') {
       this.item.text = '$(loading~spin) Pi Memory';

@@ -246,11 +246,15 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     assert.deepEqual(dialogs, []);
     await screenshot(page, 'panel-recall-xss.png');
 
-    // Copy resume command: the server's command for that session
+    // Copy resume command: the server's command for that session, on the clipboard; the notification does not
+    // quote it (stored data in a notification could render as a command link)
     await hit.first().locator('button.copy').click();
-    const copied = notification(page, 'Copied: ');
+    const copied = notification(page, 'resume command copied');
     await copied.first().waitFor({ timeout: 15_000 });
-    assert.match(await copied.first().innerText(), /Copied: .*claude --resume 1ed4dd9a-5989-4487-9ac3-d2b870816ee8/);
+    assert.equal((await copied.first().locator('.notification-list-item-message').innerText()).trim(),
+      'Pi Memory: resume command copied to the clipboard.');
+    const clipboard = await page.evaluate(() => navigator.clipboard.readText());
+    assert.match(clipboard, /claude --resume 1ed4dd9a-5989-4487-9ac3-d2b870816ee8/);
     await clearNotifications(page);
 
     // Open transcript: the Claude .jsonl beside the panel, cursor on that turn's user message

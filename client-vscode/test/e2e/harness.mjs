@@ -67,9 +67,10 @@ async function waitForHealth(url, child, timeoutMs) {
 /**
  * Starts code-server with the extension installed and a browser page on it.
  * `prepareHome(home)` fills the temporary HOME (fixture histories); `settings(dirs)` gives the user settings;
- * the logs are kept in artifacts/vscode-e2e/logs/<name>/.
+ * the logs are kept in artifacts/vscode-e2e/logs/<name>/. `workspaceTrust: true` leaves workspace trust on (the
+ * settings must enable it too), so that a folder can open in Restricted Mode.
  */
-export async function startVsCode({ name, settings, prepareHome }) {
+export async function startVsCode({ name, settings, prepareHome, workspaceTrust = false }) {
   for (const [what, path] of [['code-server', codeServer], ['Node 24', join(node24Bin, 'node')], ['chromium', chromium]]) {
     if (!existsSync(path)) {
       throw new Error(`${what} not found at ${path}: run scripts/setup-vscode-e2e.sh first`);
@@ -116,7 +117,7 @@ export async function startVsCode({ name, settings, prepareHome }) {
   const child = spawn(
     codeServer,
     [...profile, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
-      '--disable-workspace-trust', '--reconnection-grace-time', '5'],
+      ...(workspaceTrust ? [] : ['--disable-workspace-trust']), '--reconnection-grace-time', '5'],
     { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   child.stdout.pipe(log);

@@ -76,3 +76,32 @@ test('truncate, oneLine, folderName, sourceLabel, formatDate', () => {
   assert.match(r.formatDate(Date.UTC(2026, 10, 30, 9, 45)), /^2026-11-30 \d\d:\d\d$/);
   assert.equal(r.formatDate(Number.NaN), '');
 });
+
+// How VS Code finds links in a notification message (vs/base/common/linkedText.ts) and icons in status bar and
+// quick pick text (vs/base/common/iconLabels.ts): neither has an escape syntax.
+const NOTIFICATION_LINK = /\[([^\]]+)\]\(((?:https?:\/\/|command:|file:)[^)\s]+)(?: (["'])(.+?)(\3))?\)/gi;
+const ICON = /\$\([a-z0-9-]+(?:~[a-z0-9-]*)?\)/gi;
+
+test('plainText leaves no link or icon that VS Code would render, and looks the same', () => {
+  const evil = [
+    'Copied: claude --resume [run](command:workbench.action.terminal.sendSequence?%7B%22text%22%3A%22rm%22%7D)',
+    '[x](https://evil.example "title") [f](file:///etc/passwd) [C](COMMAND:pimem.restart)',
+    '$(warning) $(sync~spin) [[nested](command:a)](command:b)',
+  ].join(' ');
+  assert.ok(evil.match(NOTIFICATION_LINK).length >= 4 && evil.match(ICON).length === 2, 'the sample has links and icons');
+  const out = r.plainText(evil, 10_000);
+  assert.equal(out.match(NOTIFICATION_LINK), null, out);
+  assert.equal(out.match(ICON), null, out);
+  assert.equal(out.replaceAll('\u200b', ''), evil, 'only zero-width spaces were added');
+  assert.equal(r.plainText('/home/me/.pi/agent/memory.db'), '/home/me/.pi/agent/memory.db');
+  assert.equal(r.plainText('costs $(5) [a] (b)'), 'costs $\u200b(5) [a] (b)');
+});
+
+test('plainText makes one line without control or direction-override characters, cut to a length', () => {
+  assert.equal(r.plainText('a\nb\r\n\tc\u0007d\u001b[2Je\u2028f'), 'a b c d [2Je f');
+  assert.equal(r.plainText('abc\u202edcba.exe'), 'abcdcba.exe');
+  assert.equal(r.plainText('x'.repeat(400)).length, 301); // 300 code points and "…"
+  assert.equal(r.plainText('🦩🦩🦩', 2), '🦩🦩…');
+  // a cut right after "]" cannot leave a link behind either
+  assert.equal(r.plainText('[a](command:x)', 3).match(NOTIFICATION_LINK), null);
+});

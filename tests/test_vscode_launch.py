@@ -1,0 +1,236 @@
+"""The VS Code extension starts its server without importing anything from a workspace (issue 10, item 1).
+
+The server is launched exactly as the extension launches it: the command line of
+client-vscode/src/serverLaunch.json (``<python> -I -u <extension>/launcher/launch.py serve``), which
+src/launch.ts reads too. The workspace is booby-trapped: ``pimem/``, ``json.py``, ``uuid.py``, ``sqlite3.py``,
+``watchdog/`` and others that the server imports, each writing a marker file outside the workspace when
+imported. The server runs with that workspace as its working directory (the extension uses its own folder:
+this is the worse case) and on PYTHONPATH, does a real session over the sample history, and no marker appears.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import IO, Any
+
+import psutil
+import pytest
+
+from conftest import SAMPLES
+
+REPO = Path(__file__).resolve().parent.parent
+CLIENT = REPO / "client-vscode"
+SPEC = json.loads((CLIENT / "src" / "serverLaunch.json").read_text(encoding="utf-8"))
+LAUNCHER = CLIENT / SPEC["script"]
+
+# Modules the server imports (directly or through its dependencies), planted in the workspace.
+TRAPS = (
+    "pimem/__init__.py", "pimem/__main__.py", "pimem/cli.py", "json.py", "uuid.py", "sqlite3.py",
+    "watchdog/__init__.py", "pygls/__init__.py", "lsprotocol/__init__.py", "attrs/__init__.py",
+    "typing_extensions.py", "asyncio.py", "logging.py", "sitecustomize.py", "usercustomize.py",
+    "multiprocessing/__init__.py", "concurrent/__init__.py",
+)
+
+pytestmark = pytest.mark.e2e
+
+
+def plant_traps(workspace: Path, markers: Path) -> None:
+    """Each trap writes ``<markers>/<its path>.ran`` when Python imports it (only built-ins: it imports nothing)."""
+    for relative in TRAPS:
+        trap = workspace / relative
+        trap.parent.mkdir(parents=True, exist_ok=True)
+        marker = markers / (relative.replace("/", "_") + ".ran")
+        trap.write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
+
+
+def client_command(extension: Path) -> list[str]:
+    """The server's command line, as src/launch.ts builds it from the same JSON."""
+    return [sys.executable, *SPEC["flags"], str(extension / SPEC["script"]), *SPEC["args"]]
+
+
+def make_extension(base: Path, *, bundled: bool) -> Path:
+    """An extension folder: the launcher, and (``bundled``) bundled/libs/pimem, as the .vsix ships them. Without
+    the bundle the launcher falls back to the interpreter's own pimem (this venv's)."""
+    extension = base / "extension"
+    (extension / "launcher").mkdir(parents=True)
+    shutil.copy2(LAUNCHER, extension / SPEC["script"])
+    if bundled:
+        shutil.copytree(REPO / "server" / "pimem", extension / "bundled" / "libs" / "pimem",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return extension
+
+
+class Session:
+    """Just enough JSON-RPC over the process's stdio: requests wait for their answer, the server's own
+    requests (work-done progress) are accepted, notifications are kept."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.stdin: IO[bytes] = process.stdin
+        self.stdout: IO[bytes] = process.stdout
+        self.notifications: list[dict[str, Any]] = []
+        self.next_id = 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        self.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        length = None
+        while (header := self.stdout.readline().strip()) or length is None:
+            if not header and length is None:
+                raise AssertionError("the server closed its output")
+            name, _, value = header.decode("ascii").partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        message: dict[str, Any] = json.loads(self.stdout.read(length))
+        return message
+
+    def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        self.send({"id": self.next_id, "method": method, "params": params})
+        while True:
+            message = self.receive()
+            if "method" in message and "id" in message:
+                self.send({"id": message["id"], "result": None})
+            elif "method" in message:
+                self.notifications.append(message)
+            elif message.get("id") == self.next_id:
+                assert "result" in message, message
+                return message["result"]
+
+    def wait_notification(self, method: str, timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while not any(n["method"] == method for n in self.notifications):
+            assert time.monotonic() < deadline, f"no {method} within {timeout} s"
+            message = self.receive()
+            if "method" in message and "id" in message:
+                self.send({"id": message["id"], "result": None})
+            elif "method" in message:
+                self.notifications.append(message)
+        return next(n for n in self.notifications if n["method"] == method)
+
+
+@pytest.mark.parametrize("bundled", [True, False], ids=["bundled-libs", "installed-pimem"])
+def test_the_server_imports_nothing_from_the_workspace(tmp_path: Path, bundled: bool) -> None:
+    workspace, markers = tmp_path / "workspace", tmp_path / "markers"
+    markers.mkdir()
+    plant_traps(workspace, markers)
+    extension = make_extension(tmp_path, bundled=bundled)
+    history = tmp_path / "history"
+    shutil.copytree(SAMPLES, history, ignore=shutil.ignore_patterns("MANIFEST.md"))
+    (history / "home").mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(history / "home"),
+        "CLAUDE_CONFIG_DIR": str(history / "claude"),
+        "CODEX_HOME": str(history / "codex"),
+        "PI_CODING_AGENT_DIR": str(history / "pi" / "agent"),
+        # what a workspace-relative PYTHONPATH (a .env file, a task) would do; isolated mode ignores it
+        "PYTHONPATH": str(workspace),
+    }
+    stderr_path = tmp_path / "stderr.txt"
+    with open(stderr_path, "wb") as stderr:
+        process = subprocess.Popen(client_command(extension), cwd=workspace, env=env, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=stderr)
+    failure: AssertionError | None = None
+    try:
+        session = Session(process)
+        session.request("initialize", {
+            "processId": None, "rootUri": workspace.as_uri(), "capabilities": {"window": {"workDoneProgress": True}},
+            "initializationOptions": {"dbPath": str(tmp_path / "memory.db"), "autoSync": True},
+            "workspaceFolders": [{"uri": workspace.as_uri(), "name": "workspace"}],
+        })
+        session.send({"method": "initialized", "params": {}})
+        session.wait_notification("pimem/indexChanged")
+        status = session.request("pimem/status", {})
+        recall = session.request("pimem/recall", {"entities": ["flamingo"], "limit": 5})
+        session.request("shutdown", None)
+        session.send({"method": "exit"})
+        assert process.wait(30) == 0
+    except AssertionError as error:
+        failure = error
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+    log = stderr_path.read_text(encoding="utf-8", errors="replace")
+    # not one file of the workspace was imported...
+    assert sorted(p.name for p in markers.iterdir()) == [], log
+    if failure is not None:
+        raise AssertionError(f"{failure}; server stderr: {log}")
+    # ...and the server ran for real over the sample history
+    assert status["dbPath"] == str(tmp_path / "memory.db"), status
+    assert status["totalTurns"] >= 10, status
+    assert {row["source"] for row in recall["results"]} >= {"pi", "claude"}, recall
+    assert "Traceback" not in log, log
+
+
+def test_sync_worker_processes_import_nothing_from_the_workspace(tmp_path: Path) -> None:
+    """The server's sync starts worker processes (multiprocessing "spawn") for large imports: they inherit the
+    isolated mode and the server's sys.path. Run through the launcher (its ``sync`` command, the same code as a
+    sync in ``serve``) with 4 files of 12.5 MB, enough for the pool, from a booby-trapped working directory."""
+    workspace, markers = tmp_path / "workspace", tmp_path / "markers"
+    markers.mkdir()
+    plant_traps(workspace, markers)
+    projects = tmp_path / "claude" / "projects" / "-tmp-big"
+    projects.mkdir(parents=True)
+    sample = SAMPLES / "claude/projects/-tmp-pimem-demo-webshop/1ed4dd9a-5989-4487-9ac3-d2b870816ee8.jsonl"
+    padding = json.dumps({"type": "x-padding", "data": "a" * 16000}) + "\n"   # a record type importers skip
+    for _ in range(4):
+        session = str(uuid.uuid4())
+        text = sample.read_text(encoding="utf-8").replace("1ed4dd9a-5989-4487-9ac3-d2b870816ee8", session)
+        (projects / f"{session}.jsonl").write_text(text + padding * 800, encoding="utf-8")
+    env = {**os.environ, "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "CODEX_HOME": str(tmp_path / "codex"), "PI_CODING_AGENT_DIR": str(tmp_path / "pi"),
+           "MEMORY_DB_PATH": str(tmp_path / "memory.db"), "PYTHONPATH": str(workspace)}
+    extension = make_extension(tmp_path, bundled=True)
+    command = [*client_command(extension)[:-len(SPEC["args"])], "sync", "--workers", "2"]
+    process = subprocess.Popen(command, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    children: dict[int, list[str]] = {}
+    parent = psutil.Process(process.pid)
+    while process.poll() is None:
+        with contextlib.suppress(psutil.Error):   # a process that exits while it is looked at
+            for child in parent.children(recursive=True):
+                children.setdefault(child.pid, child.cmdline())
+        time.sleep(0.02)
+    output = process.stdout.read() if process.stdout else ""
+    assert sorted(p.name for p in markers.iterdir()) == [], output
+    assert process.returncode == 0, output
+    assert "imported 16 turns" in output and "0 issues" in output, output
+    workers = [argv for argv in children.values() if "--multiprocessing-fork" in argv]
+    assert workers, f"the pool was not used: {children}"
+    assert all("-I" in argv for argv in workers), workers
+
+
+def test_the_launcher_refuses_to_run_unisolated(tmp_path: Path) -> None:
+    """Without -I the working directory and PYTHONPATH would be on sys.path: one line, exit status 2."""
+    result = subprocess.run([sys.executable, str(LAUNCHER), "serve"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "pimem: the VS Code launcher must run in isolated mode (python -I)"
+
+
+def test_the_launcher_puts_only_the_bundle_before_the_interpreter_paths(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("pimem_vscode_launch", LAUNCHER)
+    assert spec is not None and spec.loader is not None
+    launcher = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launcher)
+    libs = tmp_path / "bundled" / "libs"
+    current = ["", "relative/dir", ".", "/usr/lib/python3.11", str(libs)]
+    # no bundle (a development checkout): the interpreter's paths, without '' and relative entries
+    assert launcher.server_sys_path(current, str(libs)) == ["/usr/lib/python3.11", str(libs)]
+    (libs / "pimem").mkdir(parents=True)
+    (libs / "pimem" / "__init__.py").write_text("", encoding="utf-8")
+    assert launcher.server_sys_path(current, str(libs)) == [str(libs), "/usr/lib/python3.11"]
