@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pimem.importers.base import Chunk, SessionInfo, TranscriptParser
+from pimem.importers.base import Chunk, SessionInfo, TranscriptParser, version_hint
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, strip_system_reminders
 
@@ -93,6 +93,7 @@ class ClaudeParser(TranscriptParser):
         self._info = SessionInfo.from_state(state)
         self._turns: int = int(state.get("turns", 0))
         self._current: str | None = state.get("current")
+        self._version_seen: object = None
 
     def wants(self, line: Line) -> bool:
         # Tool-result lines (most of a file's bytes) have a top-level toolUseResult: never a prompt.
@@ -110,6 +111,10 @@ class ClaudeParser(TranscriptParser):
             return
         if self._info.native_id is None:
             self._info.native_id = nonempty_str(record.get("sessionId"))
+        version = record.get("version")  # the CLI version, on every line (the latest one is quoted in issues)
+        if version != self._version_seen:
+            self._version_seen = version
+            self._info.agent_version = version_hint("Claude Code", version) or self._info.agent_version
         if not self._info.cwd and isinstance(record.get("cwd"), str):
             self._info.cwd = clean_text(record["cwd"])
         ts = iso_to_ms(record.get("timestamp"))
