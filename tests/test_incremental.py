@@ -187,8 +187,8 @@ def test_a_newline_that_ends_an_already_taken_last_line_is_not_a_line(tmp_path: 
 
 
 def test_rewritten_file_is_parsed_again(tmp_path: Path, db_path: Path) -> None:
-    """Pi rewrites v1/v2 files in place (new ids) when it opens them: both versions' turns remain,
-    and recall shows the exchange once."""
+    """Pi rewrites v1/v2 files in place (new ids) when it opens them: the file is parsed again and the
+    v1 turns keep their ids (no second copy; the real Pi's rewrite is tested in test_pi_rewrite.py)."""
     v1 = next(p for p in LEGACY.rglob("*.jsonl") if "5f0c" in p.name)
     _base, relative = _relative_root(v1)
     target = tmp_path / relative
@@ -196,7 +196,8 @@ def test_rewritten_file_is_parsed_again(tmp_path: Path, db_path: Path) -> None:
     shutil.copyfile(v1, target)
     sync(tmp_path, db_path)
     conn = connect(db_path)
-    count_v1 = conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+    turns_sql = "SELECT turn_id, turn_index, user_text, reply_text FROM turns ORDER BY turn_id"
+    v1_turns = conn.execute(turns_sql).fetchall()
     # What Pi does when it opens a v1 file: version 3 header, random 8-hex ids chained by parentId.
     records = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
     records[0]["version"] = 3
@@ -206,8 +207,9 @@ def test_rewritten_file_is_parsed_again(tmp_path: Path, db_path: Path) -> None:
         parent = record["id"]
     target.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     os.utime(target, ns=(1, 1))
-    sync(tmp_path, db_path)
-    assert conn.execute("SELECT count(*) FROM turns").fetchone()[0] == 2 * count_v1
+    stats = run_sync(SyncRequest(db_path=str(db_path), roots=roots_under(tmp_path)))
+    assert stats.scanned_files == 1 and not stats.issues
+    assert conn.execute(turns_sql).fetchall() == v1_turns
     first_prompt = conn.execute("SELECT user_text FROM turns ORDER BY ts, turn_id LIMIT 1").fetchone()[0]
     word = first_prompt.split()[0]
     rows = recall(conn, make_query([word], limit=50))

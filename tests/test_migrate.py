@@ -508,15 +508,21 @@ def test_malformed_codex_files_become_issues_naming_them_and_the_rest_migrates(
     dangling.symlink_to(day / "does-not-exist.jsonl")
     if hasattr(os, "geteuid") and os.geteuid() != 0:
         unreadable.chmod(0)
-    else:  # root reads any file: make open() fail the way a permission error does
+    else:  # root reads any file: make opening fail the way a permission error does
         real_open = builtins.open
+        real_os_open = os.open
 
         def refusing_open(file: Any, *args: Any, **kwargs: Any) -> Any:
             if os.fspath(file) == str(unreadable):
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(unreadable))
             return real_open(file, *args, **kwargs)
 
-        monkeypatch.setattr(pimem.jsonl, "open", refusing_open, raising=False)
+        def refusing_os_open(file: Any, *args: Any, **kwargs: Any) -> int:  # transcripts: jsonl.open_regular
+            if os.fspath(file) == str(unreadable):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(unreadable))
+            return real_os_open(file, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", refusing_os_open)
         monkeypatch.setattr(pimem.migrate, "open", refusing_open, raising=False)
 
     report = report_of(WEBSHOP, home, agent_dir)

@@ -5,6 +5,11 @@ single growing buffer), and a line longer than ``MAX_LINE_BYTES`` is skipped wit
 beyond that cap (only its head is kept, so the caller can tell a bookkeeping record from a turn).
 A final line without a newline is only consumed when it is a complete JSON object; otherwise it is
 presumed still being written and left for the next sync.
+
+Transcripts are opened with :func:`open_regular`, which never blocks: a path that a FIFO, socket or
+device replaced after discovery stat'ed it is opened without waiting (O_NONBLOCK), checked on the
+open descriptor and refused (:class:`NotRegularFile`). A plain ``open()`` of a FIFO would wait for a
+writer forever, and with it the sync (and, in the server, every later sync).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,6 +48,38 @@ _ZSTD_INPUT_BYTES = 1 << 16
 class UnsupportedFile(Exception):
     """The file cannot be read on this installation (e.g. .zst without a zstd decoder), or cannot be
     decoded at all (a damaged .zst)."""
+
+
+class NotRegularFile(UnsupportedFile):
+    """The path is no longer a regular file (a FIFO, socket, device or directory took its place)."""
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def open_regular_fd(path: str) -> int:
+    """A read-only descriptor of ``path`` if it is a regular file; raises NotRegularFile otherwise,
+    without ever waiting (the check is made on the opened descriptor, so a swap after it cannot
+    matter). The descriptor is left in blocking mode (a no-op for regular files)."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise NotRegularFile(f"it is {kind}, not a regular file; skipped")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular(path: str, buffering: int = -1) -> IO[bytes]:
+    """:func:`open_regular_fd` as a binary stream."""
+    return os.fdopen(open_regular_fd(path), "rb", buffering=buffering)
 
 
 def loads(data: bytes | bytearray) -> Any:
@@ -265,7 +303,7 @@ class _ZstdReader(io.RawIOBase):
 
     def __init__(self, path: str) -> None:
         super().__init__()
-        self._raw = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._raw = open_regular(path)  # closed in close()
         self._decompressor = _zstandard.ZstdDecompressor()
         self._frame: Any = None            # the decoder of the frame being read; None between frames
         self._output = memoryview(b"")
@@ -314,8 +352,14 @@ class _ZstdProcess(io.RawIOBase):
 
     def __init__(self, zstd: str, path: str) -> None:
         super().__init__()
-        self._process = subprocess.Popen([zstd, "-dc", "--", path], stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL)
+        # The file is opened here (checked to be regular) and handed over as stdin: zstd never
+        # opens a path itself, so it cannot be made to wait on a FIFO swapped in meanwhile.
+        fd = open_regular_fd(path)
+        try:
+            self._process = subprocess.Popen([zstd, "-dc"], stdin=fd, stdout=subprocess.PIPE,
+                                             stderr=subprocess.DEVNULL)
+        finally:
+            os.close(fd)
         assert self._process.stdout is not None
         self._stdout: Any = self._process.stdout   # a BufferedReader over the pipe
 
@@ -346,8 +390,6 @@ def open_zst(path: str) -> IO[bytes]:
         raise UnsupportedFile(
             "compressed rollout (.jsonl.zst) needs the 'zstandard' Python package or the zstd command"
         )
-    if not os.path.exists(path):  # as open() would: the caller tells a vanished file from a damaged one
-        raise FileNotFoundError(2, "No such file or directory", path)
     return io.BufferedReader(_ZstdProcess(zstd, path), buffer_size=1 << 20)
 
 
@@ -355,15 +397,16 @@ def open_transcript(path: str) -> IO[bytes]:
     """A binary stream of a transcript's JSONL text (decompressed for .zst)."""
     if path.endswith(".zst"):
         return open_zst(path)
-    return open(path, "rb", buffering=1 << 20)
+    return open_regular(path, buffering=1 << 20)
 
 
-def read_window(path: str, offset: int, length: int) -> bytes:
-    """Read ``length`` bytes at ``offset`` (fewer at EOF)."""
-    with open(path, "rb") as handle:
-        return os.pread(handle.fileno(), length, offset) if hasattr(os, "pread") else _seek_read(handle, offset, length)
-
-
-def _seek_read(handle: IO[bytes], offset: int, length: int) -> bytes:
-    handle.seek(offset)
-    return handle.read(length)
+def read_window(handle: IO[bytes], offset: int, length: int) -> bytes:
+    """Read ``length`` bytes at ``offset`` (fewer at EOF) of an open file, without moving its position."""
+    if hasattr(os, "pread"):
+        return os.pread(handle.fileno(), length, offset)
+    position = handle.tell()  # pragma: no cover - platforms without pread
+    try:
+        handle.seek(offset)
+        return handle.read(length)
+    finally:
+        handle.seek(position)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from pimem.importers.base import Chunk, NotThisFormat, feed_line
 from pimem.importers.codex import CodexMessage, CodexParser
-from pimem.jsonl import LineReader, UnsupportedFile, loads, open_transcript
+from pimem.jsonl import LineReader, UnsupportedFile, loads, open_regular, open_transcript
 from pimem.models import SyncIssue
 from pimem.paths import pi_agent_dir, source_roots
 from pimem.sync import G0_MAX_BYTES, discover
@@ -136,7 +136,7 @@ def read_codex_session(path: str) -> CodexSession:
     parser.messages = []
     chunk = Chunk()
     if path.endswith(".json"):
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:   # never blocks on a FIFO swapped in (issue 10 item 17)
             data = handle.read(G0_MAX_BYTES + 1)
         if len(data) > G0_MAX_BYTES:
             raise NotThisFormat("a .json rollout larger than 64 MiB is not read")

@@ -34,10 +34,12 @@ class SyncIssue:
         return {"source": self.source, "jsonlPath": self.jsonl_path, "error": self.error}
 
 
-def import_issue(source: Source, path: str | None, cause: str) -> SyncIssue:
+def import_issue(source: Source, path: str | None, cause: str, *, partly: bool = False) -> SyncIssue:
+    """The issue text for a file (``partly``: the file was imported except what ``cause`` names)."""
     where = f" ({path})" if path else ""
+    outcome = "was incomplete" if partly else "failed"
     message = (
-        f"{source} history import failed{where}: {cause}. "
+        f"{source} history import {outcome}{where}: {cause}. "
         f"pimem's importer was verified against {HISTORY_SCHEMA_REFERENCE_VERSIONS[source]}; "
         f"if your {source} version is newer, its format may have changed."
     )

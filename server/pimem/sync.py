@@ -4,10 +4,17 @@
 * A file that grew (same inode, and the bytes before the last parse point unchanged, checked on two
   small windows) is parsed from where the last sync stopped, with the parser state saved then.
 * Anything else (rewritten in place, truncated, replaced, compressed, or ``force``) is parsed again
-  from the start. Turn rows are never deleted: turns outlive their files.
+  from the start. Turn rows are never deleted: turns outlive their files (the one exception: the
+  copy an older pimem stored of a Pi v1 turn under the id Pi gave it when it rewrote the file).
 * Work is committed in short transactions at line boundaries, together with the file's parse
-  position, so a crash or a cancel leaves a consistent store and the next sync resumes.
-* One broken file or root becomes an issue; every other file is imported.
+  position, so a crash or a cancel leaves a consistent store and the next sync resumes. What a sync
+  reports (turns changed, files, issues) counts committed work only (see :class:`Writer`).
+* One broken file or root becomes an issue; every other file is imported. A broken line in the
+  middle of a file is skipped and reported once, naming its line and the agent version the file
+  records (an unfinished last line is not broken: it is left for the next sync).
+* Transcripts are opened without blocking and must be regular files (jsonl.open_regular): a FIFO,
+  socket or device that replaced a transcript after discovery is an issue ("it is a FIFO, not a
+  regular file"), never a hang. Discovery itself skips non-regular files silently.
 * With much to do, files are parsed by a pool of processes (both cores); SQLite serialises writes.
 """
 
@@ -29,14 +36,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from pimem import index
 from pimem.importers import make_parser
 from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser, TurnDelta, feed_line
 from pimem.importers.claude import is_claude_sidechain_path
 from pimem.importers.codex import CodexParser
-from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, loads, open_transcript, read_window
+from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, loads, open_regular, open_transcript, read_window
 from pimem.models import SOURCES, Source, SyncIssue, SyncProgress, SyncStats, import_issue
 from pimem.paths import SourceRoots
 from pimem.store import (
@@ -238,12 +245,12 @@ def load_stamps(conn: sqlite3.Connection) -> dict[str, Stamp]:
     return {row[0]: row for row in conn.execute(_STAMPS_SQL)}
 
 
-def fingerprint(path: str, parsed_bytes: int) -> str:
-    """Digest of the file's head and of the bytes just before ``parsed_bytes``: if either changed,
-    the file was rewritten rather than appended to."""
-    head = read_window(path, 0, min(HEAD_BYTES, parsed_bytes))
+def fingerprint(handle: IO[bytes], parsed_bytes: int) -> str:
+    """Digest of the file's head and of the bytes just before ``parsed_bytes``, read from the open file:
+    if either changed, the file was rewritten rather than appended to."""
+    head = read_window(handle, 0, min(HEAD_BYTES, parsed_bytes))
     tail_start = max(0, parsed_bytes - HEAD_BYTES)
-    tail = read_window(path, tail_start, parsed_bytes - tail_start)
+    tail = read_window(handle, tail_start, parsed_bytes - tail_start)
     digest = hashlib.blake2b(digest_size=16)
     digest.update(head)
     digest.update(b"\0")
@@ -256,10 +263,26 @@ class FileOutcome:
     source: Source
     path: str
     parsed: bool = False
-    turns_changed: int = 0
-    issue: SyncIssue | None = None
+    turns_changed: int = 0          # turn rows changed by committed transactions only
+    issues: list[SyncIssue] = field(default_factory=list)
     cancelled: bool = False
-    conflicted: bool = False
+    conflicted: bool = False        # another sync imported this file meanwhile; left to that one
+    failed: bool = False            # a part could not be stored: the rest is read again next sync
+
+    @property
+    def stopped(self) -> bool:
+        """Nothing more of this file is stored in this sync."""
+        return self.conflicted or self.failed
+
+
+@dataclass
+class _Stored:
+    """A file's row as committed: its id (None before its first commit) and revision. The writer works
+    on a copy inside a transaction and keeps it only once that transaction has committed."""
+
+    file_id: int | None
+    revision: int
+    checked: bool = False   # the row exists and was checked against concurrent syncs
 
 
 @dataclass
@@ -273,12 +296,85 @@ class _Unit:
     parsed_bytes: int
     parsed_lines: int
     first: bool
+    digest: str                                                    # fingerprint at parsed_bytes
+    reports: list[SyncIssue] = field(default_factory=list)         # issues that hold once this unit is stored
+
+
+@dataclass
+class _BrokenLines:
+    """Broken lines (not a JSON record, or a record the parser could not read) in the parsed part of a
+    file. Kept in the file's saved state so that each is reported once: an append-only sync reads only
+    the new lines, and a re-parse of a file unchanged since (a forced sync) finds them already reported."""
+
+    first: int | None = None       # the file's first broken line
+    count: int = 0
+    reported: int = 0              # how many of them an issue has named
+    first_new: int | None = None   # the first one not reported yet
+
+    KEY = "brokenLines"
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any] | None) -> _BrokenLines:
+        saved = (state or {}).get(cls.KEY)
+        if not (isinstance(saved, list) and len(saved) == 4):
+            return cls()
+        first, count, reported, first_new = saved
+        if not all(isinstance(value, int) or value is None for value in saved):
+            return cls()
+        return cls(first, count or 0, reported or 0, first_new)
+
+    def to_state(self) -> list[int | None] | None:
+        return [self.first, self.count, self.reported, self.first_new] if self.count else None
+
+    def add(self, chunk: Chunk) -> None:
+        if not chunk.bad_lines:
+            return
+        self.count += chunk.bad_lines
+        if self.first is None:
+            self.first = chunk.first_bad_line
+        if self.first_new is None:
+            self.first_new = chunk.first_bad_line
+
+
+def _broken_lines_cause(first_new: int | None, new: int, total: int, agent_version: str | None) -> str:
+    if new == 1:
+        what = f"line {first_new} could not be read (broken JSON or not a record) and was skipped"
+    else:
+        what = (f"{new} lines could not be read (broken JSON or not a record) and were skipped, "
+                f"the first is line {first_new}")
+    if total > new:
+        what += f" ({total} in the file so far)"
+    written = (f"the file was written by {agent_version}" if agent_version
+               else "the file does not say which agent version wrote it")
+    return f"{what}; the rest was imported; {written}"
+
+
+def _store_failure_cause(error: sqlite3.OperationalError) -> str:
+    if "locked" in str(error) or "busy" in str(error):
+        return "the memory store stayed busy (another program held its write lock); retried next sync"
+    return f"the memory store failed ({error})"
+
+
+class _StoreFailed(Exception):
+    """A transaction of the writer was rolled back; ``unit`` is the unit whose write failed (None when
+    BEGIN or COMMIT did)."""
+
+    def __init__(self, unit: _Unit | None, error: sqlite3.OperationalError) -> None:
+        super().__init__(str(error))
+        self.unit = unit
+        self.error = error
 
 
 class Writer:
     """Commits parsed chunks — of one file or of many small ones — in short transactions (about
     CHUNK_TURNS turns or CHUNK_SECONDS each). A unit is committed whole with its file's parse
-    position, so any commit point is a consistent place to stop, crash or be cancelled."""
+    position, so any commit point is a consistent place to stop, crash or be cancelled.
+
+    Counters, file ids and revisions change only after COMMIT. When the store fails in the middle of
+    a transaction (an OperationalError: busy, disk full, read-only), the whole transaction is rolled
+    back, the issue names the file whose write failed, that file stops for this sync (it continues
+    from its last committed position next time), and the other units are tried once more without
+    it. If that fails too, or BEGIN/COMMIT itself fails, every file of the batch is named."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -300,26 +396,73 @@ class Writer:
         units, self._units = self._units, []
         self._turns = self._bytes = 0
         self._since = time.monotonic()
-        if not units:
-            return
-        with transaction(self.conn):
-            for unit in units:
-                outcome = unit.job.outcome
-                if outcome.conflicted:
+        retried = False
+        while True:
+            units = [unit for unit in units if not unit.job.outcome.stopped]
+            if not units:
+                return
+            try:
+                self._store(units)
+                return
+            except _StoreFailed as failure:
+                if failure.unit is not None and not retried:
+                    failure.unit.job.store_failed(failure.error)
+                    retried = True
                     continue
-                try:
-                    with savepoint(self.conn):
-                        unit.job.write(unit)
-                except ConcurrentSync:
-                    outcome.conflicted = True
-                    log.info("another sync is importing %s; leaving it to that one", unit.job.file.key)
-                except sqlite3.OperationalError:
-                    raise  # the store itself is failing (busy, disk full): not this file's fault
-                except Exception as error:  # this file's data could not be stored; the others go on
-                    outcome.conflicted = True
-                    outcome.issue = import_issue(unit.job.file.source, unit.job.file.key,
-                                                 f"could not be stored ({type(error).__name__})")
-                    log.warning("storing a %s file failed: %s", unit.job.file.source, type(error).__name__)
+                for job in dict.fromkeys(unit.job for unit in units):
+                    job.store_failed(failure.error)
+                return
+
+    def _store(self, units: list[_Unit]) -> None:
+        """One transaction; the imports learn what it did only once it has committed."""
+        stored: dict[_FileImport, _Stored] = {}
+        changed: dict[_FileImport, int] = {}
+        committed: list[_Unit] = []
+        conflicts: list[_FileImport] = []
+        broken: dict[_FileImport, Exception] = {}
+        current: _Unit | None = None
+        try:
+            with transaction(self.conn):
+                for unit in units:
+                    job = unit.job
+                    if job in broken or job in conflicts:
+                        continue
+                    trial = replace(stored.get(job, job.stored))
+                    current = unit
+                    try:
+                        with savepoint(self.conn):
+                            turns = job.write(unit, trial)
+                    except ConcurrentSync:
+                        conflicts.append(job)
+                        continue
+                    except sqlite3.OperationalError:
+                        raise  # the store itself is failing (busy, disk full): not this file's data
+                    except Exception as error:  # this file's data could not be stored; the others go on
+                        broken[job] = error
+                        continue
+                    stored[job] = trial
+                    changed[job] = changed.get(job, 0) + turns
+                    committed.append(unit)
+                current = None
+        except sqlite3.OperationalError as error:
+            if self.conn.in_transaction:  # a failed COMMIT leaves the transaction open
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+            raise _StoreFailed(current, error) from error
+        for job, state in stored.items():
+            job.stored = state
+        for job, turns in changed.items():
+            job.outcome.turns_changed += turns
+        for unit in committed:
+            unit.job.outcome.issues.extend(unit.reports)
+        for job in conflicts:
+            job.outcome.conflicted = True
+            log.info("another sync is importing %s; leaving it to that one", job.file.key)
+        for job, failure in broken.items():
+            job.outcome.failed = True
+            job.outcome.issues.append(import_issue(job.file.source, job.file.key,
+                                                   f"could not be stored ({type(failure).__name__})"))
+            log.warning("storing a %s file failed: %s", job.file.source, type(failure).__name__)
 
 
 @contextlib.contextmanager
@@ -346,21 +489,20 @@ class _FileImport:
         self.force = force
         self.cancel = cancel
         self.outcome = FileOutcome(source_file.source, source_file.key)
-        self.file_id: int | None = prior.file_id if prior is not None else None
-        self.revision = prior.revision if prior is not None else 0
-        self._checked = False   # the file row was created / checked against concurrent syncs
+        self.stored = _Stored(prior.file_id, prior.revision) if prior is not None else _Stored(None, 0)
+        self._plain: IO[bytes] | None = None   # the open file, when its bytes are the JSONL (not .zst)
+        self._resumed = False
+        self._broken = _BrokenLines()
 
     # -- decision -----------------------------------------------------------------------------
     def _append_point(self) -> FileState | None:
         prior, current = self.prior, self.file
-        if prior is None or self.force or prior.state.get("error"):
-            return None
-        if current.path.endswith((".zst", ".json")):
-            return None  # compressed or whole-document files are always re-read
+        if prior is None or self.force or prior.state.get("error") or self._plain is None:
+            return None  # compressed files (no _plain) are always re-read
         if current.inode != prior.inode or current.size < prior.parsed_bytes:
             return None
         try:
-            if fingerprint(current.path, prior.parsed_bytes) != prior.fingerprint:
+            if fingerprint(self._plain, prior.parsed_bytes) != prior.fingerprint:
                 return None
         except OSError:
             return None
@@ -372,40 +514,49 @@ class _FileImport:
         except NotThisFormat as error:
             self._record_failure(str(error))
         except UnsupportedFile as error:
-            self.outcome.issue = import_issue(self.file.source, self.file.key, str(error))
+            self.outcome.issues.append(import_issue(self.file.source, self.file.key, str(error)))
         except FileNotFoundError:
             pass  # deleted while we were syncing: nothing to import, its turns stay
         except sqlite3.OperationalError as error:
-            if "locked" in str(error) or "busy" in str(error):
-                cause = "the memory store stayed busy (another program held its write lock); retried next sync"
-            else:
-                cause = f"the memory store failed ({error})"
-            self.outcome.issue = import_issue(self.file.source, self.file.key, cause)
+            self.store_failed(error)
         except OSError as error:
-            self.outcome.issue = import_issue(self.file.source, self.file.key,
-                                              f"cannot read the file ({error.strerror or error})")
+            self.outcome.issues.append(import_issue(self.file.source, self.file.key,
+                                                    f"cannot read the file ({error.strerror or error})"))
         except Exception as error:  # the isolation boundary: one file never stops the others
-            self.outcome.issue = import_issue(self.file.source, self.file.key,
-                                              f"unexpected {type(error).__name__} while reading it")
+            self.outcome.issues.append(import_issue(self.file.source, self.file.key,
+                                                    f"unexpected {type(error).__name__} while reading it"))
             log.warning("import of a %s file failed: %s", self.file.source, type(error).__name__)
+        finally:
+            self._plain = None
         return self.outcome
 
+    def store_failed(self, error: sqlite3.OperationalError) -> None:
+        """The store failed while this file was being stored: what was committed stays, the rest of the
+        file is read again by the next sync."""
+        if self.outcome.failed:
+            return
+        self.outcome.failed = True
+        self.outcome.issues.append(import_issue(self.file.source, self.file.key, _store_failure_cause(error)))
+
     def _run(self) -> None:
-        resume = self._append_point()
         self.outcome.parsed = True
         if self.file.path.endswith(".json"):
             self._run_g0()
             return
-        if resume is not None:
-            offset, lines, state = resume.parsed_bytes, resume.parsed_lines, resume.state
-            parser = make_parser(self.file.source, self.file.path, state, self._lookup_node)
-        else:
-            offset, lines = 0, 0
-            parser = make_parser(self.file.source, self.file.path, None, None)
-        if parser.session().excluded and resume is not None:
-            self._commit(Chunk(), parser, self.file.size, lines, first=False, size=0)
-            return
         with contextlib.closing(open_transcript(self.file.path)) as stream:
+            self._plain = None if self.file.path.endswith(".zst") else stream
+            resume = self._append_point()
+            if resume is not None:
+                offset, lines, state = resume.parsed_bytes, resume.parsed_lines, resume.state
+                parser = make_parser(self.file.source, self.file.path, state, self._lookup_node, self._stored_turns)
+                self._resumed = True
+                self._broken = _BrokenLines.from_state(state)
+            else:
+                offset, lines = 0, 0
+                parser = make_parser(self.file.source, self.file.path, None, None, self._stored_turns)
+            if parser.session().excluded and resume is not None:
+                self._commit(Chunk(), parser, self.file.size, lines, first=False, size=0)
+                return
             reader = LineReader.resume(stream, offset, lines)
             chunk = Chunk()
             first = resume is None
@@ -419,19 +570,23 @@ class _FileImport:
                     self._commit(chunk, parser, line.end, line.number, first, line.end - committed_at)
                     first = False
                     chunk, chunk_start, committed_at = Chunk(), time.monotonic(), line.end
+                    if self.outcome.stopped:
+                        return  # the store failed or another sync took over: read again next time
                     if self.cancel():
                         self.outcome.cancelled = True
                         return
-            self._commit(chunk, parser, reader.position, reader.lines_read, first, reader.position - committed_at)
+            reports = []
             if reader.oversized_lines:
-                self.outcome.issue = import_issue(
-                    self.file.source, self.file.key,
-                    f"{reader.oversized_lines} line(s) longer than 32 MiB were skipped")
+                reports.append(import_issue(self.file.source, self.file.key,
+                                            f"{reader.oversized_lines} line(s) longer than 32 MiB were skipped",
+                                            partly=True))
+            self._commit(chunk, parser, reader.position, reader.lines_read, first, reader.position - committed_at,
+                         final=reports)
 
     def _run_g0(self) -> None:
         if self.file.size > G0_MAX_BYTES:
             raise NotThisFormat(f"a .json rollout larger than {G0_MAX_BYTES >> 20} MiB is not read")
-        with open(self.file.path, "rb") as handle:
+        with open_regular(self.file.path) as handle:
             data = handle.read(G0_MAX_BYTES + 1)
         try:
             document = loads(data)
@@ -443,13 +598,60 @@ class _FileImport:
         self._commit(chunk, parser, len(data), 0, True, len(data))
 
     def _commit(self, chunk: Chunk, parser: TranscriptParser, parsed_bytes: int, parsed_lines: int,
-                first: bool, size: int) -> None:
-        """Hand a chunk to the writer with a snapshot of the parser at this line boundary."""
-        self.writer.add(_Unit(self, chunk, replace(parser.session()), parser.state(), parsed_bytes, parsed_lines,
-                              first), size)
+                first: bool, size: int, *, final: list[SyncIssue] | None = None) -> None:
+        """Hand a chunk to the writer with a snapshot of the parser at this line boundary. ``final``: this
+        is the end of the parse, and these issues hold once it is stored (then broken lines are reported)."""
+        self._broken.add(chunk)
+        reports = list(final or ())
+        if final is not None:
+            broken = self._broken_report(parser.session().agent_version)
+            if broken is not None:
+                reports.append(broken)
+        state = parser.state()
+        broken_state = self._broken.to_state()
+        if broken_state is not None:
+            state[_BrokenLines.KEY] = broken_state
+        digest = ""
+        if self._plain is not None:
+            with contextlib.suppress(OSError):
+                digest = fingerprint(self._plain, parsed_bytes)
+        self.writer.add(_Unit(self, chunk, replace(parser.session()), state, parsed_bytes, parsed_lines, first,
+                              digest, reports), size)
+
+    def _broken_report(self, agent_version: str | None) -> SyncIssue | None:
+        """The issue for the broken lines not reported yet (None if there are none, or if a re-parse of
+        a file unchanged since its last complete parse finds exactly the ones reported then)."""
+        broken = self._broken
+        new = broken.count - broken.reported
+        if new <= 0:
+            return None
+        first_new = broken.first_new
+        broken.reported, broken.first_new = broken.count, None
+        prior, current = self.prior, self.file
+        if (not self._resumed and prior is not None and prior.parsed_bytes >= prior.size
+                and (prior.size, prior.mtime_ns, prior.inode) == (current.size, current.mtime_ns, current.inode)):
+            before = _BrokenLines.from_state(prior.state)
+            if (before.first, before.count) == (broken.first, broken.count) and before.reported == before.count:
+                return None
+        return import_issue(self.file.source, self.file.key,
+                            _broken_lines_cause(first_new, new, broken.count, agent_version), partly=True)
+
+    # -- reads during the parse ---------------------------------------------------------------
+    def _lookup_node(self, entry_id: str) -> tuple[bool, str | None]:
+        row = self.conn.execute("SELECT anchor FROM pimem_pi_nodes WHERE file_id = ? AND entry_id = ?",
+                                (self.stored.file_id, entry_id)).fetchone()
+        return (False, None) if row is None else (True, row[0])
+
+    def _stored_turns(self, native_id: str, id_pattern: str) -> dict[int, tuple[str, str]]:
+        """This session's stored turns whose message id matches the GLOB ``id_pattern``, by turn index:
+        {turn_index: (user_message_id, user_text)} (see importers/pi.py: a v1 session Pi rewrote)."""
+        rows = self.conn.execute(
+            "SELECT turn_index, user_message_id, user_text FROM turns WHERE session_id = ? AND user_message_id GLOB ?",
+            (f"{self.file.source}:{native_id}", id_pattern))
+        return {int(turn_index): (str(message_id), str(text)) for turn_index, message_id, text in rows}
 
     # -- writes (inside the writer's transaction) ---------------------------------------------
-    def _file_row(self) -> int:
+    def _file_row(self, revision: int) -> int:
         self.conn.execute(
             "INSERT INTO pimem_files (jsonl_path, source, size, mtime_ns, inode, parsed_bytes, parsed_lines, "
             "fingerprint, state) VALUES (?, ?, 0, 0, 0, 0, 0, '', '{}') ON CONFLICT(jsonl_path) DO NOTHING",
@@ -457,52 +659,47 @@ class _FileImport:
         )
         row = self.conn.execute("SELECT file_id, revision FROM pimem_files WHERE jsonl_path = ?",
                                 (self.file.key,)).fetchone()
-        if int(row[1]) != self.revision:
+        if int(row[1]) != revision:
             raise ConcurrentSync()  # another sync committed this file after we read its state
         return int(row[0])
 
-    def _lookup_node(self, entry_id: str) -> tuple[bool, str | None]:
-        row = self.conn.execute("SELECT anchor FROM pimem_pi_nodes WHERE file_id = ? AND entry_id = ?",
-                                (self.file_id, entry_id)).fetchone()
-        return (False, None) if row is None else (True, row[0])
-
-    def _save_state(self, parsed_bytes: int, parsed_lines: int, state: dict[str, Any],
-                    session_id: str | None) -> None:
-        try:
-            digest = fingerprint(self.file.path, parsed_bytes) if not self.file.path.endswith(".zst") else ""
-        except OSError:
-            digest = ""
+    def _save_state(self, stored: _Stored, parsed_bytes: int, parsed_lines: int, state: dict[str, Any],
+                    session_id: str | None, digest: str) -> None:
         updated = self.conn.execute(
             "UPDATE pimem_files SET source = ?, size = ?, mtime_ns = ?, inode = ?, parsed_bytes = ?, "
             "parsed_lines = ?, fingerprint = ?, session_id = ?, state = ?, revision = revision + 1 "
             "WHERE file_id = ? AND revision = ?",
             (self.file.source, self.file.size, self.file.mtime_ns, self.file.inode, parsed_bytes, parsed_lines,
-             digest, session_id, json.dumps(state, ensure_ascii=False), self.file_id, self.revision),
+             digest, session_id, json.dumps(state, ensure_ascii=False), stored.file_id, stored.revision),
         ).rowcount
         if updated != 1:
             # Another sync (another process) committed this file since we read its state: our
             # chunk would apply twice. Roll back and leave the file to that sync.
             raise ConcurrentSync()
-        self.revision += 1
+        stored.revision += 1
 
-    def write(self, unit: _Unit) -> None:
-        if not self._checked:
-            self.file_id = self._file_row()
-            self._checked = True
+    def write(self, unit: _Unit, stored: _Stored) -> int:
+        """Store one unit, updating ``stored`` (the writer's copy of the file's row); returns how many
+        turn rows changed."""
+        if not stored.checked:
+            stored.file_id = self._file_row(stored.revision)
+            stored.checked = True
         info = unit.info
         session_id = f"{self.file.source}:{info.native_id}" if info.native_id else None
         if unit.first:
             # A fresh parse replaces what an earlier parse of this file remembered.
-            self.conn.execute("DELETE FROM pimem_pi_nodes WHERE file_id = ?", (self.file_id,))
+            self.conn.execute("DELETE FROM pimem_pi_nodes WHERE file_id = ?", (stored.file_id,))
+        turns = 0
         if session_id is not None and not info.excluded:
             self._write_session(session_id, info, unit.chunk)
-            self.outcome.turns_changed += self._write_turns(session_id, list(unit.chunk.turns.values()))
+            turns = self._write_turns(session_id, list(unit.chunk.turns.values()))
         if unit.chunk.nodes:
             self.conn.executemany(
                 "INSERT OR REPLACE INTO pimem_pi_nodes (file_id, entry_id, anchor) VALUES (?, ?, ?)",
-                [(self.file_id, entry_id, anchor) for entry_id, anchor in unit.chunk.nodes],
+                [(stored.file_id, entry_id, anchor) for entry_id, anchor in unit.chunk.nodes],
             )
-        self._save_state(unit.parsed_bytes, unit.parsed_lines, unit.state, session_id)
+        self._save_state(stored, unit.parsed_bytes, unit.parsed_lines, unit.state, session_id, unit.digest)
+        return turns
 
     def _write_session(self, session_id: str, info: SessionInfo, chunk: Chunk) -> None:
         started_at = info.started_at
@@ -548,26 +745,40 @@ class _FileImport:
             rows,
         )
         index.put_many(self.conn, items, fts=self.writer.fts)
-        return len(rows)
+        # A turn that keeps an earlier id (a Pi v1 session Pi rewrote) replaces the copy an older pimem
+        # stored under the new id; its doc is forgotten by the next full sync (index.reconcile).
+        replaced = [(f"{session_id}:{delta.replaces}",) for delta in deltas if delta.is_new and delta.replaces]
+        removed = 0
+        if replaced:
+            removed = self.conn.executemany("DELETE FROM turns WHERE turn_id = ?", replaced).rowcount
+        return len(rows) + max(removed, 0)
 
     def _record_failure(self, cause: str) -> None:
         """Remember a file that is not a transcript, so it is reported once, not parsed every sync."""
-        self.outcome.issue = import_issue(self.file.source, self.file.key, cause)
+        self.outcome.issues.append(import_issue(self.file.source, self.file.key, cause))
+        self.writer.flush()  # this file's earlier units (if any) first: the state saved here replaces them
+        if self.outcome.stopped:
+            return
+        stored = replace(self.stored)
         try:
             with transaction(self.conn):
-                if not self._checked:
-                    self.file_id = self._file_row()
-                    self._checked = True
-                self._save_state(self.file.size, 0, {"error": cause}, None)
+                if not stored.checked:
+                    stored.file_id = self._file_row(stored.revision)
+                    stored.checked = True
+                self._save_state(stored, self.file.size, 0, {"error": cause}, None, "")
         except ConcurrentSync:
-            pass
+            return
+        except sqlite3.OperationalError as error:
+            self.store_failed(error)
+            return
+        self.stored = stored
 
 
 def import_files(conn: sqlite3.Connection, jobs: list[tuple[SourceFile, FileState | None]], *, force: bool = False,
                  cancel: Callable[[], bool] = lambda: False,
                  parsed: Callable[[int], None] | None = None) -> list[FileOutcome]:
     """Import transcripts in this process, committing small files together. Each file is its own
-    isolation boundary: its problems become ``outcome.issue``. ``parsed(n)`` reports progress."""
+    isolation boundary: its problems become ``outcome.issues``. ``parsed(n)`` reports progress."""
     writer = Writer(conn)
     imports: list[_FileImport] = []
     try:
@@ -586,7 +797,7 @@ def import_files(conn: sqlite3.Connection, jobs: list[tuple[SourceFile, FileStat
 
 def import_file(conn: sqlite3.Connection, source_file: SourceFile, prior: FileState | None, *,
                 force: bool = False, cancel: Callable[[], bool] = lambda: False) -> FileOutcome:
-    """Import one transcript (the isolation boundary: problems become ``outcome.issue``)."""
+    """Import one transcript (the isolation boundary: problems become ``outcome.issues``)."""
     return import_files(conn, [(source_file, prior)], force=force, cancel=cancel)[0]
 
 
@@ -607,7 +818,9 @@ def _worker_init(db_path: str, cancel_event: Any) -> None:
 
 def _worker_import(files: list[SourceFile], force: bool) -> list[FileOutcome]:
     assert _worker_conn is not None
-    jobs = [(source_file, None if force else load_states_for(_worker_conn, source_file.key)) for source_file in files]
+    # The saved state is read even when forced (force only decides not to resume from it): without the
+    # file's revision, its first write would look like another sync's and the file would be skipped.
+    jobs = [(source_file, load_states_for(_worker_conn, source_file.key)) for source_file in files]
     return import_files(_worker_conn, jobs, force=force, cancel=_worker_cancel.is_set)
 
 
@@ -681,8 +894,7 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
                 stats.turns += outcome.turns_changed
                 stats.count_file(outcome.source)
                 stats.changed_sources.add(outcome.source)
-            if outcome.issue is not None:
-                stats.issues.append(outcome.issue)
+            stats.issues.extend(outcome.issues)
             if outcome.cancelled:
                 stats.cancelled = True
         if cancel.is_set():
@@ -825,8 +1037,7 @@ def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | Non
         log.warning("sync worker processes failed; importing the remaining files in this process")
         conn = connect(request.db_path)
         try:
-            rest = [(f, None if request.force else load_states_for(conn, f.key))
-                    for f, _ in todo if f.key not in finished_paths]
+            rest = [(f, load_states_for(conn, f.key)) for f, _ in todo if f.key not in finished_paths]
             done = len(finished_paths)
             outcomes.extend(import_files(conn, rest, force=request.force, cancel=cancel.is_set,
                                          parsed=lambda count: reporter.report(done + count)))

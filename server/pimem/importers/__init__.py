@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pimem.importers.base import NodeLookup, TranscriptParser
+from pimem.importers.base import NodeLookup, StoredTurnLookup, TranscriptParser
 from pimem.importers.claude import ClaudeParser
 from pimem.importers.codex import CodexParser
 from pimem.importers.pi import PiParser
@@ -14,5 +14,7 @@ PARSERS: dict[Source, type[TranscriptParser]] = {"pi": PiParser, "claude": Claud
 
 
 def make_parser(source: Source, path: str, state: dict[str, Any] | None,
-                lookup: NodeLookup | None = None) -> TranscriptParser:
-    return PARSERS[source](path, state, lookup)
+                lookup: NodeLookup | None = None, stored_turns: StoredTurnLookup | None = None) -> TranscriptParser:
+    parser = PARSERS[source](path, state, lookup)
+    parser.stored_turns = stored_turns
+    return parser

@@ -25,6 +25,21 @@ from pimem.models import Source
 # Returns (found, anchor): found is False when the entry is unknown.
 NodeLookup = Callable[[str], tuple[bool, str | None]]
 
+# The turns already stored for a session (by its native id) whose message id matches a GLOB pattern:
+# {turn_index: (user_message_id, user_text)}. Lets a parser keep the ids a turn was first stored under
+# when the agent rewrote the file with new ids (a Pi v1 session migrated by Pi, importers/pi.py).
+StoredTurnLookup = Callable[[str, str], dict[int, tuple[str, str]]]
+
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,39}")
+
+
+def version_hint(product: str, value: object) -> str | None:
+    """"<product> <version>" for the version a transcript records, or None if it records none. Only a
+    plain version string is quoted: the text ends up in issue messages that editors display."""
+    if isinstance(value, str) and _VERSION.fullmatch(value):
+        return f"{product} {value}"
+    return None
+
 
 @dataclass
 class TurnDelta:
@@ -36,6 +51,7 @@ class TurnDelta:
     line: int | None = None
     reply_parts: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    replaces: str | None = None   # a message id this turn was stored under by an older pimem (removed)
 
 
 @dataclass
@@ -47,11 +63,12 @@ class Chunk:
     bad_lines: int = 0
     first_bad_line: int | None = None
 
-    def start_turn(self, message_id: str, ts: int, text: str, turn_index: int, line: int | None) -> None:
+    def start_turn(self, message_id: str, ts: int, text: str, turn_index: int, line: int | None,
+                   replaces: str | None = None) -> None:
         # A second record with the same message id restarts the turn (last one wins), the same way
         # whether the two records arrive in one chunk or in two.
         self.turns.pop(message_id, None)
-        self.turns[message_id] = TurnDelta(message_id, True, ts, text, turn_index, line)
+        self.turns[message_id] = TurnDelta(message_id, True, ts, text, turn_index, line, replaces=replaces)
 
     def add_reply(self, message_id: str, part: str, tools: list[str]) -> None:
         delta = self.turns.get(message_id)
@@ -80,16 +97,18 @@ class SessionInfo:
     started_at: int | None = None
     model_id: str | None = None
     excluded: str | None = None   # why the whole file is not imported (e.g. a sub-agent transcript)
+    agent_version: str | None = None   # which agent version wrote the file, as it says (version_hint)
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SessionInfo:
         return cls(native_id=state.get("id"), cwd=state.get("cwd", ""), started_at=state.get("startedAt"),
-                   model_id=state.get("model"), excluded=state.get("excluded"))
+                   model_id=state.get("model"), excluded=state.get("excluded"),
+                   agent_version=state.get("agentVersion"))
 
     def to_state(self) -> dict[str, Any]:
         """The keys :meth:`from_state` reads, for a parser's ``state()``."""
         return {"id": self.native_id, "cwd": self.cwd, "startedAt": self.started_at, "model": self.model_id,
-                "excluded": self.excluded}
+                "excluded": self.excluded, "agentVersion": self.agent_version}
 
 
 class NotThisFormat(Exception):
@@ -101,6 +120,8 @@ class TranscriptParser(ABC):
     # A pattern found in every line the parser needs (a superset is fine): other lines are skipped
     # in bulk by the reader without being split out (see LineReader.scan). None: every line.
     interesting: re.Pattern[bytes] | None = None
+    # Set by make_parser when the store can be asked (see StoredTurnLookup); None: it cannot.
+    stored_turns: StoredTurnLookup | None = None
 
     def __init__(self, path: str, state: dict[str, Any] | None, lookup: NodeLookup | None = None) -> None:
         self.path = path
@@ -128,14 +149,17 @@ class TranscriptParser(ABC):
 
 def feed_line(parser: TranscriptParser, line: Line, chunk: Chunk) -> None:
     """Pre-filter, decode and feed one line. A line that is not JSON, or that the parser cannot make
-    sense of, is counted and skipped; only NotThisFormat (the whole file is wrong) propagates."""
+    sense of, is counted as broken (the sync reports it) and skipped; a blank line is skipped silently;
+    only NotThisFormat (the whole file is wrong) propagates. Lines the pre-filter rejects are never
+    decoded, so a broken one among them (it cannot carry a turn) is not counted."""
     if not parser.wants(line) or line.data is None:
         parser.skip(line, chunk)
         return
     try:
         record = loads(line.data)
     except (ValueError, RecursionError):
-        chunk.note_bad_line(line.number)
+        if line.data.strip():
+            chunk.note_bad_line(line.number)
         return
     try:
         parser.feed(record, line.number, chunk)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pimem.importers.base import Chunk, SessionInfo, TranscriptParser
+from pimem.importers.base import Chunk, SessionInfo, TranscriptParser, version_hint
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, strip_system_reminders
 
@@ -165,6 +165,7 @@ class ClaudeParser(TranscriptParser):
         self._background: dict[str, str] = dict(state.get("background") or {})
         # a bash-mode command not answered yet: [message id, ts, "!cmd", line]
         self._bash: list[Any] | None = state.get("bash")
+        self._version_seen: object = None
 
     def wants(self, line: Line) -> bool:
         # Tool-result lines (most of a file's bytes) have a top-level toolUseResult: never a prompt.
@@ -182,6 +183,10 @@ class ClaudeParser(TranscriptParser):
             return
         if self._info.native_id is None:
             self._info.native_id = nonempty_str(record.get("sessionId"))
+        version = record.get("version")  # the CLI version, on every line (the latest one is quoted in issues)
+        if version != self._version_seen:
+            self._version_seen = version
+            self._info.agent_version = version_hint("Claude Code", version) or self._info.agent_version
         if not self._info.cwd and isinstance(record.get("cwd"), str):
             self._info.cwd = clean_text(record["cwd"])
         ts = iso_to_ms(record.get("timestamp"))

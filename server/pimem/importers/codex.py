@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser
+from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser, version_hint
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
 
@@ -198,6 +198,7 @@ class CodexParser(TranscriptParser):
             self._info.cwd = clean_text(meta["cwd"])
         self._info.started_at = iso_to_ms(meta.get("timestamp")) or self._info.started_at
         self._provider = nonempty_str(meta.get("model_provider"))
+        self._info.agent_version = version_hint("Codex CLI", meta.get("cli_version")) or self._info.agent_version
         if is_subagent_meta(meta):
             self._info.excluded = "Codex sub-agent thread"
 

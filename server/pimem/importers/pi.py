@@ -11,7 +11,13 @@ Format facts this parser relies on (docs/formats.md section 3):
   of ``role: "assistant"`` (never ``thinking``); tool calls are ``toolCall`` blocks. ``toolResult``,
   ``bashExecution``, ``custom`` (v2: ``hookMessage``), ``system`` messages and all other entry types
   are not turns but still tree nodes;
-* ``message.timestamp`` is Unix ms, the entry ``timestamp`` is ISO.
+* ``message.timestamp`` is Unix ms, the entry ``timestamp`` is ISO;
+* when Pi opens a session older than v3 it rewrites the file in place as v3 (section 3.2); a v1 file
+  gets a new random 8-hex id for every entry, so the same user message would now be ``c5965ca9``
+  instead of ``L5``. A turn stored from the v1 file keeps its ``L<line>`` id: in a v2/v3 file, the
+  n-th turn of a session whose n-th stored turn has a v1 id and the same text is that turn (by
+  position, not line: Pi drops blank and unreadable lines when it rewrites). Before/after pairs
+  written by the real Pi 1.6.0 are in tests/fixtures/pi-v1-rewrite/.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ _NODE_HEAD = re.compile(
     rb'^\{"type":"message","id":"([^"\\]{1,64})","parentId":(?:null|"([^"\\]{1,64})"),'
     rb'"timestamp":"[^"]*","message":\{"role":"(toolResult|bashExecution|custom|system|hookMessage)"'
 )
+V1_ID_PATTERN = "L[0-9]*"   # GLOB of the ids derived from positions in v1 files (f"L{line}")
+_V1_ID = re.compile(r"L[0-9]+")
 
 
 def message_text(content: Any) -> str:
@@ -65,6 +73,11 @@ class PiParser(TranscriptParser):
         self._version: int = int(state.get("version", 3))
         self._turns: int = int(state.get("turns", 0))
         self._previous: str | None = state.get("previous")   # id of the previous entry in the file
+        # Turns stored from this session's v1 file, by turn index (looked up once, when a v2/v3 file's
+        # first user turn is met); "v1Turns" saves how many there were, so an append needs no lookup.
+        self._v1_turns: dict[int, tuple[str, str]] | None = None
+        saved = state.get("v1Turns")
+        self._v1_count: int | None = saved if isinstance(saved, int) else None
         # Anchors of the entries parsed in this run; older ones come from `lookup`.
         self._anchors: dict[str, str | None] = {}
 
@@ -118,6 +131,7 @@ class PiParser(TranscriptParser):
                 raise NotThisFormat("the Pi session header has no id")
             version = record.get("version")
             self._version = version if isinstance(version, int) and not isinstance(version, bool) else 1
+            self._info.agent_version = f"Pi (session format v{self._version})"   # Pi records no CLI version
             self._info.native_id = native_id
             self._info.cwd = clean_text(record.get("cwd")) if isinstance(record.get("cwd"), str) else ""
             self._info.started_at = iso_to_ms(record.get("timestamp"))
@@ -140,9 +154,11 @@ class PiParser(TranscriptParser):
             if text:
                 ts = (number_to_ms(message.get("timestamp")) or iso_to_ms(record.get("timestamp"))
                       or self._info.started_at or 0)
-                chunk.start_turn(entry_id, ts, text, self._turns, line_number)
+                turn_id = self._v1_turn_id(text) or entry_id
+                replaces = entry_id if turn_id != entry_id else None
+                chunk.start_turn(turn_id, ts, text, self._turns, line_number, replaces)
                 self._turns += 1
-                self._record_node(entry_id, entry_id, chunk)
+                self._record_node(entry_id, turn_id, chunk)
                 return
         anchor = self._parent_anchor(parent_id, has_parent)
         if message is not None and role == "assistant":
@@ -153,9 +169,24 @@ class PiParser(TranscriptParser):
                 chunk.add_reply(anchor, clean_text(message_text(content)), tool_call_names(content))
         self._record_node(entry_id, anchor, chunk)
 
+    def _v1_turn_id(self, text: str) -> str | None:
+        """The v1 id under which this user turn (the next one, ``self._turns``) is already stored, if
+        this v2/v3 file is Pi's rewrite of a v1 session pimem imported before."""
+        if self._version < 2 or self.stored_turns is None or self._info.native_id is None:
+            return None
+        if self._v1_count is not None and self._turns >= self._v1_count:
+            return None
+        if self._v1_turns is None:
+            self._v1_turns = self.stored_turns(self._info.native_id, V1_ID_PATTERN)
+            self._v1_count = max(self._v1_turns, default=-1) + 1
+        stored = self._v1_turns.get(self._turns)
+        if stored is None or stored[1] != text or _V1_ID.fullmatch(stored[0]) is None:
+            return None
+        return stored[0]
+
     def session(self) -> SessionInfo:
         return self._info
 
     def state(self) -> dict[str, Any]:
         return {**self._info.to_state(), "header": self._have_header, "version": self._version,
-                "turns": self._turns, "previous": self._previous}
+                "turns": self._turns, "previous": self._previous, "v1Turns": self._v1_count}
