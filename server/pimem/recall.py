@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shlex
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -126,16 +127,28 @@ class RecallRow:
 
     @property
     def resume_command(self) -> str | None:
+        """The shell command that resumes this session in its own agent, or None.
+
+        Everything in it comes from a transcript, so nothing may become an option or a second
+        command: the session id must have its agent's real shape (a UUID for Claude Code and Codex;
+        for Pi, Pi's own session-id rule, though only the file path is passed), paths must be
+        absolute (an argument starting with ``/`` is never an option) and free of control
+        characters, and ``cd`` gets ``--``. Anything else gets no command.
+        """
         native = self.session_id.split(":", 1)[1] if ":" in self.session_id else ""
-        if not native:
-            return None
         if self.source == "pi":
-            return f"pi --session {shlex.quote(self.jsonl_path)}" if self.jsonl_path else None
+            if not (_PI_SESSION_ID.fullmatch(native) and _safe_absolute(self.jsonl_path)):
+                return None
+            return f"pi --session {shlex.quote(self.jsonl_path)}"
         if self.source == "claude":
-            resume = f"claude --resume {shlex.quote(native)}"
-            return f"cd {shlex.quote(self.cwd)} && {resume}" if self.cwd else resume
+            if not _UUID.fullmatch(native):
+                return None
+            resume = f"claude --resume {native}"
+            if not self.cwd:
+                return resume
+            return f"cd -- {shlex.quote(self.cwd)} && {resume}" if _safe_absolute(self.cwd) else None
         if self.source == "codex":
-            return f"codex resume {shlex.quote(native)}"
+            return f"codex resume {native}" if _UUID.fullmatch(native) else None
         return None
 
     def to_dict(self) -> dict[str, object]:
@@ -145,6 +158,20 @@ class RecallRow:
             "hits": self.hits, "jsonlPath": self.jsonl_path, "line": self.line,
             "resumeCommand": self.resume_command,
         }
+
+
+# Claude Code session ids are UUIDs (v4), Codex thread ids UUIDs (v7 now, v4 in older rollouts).
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Pi's assertValidSessionId (UUIDv7 ids, and the custom ids `--session-id` accepts).
+_PI_SESSION_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_MAX_RESUME_PATH_CHARS = 4_096  # PATH_MAX
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _safe_absolute(path: str) -> bool:
+    """A path a resume command may hold: absolute, no longer than a real path can be, and without
+    control characters (a newline would end the command where a terminal shows one line)."""
+    return bool(path) and len(path) <= _MAX_RESUME_PATH_CHARS and os.path.isabs(path) and _CONTROL.search(path) is None
 
 
 def score(user_lower: str, reply_lower: str, entities_lower: Sequence[str]) -> int:
