@@ -1,7 +1,8 @@
-"""The ``pimem`` command line: sync, recall, migrate-codex, status, serve.
+"""The ``pimem`` command line: sync, recall, show, migrate-codex, status, serve.
 
 Exit status: 0 on success (isolated import issues are reported on stderr but do not fail a sync),
-1 when the store or a folder cannot be used, 2 for bad arguments.
+1 when the store or a folder cannot be used (or ``show`` finds no such turn), 2 for bad arguments
+(a request over a limit of docs/lsp-extensions.md included).
 """
 
 from __future__ import annotations
@@ -19,7 +20,19 @@ from pathlib import Path
 from pimem import __version__
 from pimem.models import SOURCES, Source, SyncProgress
 from pimem.paths import default_db_path, source_roots
-from pimem.recall import MAX_LIMIT, RecallError, format_text, make_query, recall
+from pimem.recall import (
+    MAX_ENTITIES,
+    MAX_ENTITY_CHARS,
+    MAX_LIMIT,
+    TEXT_CUT_CHARS,
+    RecallError,
+    check_turn_id,
+    format_text,
+    format_turn_text,
+    get_turn,
+    make_query,
+    recall,
+)
 from pimem.store import StoreError, connect
 
 
@@ -42,13 +55,24 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--json", action="store_true", help="print the sync statistics as JSON")
     sync.add_argument("--workers", type=int, default=None, help="parser processes (default: automatic)")
 
-    rec = commands.add_parser("recall", help="find past turns mentioning the given entity words")
+    rec = commands.add_parser(
+        "recall", help="find past turns mentioning the given entity words",
+        description=f"Past turns mentioning the given words, best first. Long fields are shortened (texts to "
+                    f"{TEXT_CUT_CHARS} characters, \"truncated\": true in --json): `pimem show TURN_ID` prints a "
+                    "whole turn.")
     _add_db(rec)
-    rec.add_argument("entities", nargs="+", metavar="ENTITY", help="1 to 8 words, matched literally, any case")
+    rec.add_argument("entities", nargs="+", metavar="ENTITY",
+                     help=f"1 to {MAX_ENTITIES} words of at most {MAX_ENTITY_CHARS} characters, matched literally, "
+                          "any case")
     rec.add_argument("--limit", type=int, default=5, help=f"results, 1..{MAX_LIMIT} (default 5)")
     rec.add_argument("--source", action="append", choices=SOURCES, help="only this agent (repeatable)")
     rec.add_argument("--cwd", metavar="DIR", help="only sessions whose folder is DIR or below")
     rec.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+    show = commands.add_parser("show", help="print one whole turn (the turn id that recall prints)")
+    _add_db(show)
+    show.add_argument("turn_id", metavar="TURN_ID", help="a turn id, as in recall's output (\"Turn:\", turnId)")
+    show.add_argument("--json", action="store_true", help="print the turn as JSON")
 
     migrate = commands.add_parser("migrate-codex", help="convert a folder's Codex sessions into Pi sessions")
     migrate.add_argument("--cwd", metavar="DIR", default=None, help="the project folder (default: current directory)")
@@ -144,6 +168,27 @@ def cmd_recall(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    try:
+        turn_id = check_turn_id(args.turn_id)
+    except RecallError as error:
+        print(f"pimem show: {error}", file=sys.stderr)
+        return 2
+    conn = connect(_db(args))
+    try:
+        row = get_turn(conn, turn_id)
+    finally:
+        conn.close()
+    if row is None:
+        print(f"pimem show: no turn {turn_id!r} in the store", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(row.to_dict(full=True), ensure_ascii=False, indent=2))
+    else:
+        print(format_turn_text(row))
+    return 0
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     from pimem.migrate import MigrationError, format_report, migrate_codex_sessions
 
@@ -202,8 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="pimem %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    handlers = {"sync": cmd_sync, "recall": cmd_recall, "migrate-codex": cmd_migrate, "status": cmd_status,
-                "serve": cmd_serve}
+    handlers = {"sync": cmd_sync, "recall": cmd_recall, "show": cmd_show, "migrate-codex": cmd_migrate,
+                "status": cmd_status, "serve": cmd_serve}
     try:
         return handlers[args.command](args)
     except StoreError as error:
