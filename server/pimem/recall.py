@@ -385,7 +385,7 @@ def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 def format_text(rows: Sequence[RecallRow]) -> str:
     """The readable form (the seed's formatRecallResults, plus where each turn came from), with the
-    fields cut as in a recall answer."""
+    fields cut as in a recall answer. Plain text: the CLI makes control characters visible."""
     if not rows:
         return "No relevant past conversations found."
     lines = ["## Relevant past conversations", ""]
