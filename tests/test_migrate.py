@@ -812,3 +812,94 @@ def test_cli_json_report_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert {(s["codexSessionId"], s["reason"]) for s in second["skipped"]} == {
         (x1_id, "already migrated"), ("empty-session", "no user or assistant text to migrate")}
     assert second["issues"] == first["issues"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 10, item 16: a folder path too long for Pi, an id with a trailing newline, two migrations
+# at once in one process
+# ---------------------------------------------------------------------------------------------
+
+def test_a_folder_path_too_long_for_a_pi_directory_name_is_a_clear_issue(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = "/tmp/pimem-demo/" + "/".join(["deep-folder-name-" + "x" * 40] * 5)  # 300 bytes
+    assert len(encode_cwd(folder).encode()) > 255
+    home = tmp_path / "codex"
+    rollout = write_rollout(home / "sessions" / "2026" / "11" / "30" / "rollout-2026-11-30T10-00-00-deep.jsonl",
+                            "019a0000-0000-7000-8000-0000000000aa", folder, [("Deep question?", "Deep answer.")])
+    agent = tmp_path / "pi" / "agent"
+    (agent / "sessions").mkdir(parents=True)  # a Pi user's: the long name then fails in stat, not ENOENT
+    for dry_run in (False, True):
+        report = report_of(folder, home, agent, dry_run=dry_run)
+        assert report["migrated"] == [] and report["skipped"] == []
+        (issue,) = report["issues"]
+        assert issue["jsonlPath"] == str(rollout)
+        assert "too long for a Pi session directory" in issue["error"] and "255" in issue["error"]
+    assert list((agent / "sessions").iterdir()) == []
+
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    assert pimem_main(["migrate-codex", "--cwd", folder]) == 0
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and "too long for a Pi session directory" in out.out
+
+
+@pytest.mark.parametrize("codex_id", ["019a0000-0000-7000-8000-0000000000bb\n", "abc\n", "a" * 300])
+def test_an_id_pi_would_not_take_whole_gets_a_uuid_file_name(codex_id: str, tmp_path: Path) -> None:
+    """``re.match`` with ``$`` accepted an id ending in a newline: the file name held the newline."""
+    home = tmp_path / "codex"
+    write_rollout(home / "sessions" / "2026" / "11" / "30" / "rollout-2026-11-30T10-00-00-nl.jsonl",
+                  codex_id, WEBSHOP, [("Question?", "Answer.")])
+    agent = tmp_path / "pi" / "agent"
+    report = report_of(WEBSHOP, home, agent)
+    (migrated,) = report["migrated"]
+    assert report["issues"] == [] and migrated["codexSessionId"] == codex_id
+    written = Path(migrated["piPath"])
+    assert "\n" not in written.name and written.is_file()
+    pi_id = written.name.split("_", 1)[1].removesuffix(".jsonl")
+    assert str(uuid.UUID(pi_id)) == pi_id == pi_lines(written)[0]["id"]
+    assert [p.name for p in written.parent.iterdir()] == [written.name]
+
+
+def test_two_migrations_of_one_folder_at_once_in_one_process_report_no_issue(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server runs requests on several threads: both migrations write the same session at the
+    same moment (a barrier holds each before it opens its temporary file). With a per-process
+    temporary name, one of them failed with "File exists"."""
+    import threading
+
+    home = tmp_path / "codex"
+    write_rollout(home / "sessions" / "2026" / "11" / "30" / "rollout-2026-11-30T10-00-00-race.jsonl",
+                  "019a0000-0000-7000-8000-0000000000cc", WEBSHOP, [("Race?", "No race.")])
+    agent = tmp_path / "pi" / "agent"
+    target_dir = agent / "sessions" / PI_DIR_NAMES[WEBSHOP]
+    barrier = threading.Barrier(2, timeout=20)
+    real_open = os.open
+
+    def open_together(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith(".tmp"):
+            barrier.wait()
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(pimem.migrate.os, "open", open_together)
+    reports: list[dict[str, Any]] = []
+    errors: list[BaseException] = []
+
+    def migrate() -> None:
+        try:
+            reports.append(report_of(WEBSHOP, home, agent))
+        except BaseException as error:  # reported below, with the other thread's outcome
+            errors.append(error)
+
+    threads = [threading.Thread(target=migrate) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and len(reports) == 2
+    assert [issue["error"] for report in reports for issue in report["issues"]] == []
+    assert sorted(len(report["migrated"]) for report in reports) == [0, 1]
+    assert sum(len(report["skipped"]) for report in reports) == 1
+    (written,) = target_dir.iterdir()  # the session, and no temporary file left behind
+    assert written.suffix == ".jsonl" and not written.name.startswith(".")
+    assert [m["text"] for m in ({"text": c["text"]} for line in pi_lines(written) if line["type"] == "message"
+                                for c in line["message"]["content"])] == ["Race?", "No race."]

@@ -1,13 +1,16 @@
-"""The ``pimem`` command line: sync, recall, migrate-codex, status, serve.
+"""The ``pimem`` command line: sync, recall, show, migrate-codex, status, serve.
 
 Exit status: 0 on success (isolated import issues are reported on stderr but do not fail a sync),
-1 when the store or a folder cannot be used, 2 for bad arguments.
+1 when the store or a folder cannot be used (or ``show`` finds no such turn), 2 for bad arguments
+(a request over a limit of docs/lsp-extensions.md included).
+
+Human output goes through :func:`pimem.terminal.visible` (stored text, file names and paths never
+reach the terminal as escapes); ``--json`` output is exact JSON (:func:`pimem.terminal.json_text`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -19,8 +22,29 @@ from pathlib import Path
 from pimem import __version__
 from pimem.models import SOURCES, Source, SyncProgress
 from pimem.paths import default_db_path, source_roots
-from pimem.recall import MAX_LIMIT, RecallError, format_text, make_query, recall
+from pimem.recall import (
+    MAX_ENTITIES,
+    MAX_ENTITY_CHARS,
+    MAX_LIMIT,
+    TEXT_CUT_CHARS,
+    RecallError,
+    check_turn_id,
+    format_text,
+    format_turn_text,
+    get_turn,
+    make_query,
+    recall,
+)
 from pimem.store import StoreError, connect
+from pimem.terminal import VisibleFormatter, json_text, visible
+
+
+def _out(text: str) -> None:
+    print(visible(text))
+
+
+def _err(text: str) -> None:
+    print(visible(text), file=sys.stderr)
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -42,13 +66,24 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--json", action="store_true", help="print the sync statistics as JSON")
     sync.add_argument("--workers", type=int, default=None, help="parser processes (default: automatic)")
 
-    rec = commands.add_parser("recall", help="find past turns mentioning the given entity words")
+    rec = commands.add_parser(
+        "recall", help="find past turns mentioning the given entity words",
+        description=f"Past turns mentioning the given words, best first. Long fields are shortened (texts to "
+                    f"{TEXT_CUT_CHARS} characters, \"truncated\": true in --json): `pimem show TURN_ID` prints a "
+                    "whole turn.")
     _add_db(rec)
-    rec.add_argument("entities", nargs="+", metavar="ENTITY", help="1 to 8 words, matched literally, any case")
+    rec.add_argument("entities", nargs="+", metavar="ENTITY",
+                     help=f"1 to {MAX_ENTITIES} words of at most {MAX_ENTITY_CHARS} characters, matched literally, "
+                          "any case")
     rec.add_argument("--limit", type=int, default=5, help=f"results, 1..{MAX_LIMIT} (default 5)")
     rec.add_argument("--source", action="append", choices=SOURCES, help="only this agent (repeatable)")
     rec.add_argument("--cwd", metavar="DIR", help="only sessions whose folder is DIR or below")
     rec.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+    show = commands.add_parser("show", help="print one whole turn (the turn id that recall prints)")
+    _add_db(show)
+    show.add_argument("turn_id", metavar="TURN_ID", help="a turn id, as in recall's output (\"Turn:\", turnId)")
+    show.add_argument("--json", action="store_true", help="print the turn as JSON")
 
     migrate = commands.add_parser("migrate-codex", help="convert a folder's Codex sessions into Pi sessions")
     migrate.add_argument("--cwd", metavar="DIR", default=None, help="the project folder (default: current directory)")
@@ -116,9 +151,9 @@ def cmd_sync(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     for issue in stats.issues:
-        print(f"pimem: {issue.error}", file=sys.stderr)
+        _err(f"pimem: {issue.error}")
     if args.json:
-        print(json.dumps(stats.to_dict(), ensure_ascii=False, indent=2))
+        print(json_text(stats.to_dict()))
     else:
         print(f"imported {stats.turns} turns from {stats.pi} Pi, {stats.claude} Claude, {stats.codex} Codex "
               f"sessions ({stats.scanned_files} files parsed, {stats.skipped_files} unchanged, "
@@ -130,7 +165,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     try:
         query = make_query(args.entities, args.limit, args.source, args.cwd)
     except RecallError as error:
-        print(f"pimem recall: {error}", file=sys.stderr)
+        _err(f"pimem recall: {error}")
         return 2
     conn = connect(_db(args))
     try:
@@ -138,9 +173,30 @@ def cmd_recall(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if args.json:
-        print(json.dumps([row.to_dict() for row in rows], ensure_ascii=False, indent=2))
+        print(json_text([row.to_dict() for row in rows]))
     else:
-        print(format_text(rows))
+        _out(format_text(rows))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    try:
+        turn_id = check_turn_id(args.turn_id)
+    except RecallError as error:
+        _err(f"pimem show: {error}")
+        return 2
+    conn = connect(_db(args))
+    try:
+        row = get_turn(conn, turn_id)
+    finally:
+        conn.close()
+    if row is None:
+        _err(f"pimem show: no turn {turn_id!r} in the store")
+        return 1
+    if args.json:
+        print(json_text(row.to_dict(full=True)))
+    else:
+        _out(format_turn_text(row))
     return 0
 
 
@@ -151,12 +207,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     try:
         report = migrate_codex_sessions(folder, dry_run=args.dry_run)
     except MigrationError as error:
-        print(f"pimem migrate-codex: {error}", file=sys.stderr)
+        _err(f"pimem migrate-codex: {error}")
         return 1
     if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        print(json_text(report.to_dict()))
     else:
-        print(format_report(report))
+        _out(format_report(report))
     return 0
 
 
@@ -169,11 +225,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if args.json:
-        print(json.dumps(status, ensure_ascii=False, indent=2))
+        print(json_text(status))
     else:
         turns = status["turns"]
         assert isinstance(turns, dict)
-        print(f"store: {status['dbPath']}")
+        _out(f"store: {status['dbPath']}")
         print(f"sessions: {status['sessions']}; turns: {status['totalTurns']} "
               f"(pi {turns['pi']}, claude {turns['claude']}, codex {turns['codex']})")
         last = status["lastSync"]
@@ -201,13 +257,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
-    logging.basicConfig(level=level, format="pimem %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    handlers = {"sync": cmd_sync, "recall": cmd_recall, "migrate-codex": cmd_migrate, "status": cmd_status,
-                "serve": cmd_serve}
+    log_handler = logging.StreamHandler(sys.stderr)
+    log_handler.setFormatter(VisibleFormatter("pimem %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[log_handler])
+    handlers = {"sync": cmd_sync, "recall": cmd_recall, "show": cmd_show, "migrate-codex": cmd_migrate,
+                "status": cmd_status, "serve": cmd_serve}
     try:
         return handlers[args.command](args)
     except StoreError as error:
-        print(f"pimem: {error}", file=sys.stderr)
+        _err(f"pimem: {error}")
         return 1
     except BrokenPipeError:
         return 0

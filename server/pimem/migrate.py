@@ -42,8 +42,12 @@ except ImportError:  # pimem.jsonl then uses the zstd command: a bad file yields
     class _ZstdError(Exception):  # type: ignore[no-redef]
         pass
 
-_PI_SESSION_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
-_TEMPORARY_NAME = re.compile(r"^\..+\.jsonl\.(\d+)\.tmp$")  # _write_new_file's ".<name>.<pid>.tmp"
+# Pi's assertValidSessionId, matched against the whole id (``$`` would also accept a trailing newline).
+_PI_SESSION_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_PI_SESSION_ID_MAX = 128  # a longer id would make a file name past NAME_MAX; it gets a UUIDv5 instead
+# _write_new_file's ".<name>.<pid>.<random>.tmp" (and the ".<name>.<pid>.tmp" of earlier versions).
+_TEMPORARY_NAME = re.compile(r"\..+\.jsonl\.(\d+)(?:\.[0-9a-f]{32})?\.tmp", re.DOTALL)
+_NAME_MAX = 255  # bytes in one file name (Linux, macOS, Windows alike)
 _ID_NAMESPACE = uuid.UUID("8f7d3c2e-6a1b-4c5d-9e0f-1a2b3c4d5e6f")
 SESSION_NAME_PREFIX = "Migrated from Codex: "
 _ZERO_USAGE = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
@@ -109,7 +113,9 @@ def encode_cwd(cwd: str) -> str:
 
 
 def pi_session_id(codex_id: str) -> str:
-    return codex_id if _PI_SESSION_ID.match(codex_id) else str(uuid.uuid5(_ID_NAMESPACE, codex_id))
+    if len(codex_id) <= _PI_SESSION_ID_MAX and _PI_SESSION_ID.fullmatch(codex_id):
+        return codex_id
+    return str(uuid.uuid5(_ID_NAMESPACE, codex_id))
 
 
 def _iso(ms: int) -> str:
@@ -220,11 +226,12 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _write_new_file(target: Path, text: str) -> bool:
-    """Write ``text`` to ``target`` only if it does not exist, atomically. False when it existed."""
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    """Write ``text`` to ``target`` only if it does not exist, atomically. False when it existed.
+
+    The temporary name is unique per write (pid and a random part): two migrations of one folder in
+    one process (the server runs requests on several threads) never share it."""
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(temporary)  # left by a crashed run that had our pid
     fd = os.open(temporary, flags, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
@@ -243,6 +250,16 @@ def _write_new_file(target: Path, text: str) -> bool:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+
+
+def _name_too_long(target_dir: Path) -> str | None:
+    """Why Pi cannot keep sessions for this folder at all, or None. Pi names the directory after the
+    whole path (encode_cwd), and a file name has at most NAME_MAX bytes."""
+    size = len(os.fsencode(target_dir.name))
+    if size <= _NAME_MAX:
+        return None
+    return (f"the folder's path is too long for a Pi session directory (Pi names it after the whole path: "
+            f"{size} bytes, more than the {_NAME_MAX} a file name may have)")
 
 
 def _process_alive(pid: int) -> bool:
@@ -264,7 +281,7 @@ def _remove_stale_temporaries(target_dir: Path) -> None:
     except OSError:
         return
     for name in names:
-        match = _TEMPORARY_NAME.match(name)
+        match = _TEMPORARY_NAME.fullmatch(name)
         if match and int(match.group(1)) != os.getpid() and not _process_alive(int(match.group(1))):
             with contextlib.suppress(OSError):
                 os.unlink(target_dir / name)
@@ -277,9 +294,11 @@ def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str,
     roots = source_roots(env)
     sessions_root = pi_agent_dir(env) / "sessions"
     target_dir = sessions_root / encode_cwd(folder)
-    if not dry_run and target_dir.exists() and not _inside(target_dir, sessions_root):
+    unusable = _name_too_long(target_dir)
+    # os.path (not Path) checks: they answer False instead of raising on a name the system refuses.
+    if unusable is None and not dry_run and os.path.exists(target_dir) and not _inside(target_dir, sessions_root):
         raise MigrationError(f"{target_dir} points outside the Pi sessions directory; refusing to write there")
-    if not dry_run and target_dir.is_dir():
+    if unusable is None and not dry_run and os.path.isdir(target_dir):
         _remove_stale_temporaries(target_dir)
     discovered = discover(roots, {"codex"}, report.issues)
     seen: set[str] = set()
@@ -293,6 +312,9 @@ def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str,
         if session.excluded or not same_folder(session.cwd, folder) or session.codex_id in seen:
             continue
         seen.add(session.codex_id)
+        if unusable is not None:
+            report.issues.append(SyncIssue("codex", session.path, f"cannot migrate this session: {unusable}"))
+            continue
         _migrate_one(session, folder, target_dir, sessions_root, dry_run, report)
     return report
 

@@ -10,6 +10,12 @@ Semantics (defined by :func:`recall_scan`, the oracle, and kept exactly by the f
   returned once (its first row in that order);
 * ``sources`` keeps those agents; ``cwd`` keeps turns whose session cwd is that folder or below it.
 
+Limits (docs/lsp-extensions.md, "Limits"; the CLI and the language server share them because they are
+checked here): a query has 1 to ``MAX_ENTITIES`` entities of at most ``MAX_ENTITY_CHARS`` characters, a
+free ``text`` at most ``MAX_TEXT_CHARS``, a ``cwd`` at most ``MAX_PATH_CHARS``; an answer holds at most
+``limit`` rows whose long fields are cut (:meth:`RecallRow.to_dict`, ``truncated`` says so), and
+:func:`get_turn` gives one turn in full.
+
 The fast path (:func:`recall`) takes candidates from the trigram index newest first and verifies each
 against the stored text with the very same scoring; it stops as soon as no unseen turn can enter the
 top ``limit`` (a MaxScore-style bound over the per-entity lists), so its cost follows what the top
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shlex
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -33,9 +40,16 @@ from pimem.store import parse_tool_names
 MAX_ENTITIES = 8
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 5
-_MAX_TRIGRAMS_PER_ENTITY = 12
-_SHORT_ENTITY_MAX_TERMS = 3000
-_SHORT_ENTITY_DENSE_SHARE = 0.25
+# Request limits. An entity costs a lowercase and a substring search per candidate turn, a text is
+# split into words: both stay in milliseconds at these sizes (bench/limits.py has the figures).
+MAX_ENTITY_CHARS = 1_000
+MAX_TEXT_CHARS = 100_000
+MAX_PATH_CHARS = 4_096           # PATH_MAX: the longest cwd a request may give or an answer may hold
+MAX_TURN_ID_CHARS = 1_024        # the longest turn id an answer holds uncut and pimem/turn accepts
+# Answer limits: what one row of a recall answer holds at most (the whole turn: get_turn).
+TEXT_CUT_CHARS = 4_000           # userText, replyText
+TOOL_NAMES_CUT = 64              # toolNames: at most this many names ...
+TOOL_NAME_CUT_CHARS = 128        # ... of at most this many characters (the model APIs allow 64)
 
 
 class RecallError(ValueError):
@@ -66,6 +80,9 @@ def make_query(entities: object, limit: object = None, sources: object = None,
             raise RecallError("entities", f"entities[{position}] must be a string")
         if not entity.strip():
             raise RecallError("entities", f"entities[{position}] is blank")
+        if len(entity) > MAX_ENTITY_CHARS:
+            raise RecallError("entities", f"entities[{position}] is longer than {MAX_ENTITY_CHARS} characters "
+                                          f"({len(entity)})")
     if limit is None:
         limit = DEFAULT_LIMIT
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -82,8 +99,34 @@ def make_query(entities: object, limit: object = None, sources: object = None,
     if cwd is not None:
         if not isinstance(cwd, str) or not cwd.strip():
             raise RecallError("cwd", "cwd must be a non-empty path")
+        if len(cwd) > MAX_PATH_CHARS:
+            raise RecallError("cwd", f"cwd is longer than {MAX_PATH_CHARS} characters ({len(cwd)})")
         folder = normalize_folder(cwd)
     return RecallQuery(tuple(entities), limit, source_set, folder)
+
+
+def query_from_text(text: object, limit: object = None, sources: object = None, cwd: object = None) -> RecallQuery:
+    """A query whose entities are the words of free text (an editor selection): pimem.entities says
+    which. Raises RecallError naming ``text`` when it is not a string, too long, or has no word."""
+    from pimem.entities import entities_from_text
+
+    if not isinstance(text, str):
+        raise RecallError("text", "text must be a string")
+    if len(text) > MAX_TEXT_CHARS:
+        raise RecallError("text", f"text is longer than {MAX_TEXT_CHARS} characters ({len(text)})")
+    entities = entities_from_text(text)
+    if not entities:
+        raise RecallError("text", "text contains no word to recall")
+    return make_query(entities, limit, sources, cwd)
+
+
+def check_turn_id(turn_id: object) -> str:
+    """A turn id as :func:`get_turn` takes it, or RecallError naming ``turnId``."""
+    if not isinstance(turn_id, str) or not turn_id.strip():
+        raise RecallError("turnId", "turnId must be a non-empty string")
+    if len(turn_id) > MAX_TURN_ID_CHARS:
+        raise RecallError("turnId", f"turnId is longer than {MAX_TURN_ID_CHARS} characters ({len(turn_id)})")
+    return turn_id
 
 
 def normalize_folder(path: str) -> str:
@@ -126,25 +169,74 @@ class RecallRow:
 
     @property
     def resume_command(self) -> str | None:
+        """The shell command that resumes this session in its own agent, or None.
+
+        Everything in it comes from a transcript, so nothing may become an option or a second
+        command: the session id must have its agent's real shape (a UUID for Claude Code and Codex;
+        for Pi, Pi's own session-id rule, though only the file path is passed), paths must be
+        absolute (an argument starting with ``/`` is never an option) and free of control
+        characters, and ``cd`` gets ``--``. Anything else gets no command.
+        """
         native = self.session_id.split(":", 1)[1] if ":" in self.session_id else ""
-        if not native:
-            return None
         if self.source == "pi":
-            return f"pi --session {shlex.quote(self.jsonl_path)}" if self.jsonl_path else None
+            if not (_PI_SESSION_ID.fullmatch(native) and _safe_absolute(self.jsonl_path)):
+                return None
+            return f"pi --session {shlex.quote(self.jsonl_path)}"
         if self.source == "claude":
-            resume = f"claude --resume {shlex.quote(native)}"
-            return f"cd {shlex.quote(self.cwd)} && {resume}" if self.cwd else resume
+            if not _UUID.fullmatch(native):
+                return None
+            resume = f"claude --resume {native}"
+            if not self.cwd:
+                return resume
+            return f"cd -- {shlex.quote(self.cwd)} && {resume}" if _safe_absolute(self.cwd) else None
         if self.source == "codex":
-            return f"codex resume {shlex.quote(native)}"
+            return f"codex resume {native}" if _UUID.fullmatch(native) else None
         return None
 
-    def to_dict(self) -> dict[str, object]:
-        return {
+    @property
+    def truncated(self) -> bool:
+        """Whether :meth:`to_dict` cuts a field of this row."""
+        return (len(self.user_text) > TEXT_CUT_CHARS or len(self.reply_text) > TEXT_CUT_CHARS
+                or len(self.cwd) > MAX_PATH_CHARS or len(self.jsonl_path) > MAX_PATH_CHARS
+                or len(self.turn_id) > MAX_TURN_ID_CHARS or len(self.session_id) > MAX_TURN_ID_CHARS
+                or len(self.tool_names) > TOOL_NAMES_CUT
+                or any(len(name) > TOOL_NAME_CUT_CHARS for name in self.tool_names))
+
+    def to_dict(self, *, full: bool = False) -> dict[str, object]:
+        """The row as the protocol sends it. In a recall answer (RecallRow) every long field is cut to
+        its limit (a prefix; ``truncated`` is then true). ``full`` is the whole turn (TurnRow, for
+        pimem/turn and ``pimem show``): nothing cut, no ``hits`` and no ``truncated``."""
+        result: dict[str, object] = {
             "turnId": self.turn_id, "sessionId": self.session_id, "source": self.source, "cwd": self.cwd,
             "ts": self.ts, "userText": self.user_text, "replyText": self.reply_text, "toolNames": self.tool_names,
             "hits": self.hits, "jsonlPath": self.jsonl_path, "line": self.line,
-            "resumeCommand": self.resume_command,
+            "resumeCommand": self.resume_command, "truncated": False,
         }
+        if full:
+            del result["hits"], result["truncated"]
+            return result
+        if not self.truncated:
+            return result
+        result.update(
+            turnId=self.turn_id[:MAX_TURN_ID_CHARS], sessionId=self.session_id[:MAX_TURN_ID_CHARS],
+            cwd=self.cwd[:MAX_PATH_CHARS], jsonlPath=self.jsonl_path[:MAX_PATH_CHARS],
+            userText=self.user_text[:TEXT_CUT_CHARS], replyText=self.reply_text[:TEXT_CUT_CHARS],
+            toolNames=[name[:TOOL_NAME_CUT_CHARS] for name in self.tool_names[:TOOL_NAMES_CUT]],
+            truncated=True)
+        return result
+
+
+# Claude Code session ids are UUIDs (v4), Codex thread ids UUIDs (v7 now, v4 in older rollouts).
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Pi's assertValidSessionId (UUIDv7 ids, and the custom ids `--session-id` accepts).
+_PI_SESSION_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _safe_absolute(path: str) -> bool:
+    """A path a resume command may hold: absolute, no longer than a real path can be, and without
+    control characters (a newline would end the command where a terminal shows one line)."""
+    return bool(path) and len(path) <= MAX_PATH_CHARS and os.path.isabs(path) and _CONTROL.search(path) is None
 
 
 def score(user_lower: str, reply_lower: str, entities_lower: Sequence[str]) -> int:
@@ -197,6 +289,14 @@ def top_rows(rows: Iterable[RecallRow], limit: int) -> list[RecallRow]:
         if len(chosen) == limit:
             break
     return chosen
+
+
+def get_turn(conn: sqlite3.Connection, turn_id: str) -> RecallRow | None:
+    """One stored turn, whole (``hits`` is 0), or None when the store has no such turn."""
+    values = conn.execute(
+        f"SELECT {ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+        "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id WHERE t.turn_id = ?", (check_turn_id(turn_id),)).fetchone()
+    return _make_row(values, 0) if values is not None else None
 
 
 def recall_scan(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
@@ -263,6 +363,7 @@ def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
 # ---------------------------------------------------------------------------------------------
 
 PREVIEW_CHARS = 500
+MARKDOWN_PREVIEW_CHARS = 300
 _MARKDOWN_SPECIALS = set("\\`*_{}[]()#+-.!|<>~&")
 
 
@@ -283,37 +384,58 @@ def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 
 def format_text(rows: Sequence[RecallRow]) -> str:
-    """The readable form (the seed's formatRecallResults, plus where each turn came from)."""
+    """The readable form (the seed's formatRecallResults, plus where each turn came from), with the
+    fields cut as in a recall answer. Plain text: the CLI makes control characters visible."""
     if not rows:
         return "No relevant past conversations found."
     lines = ["## Relevant past conversations", ""]
     for row in rows:
-        lines.append(f"### [{row.source} · {_when(row.ts)} · {row.cwd or 'unknown folder'} · score {row.hits}]")
-        lines.append(f"You: {row.user_text}")
+        cwd = _preview(row.cwd, MAX_PATH_CHARS) or "unknown folder"
+        lines.append(f"### [{row.source} · {_when(row.ts)} · {cwd} · score {row.hits}]")
+        lines.append(f"You: {_preview(row.user_text, TEXT_CUT_CHARS)}")
         if row.reply_text:
             lines.append(f"Assistant: {_preview(row.reply_text)}")
         if row.tool_names:
-            lines.append(f"Tools: {', '.join(row.tool_names)}")
-        where = f"{row.jsonl_path}:{row.line}" if row.line else row.jsonl_path
-        lines.append(f"Source: {where}")
+            names = [_preview(name, TOOL_NAME_CUT_CHARS) for name in row.tool_names[:TOOL_NAMES_CUT]]
+            lines.append(f"Tools: {', '.join(names)}{', …' if len(row.tool_names) > TOOL_NAMES_CUT else ''}")
+        where = _preview(row.jsonl_path, MAX_PATH_CHARS)
+        lines.append(f"Source: {where}:{row.line}" if row.line else f"Source: {where}")
         if row.resume_command:
             lines.append(f"Resume: {row.resume_command}")
+        if len(row.turn_id) <= MAX_TURN_ID_CHARS:
+            lines.append(f"Turn: {row.turn_id}")
+            if row.truncated or len(row.reply_text) > PREVIEW_CHARS:
+                lines.append(f"(shortened; the whole turn: pimem show {shlex.quote(row.turn_id)})")
         lines.append("")
     return "\n".join(lines)
 
 
+def format_turn_text(row: RecallRow) -> str:
+    """One whole turn, readable (``pimem show``)."""
+    lines = [f"### [{row.source} · {_when(row.ts)} · {row.cwd or 'unknown folder'}]", f"You: {row.user_text}"]
+    if row.reply_text:
+        lines.append(f"Assistant: {row.reply_text}")
+    if row.tool_names:
+        lines.append(f"Tools: {', '.join(row.tool_names)}")
+    where = f"{row.jsonl_path}:{row.line}" if row.line else row.jsonl_path
+    lines += [f"Source: {where}", f"Turn: {row.turn_id}"]
+    if row.resume_command:
+        lines.append(f"Resume: {row.resume_command}")
+    return "\n".join(lines)
+
+
 def format_markdown(rows: Sequence[RecallRow]) -> str:
-    """Markdown for editors (hover, chat): all transcript text escaped."""
+    """Markdown for editors (hover, chat): all transcript text escaped, every field short."""
     if not rows:
         return "No relevant past conversations found."
     lines = ["## Relevant past conversations", ""]
     for row in rows:
-        lines.append(f"### {escape_markdown(row.source)} · {_when(row.ts)} · {escape_markdown(row.cwd or '?')} "
-                     f"· score {row.hits}")
+        lines.append(f"### {escape_markdown(row.source)} · {_when(row.ts)} · "
+                     f"{escape_markdown(_preview(row.cwd or '?', MARKDOWN_PREVIEW_CHARS))} · score {row.hits}")
         lines.append("")
-        lines.append(f"**You:** {escape_markdown(_preview(row.user_text, 300))}")
+        lines.append(f"**You:** {escape_markdown(_preview(row.user_text, MARKDOWN_PREVIEW_CHARS))}")
         if row.reply_text:
             lines.append("")
-            lines.append(f"**Assistant:** {escape_markdown(_preview(row.reply_text, 300))}")
+            lines.append(f"**Assistant:** {escape_markdown(_preview(row.reply_text, MARKDOWN_PREVIEW_CHARS))}")
         lines.append("")
     return "\n".join(lines)

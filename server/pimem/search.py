@@ -39,6 +39,9 @@ _TRIGRAMS_USED = 3            # the rarest trigrams of an entity make its list
 _COLLECT_LIMIT = 20_000       # a short entity's postings up to this many are collected at once
 _OR_TERMS_LIMIT = 200         # beyond this many trigrams, an OR query costs more than walking every turn
 _BATCH = 64
+# A long entity's list comes from a spread of its trigrams: each one counted costs up to TRACK_LIMIT
+# postings read, and the AND of a few already leaves few false candidates (verification decides).
+_TRIGRAMS_COUNTED = 24
 
 
 def _quote(term: str) -> str:
@@ -107,6 +110,9 @@ class ListBuilder:
 
     def _trigram_list(self, table: str, entity: str, weight: int) -> CandidateList:
         grams = list(dict.fromkeys(entity[i:i + 3] for i in range(len(entity) - 2)))
+        if len(grams) > _TRIGRAMS_COUNTED:
+            step = len(grams) / _TRIGRAMS_COUNTED
+            grams = [grams[int(number * step)] for number in range(_TRIGRAMS_COUNTED)]
         counted = sorted((self._count(table, gram), position, gram) for position, gram in enumerate(grams))
         if counted[0][0] == 0:
             return CandidateList(iter(()), weight, 0)

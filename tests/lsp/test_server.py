@@ -59,7 +59,7 @@ async def test_auto_sync_progress_status_and_recall(tmp_path: Path) -> None:
         assert result["entities"] == ["flamingo"] and "flamingo" in result["markdown"]
         first = result["results"][0]
         assert set(first) == {"turnId", "sessionId", "source", "cwd", "ts", "userText", "replyText", "toolNames",
-                              "hits", "jsonlPath", "line", "resumeCommand"}
+                              "hits", "jsonlPath", "line", "resumeCommand", "truncated"}
 
         from_text = plain(await request(client, methods.RECALL, {"text": "Why does the flamingo bug happen?"}))
         assert from_text["entities"] == ["Why", "does", "the", "flamingo", "bug", "happen"]

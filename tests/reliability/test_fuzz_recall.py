@@ -5,7 +5,7 @@ texts, plus rows written the way the Pi extension writes them (not indexed).
 
 tests/test_recall.py covers a small alphabet; this adds: any Unicode scalar value except surrogates
 (astral planes included), combining sequences, entities with leading/trailing whitespace, very long
-entities (up to 5,000 characters, cut from stored texts so that they hit), many entities at once,
+entities (up to the 1,000-character limit, cut from stored texts so that they hit), many entities at once,
 and the sources/cwd filters."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import roots_under
-from pimem.recall import make_query, recall, recall_scan
+from pimem.recall import MAX_ENTITY_CHARS, make_query, recall, recall_scan
 from pimem.store import connect, transaction
 from pimem.sync import SyncRequest, run_sync
 
@@ -127,7 +127,8 @@ def test_entities_cut_from_stored_texts_including_very_long_and_whitespace_adjac
     for _ in range(data.draw(st.integers(1, 4))):
         text = texts[data.draw(st.integers(0, len(texts) - 1))]
         start = data.draw(st.integers(0, len(text) - 1))
-        length = data.draw(st.sampled_from([1, 2, 3, 5, 12, 40, 400, 1500, 5000]))
+        # The longest an entity may be, less the up to 3 whitespace characters added around it.
+        length = data.draw(st.sampled_from([1, 2, 3, 5, 12, 40, 400, MAX_ENTITY_CHARS - 3]))
         entity = text[start:start + length]
         entity = data.draw(st.sampled_from(["", " ", "\n", "\t", "\u00a0"])) + entity
         entity += data.draw(st.sampled_from(["", " ", "\n", "  "]))
@@ -149,7 +150,7 @@ def test_the_store_really_contains_what_the_entities_aim_at(store: tuple[sqlite3
     for entity in ["𝔘𝔫𝔦", "😀", "𠜎", "e\u0301", "İ", "ẞ", "\u3000缓存", "100%", "C:\\path\\file"]:
         assert same(conn, [entity], 50) > 0, entity
     long_text = max(texts, key=len)
-    assert same(conn, [long_text[100:4100]], 5) >= 1
+    assert same(conn, [long_text[100:100 + MAX_ENTITY_CHARS]], 5) >= 1
     spaced = next(text for text in texts if 0 < text.find(" ") < len(text) - 4)
     start = spaced.find(" ")
     assert same(conn, [spaced[start:start + 4]], 5) >= 1          # leading whitespace

@@ -5,9 +5,10 @@ RECALL = "pimem/recall"
 BACKFILL = "pimem/backfill"
 MIGRATE_CODEX = "pimem/migrateCodex"
 STATUS = "pimem/status"
+TURN = "pimem/turn"
 
 INDEX_CHANGED = "pimem/indexChanged"
 SYNC_STATUS = "pimem/syncStatus"
 
-REQUESTS = (RECALL, BACKFILL, MIGRATE_CODEX, STATUS)
+REQUESTS = (RECALL, BACKFILL, MIGRATE_CODEX, STATUS, TURN)
 NOTIFICATIONS = (INDEX_CHANGED, SYNC_STATUS)

@@ -12,9 +12,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
-from pimem.entities import entities_from_text
 from pimem.models import SOURCES, Source, is_source
-from pimem.recall import RecallError, RecallQuery, make_query
+from pimem.recall import MAX_PATH_CHARS, RecallError, RecallQuery, check_turn_id, make_query, query_from_text
 
 
 class ParamsError(ValueError):
@@ -73,25 +72,31 @@ def recall_params(raw: Any) -> RecallRequest:
     has_entities, has_text = params.get("entities") is not None, params.get("text") is not None
     if has_entities == has_text:
         raise ParamsError(method, "entities", 'give exactly one of "entities" (a list of words) and "text"')
-    for name in ("entities", "text", "cwd"):
-        _unicode(method, name, params.get(name))
-    if has_text:
-        text = params["text"]
-        if not isinstance(text, str):
-            raise ParamsError(method, "text", '"text" must be a string')
-        entities: Any = entities_from_text(text)
-        if not entities:
-            raise ParamsError(method, "text", '"text" contains no word to recall')
-    else:
-        entities = params["entities"]
     cwd = params.get("cwd")
-    if isinstance(cwd, str) and cwd.startswith("file:"):
-        cwd = uri_to_path(cwd)
-    try:
-        query = make_query(entities, params.get("limit"), params.get("sources"), cwd)
+    if isinstance(cwd, str) and cwd.startswith("file:") and len(cwd) <= 3 * MAX_PATH_CHARS + len("file://"):
+        cwd = uri_to_path(cwd)  # (a longer URI stays as it is, and is refused as too long)
+    try:  # the service's checks first: they refuse an oversized value without reading it
+        if has_text:
+            query = query_from_text(params["text"], params.get("limit"), params.get("sources"), cwd)
+        else:
+            query = make_query(params["entities"], params.get("limit"), params.get("sources"), cwd)
     except RecallError as error:
         raise ParamsError(method, error.field, f'"{error.field}": {error}') from None
+    for name in ("entities", "text", "cwd"):
+        _unicode(method, name, params.get(name))
     return RecallRequest(query)
+
+
+def turn_params(raw: Any) -> str:
+    """The ``turnId`` of a ``pimem/turn`` request."""
+    method = "pimem/turn"
+    params = _object(method, raw)
+    try:
+        turn_id = check_turn_id(params.get("turnId"))
+    except RecallError as error:
+        raise ParamsError(method, error.field, f'"{error.field}": {error}') from None
+    _unicode(method, "turnId", turn_id)
+    return turn_id
 
 
 def backfill_params(raw: Any) -> bool:

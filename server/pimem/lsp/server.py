@@ -36,12 +36,13 @@ from pimem.lsp.params import (
     migrate_params,
     recall_params,
     status_params,
+    turn_params,
     uri_to_path,
 )
 from pimem.migrate import MigrationError, migrate_codex_sessions, normalize_folder, same_folder
 from pimem.models import SyncProgress, SyncStats
 from pimem.paths import default_db_path, source_roots
-from pimem.recall import format_markdown, make_query, recall
+from pimem.recall import MAX_ENTITY_CHARS, format_markdown, get_turn, make_query, recall
 from pimem.status import store_status
 from pimem.store import StoreError, connect
 from pimem.sync import SyncRequest, run_sync
@@ -345,6 +346,13 @@ def create_server() -> PimemServer:
 
         return await ls.read(run)
 
+    @server.feature(methods.TURN)
+    @_guarded(methods.TURN)
+    async def on_turn(ls: PimemServer, params: Any) -> dict[str, Any]:
+        turn_id = turn_params(params)
+        row = await ls.read(lambda: get_turn(ls.connection(), turn_id))
+        return {"turn": row.to_dict(full=True) if row is not None else None}
+
     @server.feature(methods.BACKFILL)
     @_guarded(methods.BACKFILL)
     async def on_backfill(ls: PimemServer, params: Any) -> dict[str, Any]:
@@ -395,7 +403,7 @@ def create_server() -> PimemServer:
                      if m.start() <= params.position.character <= m.end()), None)
         if not word or len(word.strip(".:-")) < 2:
             return None
-        query = make_query([word.strip(".:-")], 3)
+        query = make_query([word.strip(".:-")[:MAX_ENTITY_CHARS]], 3)
         rows = await ls.read(lambda: recall(ls.connection(), query))
         if not rows:
             return None
