@@ -8,7 +8,8 @@ With a bad length (non-numeric, negative, lower-case name) or ``Content-Length: 
 as header lines; a body has no line break, so it swallows the next message's header, and every later
 message is lost the same way: one bad frame and the server never answers again. It calls
 ``stdin.read(n)`` for any declared ``n`` (CPython allocates n bytes up front, then waits for them),
-and ``readline()`` without a limit.
+and ``readline()`` without a limit. (No openlawlibrary/pygls issue reports this reader; the
+nearest is #604, its writer counting characters for Content-Length.)
 
 What is recovered and what is not:
 
