@@ -9,6 +9,7 @@ import collections
 import contextlib
 import json
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -327,6 +328,7 @@ def test_requests_after_shutdown_are_invalid_request(work: Path) -> None:
     pytest.param(("exit",), 1, id="exit-before-initialize"),
     pytest.param(("initialize", "shutdown", "eof"), 0, id="stdin-closed-after-shutdown"),
     pytest.param(("initialize", "eof"), 1, id="stdin-closed-without-shutdown"),
+    pytest.param(("initialize", "sigint"), 1, id="interrupted"),
 ])
 def test_exit_codes(work: Path, steps: tuple[str, ...], expected: int) -> None:
     with server(work, initialize=False) as lsp:
@@ -337,6 +339,8 @@ def test_exit_codes(work: Path, steps: tuple[str, ...], expected: int) -> None:
                 assert "result" in lsp.request("shutdown", None)
             elif step == "exit":
                 lsp.notify("exit")
+            elif step == "sigint":   # Ctrl-C in a terminal
+                lsp.process.send_signal(signal.SIGINT)
             else:
                 lsp.close_stdin()
         assert exit_code(lsp) == expected

@@ -505,6 +505,8 @@ def run_stdio(server: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | Non
     protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
     try:
         return asyncio.run(_serve(protocol, stdin or sys.stdin.buffer))
+    except KeyboardInterrupt:   # Ctrl-C in a terminal: an end without shutdown, not a traceback
+        return EXIT_WITHOUT_SHUTDOWN
     finally:
         server.shutdown()
 
