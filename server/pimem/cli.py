@@ -250,8 +250,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from pimem.lsp.server import serve
 
-    serve()
-    return 0
+    return serve()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -51,7 +51,7 @@ class LspProcess:
                 message = json.loads(stream.read(length))
                 with self._condition:
                     self.received.append(message)
-                    if "id" in message and "method" not in message:
+                    if "id" in message and "method" not in message and not isinstance(message["id"], dict | list):
                         self._responses[message["id"]] = message
                     self._condition.notify_all()
                 if "method" in message and "id" in message:   # the server asks: accept
@@ -63,10 +63,19 @@ class LspProcess:
 
     def _send(self, message: dict[str, Any]) -> None:
         body = json.dumps(message).encode("utf-8")
+        self.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def send_raw(self, data: bytes) -> None:
+        """Exactly these bytes on the server's stdin (a frame of any shape, or a part of one)."""
         assert self.process.stdin is not None
         with self._write:
-            self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.process.stdin.write(data)
             self.process.stdin.flush()
+
+    def close_stdin(self) -> None:
+        assert self.process.stdin is not None
+        with self._write:
+            self.process.stdin.close()
 
     # -- requests ----------------------------------------------------------------------------------
     def send_request(self, method: str, params: Any = ABSENT) -> int:

@@ -1,6 +1,8 @@
 """The pimem language server (pygls 2.x, stdio): an adapter between JSON-RPC and the services.
 
 Handlers decode params (pimem.lsp.params), call a service in a worker thread, encode the result.
+How messages are read, validated, answered and logged (the LSP lifecycle included) is in
+pimem.lsp.runtime; this module is the handlers and the state they share.
 Reads (recall, status, migration) run on a small reader pool, each thread with its own SQLite
 connection; syncs run one at a time on a single writer thread, so a request is never answered from
 a half-written file and never waits on "database is locked" (WAL readers do not block).
@@ -11,10 +13,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 import re
 import sqlite3
-import sys
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMethodNotFound, JsonRpcRequestCancelled
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCRequestMessage, default_converter
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
 from pimem import __version__
 from pimem.lsp import methods
@@ -39,6 +39,7 @@ from pimem.lsp.params import (
     turn_params,
     uri_to_path,
 )
+from pimem.lsp.runtime import CLIENT_ERRORS, REQUEST_FAILED, PimemProtocol, configure_logging, run_stdio
 from pimem.migrate import MigrationError, migrate_codex_sessions, normalize_folder, same_folder
 from pimem.models import SyncProgress, SyncStats
 from pimem.paths import default_db_path, source_roots
@@ -50,9 +51,6 @@ from pimem.watch import TranscriptWatcher
 
 log = logging.getLogger("pimem.lsp")
 T = TypeVar("T")
-REQUEST_FAILED = -32803
-# Errors that answer a bad or cancelled request: the client's business, not the server's.
-CLIENT_ERRORS = (JsonRpcInvalidParams.CODE, JsonRpcMethodNotFound.CODE, JsonRpcRequestCancelled.CODE)
 _WORD = re.compile(r"[\w.%\\:-]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 
 
@@ -60,10 +58,13 @@ def _converter() -> Any:
     """pygls' converter, except that params of unknown (custom) methods stay plain JSON instead of
     namedtuples, so validation sees exactly what the client sent. JSON-RPC lets a request omit
     ``params``: that is None here (then InvalidParams or the defaults), not a TypeError that pygls
-    would answer with InternalError and log with a traceback."""
+    would answer with InternalError and log with a traceback. Members other than these (pygls
+    passed them all to the constructor: a TypeError) are ignored, as JSON-RPC allows."""
     converter = default_converter()  # type: ignore[no-untyped-call]
     converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(
         id=obj.get("id"), method=obj.get("method"), jsonrpc=obj.get("jsonrpc"), params=obj.get("params")))
+    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(
+        method=obj.get("method"), jsonrpc=obj.get("jsonrpc"), params=obj.get("params")))
     return converter
 
 
@@ -71,7 +72,7 @@ class PimemServer(LanguageServer):
     """Holds the server's state; the handlers are registered by :func:`create_server`."""
 
     def __init__(self) -> None:
-        super().__init__("pimem", __version__, converter_factory=_converter)
+        super().__init__("pimem", __version__, converter_factory=_converter, protocol_cls=PimemProtocol)
         self.options = ServerOptions()
         self.problems: list[str] = []   # bad initializationOptions, shown once the client is ready
         self.db_path = str(default_db_path())
@@ -205,22 +206,6 @@ class PimemServer(LanguageServer):
         log.error("server error (%s): %s", getattr(source, "__name__", source), type(error).__name__)
 
 
-class _HandlerErrors(logging.Filter):
-    """pygls logs every JSON-RPC error a request handler raises, at ERROR, with its traceback and
-    message. The client has the answer already; keep one line with the code for a failure, nothing
-    for a bad or cancelled request, and never the message (it may quote the request's params)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        error = record.exc_info[1] if record.exc_info else None
-        if not isinstance(error, JsonRpcException):
-            return True
-        if error.code in CLIENT_ERRORS:
-            return False
-        record.msg, record.args = "request failed: JSON-RPC error %s", (error.code,)
-        record.exc_info, record.exc_text = None, None
-        return True
-
-
 class _SyncReporter:
     """Turns a sync's progress callbacks (on the writer thread) into LSP progress and
     ``pimem/syncStatus`` notifications (on the event loop), at most four a second."""
@@ -319,7 +304,7 @@ def create_server() -> PimemServer:
             ls.db_path = ls.options.db_path
         ls.problems = problems
         if ls.options.hover == "word":
-            ls.feature(types.TEXT_DOCUMENT_HOVER)(hover)
+            ls.feature(types.TEXT_DOCUMENT_HOVER)(_guarded(types.TEXT_DOCUMENT_HOVER)(hover))
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: PimemServer, _params: types.InitializedParams) -> None:
@@ -412,14 +397,9 @@ def create_server() -> PimemServer:
     return server
 
 
-def serve() -> None:
-    """Run the server on stdin/stdout. Logs go to stderr, never transcript text at the default level."""
-    level = os.environ.get("PIMEM_LOG_LEVEL", "WARNING").upper()
-    logging.basicConfig(level=getattr(logging, level, logging.WARNING), stream=sys.stderr,
-                        format="pimem %(levelname)s %(name)s: %(message)s", force=True)
-    # pygls logs every message body at INFO, and recall results are transcript text.
-    logging.getLogger("pygls").setLevel(logging.WARNING)
-    logging.getLogger("pygls.protocol.json_rpc").addFilter(_HandlerErrors())
-    server = create_server()
-    server.start_io()
+def serve() -> int:
+    """Run the server on stdin/stdout until ``exit``; returns the exit code (pimem.lsp.runtime).
+    Logs go to stderr, never transcript text at the default level."""
+    configure_logging()
+    return run_stdio(create_server())
 
