@@ -5,9 +5,10 @@ RECALL = "pimem/recall"
 BACKFILL = "pimem/backfill"
 MIGRATE_CODEX = "pimem/migrateCodex"
 STATUS = "pimem/status"
+AGENT_RECALL = "pimem/agentRecall"   # the editor's language-model tool: recall_memory, redacted
 
 INDEX_CHANGED = "pimem/indexChanged"
 SYNC_STATUS = "pimem/syncStatus"
 
-REQUESTS = (RECALL, BACKFILL, MIGRATE_CODEX, STATUS)
+REQUESTS = (RECALL, BACKFILL, MIGRATE_CODEX, STATUS, AGENT_RECALL)
 NOTIFICATIONS = (INDEX_CHANGED, SYNC_STATUS)
