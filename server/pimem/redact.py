@@ -86,9 +86,11 @@ _SHAPES: tuple[_Shape, ...] = (
 
 # name = value, name: value, "name": "value" where the name's last word says it is a secret.
 # The name is split into words at _ . - and camelCase humps (AWS_SECRET_ACCESS_KEY, clientSecret).
-# The scan looks for a secret word right before a separator first (_SECRET_SEPARATOR, cheap on a long
-# text), then reads the whole assignment from the start of the name.
-_SECRET_SEPARATOR = re.compile(r"(?:pass|pwd|secret|token|key|credential)[a-z0-9]*[\"']?[ \t]*[:=]")
+# The scan finds the secret words first (str.find on the lowered text: several times faster than a
+# regex alternation), keeps those followed by a separator, then reads the whole assignment from the
+# start of the name.
+_SECRET_WORD_STEMS = ("pass", "pwd", "secret", "token", "key", "credential")
+_THEN_SEPARATOR = re.compile(r"[a-z0-9]*[\"']?[ \t]*[:=]")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.])([A-Za-z][A-Za-z0-9_.-]*)[\"']?[ \t]*(?::|=>|:=|=)[ \t]*"
@@ -151,24 +153,37 @@ def _spans(text: str) -> list[_Span]:
     return found
 
 
+def _secret_word_hits(lowered: str) -> list[tuple[int, int]]:
+    """(start of a secret word, end of its separator), in text order."""
+    hits = []
+    for stem in _SECRET_WORD_STEMS:
+        position = lowered.find(stem)
+        while position >= 0:
+            separator = _THEN_SEPARATOR.match(lowered, position + len(stem))
+            if separator:
+                hits.append((position, separator.end()))
+            position = lowered.find(stem, position + 1)
+    hits.sort()
+    return hits
+
+
 def _assignment_spans(text: str) -> list[_Span]:
     found: list[_Span] = []
     read_up_to = 0
-    # A case-sensitive search of the text with A-Z lowered (re's IGNORECASE mode is several times
-    # slower). bytes.lower() lowers ASCII only, so every offset stays the same (str.lower() can
-    # change a string's length: "İ" becomes two characters).
+    # Lowered A-Z only (bytes.lower() lowers ASCII only), so every offset stays the same (str.lower()
+    # can change a string's length: "İ" becomes two characters).
     lowered = (text.lower() if text.isascii()
                else text.encode("utf-8", "surrogatepass").lower().decode("utf-8", "surrogatepass"))
-    for hit in _SECRET_SEPARATOR.finditer(lowered):
-        start = hit.start()
+    for word_start, separator_end in _secret_word_hits(lowered):
+        start = word_start
         if start < read_up_to:
             continue
         while start > 0 and text[start - 1] in _NAME_CHARS:
             start -= 1
-        while start < hit.start() and not text[start].isalpha():  # a name starts with a letter (--password)
+        while start < word_start and not text[start].isalpha():  # a name starts with a letter (--password)
             start += 1
         match = _ASSIGNMENT.match(text, start)
-        if match is None or match.end(1) > hit.end():
+        if match is None or match.end(1) > separator_end:
             continue
         kind = _secret_name_kind(match.group(1))
         if kind is None:  # not a secret's name; its "value" may hold one ("Passwort: password=…")
