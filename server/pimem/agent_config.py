@@ -1,18 +1,20 @@
-"""Add ``pimem mcp`` to an agent's MCP servers (``pimem mcp install {claude,codex}``).
+"""Add ``pimem mcp`` to an agent's MCP servers (``pimem mcp install {claude,codex,pi}``).
 
 Done the way each agent does it itself: its own ``mcp add`` command when it is on PATH (Claude Code:
-``claude mcp add --scope user pimem -- <pimem> mcp``; Codex: ``codex mcp add pimem -- <pimem> mcp``),
-otherwise a careful edit of its configuration file (Claude Code's ``~/.claude.json`` ``mcpServers``,
-Codex's ``~/.codex/config.toml`` ``[mcp_servers.pimem]``) that changes the ``pimem`` entry only and
-checks, before writing, that everything else reads back the same. Idempotent: an entry that already
-runs the same command is left alone. ``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME`` are honoured as the
-agents honour them.
+``claude mcp add --scope user pimem -- <pimem> mcp``; Codex: ``codex mcp add pimem -- <pimem> mcp``;
+Pi: ``pi mcp add pimem --exposure direct -- <pimem> mcp``), otherwise a careful edit of its
+configuration file (Claude Code's ``~/.claude.json`` and Pi's ``~/.pi/agent/mcp.json``
+``mcpServers``, Codex's ``~/.codex/config.toml`` ``[mcp_servers.pimem]``) that changes the ``pimem``
+entry only and checks, before writing, that everything else reads back the same. Idempotent: an
+entry that already runs the same command is left alone. ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME`` and
+``PI_CODING_AGENT_DIR`` are honoured as the agents honour them.
+
+Pi gets ``direct`` exposure (Pi's default, ``codemode``, hides tools from the model behind scripts):
+two small, read-only tools the model should see, and the first prompt waits for direct servers.
 
 The command is this pimem's absolute path, so the agent needs no PATH and no activated venv; a store
 chosen with ``--db`` or ``$MEMORY_DB_PATH`` is written into it as ``--db`` (agents start their MCP
 servers with an environment of their own, Codex with a filtered one).
-
-Pi has no MCP client: Pi users get recall from the pi-session-memory extension on the same store.
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pimem.paths import home_dir
+from pimem.paths import home_dir, pi_agent_dir
 
-Agent = Literal["claude", "codex"]
-AGENTS: tuple[Agent, ...] = ("claude", "codex")
+Agent = Literal["claude", "codex", "pi"]
+AGENTS: tuple[Agent, ...] = ("claude", "codex", "pi")
 SERVER_NAME = "pimem"
-AGENT_NAMES: dict[Agent, str] = {"claude": "Claude Code", "codex": "Codex"}
+AGENT_NAMES: dict[Agent, str] = {"claude": "Claude Code", "codex": "Codex", "pi": "Pi"}
+PI_EXPOSURE = "direct"
 _CLI_TIMEOUT_S = 60
 
 
@@ -131,6 +134,8 @@ def install(agent: Agent, wanted: ServerCommand, *, dry_run: bool = False, env: 
         return _install_claude(wanted, dry_run=dry_run, env=env, cli=which("claude"), run=run)
     if agent == "codex":
         return _install_codex(wanted, dry_run=dry_run, env=env, cli=which("codex"), run=run)
+    if agent == "pi":
+        return _install_pi(wanted, dry_run=dry_run, env=env, cli=which("pi"), run=run)
     raise AgentConfigError(f"unknown agent {agent!r} (expected one of {', '.join(AGENTS)})")
 
 
@@ -165,7 +170,8 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _claude_entry(data: Mapping[str, Any]) -> ServerCommand | None:
+def _json_entry(data: Mapping[str, Any]) -> ServerCommand | None:
+    """The command of ``mcpServers.pimem`` (Claude Code's and Pi's layout)."""
     servers = data.get("mcpServers")
     entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
@@ -178,14 +184,14 @@ def _claude_up_to_date(data: Mapping[str, Any], wanted: ServerCommand) -> bool:
     servers = data.get("mcpServers")
     entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
     return (isinstance(entry, dict) and entry.get("type", "stdio") == "stdio" and not entry.get("env")
-            and _claude_entry(data) == wanted)
+            and _json_entry(data) == wanted)
 
 
 def _install_claude(wanted: ServerCommand, *, dry_run: bool, env: Mapping[str, str], cli: str | None,
                     run: Runner) -> InstallReport:
     path = claude_config_path(env)
     data = _read_json(path)
-    previous = _claude_entry(data)
+    previous = _json_entry(data)
     report = InstallReport("claude", path, wanted, previous, "unchanged", dry_run)
     if _claude_up_to_date(data, wanted):
         return report
@@ -204,11 +210,48 @@ def _install_claude(wanted: ServerCommand, *, dry_run: bool, env: Mapping[str, s
         return report
     report.method = "file"
     if not dry_run:
-        servers = data.setdefault("mcpServers", {})
-        if not isinstance(servers, dict):
-            raise AgentConfigError(f'"mcpServers" in {path} is not an object; not touching it')
-        servers[SERVER_NAME] = {"type": "stdio", "command": wanted.command, "args": list(wanted.args), "env": {}}
-        _write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        _write_json_entry(path, data, {"type": "stdio", "command": wanted.command, "args": list(wanted.args),
+                                       "env": {}})
+    return report
+
+
+def _write_json_entry(path: Path, data: dict[str, Any], entry: dict[str, Any]) -> None:
+    servers = data.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise AgentConfigError(f'"mcpServers" in {path} is not an object; not touching it')
+    servers[SERVER_NAME] = entry
+    _write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+# -- Pi -----------------------------------------------------------------------------------------------
+
+def pi_config_path(env: Mapping[str, str]) -> Path:
+    """Pi's user-level MCP servers: ``$PI_CODING_AGENT_DIR/mcp.json``, else ``~/.pi/agent/mcp.json``."""
+    return pi_agent_dir(env) / "mcp.json"
+
+
+def _install_pi(wanted: ServerCommand, *, dry_run: bool, env: Mapping[str, str], cli: str | None,
+                run: Runner) -> InstallReport:
+    path = pi_config_path(env)
+    data = _read_json(path)
+    previous = _json_entry(data)
+    report = InstallReport("pi", path, wanted, previous, "unchanged", dry_run)
+    if previous == wanted:  # an exposure the user chose stays
+        return report
+    if cli:
+        report.method = "cli"
+        # `pi mcp add` replaces an entry of the same name and keeps every other one.
+        report.commands.append([cli, "mcp", "add", SERVER_NAME, "--exposure", PI_EXPOSURE, "--", *wanted.argv()])
+        if not dry_run:
+            for argv in report.commands:
+                _check(run(argv), argv)
+            if _json_entry(_read_json(path)) != wanted:
+                raise AgentConfigError(f"pi mcp add succeeded but {path} does not hold the pimem entry; add it by "
+                                       f"hand: pi mcp add pimem --exposure {PI_EXPOSURE} -- {wanted.shell()}")
+        return report
+    report.method = "file"
+    if not dry_run:
+        _write_json_entry(path, data, {"command": wanted.command, "args": list(wanted.args), "exposure": PI_EXPOSURE})
     return report
 
 

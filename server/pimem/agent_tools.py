@@ -32,7 +32,8 @@ READ_SESSION = "read_session"
 MAX_RESULTS = 20            # recall_memory's limit (the CLI and the editor allow more)
 DEFAULT_RESULTS = 5
 DEFAULT_CONTEXT = 2
-_MARKDOWN_FIELD_CHARS = 1000  # per text field in the Markdown; structured content carries it whole
+_MARKDOWN_FIELD_CHARS = 2000  # per text field in the Markdown (Pi sends only this to the model; it cuts
+                              # results over 20 KB); structured content carries the text whole
 # Fields of a recall row an agent gets. resumeCommand is left out on purpose: it is a shell command
 # built from stored data, and nothing from a transcript is offered to an agent to execute.
 _HIDDEN_FIELDS = ("resumeCommand",)

@@ -72,8 +72,8 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     mcp.add_argument("--no-redact", action="store_true",
                      help="return secrets unmasked (default: masked as [REDACTED:<kind>]; also PIMEM_REDACT=0)")
     actions = mcp.add_subparsers(dest="mcp_command", metavar="install")
-    install = actions.add_parser("install", help="add pimem to an agent's MCP servers (claude or codex)")
-    install.add_argument("agent", choices=("claude", "codex"))
+    install = actions.add_parser("install", help="add pimem to an agent's MCP servers (claude, codex or pi)")
+    install.add_argument("agent", choices=("claude", "codex", "pi"))
     install.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     # own dest: argparse lets a subcommand's default overwrite the parent's --db
     install.add_argument("--db", dest="install_db", metavar="PATH",

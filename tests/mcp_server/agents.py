@@ -100,6 +100,7 @@ class Scratch:
     port: int
     binaries: dict[str, Path]
     db: Path
+    node_dir: Path | None = None    # a Node first on PATH (Pi's launcher needs Node >= 22.19)
 
     @property
     def home(self) -> Path:
@@ -111,8 +112,9 @@ class Scratch:
 
     def env(self) -> dict[str, str]:
         node = shutil.which("node")
-        path = [str(self.root / "bin")] + ([str(Path(node).parent)] if node else []) + ["/usr/local/bin", "/usr/bin",
-                                                                                          "/bin"]
+        nodes = [str(self.node_dir)] if self.node_dir else []
+        nodes += [str(Path(node).parent)] if node else []
+        path = [str(self.root / "bin"), *nodes, "/usr/local/bin", "/usr/bin", "/bin"]
         mock = f"http://127.0.0.1:{self.port}"
         env = {
             "PATH": os.pathsep.join(path), "HOME": str(self.home), "USER": os.environ.get("USER", "root"),
@@ -123,8 +125,11 @@ class Scratch:
             "ANTHROPIC_BASE_URL": mock, "ANTHROPIC_API_KEY": "sk-ant-api03-mock-dummy", "DISABLE_TELEMETRY": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
             "DISABLE_ERROR_REPORTING": "1",
-            # Codex on the mock (see codex_config)
+            # Codex on the mock (see make_scratch)
             "MOCK_OPENAI_API_KEY": "sk-mock-dummy",
+            # Pi on the mock (models.json, see make_scratch), offline
+            "PI_CODING_AGENT_DIR": str(self.root / "pi-agent"), "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1",
+            "PI_TELEMETRY": "0",
             # Anything that tries to leave the machine goes to the mock and is refused there.
             "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
         }
@@ -137,9 +142,10 @@ class Scratch:
                               timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def make_scratch(root: Path, port: int, binaries: dict[str, Path], db: Path) -> Scratch:
-    scratch = Scratch(root, port, binaries, db)
-    for folder in (scratch.home, scratch.project, root / "bin", root / "claude-config", root / "codex-home"):
+def make_scratch(root: Path, port: int, binaries: dict[str, Path], db: Path, node_dir: Path | None = None) -> Scratch:
+    scratch = Scratch(root, port, binaries, db, node_dir)
+    for folder in (scratch.home, scratch.project, root / "bin", root / "claude-config", root / "codex-home",
+                   root / "pi-agent"):
         folder.mkdir(parents=True, exist_ok=True)
     # What `npm install -g` would put on PATH.
     for name, binary in binaries.items():
@@ -156,6 +162,13 @@ base_url = "http://127.0.0.1:{port}/v1"
 env_key = "MOCK_OPENAI_API_KEY"
 wire_api = "responses"
 ''', encoding="utf-8")
+    # Pi's model provider: the mock, over Chat Completions (as tools/agentgen does).
+    (root / "pi-agent" / "models.json").write_text(json.dumps({"providers": {"mock-openai": {
+        "name": "Mock OpenAI-compatible", "baseUrl": f"http://127.0.0.1:{port}/v1", "api": "openai-completions",
+        "apiKey": "sk-mock-dummy", "models": [{"id": "mock-gpt", "name": "Mock GPT", "reasoning": False,
+                                               "contextWindow": 128000, "maxTokens": 8192,
+                                               "cost": {"input": 1, "output": 2, "cacheRead": 0.1,
+                                                        "cacheWrite": 1}}]}}}, indent=2), encoding="utf-8")
     return scratch
 
 
@@ -184,6 +197,23 @@ def anthropic_exchanges(requests: list[dict[str, Any]]) -> list[ToolExchange]:
                     if isinstance(content, list):
                         content = "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
                     results[block["tool_use_id"]] = content or ""
+    return [ToolExchange(name, None, arguments, results[call_id])
+            for call_id, (name, arguments) in calls.items() if call_id in results]
+
+
+def chat_exchanges(requests: list[dict[str, Any]]) -> list[ToolExchange]:
+    calls: dict[str, tuple[str, Any]] = {}
+    results: dict[str, str] = {}
+    for entry in requests:
+        for message in (entry.get("body") or {}).get("messages") or []:
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                calls[call["id"]] = (function.get("name"), json.loads(function.get("arguments") or "{}"))
+            if message.get("role") == "tool":
+                content = message.get("content")
+                if isinstance(content, list):
+                    content = "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+                results[message.get("tool_call_id")] = content or ""
     return [ToolExchange(name, None, arguments, results[call_id])
             for call_id, (name, arguments) in calls.items() if call_id in results]
 

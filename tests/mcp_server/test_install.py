@@ -1,4 +1,4 @@
-"""`pimem mcp install {claude,codex}` (pimem.agent_config): through the agent's own CLI when it is on
+"""`pimem mcp install {claude,codex,pi}` (pimem.agent_config): through the agent's own CLI when it is on
 PATH (a stand-in here; the real CLIs are driven in test_real_agents.py), else by a careful file edit;
 idempotent, never touching other servers, and --dry-run changes nothing."""
 
@@ -20,6 +20,7 @@ from pimem.agent_config import (
     claude_config_path,
     codex_config_path,
     install,
+    pi_config_path,
     pimem_command,
 )
 
@@ -67,9 +68,27 @@ class FakeCodex:
         return subprocess.CompletedProcess(argv, 0, "Added global MCP server.", "")
 
 
+class FakePi:
+    """Does what `pi mcp add NAME --exposure E -- CMD...` does to mcp.json: add or replace that entry."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(argv))
+        data = json.loads(self.path.read_text()) if self.path.exists() else {}
+        command = list(argv[7:])
+        data.setdefault("mcpServers", {})[argv[3]] = {"command": command[0], "args": command[1:], "exposure": argv[5]}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(data))
+        return subprocess.CompletedProcess(argv, 0, "Added global MCP server.", "")
+
+
 def env_for(tmp_path: Path) -> dict[str, str]:
     return {"HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
-            "CODEX_HOME": str(tmp_path / "codex"), "PATH": "/nonexistent"}
+            "CODEX_HOME": str(tmp_path / "codex"), "PI_CODING_AGENT_DIR": str(tmp_path / "pi"),
+            "PATH": "/nonexistent"}
 
 
 def no_cli(_name: str) -> None:
@@ -81,6 +100,8 @@ def test_config_paths_follow_the_agents_variables(tmp_path: Path) -> None:
     assert claude_config_path({"HOME": "/h", "CLAUDE_CONFIG_DIR": "/c"}) == Path("/c/.claude.json")
     assert codex_config_path({"HOME": "/h"}) == Path("/h/.codex/config.toml")
     assert codex_config_path({"HOME": "/h", "CODEX_HOME": "/x"}) == Path("/x/config.toml")
+    assert pi_config_path({"HOME": "/h"}) == Path("/h/.pi/agent/mcp.json")
+    assert pi_config_path({"HOME": "/h", "PI_CODING_AGENT_DIR": "/p"}) == Path("/p/mcp.json")
 
 
 def test_claude_through_its_cli_adds_then_leaves_alone_then_replaces(tmp_path: Path) -> None:
@@ -118,7 +139,7 @@ def test_a_failing_agent_cli_is_one_line(tmp_path: Path) -> None:
         install("claude", WANTED, env=env, which=lambda _: "/bin/claude", run=refuse)
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "pi"])
 def test_dry_run_changes_nothing(tmp_path: Path, agent: str) -> None:
     env = env_for(tmp_path)
 
@@ -129,7 +150,7 @@ def test_dry_run_changes_nothing(tmp_path: Path, agent: str) -> None:
         report = install(agent, WANTED, dry_run=True, env=env, which=which, run=must_not_run)  # type: ignore[arg-type]
         assert report.changed and report.dry_run
         assert any("would" in line for line in report.lines())
-    assert not (tmp_path / "claude").exists() and not (tmp_path / "codex").exists()
+    assert not any((tmp_path / name).exists() for name in ("claude", "codex", "pi"))
 
 
 def test_claude_file_edit_keeps_everything_else_and_the_permissions(tmp_path: Path) -> None:
@@ -184,6 +205,32 @@ def test_codex_through_its_cli_then_idempotent(tmp_path: Path) -> None:
     assert fake.calls == [["/bin/codex", "mcp", "add", "pimem", "--", *WANTED.argv()]]
     assert not install("codex", WANTED, env=env, which=lambda _: "/bin/codex", run=fake).changed
     assert len(fake.calls) == 1
+
+
+def test_pi_through_its_cli_with_direct_exposure_then_idempotent(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    fake = FakePi(pi_config_path(env))
+    report = install("pi", WANTED, env=env, which=lambda _: "/bin/pi", run=fake)
+    assert report.method == "cli"
+    assert fake.calls == [["/bin/pi", "mcp", "add", "pimem", "--exposure", "direct", "--", *WANTED.argv()]]
+    assert not install("pi", WANTED, env=env, which=lambda _: "/bin/pi", run=fake).changed
+
+
+def test_pi_file_edit_keeps_other_servers_and_a_chosen_exposure(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    path = pi_config_path(env)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"autoEnableCodemode": False, "mcpServers": {"docs": {"url": "https://x/mcp"}}}))
+    report = install("pi", WANTED, env=env, which=no_cli)
+    assert report.method == "file"
+    data = json.loads(path.read_text())
+    assert data == {"autoEnableCodemode": False, "mcpServers": {
+        "docs": {"url": "https://x/mcp"},
+        "pimem": {"command": WANTED.command, "args": list(WANTED.args), "exposure": "direct"}}}
+    data["mcpServers"]["pimem"]["exposure"] = "deferred"  # the user's choice
+    path.write_text(json.dumps(data))
+    assert not install("pi", WANTED, env=env, which=no_cli).changed
+    assert json.loads(path.read_text())["mcpServers"]["pimem"]["exposure"] == "deferred"
 
 
 CODEX_CONFIG = '''# my Codex settings

@@ -1,5 +1,6 @@
 """The real Claude Code and the real Codex CLI (pinned in tests/agents/, installed by
-scripts/setup-agents.sh) recall a planted past turn through `pimem mcp`.
+scripts/setup-agents.sh) and the real Pi (tests/pi_verify/, scripts/setup-pi.sh) recall a planted past
+turn through `pimem mcp`.
 
 Each test is a user's machine in a folder: the agent on PATH, the user's own MCP server already
 configured, pimem added with `pimem mcp install <agent>` (which uses the agent's own `mcp add`), then
@@ -16,9 +17,15 @@ from typing import Any
 
 import pytest
 
+try:
+    from helpers.pi_real import ensure_pi_installed, node_binary
+except ImportError:  # tests/ is a package or the repo root is on sys.path
+    from tests.helpers.pi_real import ensure_pi_installed, node_binary
+
 from .agents import (
     ToolExchange,
     anthropic_exchanges,
+    chat_exchanges,
     ensure_agents_installed,
     make_scratch,
     mock_model,
@@ -32,6 +39,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CLAUDE_VERSION = "2.1.332"
 CODEX_VERSION = "0.171.0"
+PI_VERSION = "1.6.0"
 
 
 @pytest.fixture(scope="module")
@@ -39,22 +47,31 @@ def binaries() -> dict[str, Path]:
     return ensure_agents_installed()
 
 
+KINDS_IN_USER_TEXT = ("aws-access-key-id", "github-token", "private-key")
+KINDS_IN_REPLY = ("password", "url-password", "jwt", "openai-key")
+
+
 def check_recalled(exchange: ToolExchange, memory: Memory) -> None:
-    """The tool result holds the planted turn (the structured content), masked."""
+    """The tool result the agent sent back holds the planted turn, masked: the JSON of the structured
+    content (Claude Code, Codex) or the Markdown of content[0] (Pi)."""
     assert exchange.arguments == {"entities": [ENTITY], "limit": 3}
     text = exchange.result
+    for secret in PLANTED_SECRETS:
+        assert secret not in text
+    if "{" not in text:  # Markdown
+        assert f"turnId: {memory.planted.turn_ids[1]}" in text
+        assert f"sessionId: {memory.planted.session_id}" in text
+        assert f"The {ENTITY} deploy fails with 403 Forbidden" in text and "Fixed: the 403 is gone." in text
+        assert all(f"[REDACTED:{kind}]" in text for kind in KINDS_IN_USER_TEXT + KINDS_IN_REPLY)
+        return
     results: list[dict[str, Any]] = json.loads(text[text.index("{"):])["results"]
     assert [row["turnId"] for row in results] == [memory.planted.turn_ids[1]]
     row = results[0]
     assert row["sessionId"] == memory.planted.session_id and row["source"] == "pi"
     assert f"The {ENTITY} deploy fails with 403 Forbidden" in row["userText"]
     assert "Fixed: the 403 is gone." in row["replyText"]
-    for kind in ("aws-access-key-id", "github-token", "private-key"):
-        assert f"[REDACTED:{kind}]" in row["userText"]
-    for kind in ("password", "url-password", "jwt", "openai-key"):
-        assert f"[REDACTED:{kind}]" in row["replyText"]
-    for secret in PLANTED_SECRETS:
-        assert secret not in text
+    assert all(f"[REDACTED:{kind}]" in row["userText"] for kind in KINDS_IN_USER_TEXT)
+    assert all(f"[REDACTED:{kind}]" in row["replyText"] for kind in KINDS_IN_REPLY)
 
 
 def assert_no_secret_reached_the_model(log: Path) -> None:
@@ -121,3 +138,33 @@ def test_codex_recalls_a_planted_turn_through_pimem_mcp(tmp_path: Path, memory: 
         check_recalled(recalls[0], memory)
         assert_no_secret_reached_the_model(mock.log)
         record_property("tools", [f"{exchange.namespace}.{exchange.name}" for exchange in exchanges])
+
+
+def test_pi_recalls_a_planted_turn_through_pimem_mcp(tmp_path: Path, memory: Memory, record_property: Any) -> None:
+    install_dir = ensure_pi_installed()
+    pi = install_dir / "node_modules" / ".bin" / "pi"
+    node_dir = node_binary(install_dir).parent
+    with mock_model(tmp_path / "mock") as mock:
+        machine = make_scratch(tmp_path / "machine", mock.port, {"pi": pi}, memory.db, node_dir=node_dir)
+        assert PI_VERSION in machine.run(["pi", "--version"]).stdout + machine.run(["pi", "--version"]).stderr
+        own = machine.run(["pi", "mcp", "add", "mine", "--", "/bin/true", "serve"])
+        assert own.returncode == 0, own.stderr
+
+        installed = machine.run([str(PIMEM), "mcp", "install", "pi"])
+        assert installed.returncode == 0, installed.stderr
+        ran = f"ran: {machine.root / 'bin' / 'pi'} mcp add pimem --exposure direct -- {PIMEM} mcp --db {memory.db}"
+        assert ran in installed.stdout
+        again = machine.run([str(PIMEM), "mcp", "install", "pi"])
+        assert again.returncode == 0 and "nothing changed" in again.stdout
+        servers = json.loads((machine.root / "pi-agent" / "mcp.json").read_text())["mcpServers"]
+        assert servers["mine"]["command"] == "/bin/true"
+
+        done = machine.run(["pi", "--model", "mock-openai/mock-gpt", "-p", TRIGGER])
+        assert done.returncode == 0, done.stdout + done.stderr
+        exchanges = chat_exchanges(mock.requests())
+        recalls = [exchange for exchange in exchanges if exchange.name.endswith("recall_memory")]
+        assert recalls, f"no recall_memory call in the mock's log; tool calls: {[e.name for e in exchanges]}"
+        assert recalls[0].name == "mcp__pimem__recall_memory"
+        check_recalled(recalls[0], memory)
+        assert_no_secret_reached_the_model(mock.log)
+        record_property("tools", [exchange.name for exchange in exchanges])
