@@ -231,4 +231,5 @@ def redact_value(value: object) -> object:
     return value
 
 
-KINDS: tuple[str, ...] = (*(shape.kind for shape in _SHAPES), "password", "secret", "api-key", "token")
+KINDS: tuple[str, ...] = tuple(dict.fromkeys([*(shape.kind for shape in _SHAPES), "password", "secret", "api-key",
+                                              "token"]))
