@@ -197,7 +197,7 @@ def _arguments(arguments: object, spec: dict[str, Any]) -> dict[str, Any]:
             raise ToolInputError(str(key), f"unknown argument (expected {', '.join(allowed)})")
     for key in spec["required"]:
         if arguments.get(key) is None:
-            raise ToolInputError(key, "is required")
+            raise ToolInputError(key, "this argument is required")
     return arguments
 
 
