@@ -194,7 +194,7 @@ def _arguments(arguments: object, spec: dict[str, Any]) -> dict[str, Any]:
     allowed = spec["properties"]
     for key in arguments:
         if key not in allowed:
-            raise ToolInputError(str(key), f"unknown argument (expected {', '.join(allowed)})")
+            raise ToolInputError(str(key)[:40], f"unknown argument (expected {', '.join(allowed)})")
     for key in spec["required"]:
         if arguments.get(key) is None:
             raise ToolInputError(key, "this argument is required")
