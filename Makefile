@@ -13,7 +13,7 @@ SAMPLE_ENV := CLAUDE_CONFIG_DIR=$(CURDIR)/samples/history/claude CODEX_HOME=$(CU
 
 help:
 	@echo "make demo        sync the bundled sample history into $(DEMO)/memory.db and recall from it"
-	@echo "make test        every test: Python (importers, recall oracle, sync, LSP, real Pi), lint, types, VS Code e2e"
+	@echo "make test        every test: Python (importers, recall oracle, sync, LSP, MCP, real Pi, Claude Code, Codex), lint, types, VS Code e2e"
 	@echo "make test-python the Python part only"
 	@echo "make bench       the performance benchmarks (see docs/benchmarks.md)"
 
@@ -40,6 +40,7 @@ typecheck: $(STAMP)
 
 test-python: $(STAMP)
 	scripts/setup-pi.sh
+	scripts/setup-agents.sh
 	$(PY) -m pytest -q
 
 test-vscode: $(STAMP)

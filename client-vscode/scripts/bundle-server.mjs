@@ -18,17 +18,28 @@ const source = join(repo, 'server', 'pimem');
 if (!existsSync(join(source, '__init__.py'))) {
   throw new Error(`${source} is not a Python package`);
 }
-// Every runtime dependency of the server (pyproject.toml [project].dependencies) must be pinned here.
+// Every runtime dependency of the server (pyproject.toml [project].dependencies) must be pinned here,
+// or listed as deliberately not bundled (`# not-bundled: <name>` lines: the MCP SDK, which only
+// `pimem mcp` uses).
+const normalize = (name) => name.toLowerCase().replace(/[-_.]+/g, '-');
 const pyproject = readFileSync(join(repo, 'pyproject.toml'), 'utf8');
 const deps = /^dependencies\s*=\s*\[([^\]]*)\]/m.exec(pyproject)?.[1] ?? '';
-const wanted = [...deps.matchAll(/"([A-Za-z0-9_.-]+)/g)].map((m) => m[1].toLowerCase().replace(/[-_.]+/g, '-'));
-const pinned = readFileSync(join(client, 'requirements.txt'), 'utf8')
-  .split('\n')
+const wanted = [...deps.replace(/#.*$/gm, '').matchAll(/"([A-Za-z0-9_.-]+)/g)].map((m) => normalize(m[1]));
+const requirementLines = readFileSync(join(client, 'requirements.txt'), 'utf8').split('\n');
+const pinned = requirementLines
   .filter((l) => /^[a-z]/i.test(l))
-  .map((l) => l.split('==')[0].trim().toLowerCase().replace(/[-_.]+/g, '-'));
-const missing = wanted.filter((d) => !pinned.includes(d));
+  .map((l) => normalize(l.split('==')[0].trim()));
+const notBundled = requirementLines
+  .map((l) => /^#\s*not-bundled:\s*([A-Za-z0-9_.-]+)/.exec(l)?.[1])
+  .filter((name) => name !== undefined)
+  .map(normalize);
+const missing = wanted.filter((d) => !pinned.includes(d) && !notBundled.includes(d));
 if (missing.length > 0) {
   throw new Error(`requirements.txt lacks server dependencies from pyproject.toml: ${missing.join(', ')}`);
+}
+const stale = notBundled.filter((d) => !wanted.includes(d) || pinned.includes(d));
+if (stale.length > 0) {
+  throw new Error(`requirements.txt: "not-bundled" names that are no dependency of pyproject.toml, or also pinned: ${stale.join(', ')}`);
 }
 rmSync(join(client, 'bundled'), { recursive: true, force: true });
 mkdirSync(libs, { recursive: true });

@@ -1,4 +1,4 @@
-"""The ``pimem`` command line: sync, recall, show, migrate-codex, status, serve.
+"""The ``pimem`` command line: sync, recall, show, migrate-codex, status, serve, mcp.
 
 Exit status: 0 on success (isolated import issues are reported on stderr but do not fail a sync),
 1 when the store or a folder cannot be used (or ``show`` finds no such turn), 2 for bad arguments
@@ -96,7 +96,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the language server over stdio")
     serve.add_argument("--stdio", action="store_true", help="accepted for vscode-languageclient (stdio is the default)")
+    _add_mcp(commands)
     return parser
+
+
+def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    mcp = commands.add_parser("mcp", help="serve recall to agents: an MCP server over stdio (docs/mcp.md)",
+                              description="Without a subcommand: run the MCP server over stdio.")
+    _add_db(mcp)
+    mcp.add_argument("--no-redact", action="store_true",
+                     help="return secrets unmasked (default: masked as [REDACTED:<kind>]; also PIMEM_REDACT=0)")
+    actions = mcp.add_subparsers(dest="mcp_command", metavar="install")
+    install = actions.add_parser("install", help="add pimem to an agent's MCP servers (claude, codex or pi)")
+    install.add_argument("agent", choices=("claude", "codex", "pi"))
+    install.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
+    # own dest: argparse lets a subcommand's default overwrite the parent's --db
+    install.add_argument("--db", dest="install_db", metavar="PATH",
+                         help="store the server reads (written into the command; default: $MEMORY_DB_PATH if set)")
+    install.add_argument("--no-redact", dest="install_no_redact", action="store_true",
+                         help="configure the server to return secrets unmasked")
 
 
 def _db(args: argparse.Namespace) -> Path:
@@ -253,6 +271,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve()
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from pimem import redact
+
+    if args.mcp_command == "install":
+        from pimem.agent_config import AgentConfigError, install, pimem_command
+
+        db = args.install_db or args.db or os.environ.get("MEMORY_DB_PATH") or None
+        command = pimem_command(db, redact=not (args.install_no_redact or args.no_redact))
+        try:
+            report = install(args.agent, command, dry_run=args.dry_run)
+        except AgentConfigError as error:
+            print(f"pimem mcp install: {error}", file=sys.stderr)
+            return 1
+        print("\n".join(report.lines()))
+        return 0
+    try:
+        from pimem.mcp.server import serve
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in ("mcp", "mcp_types", "anyio", "pydantic"):
+            raise
+        print("pimem mcp: the MCP SDK is not installed (pip install 'mcp>=2.3,<3', or reinstall pimem with pip; "
+              "the VS Code extension's bundled server does not include it)", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # an agent that quits at once interrupts the SDK's import
+        return 130
+    try:
+        serve(_db(args), redact_secrets=redact.enabled_by_env() and not args.no_redact)
+    except KeyboardInterrupt:  # agents stop their MCP servers with SIGINT
+        return 130
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
@@ -260,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log_handler.setFormatter(VisibleFormatter("pimem %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[log_handler])
     handlers = {"sync": cmd_sync, "recall": cmd_recall, "show": cmd_show, "migrate-codex": cmd_migrate,
-                "status": cmd_status, "serve": cmd_serve}
+                "status": cmd_status, "serve": cmd_serve, "mcp": cmd_mcp}
     try:
         return handlers[args.command](args)
     except StoreError as error:

@@ -41,6 +41,13 @@ scenario-specific answers that repeat flamingo / zeta_ratelimit / payroll / 缓�
     gets an answer quoting it; a prompt typed mid-turn (wrapped in "The user
     sent a new message while you were working:") is answered as itself; a
     `sleep N` in a sub-agent prompt is run by the sub-agent first.
+  * A prompt about earlier work ("didn't we fix ...", "last time we ...",
+    "我之前 ...") gets a call of pimem's MCP tool recall_memory, under the name
+    the agent gives it in the request's tool list (Claude Code:
+    mcp__pimem__recall_memory, loaded through its ToolSearch first; Codex:
+    recall_memory in namespace mcp__pimem, found with its tool_search), with the
+    `backticked` words of the prompt as entities; then text quoting the result
+    (see recall_plan()).
   * CONNECT (only seen when an agent uses this server as HTTP(S)_PROXY) is
     logged and refused: a record of attempted outside traffic.
 
@@ -92,6 +99,7 @@ INJECTED_PREFIXES = (
     "<collaboration_mode>",
     "<apps_instructions>",
     "<personality",
+    "Tool loaded.",  # Claude Code, after a ToolSearch result
 )
 
 
@@ -190,6 +198,70 @@ SLOW_ANSWER = ("Here is the long explanation, streamed slowly. " + " ".join(
     for n in range(1, 13)))
 
 BASH_STDOUT_RE = re.compile(r"<bash-stdout>(.*?)</bash-stdout>", re.S)
+
+
+# pimem's MCP tool: a prompt that refers to earlier work ("didn't we fix ...") is answered with a call
+# of the agent's recall_memory tool under whatever name the agent gives it (read from the request's
+# tool list; Claude Code defers MCP tools, so the mock first asks its ToolSearch for the tool), then,
+# once the tool result is back, with text that quotes it.
+RECALL_TRIGGERS = ("didn't we fix", "did we fix", "last time we", "remember when we", "我之前", "上次我们")
+RECALL_NAME_RE = re.compile(r"mcp__[A-Za-z0-9_-]+__recall_memory")
+
+
+def wants_recall(prompt):
+    p = (prompt or "").lower()
+    return any(t in p for t in RECALL_TRIGGERS)
+
+
+def recall_tool_name(tool_names):
+    for name in tool_names:
+        if name == "recall_memory" or name.endswith("__recall_memory"):
+            return name
+    return None
+
+
+def recall_entities(prompt):
+    spans = [c.strip() for c in CMD_RE.findall(prompt) if c.strip()]
+    if spans:
+        return spans[:5]
+    words = [w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{5,}", prompt) if w.lower() not in ("before", "didn't")]
+    return words[:3] or [prompt.strip()[:20]]
+
+
+def is_recall_result(text):
+    return "turnId" in text or "past turn" in text or "No past conversation" in text
+
+
+RECALL_SEARCHES = 20         # tool searches before giving up on finding the memory tool
+RECALL_SEARCH_PAUSE_S = 0.5  # "thinking" before searching again
+
+
+def recall_plan(prompt, outputs, tool_names, deferred=()):
+    """The recall scenario's next step, or None when the prompt is not about earlier work."""
+    if not wants_recall(prompt):
+        return None
+    done = [o for o in outputs if is_recall_result(o)]
+    if done:
+        return {"kind": "text", "prompt": prompt,
+                "text": "Yes, your memory has it. pimem recall_memory returned:\n\n" + clip(done[-1], 1200)}
+    name = recall_tool_name(tool_names)
+    if name:
+        return {"kind": "tool", "tool": name, "prompt": prompt, "text": "Let me check your past sessions.",
+                "args": {"entities": recall_entities(prompt), "limit": 3}}
+    # Not listed yet: agents list an MCP server's tools once it has started, and a real model takes
+    # seconds to answer, so search (again, after a pause) as long as the budget lasts. Every output
+    # since the prompt is a search result here.
+    if outputs and len(outputs) < RECALL_SEARCHES:
+        time.sleep(RECALL_SEARCH_PAUSE_S)
+    if len(outputs) < RECALL_SEARCHES:
+        if "ToolSearch" in tool_names:  # Claude Code (its ToolSearch also waits for connecting servers)
+            query = "select:" + deferred[0] if deferred else "recall_memory"
+            return {"kind": "tool", "tool": "ToolSearch", "prompt": prompt, "text": "Let me find the memory tool.",
+                    "args": {"query": query}}
+        if "tool_search" in tool_names:  # Codex
+            return {"kind": "tool", "tool": "tool_search", "prompt": prompt, "text": "Let me find the memory tool.",
+                    "args": {"query": "recall memory past conversations", "limit": 8}}
+    return {"kind": "text", "prompt": prompt, "text": "No memory tool is available in this session."}
 
 
 def answer_text(prompt, outputs, side_task=None):
@@ -310,12 +382,15 @@ WRITE_RE = re.compile(r"(?:create|write) (?:a )?file `([^`]+)`|创建文件\s*`(
 NOTIFY_RE = re.compile(r"<task-notification>.*?(?:<result>(.*?)(?:</result>|$))?", re.S)
 
 
-def plan(turns, tool_names, system_text="", cwd=None):
+def plan(turns, tool_names, system_text="", cwd=None, deferred=()):
     """Decide what to answer: dict(kind=text|tool, text, tool, args, prompt)."""
     prompt, outputs = analyse(turns)
     zh = bool(CJK_RE.search(prompt or ""))
     if is_summary_request(turns, system_text):
         return {"kind": "text", "text": SUMMARY_TEXT, "prompt": prompt, "summary": True}
+    recall = recall_plan(prompt, outputs, tool_names, deferred)
+    if recall:
+        return recall
     # background sub-agent finished (Claude Code <task-notification>)
     last_asst = max([i for i, (k, _) in enumerate(turns) if k == "assistant"] or [-1])
     for k, t in turns[last_asst + 1:]:
@@ -410,7 +485,8 @@ def anthropic_response(body):
     turns = anthropic_turns(body)
     m = re.search(r"Primary working directory: ([^\s\\\"]+)", json.dumps(body.get("messages", []), ensure_ascii=False)
                   + anthropic_system_text(body))
-    pl = plan(turns, tools, anthropic_system_text(body), cwd=m.group(1) if m else None)
+    deferred = sorted(set(RECALL_NAME_RE.findall(json.dumps(body.get("messages", []), ensure_ascii=False))))
+    pl = plan(turns, tools, anthropic_system_text(body), cwd=m.group(1) if m else None, deferred=deferred)
     model = body.get("model", "claude-mock")
     blocks = []
     thinking = body.get("thinking") or {}
@@ -507,33 +583,40 @@ def responses_turns(body):
             elif isinstance(out, list):
                 out = "\n".join(x.get("text", "") for x in out if isinstance(x, dict))
             turns.append(("tool_result", out or ""))
+        elif t == "tool_search_output":  # Codex: the tools its tool_search found
+            turns.append(("tool_result", "tool_search found: " + ", ".join(
+                sorted(responses_tool_types({"tools": item.get("tools")})))))
     return turns
 
 
-def responses_tool_types(body):
-    """name -> type for top-level tools, namespaced tools and message-anchored
+def responses_tool_types(body, namespaces=None):
+    """name -> type for top-level tools, namespaced tools, message-anchored
     `additional_tools` input items (Codex "code mode" models declare their
-    tools there, as a `functions` namespace holding a custom `exec` tool)."""
+    tools there, as a `functions` namespace holding a custom `exec` tool) and
+    the tools of `tool_search_output` items (Codex's deferred MCP tools).
+    `namespaces`, when given, is filled with name -> namespace."""
     found = {}
 
-    def walk(tools):
+    def walk(tools, namespace=None):
         for t in tools or []:
             if not isinstance(t, dict):
                 continue
             if t.get("type") == "namespace":
-                walk(t.get("tools"))
+                walk(t.get("tools"), t.get("name"))
                 continue
             name = t.get("name") or (t.get("function") or {}).get("name")
-            if t.get("type") == "local_shell":
-                name = "local_shell"
+            if t.get("type") in ("local_shell", "tool_search"):
+                name = t["type"]
             if name:
                 found[name] = t.get("type")
+                if namespace and namespaces is not None:
+                    namespaces[name] = namespace
 
     walk(body.get("tools"))
     inp = body.get("input")
     if isinstance(inp, list):
         for item in inp:
-            if isinstance(item, dict) and item.get("type") == "additional_tools":
+            if isinstance(item, dict) and item.get("type") in ("additional_tools", "tool_search_output"):
                 walk(item.get("tools"))
     return found
 
@@ -543,7 +626,8 @@ def responses_tool_names(body):
 
 
 def responses_build(body):
-    types = responses_tool_types(body)
+    namespaces = {}
+    types = responses_tool_types(body, namespaces)
     names = list(types)
     code_mode = types.get("exec") == "custom" and "exec_command" not in names
     if code_mode:
@@ -567,10 +651,16 @@ def responses_build(body):
         if pl.get("custom_input"):
             output.append({"type": "custom_tool_call", "id": rid("ctc_"), "call_id": rid("call_"),
                            "name": "exec", "input": pl["custom_input"], "status": "completed"})
+        elif pl["tool"] == "tool_search":  # Codex's client-side search of its deferred tools
+            output.append({"type": "tool_search_call", "id": rid("tsc_"), "call_id": rid("call_"),
+                           "execution": "client", "arguments": pl["args"], "status": "completed"})
         else:
-            output.append({"type": "function_call", "id": rid("fc_"), "call_id": rid("call_"),
-                           "name": pl["tool"], "arguments": json.dumps(pl["args"], ensure_ascii=False),
-                           "status": "completed"})
+            call = {"type": "function_call", "id": rid("fc_"), "call_id": rid("call_"),
+                    "name": pl["tool"], "arguments": json.dumps(pl["args"], ensure_ascii=False),
+                    "status": "completed"}
+            if pl["tool"] in namespaces:  # a tool inside a namespace (Codex: mcp__<server>)
+                call["namespace"] = namespaces[pl["tool"]]
+            output.append(call)
     else:
         output.append({"type": "message", "id": rid("msg_"), "status": "completed", "role": "assistant",
                        "content": [{"type": "output_text", "text": pl["text"], "annotations": []}]})
@@ -625,6 +715,8 @@ def responses_sse(resp):
                                                                    "delta": c})
             yield ev("response.custom_tool_call_input.done", {"item_id": item["id"], "output_index": oi,
                                                               "input": item["input"]})
+        elif item["type"] == "tool_search_call":
+            yield ev("response.output_item.added", {"output_index": oi, "item": dict(item, status="in_progress")})
         elif item["type"] == "reasoning":
             yield ev("response.output_item.added", {"output_index": oi,
                                                     "item": dict(item, summary=[])})

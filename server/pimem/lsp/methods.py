@@ -6,9 +6,10 @@ BACKFILL = "pimem/backfill"
 MIGRATE_CODEX = "pimem/migrateCodex"
 STATUS = "pimem/status"
 TURN = "pimem/turn"
+AGENT_RECALL = "pimem/agentRecall"   # the editor's language-model tool: recall_memory, redacted
 
 INDEX_CHANGED = "pimem/indexChanged"
 SYNC_STATUS = "pimem/syncStatus"
 
-REQUESTS = (RECALL, BACKFILL, MIGRATE_CODEX, STATUS, TURN)
+REQUESTS = (RECALL, BACKFILL, MIGRATE_CODEX, STATUS, TURN, AGENT_RECALL)
 NOTIFICATIONS = (INDEX_CHANGED, SYNC_STATUS)

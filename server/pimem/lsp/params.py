@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
+from pimem.agent_tools import RECALL_MEMORY, ToolCall, ToolInputError, decode_call
 from pimem.models import SOURCES, Source, is_source
 from pimem.recall import MAX_PATH_CHARS, RecallError, RecallQuery, check_turn_id, make_query, query_from_text
 
@@ -175,3 +176,18 @@ def initialization_options(raw: Any) -> tuple[ServerOptions, list[str]]:
         else:
             problems.append('initializationOptions.hover must be "off" or "word"; using "off"')
     return options, problems
+
+
+def agent_recall_params(raw: Any) -> ToolCall:
+    """``pimem/agentRecall``: the arguments of the agents' ``recall_memory`` tool (validated by
+    agent_tools, as in ``pimem mcp``), plus the client's ``redact`` setting (default true)."""
+    method = "pimem/agentRecall"
+    params = _object(method, raw)
+    redact = _optional_bool(method, params, "redact", True)
+    arguments = {key: value for key, value in params.items() if key != "redact"}
+    for name in ("entities", "cwd"):
+        _unicode(method, name, arguments.get(name))
+    try:
+        return decode_call(RECALL_MEMORY, arguments, redact_secrets=redact)
+    except ToolInputError as error:
+        raise ParamsError(method, error.field, str(error)) from None

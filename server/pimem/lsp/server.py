@@ -31,6 +31,7 @@ from pimem.lsp import methods
 from pimem.lsp.params import (
     ParamsError,
     ServerOptions,
+    agent_recall_params,
     backfill_params,
     initialization_options,
     migrate_params,
@@ -337,6 +338,12 @@ def create_server() -> PimemServer:
         turn_id = turn_params(params)
         row = await ls.read(lambda: get_turn(ls.connection(), turn_id))
         return {"turn": row.to_dict(full=True) if row is not None else None}
+    @server.feature(methods.AGENT_RECALL)
+    @_guarded(methods.AGENT_RECALL)
+    async def on_agent_recall(ls: PimemServer, params: Any) -> dict[str, Any]:
+        call = agent_recall_params(params)
+        output = await ls.read(lambda: call.run(ls.connection()))
+        return {**output.structured, "markdown": output.markdown}
 
     @server.feature(methods.BACKFILL)
     @_guarded(methods.BACKFILL)

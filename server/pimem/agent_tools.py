@@ -1,0 +1,358 @@
+"""The tools pimem offers to agents: ``recall_memory`` and ``read_session``.
+
+One definition for every agent surface (the MCP server ``pimem mcp`` today; the editor's
+language-model tool calls ``recall_memory`` through the language server): each tool's name,
+description (the model reads it to decide when to call), JSON schemas, argument validation and
+result. docs/mcp.md documents them; a test checks it against :data:`TOOLS`.
+
+Every limit of a schema is checked here too, because clients drop parts of it before a model sees
+it (Codex strips ``maxItems``, ``minimum`` and ``maximum``). A bad argument raises
+:class:`ToolInputError` naming the field. Results are Markdown (for clients that show text) plus
+structured content (what Claude Code and Codex send to the model when it is present); both are
+redacted (:mod:`pimem.redact`) unless the user turned that off.
+
+Plain Python: no MCP SDK, no pygls (tests/test_layers.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from pimem.models import SOURCES
+from pimem.recall import MAX_ENTITIES, RecallError, RecallQuery, RecallRow, make_query, recall
+from pimem.redact import redact_value
+from pimem.sessions import MAX_CONTEXT, SessionError, SessionWindow, read_window
+
+RECALL_MEMORY = "recall_memory"
+READ_SESSION = "read_session"
+MAX_RESULTS = 20            # recall_memory's limit (the CLI and the editor allow more)
+DEFAULT_RESULTS = 5
+DEFAULT_CONTEXT = 2
+_MARKDOWN_FIELD_CHARS = 2000  # per text field in the Markdown (Pi sends only this to the model; it cuts
+                              # results over 20 KB); structured content carries the text whole
+# Fields of a recall row an agent gets. resumeCommand is left out on purpose: it is a shell command
+# built from stored data, and nothing from a transcript is offered to an agent to execute.
+_HIDDEN_FIELDS = ("resumeCommand",)
+
+RECALL_DESCRIPTION = """\
+Search this user's past conversations with their coding agents (Pi, Claude Code and Codex CLI, \
+across all projects) for the turns about specific things: what the user asked, what the agent \
+answered, which tools it used, when and in which folder.
+
+Invocation policy:
+1. Call this tool immediately when the user explicitly asks to review, remember, summarize, continue, \
+or compare a previous discussion about a topic. Examples:
+   - "我之前关于 xxx 的实践" / "I previously worked on xxx"
+   - "上次我们讨论过..." / "last time we discussed..." / "last time we…"
+   - "你还记得那个 xxx 项目吗" / "remember that xxx project?"
+   - "之前那个方案怎么说的" / "what was that plan we had?"
+   - "我们之前不是修过这个吗？" / "didn't we fix this before?" / "didn't we fix…"
+   - "how did we solve xxx last time?" / "where did we leave off with xxx?"
+2. When you cannot confidently answer from the current conversation and your general knowledge, but \
+the user may have discussed the topic in prior sessions, first ask whether they want you to search \
+their conversation history. Call this tool only after they agree.
+3. Do not search history merely because a question is difficult when the user's prior discussions \
+are not relevant.
+
+Extract 2–5 specific entities from the user's topic: project names, tool names, technologies, domain \
+terms, or identifiers (e.g. ["payroll", "LangGraph", "A2A"]). Each entity is matched literally and \
+case-insensitively; a turn scores 2 per entity in what the user typed and 1 per entity in the reply, \
+best first, then newest. Each result has a turnId and a sessionId: call read_session with them to \
+read the turns around it. Secrets in the results are masked as [REDACTED:<kind>]."""
+
+READ_SESSION_DESCRIPTION = """\
+Read the turns of one past session, in order, around one turn: the `before` turns before `turnId`, \
+that turn, and the `after` turns after it (without `turnId`: the session's first turns). Use it \
+after recall_memory to see what led to a recalled answer and what came after it; sessionId and \
+turnId come from recall_memory's results. Secrets are masked as [REDACTED:<kind>]."""
+
+_ROW_PROPERTIES: dict[str, Any] = {
+    "turnId": {"type": "string"},
+    "sessionId": {"type": "string"},
+    "source": {"type": "string", "enum": list(SOURCES)},
+    "cwd": {"type": "string"},
+    "ts": {"type": "integer", "description": "time of the user's message, Unix milliseconds"},
+    "userText": {"type": "string"},
+    "replyText": {"type": "string"},
+    "toolNames": {"type": "array", "items": {"type": "string"}},
+    "jsonlPath": {"type": "string"},
+    "line": {"type": ["integer", "null"], "description": "1-based line of the user's message in jsonlPath"},
+}
+_RECALL_ROW_SCHEMA = {
+    "type": "object",
+    "properties": {**_ROW_PROPERTIES, "hits": {"type": "integer", "description": "the score"}},
+    "required": [*_ROW_PROPERTIES, "hits"],
+}
+_SESSION_TURN_SCHEMA = {"type": "object", "properties": _ROW_PROPERTIES, "required": list(_ROW_PROPERTIES)}
+
+RECALL_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "entities": {
+            "type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "maxItems": MAX_ENTITIES,
+            "description": "2-5 specific terms from the user's topic (at most 8), "
+                           'e.g. ["payroll", "LangGraph", "A2A"]',
+        },
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": DEFAULT_RESULTS,
+                  "description": f"how many past turns to return, 1 to {MAX_RESULTS} (default {DEFAULT_RESULTS})"},
+        "sources": {"type": "array", "items": {"type": "string", "enum": list(SOURCES)},
+                    "description": "only these agents' sessions (default: all of pi, claude, codex)"},
+        "cwd": {"type": "string",
+                "description": "only sessions run in this folder or below it (an absolute path; default: all)"},
+    },
+    "required": ["entities"],
+    "additionalProperties": False,
+}
+RECALL_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"results": {"type": "array", "items": _RECALL_ROW_SCHEMA}},
+    "required": ["results"],
+}
+READ_SESSION_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "sessionId": {"type": "string", "minLength": 1, "description": "a sessionId from recall_memory's results"},
+        "turnId": {"type": "string", "minLength": 1,
+                   "description": "a turnId of that session (default: start at the session's first turn)"},
+        "before": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": DEFAULT_CONTEXT,
+                   "description": f"turns before turnId, 0 to {MAX_CONTEXT} (default {DEFAULT_CONTEXT})"},
+        "after": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": DEFAULT_CONTEXT,
+                  "description": f"turns after turnId, 0 to {MAX_CONTEXT} (default {DEFAULT_CONTEXT})"},
+    },
+    "required": ["sessionId"],
+    "additionalProperties": False,
+}
+READ_SESSION_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "sessionId": {"type": "string"},
+        "source": {"type": "string", "enum": list(SOURCES)},
+        "cwd": {"type": "string"},
+        "jsonlPath": {"type": "string"},
+        "turnCount": {"type": "integer", "description": "turns in the session"},
+        "firstPosition": {"type": "integer", "description": "0-based position of turns[0] in the session"},
+        "turns": {"type": "array", "items": _SESSION_TURN_SCHEMA},
+    },
+    "required": ["sessionId", "source", "cwd", "jsonlPath", "turnCount", "firstPosition", "turns"],
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(RECALL_MEMORY, "Recall past conversations", RECALL_DESCRIPTION, RECALL_INPUT_SCHEMA,
+             RECALL_OUTPUT_SCHEMA),
+    ToolSpec(READ_SESSION, "Read a past session", READ_SESSION_DESCRIPTION, READ_SESSION_INPUT_SCHEMA,
+             READ_SESSION_OUTPUT_SCHEMA),
+)
+
+
+class ToolInputError(ValueError):
+    """A bad tool argument (or an unknown tool); the message names the field and says what is expected."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f'invalid "{field}": {message}')
+        self.field = field
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    markdown: str                   # readable text (MCP content[0])
+    structured: dict[str, Any]      # MCP structuredContent, matching the tool's output schema
+
+
+class ToolCall(Protocol):
+    def run(self, conn: sqlite3.Connection) -> ToolOutput: ...
+
+
+def decode_call(name: str, arguments: object, *, redact_secrets: bool = True) -> ToolCall:
+    """Validate a call's arguments (before any store is opened). Raises :class:`ToolInputError`."""
+    if name == RECALL_MEMORY:
+        return RecallCall(recall_query(arguments), redact_secrets)
+    if name == READ_SESSION:
+        return _read_session_call(arguments, redact_secrets)
+    known = ", ".join(tool.name for tool in TOOLS)
+    raise ToolInputError("name", f"unknown tool {name!r} (pimem's tools: {known})")
+
+
+def _arguments(arguments: object, spec: dict[str, Any]) -> dict[str, Any]:
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise ToolInputError("arguments", "the arguments must be an object")
+    allowed = spec["properties"]
+    for key in arguments:
+        if key not in allowed:
+            raise ToolInputError(str(key)[:40], f"unknown argument (expected {', '.join(allowed)})")
+    for key in spec["required"]:
+        if arguments.get(key) is None:
+            raise ToolInputError(key, "this argument is required")
+    return arguments
+
+
+def _bounded_int(arguments: dict[str, Any], field: str, default: int, low: int, high: int) -> int:
+    value = arguments.get(field)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ToolInputError(field, f"must be an integer from {low} to {high}, got {_shown(value)}")
+    return value
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def recall_query(arguments: object) -> RecallQuery:
+    """``recall_memory``'s arguments as a recall query (the same semantics as ``pimem recall``)."""
+    args = _arguments(arguments, RECALL_INPUT_SCHEMA)
+    entities = args["entities"]
+    # Issue 13 (free-text recall) adds an alternative here: a `query` string turned into entities
+    # by the free-text service, so that the rest of the call stays the same.
+    try:
+        make_query(entities)  # the entities first, as the CLI reports them
+        limit = _bounded_int(args, "limit", DEFAULT_RESULTS, 1, MAX_RESULTS)
+        return make_query(entities, limit, args.get("sources"), args.get("cwd"))
+    except RecallError as error:
+        raise ToolInputError(error.field, str(error)) from None
+
+
+def _read_session_call(arguments: object, redact_secrets: bool) -> ReadSessionCall:
+    args = _arguments(arguments, READ_SESSION_INPUT_SCHEMA)
+    for field in ("sessionId", "turnId"):
+        value = args.get(field)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ToolInputError(field, "must be a non-empty string")
+    before = _bounded_int(args, "before", DEFAULT_CONTEXT, 0, MAX_CONTEXT)
+    after = _bounded_int(args, "after", DEFAULT_CONTEXT, 0, MAX_CONTEXT)
+    return ReadSessionCall(args["sessionId"], args.get("turnId"), before, after, redact_secrets)
+
+
+@dataclass(frozen=True)
+class RecallCall:
+    query: RecallQuery
+    redact_secrets: bool
+
+    def run(self, conn: sqlite3.Connection) -> ToolOutput:
+        rows = [agent_row(row) for row in recall(conn, self.query)]
+        if self.redact_secrets:
+            rows = [_redacted(row) for row in rows]
+        return ToolOutput(recall_markdown(rows), {"results": rows})
+
+
+@dataclass(frozen=True)
+class ReadSessionCall:
+    session_id: str
+    turn_id: str | None
+    before: int
+    after: int
+    redact_secrets: bool
+
+    def run(self, conn: sqlite3.Connection) -> ToolOutput:
+        try:
+            window = read_window(conn, self.session_id, self.turn_id, self.before, self.after)
+        except SessionError as error:
+            raise ToolInputError(error.field, str(error)) from None
+        structured = session_view(window)
+        if self.redact_secrets:
+            structured = _redacted(structured)
+        return ToolOutput(session_markdown(structured), structured)
+
+
+def agent_row(row: RecallRow) -> dict[str, Any]:
+    """A recall row as agents get it: the ``pimem recall --json`` row without what is not for them."""
+    view = row.to_dict()
+    for field in _HIDDEN_FIELDS:
+        view.pop(field, None)
+    return view
+
+
+def session_view(window: SessionWindow) -> dict[str, Any]:
+    turns = []
+    for row in window.turns:
+        turn = agent_row(row)
+        turn.pop("hits", None)
+        turns.append(turn)
+    return {"sessionId": window.session_id, "source": window.source, "cwd": window.cwd,
+            "jsonlPath": window.jsonl_path, "turnCount": window.turn_count,
+            "firstPosition": window.first_position, "turns": turns}
+
+
+def _redacted(view: dict[str, Any]) -> dict[str, Any]:
+    result = redact_value(view)
+    assert isinstance(result, dict)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown (content[0]): for a model or a person reading the tool result. Not rendered as Markdown
+# by the agents, so transcript text is quoted as it is, except control characters (a terminal
+# shows tool results: no escape sequence from a transcript may reach it).
+# ---------------------------------------------------------------------------------------------
+
+def visible(text: str) -> str:
+    """Control characters other than newline and tab written out as ``\\xNN`` / ``\\u00NN``."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() or char in "\n\t" or ord(char) > 0x9f
+                   else char.encode("unicode_escape").decode("ascii") for char in text)
+
+
+def _cut(text: str, limit: int = _MARKDOWN_FIELD_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"
+
+
+def _when(ts: Any) -> str:
+    try:
+        return datetime.fromtimestamp(int(ts) / 1000).strftime("%Y-%m-%d %H:%M")
+    except (TypeError, OverflowError, OSError, ValueError):
+        return "unknown time"
+
+
+def _turn_lines(turn: dict[str, Any]) -> list[str]:
+    lines = [f"turnId: {visible(str(turn['turnId']))}", "", f"**User:** {visible(_cut(str(turn['userText'])))}"]
+    if turn["replyText"]:
+        lines += ["", f"**Assistant:** {visible(_cut(str(turn['replyText'])))}"]
+    if turn["toolNames"]:
+        lines += ["", f"Tools: {visible(', '.join(str(name) for name in turn['toolNames']))}"]
+    where = f"{turn['jsonlPath']}:{turn['line']}" if turn.get("line") else str(turn["jsonlPath"])
+    lines += ["", f"Transcript: {visible(where)}", ""]
+    return lines
+
+
+def recall_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    if not rows:
+        return "No past conversation matched these entities."
+    lines = [f"## {len(rows)} past turn{'s' if len(rows) != 1 else ''}, best first", ""]
+    for number, row in enumerate(rows, 1):
+        lines.append(f"### {number}. {row['source']} · {_when(row['ts'])} · {visible(str(row['cwd']) or '?')} "
+                     f"· score {row['hits']}")
+        lines.append(f"sessionId: {visible(str(row['sessionId']))}")
+        lines += _turn_lines(row)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def session_markdown(view: dict[str, Any]) -> str:
+    turns = view["turns"]
+    first = int(view["firstPosition"])
+    header = (f"## Session {visible(str(view['sessionId']))} ({view['source']} · {visible(str(view['cwd']) or '?')} · "
+              f"{view['turnCount']} turns)")
+    if not turns:
+        return header + "\n\nThe session has no turns.\n"
+    lines = [header, "", f"Turns {first + 1} to {first + len(turns)} of {view['turnCount']}.", ""]
+    for offset, turn in enumerate(turns):
+        lines.append(f"### Turn {first + offset + 1} · {_when(turn['ts'])}")
+        lines += _turn_lines(turn)
+    return "\n".join(lines).rstrip() + "\n"
