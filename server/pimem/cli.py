@@ -1,7 +1,12 @@
 """The ``pimem`` command line: sync, recall, migrate-codex, status, serve.
 
 Exit status: 0 on success (isolated import issues are reported on stderr but do not fail a sync),
-1 when the store or a folder cannot be used, 2 for bad arguments.
+1 when the store or a folder cannot be used, 2 for bad arguments, 130 when interrupted.
+Status 1 comes with one line on stderr saying why and what to do: no store yet (``recall`` and
+``status`` never create one), not a store (another program's file, or a damaged store: left as it
+is), a store written by a newer pimem (``recall`` and ``status`` still read it; ``sync`` refuses),
+locked by another program past the busy timeout (``$PIMEM_BUSY_TIMEOUT_MS``, default 15000), a full
+disk, a read-only store. What was stored before stays stored.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import argparse
 import json
 import logging
 import os
+import sqlite3
 import sys
 import threading
 from collections.abc import Sequence
@@ -20,7 +26,7 @@ from pimem import __version__
 from pimem.models import SOURCES, Source, SyncProgress
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import MAX_LIMIT, RecallError, format_text, make_query, recall
-from pimem.store import StoreError, connect
+from pimem.store import StoreError, connect, store_failure, upgrade_notice
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _db(args: argparse.Namespace) -> Path:
     return Path(os.path.expanduser(args.db)) if getattr(args, "db", None) else default_db_path()
+
+
+def _warn_upgrade(conn: sqlite3.Connection) -> None:
+    notice = upgrade_notice(conn)
+    if notice:
+        print(f"pimem: {notice} (reading it still works)", file=sys.stderr)
 
 
 def _sources(args: argparse.Namespace) -> set[Source]:
@@ -132,7 +144,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     except RecallError as error:
         print(f"pimem recall: {error}", file=sys.stderr)
         return 2
-    conn = connect(_db(args))
+    conn = connect(_db(args), create=False, for_writing=False)
+    _warn_upgrade(conn)
     try:
         rows = recall(conn, query)
     finally:
@@ -163,7 +176,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from pimem.status import store_status
 
-    conn = connect(_db(args))
+    conn = connect(_db(args), create=False, for_writing=False)
+    _warn_upgrade(conn)
     try:
         status = store_status(conn, str(_db(args)))
     finally:
@@ -208,6 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handlers[args.command](args)
     except StoreError as error:
         print(f"pimem: {error}", file=sys.stderr)
+        return 1
+    except sqlite3.Error as error:  # the store failed while in use (locked, disk full, damaged, ...)
+        print(f"pimem: {store_failure(error, _db(args))}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
