@@ -27,9 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, env_for
+from conftest import REPO, env_for, roots_under
 from pimem import __version__
-from pimem.store import LAYOUT
+from pimem.store import LAYOUT, StoreError, connect, set_meta, transaction
+from pimem.sync import SyncRequest, run_sync
 
 NEWER_VERSION = "99.0"
 NEWER_LAYOUT = LAYOUT + 1
@@ -229,3 +230,25 @@ def test_a_store_of_todays_main_is_layout_3_and_is_migrated_in_place(newer: Path
         assert after[name] == before[name], name
     assert meta(db)["layout"] == str(NEWER_LAYOUT)
     assert json.loads(ok(pimem(newer, "sync", "--json", env=env)).stdout)["scannedFiles"] == 0
+
+
+def test_a_sync_under_way_writes_nothing_once_a_newer_pimem_has_migrated_the_store(
+        history: Path, tmp_path: Path) -> None:
+    """The window between two of a long sync's transactions: every write transaction checks, under
+    the write lock, that the layout it read is still the store's."""
+    db = tmp_path / "memory.db"
+    conn = connect(db)
+    newer = sqlite3.connect(db, isolation_level=None)
+    newer.execute("BEGIN IMMEDIATE")     # what a newer pimem's migration does between two of our commits
+    newer.execute("CREATE TABLE pimem_file_history (file_id INTEGER, revision INTEGER, size INTEGER)")
+    newer.execute("UPDATE pimem_meta SET value = ? WHERE key = 'layout'", (str(NEWER_LAYOUT),))
+    newer.execute("UPDATE pimem_meta SET value = ? WHERE key = 'layout_written_by'", (NEWER_VERSION,))
+    newer.execute("COMMIT")
+    newer.close()
+    before = snapshot(db)
+    with pytest.raises(StoreError, match="please upgrade"), transaction(conn):
+        set_meta(conn, "written-after-the-migration", "1")
+    with pytest.raises(StoreError, match="please upgrade"):
+        run_sync(SyncRequest(db_path=str(db), roots=roots_under(history)), conn=conn)
+    conn.close()
+    assert snapshot(db) == before

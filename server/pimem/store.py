@@ -570,6 +570,21 @@ def connection_is_stale(conn: sqlite3.Connection) -> bool:
         return True
 
 
+def _check_layout_unchanged(conn: sqlite3.Connection) -> None:
+    """Under the write lock: if another program changed the schema since this connection read the
+    layout (a newer pimem migrating the store during a long sync), write only if it is still ours."""
+    cookie = getattr(conn, "schema_cookie", None)
+    if not isinstance(conn, StoreConnection) or cookie is None:
+        return
+    current = int(conn.execute("PRAGMA schema_version").fetchone()[0])
+    if current == cookie:
+        return
+    layout = read_layout(conn)
+    if layout.newer:
+        raise StoreError(newer_layout_message(layout, conn.path))
+    conn.schema_cookie = current
+
+
 def upgrade_notice(conn: sqlite3.Connection) -> str | None:
     """For a store a newer pimem wrote: the one line asking for an upgrade (reading works)."""
     if isinstance(conn, StoreConnection) and not conn.writable:
@@ -631,6 +646,7 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     transaction back: roll back only what is left, and let the original error through."""
     conn.execute("BEGIN IMMEDIATE")
     try:
+        _check_layout_unchanged(conn)
         yield conn
         conn.execute("COMMIT")
     except BaseException:
