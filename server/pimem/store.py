@@ -13,9 +13,9 @@ What pimem opens (:func:`connect`):
 
 * Only its own store: a new or empty file, a store the extension made (its ``sessions`` and ``turns``
   tables), or one pimem made (``pimem_meta``). Any other file, SQLite or not, is refused with a
-  StoreError and left byte for byte as it was: it is inspected through a read-only connection first,
-  so not even SQLite's journal recovery or checkpoint touches it. A damaged store is refused the
-  same way and never deleted or created anew.
+  StoreError and left byte for byte as it was: it is inspected as an immutable file, or through a
+  read-only connection, so not even SQLite's journal recovery or checkpoint touches it. A damaged
+  store is refused the same way and never deleted or created anew.
 * Commands that only read (``pimem recall``, ``pimem status``) pass ``create=False``: a missing or
   empty file is an error, never a new store.
 * The store path may be a symbolic link: SQLite follows it (and keeps ``-wal``/``-shm`` beside the
@@ -29,15 +29,19 @@ Layouts (the shape of the ``pimem_*`` tables), in ``pimem_meta``:
 * An older layout is migrated forward in place, in one transaction, by the steps in
   :data:`MIGRATIONS` (N → N+1): nothing is dropped, nothing re-parsed. A new store is created at
   :data:`BASE_LAYOUT` and goes through the same steps, so new and upgraded stores cannot differ.
-* A newer layout is never written: a writer gets a StoreError asking for an upgrade. A reader still
-  answers: normally if ``min_reader_layout`` allows, else from the extension's tables alone (recall
-  scans them, as the oracle does; see :func:`_hide_pimem_tables`).
+* A newer layout is never written: a writer gets a StoreError asking for an upgrade (also when a
+  newer pimem migrates the store while a sync is under way: :func:`transaction` re-checks). A reader
+  still answers: normally if ``min_reader_layout`` allows, else from the extension's tables alone
+  (recall scans them, as the oracle does; see :func:`_hide_pimem_tables`).
 * To change the layout: write a step ``_layout_N_to_N1(conn)``, register it as ``MIGRATIONS[N]``,
   set ``LAYOUT = N + 1``, and raise ``MIN_READER_LAYOUT`` only if an older pimem would misread the
   new layout (a new table does not; a changed meaning of ``pimem_docs`` does).
 * ``schema_version`` is the key pimem 0.1.0 reads: it drops every ``pimem_*`` table unless it finds
   "3" there. It stays "3" for ever, so 0.1.0 never drops a newer layout (it does write into it as
   if it were layout 3: a step that cannot live with that must say so).
+
+Failures of a store in use (locked past the busy timeout, disk full, read-only, damaged) become one
+actionable line through :func:`store_failure`; SQLite's transactions keep what was committed.
 """
 
 from __future__ import annotations
