@@ -42,7 +42,7 @@ TURNS = "SELECT turn_id, session_id, turn_index, ts, user_text, reply_text, tool
 def pimem(*args: str, env: dict[str, str], prefix: list[str] | None = None, **kwargs: object
           ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*(prefix or []), sys.executable, "-m", "pimem", *args], env=env, capture_output=True,
-                          text=True, timeout=120, check=False, **kwargs)  # type: ignore[call-overload]
+                          text=True, timeout=120, check=False, **kwargs)
 
 
 def one_line_failure(result: subprocess.CompletedProcess[str], *expected: str) -> str:
