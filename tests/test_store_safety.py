@@ -441,3 +441,26 @@ def test_a_damaged_store_is_one_line_and_is_never_deleted_or_recreated(
             assert command != "sync" and "Traceback" not in result.stderr
     assert outcomes["sync"].returncode == 1
     assert file_state(synced) == before
+
+
+def test_opening_the_store_keeps_the_locks_of_the_other_connections_of_this_process(tmp_path: Path) -> None:
+    """POSIX locks belong to the process: closing any descriptor of the file drops every lock SQLite
+    holds on it. connect() runs in the server next to its other connections, so it must never open
+    and close the store's files behind SQLite's back (it did: reader threads then failed with
+    SQLITE_IOERR_SHORT_READ while a sync ran)."""
+    db = tmp_path / "store" / "memory.db"
+    connect(db).close()
+    holder = connect(db)
+    holder.execute("SELECT count(*) FROM turns").fetchone()     # keeps its locks on memory.db and -shm
+    try:
+        for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+            os.chmod(path, 0o644)                                   # something for connect() to take away
+        connect(db, for_writing=False).close()
+        switch = ("import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)\n"
+                  "try:\n    print(c.execute('PRAGMA journal_mode = DELETE').fetchone()[0])\n"
+                  "except sqlite3.OperationalError as error:\n    print(error)\n")
+        other = subprocess.run([sys.executable, "-c", switch, str(db)], capture_output=True, text=True, check=True)
+        assert other.stdout.strip() in ("wal", "database is locked"), other.stdout   # blocked by the holder
+        assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    finally:
+        holder.close()

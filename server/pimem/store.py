@@ -66,7 +66,6 @@ BASE_LAYOUT = 3            # the tables below; what pimem 0.1.0 called schema_ve
 LAYOUT = 3                 # the layout this pimem writes
 MIN_READER_LAYOUT = 3      # the oldest layout whose pimem can read what this one writes
 LEGACY_SCHEMA_VERSION = "3"
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 # The extension's schema, verbatim (pi-session-memory 0.1.0 src/db.ts).
 SEED_SCHEMA = """
@@ -371,37 +370,26 @@ def _create_file(path: Path) -> None:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except FileExistsError:
         return  # created by another process meanwhile: it is examined like any existing file
-    os.close(fd)
+    os.close(fd)    # a new file: no SQLite connection of this process holds a lock on it yet
 
 
 def _owner_only(path: Path) -> None:
     """Take group and other permissions away (a store the extension created under umask 022 is
     world-readable, and pimem copies every agent's transcripts into it). SQLite gives its -wal and
-    -shm files the database file's permissions. Each file is opened without following a symlink and
-    changed through that descriptor, so nothing a link points to is ever chmod-ed."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    -shm files the database file's permissions. A symlink is left alone (lstat first), so nothing a
+    link points to is chmod-ed; the store's own folder is owner-only, so nobody else can swap a link
+    in between.
+
+    By path, never through a descriptor: POSIX locks belong to the process, and closing any
+    descriptor of a file drops every lock this process's SQLite connections hold on it."""
     for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         try:
-            fd = os.open(candidate, flags)
-        except OSError:
-            continue    # absent, a symlink (ELOOP), or not ours to open
-        try:
-            info = os.fstat(fd)
+            info = os.lstat(candidate)
             mode = stat.S_IMODE(info.st_mode)
             if stat.S_ISREG(info.st_mode) and mode & 0o077:
-                os.fchmod(fd, mode & 0o700)
+                os.chmod(candidate, mode & 0o700)
         except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-
-def _read_header(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        return os.read(fd, len(SQLITE_HEADER))
-    finally:
-        os.close(fd)
+            continue    # absent, or not ours to change
 
 
 _SEED_COLUMNS = {
@@ -423,11 +411,11 @@ def _classify(conn: sqlite3.Connection) -> str:
 
 
 def _contents(path: Path) -> str:
-    """"empty", "store" (the extension's or pimem's tables) or "foreign", read without changing
-    anything: first as an immutable file (no lock, no journal, no -wal/-shm created next to another
-    program's database), then, when that shows no table (they may be in the -wal yet) or the file
-    changed under the read, through an ordinary read-only connection (which recovers no journal and
-    checkpoints nothing)."""
+    """"empty", "store" (the extension's or pimem's tables), "foreign" or "not sqlite", read without
+    changing anything: first as an immutable file (no lock, no journal, no -wal/-shm created next to
+    another program's database), then, when that shows no table (they may be in the -wal yet) or
+    the file changed under the read, through an ordinary read-only connection (which recovers no
+    journal and checkpoints nothing). Only through SQLite, which keeps the process's locks intact."""
     uri = f"file:{quote(str(path))}?mode=ro"
     with contextlib.suppress(sqlite3.Error):
         snapshot = sqlite3.connect(f"{uri}&immutable=1", uri=True)
@@ -440,6 +428,10 @@ def _contents(path: Path) -> str:
     reader = sqlite3.connect(uri, uri=True, timeout=busy_timeout_ms() / 1000)
     try:
         return _classify(reader)
+    except sqlite3.DatabaseError as error:
+        if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+            return "not sqlite"
+        raise
     finally:
         reader.close()
 
@@ -467,10 +459,10 @@ def _examine(path: Path, *, create: bool) -> bool:
             raise _no_store(path, "the file is empty")
         _refuse_leftover_journals(path)
         return link
-    if _read_header(path) != SQLITE_HEADER:
+    contents = _contents(path)
+    if contents == "not sqlite":
         raise StoreError(f"{path} is not an SQLite database (a damaged store, or another program's file): "
                          "pimem leaves it as it is; restore it from a backup or choose another store path")
-    contents = _contents(path)
     if contents == "foreign":
         raise StoreError(f"{path} is another program's SQLite database (it has neither pi-session-memory's "
                          "nor pimem's tables): pimem leaves it untouched; choose another store path")
