@@ -174,11 +174,14 @@ def test_store_is_owner_only(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
 
 
-def test_an_older_pimem_layout_is_rebuilt_without_touching_turns(history: Path, db_path: Path) -> None:
+def test_a_layout_from_before_the_migration_scheme_is_rebuilt_without_touching_turns(
+        history: Path, db_path: Path) -> None:
     run_sync(SyncRequest(db_path=str(db_path), roots=roots_under(history)))
     store = connect(db_path)
     turns = store.execute("SELECT * FROM turns ORDER BY turn_id").fetchall()
-    # What an earlier pimem layout looks like to this one: another schema version, an older table shape.
+    # What a development layout (schema_version 1 or 2, never released, no layout key) looks like:
+    # an older table shape. It has no migration steps, so its pimem_* tables are built again.
+    store.execute("DELETE FROM pimem_meta WHERE key IN ('layout', 'min_reader_layout', 'layout_written_by')")
     store.execute("UPDATE pimem_meta SET value = '1' WHERE key = 'schema_version'")
     store.execute("DROP TABLE pimem_pending")
     store.close()

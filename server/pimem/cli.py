@@ -2,7 +2,12 @@
 
 Exit status: 0 on success (isolated import issues are reported on stderr but do not fail a sync),
 1 when the store or a folder cannot be used (or ``show`` finds no such turn), 2 for bad arguments
-(a request over a limit of docs/lsp-extensions.md included).
+(a request over a limit of docs/lsp-extensions.md included), 130 when interrupted.
+Status 1 comes with one line on stderr saying why and what to do: no store yet (``recall``, ``show``
+and ``status`` never create one), not a store (another program's file, or a damaged store: left as it
+is), a store written by a newer pimem (``recall`` and ``status`` still read it; ``sync`` refuses),
+locked by another program past the busy timeout (``$PIMEM_BUSY_TIMEOUT_MS``, default 15000), a full
+disk, a read-only store. What was stored before stays stored.
 
 Human output goes through :func:`pimem.terminal.visible` (stored text, file names and paths never
 reach the terminal as escapes); ``--json`` output is exact JSON (:func:`pimem.terminal.json_text`).
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sqlite3
 import sys
 import threading
 from collections.abc import Sequence
@@ -35,7 +41,7 @@ from pimem.recall import (
     make_query,
     recall,
 )
-from pimem.store import StoreError, connect
+from pimem.store import StoreError, connect, store_failure, upgrade_notice
 from pimem.terminal import VisibleFormatter, json_text, visible
 
 
@@ -121,6 +127,12 @@ def _db(args: argparse.Namespace) -> Path:
     return Path(os.path.expanduser(args.db)) if getattr(args, "db", None) else default_db_path()
 
 
+def _warn_upgrade(conn: sqlite3.Connection) -> None:
+    notice = upgrade_notice(conn)
+    if notice:
+        _err(f"pimem: {notice} (reading it still works)")
+
+
 def _sources(args: argparse.Namespace) -> set[Source]:
     return set(args.source) if args.source else set(SOURCES)
 
@@ -185,7 +197,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     except RecallError as error:
         _err(f"pimem recall: {error}")
         return 2
-    conn = connect(_db(args))
+    conn = connect(_db(args), create=False, for_writing=False)
+    _warn_upgrade(conn)
     try:
         rows = recall(conn, query)
     finally:
@@ -203,7 +216,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     except RecallError as error:
         _err(f"pimem show: {error}")
         return 2
-    conn = connect(_db(args))
+    conn = connect(_db(args), create=False, for_writing=False)
+    _warn_upgrade(conn)
     try:
         row = get_turn(conn, turn_id)
     finally:
@@ -237,7 +251,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from pimem.status import store_status
 
-    conn = connect(_db(args))
+    conn = connect(_db(args), create=False, for_writing=False)
+    _warn_upgrade(conn)
     try:
         status = store_status(conn, str(_db(args)))
     finally:
@@ -315,6 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handlers[args.command](args)
     except StoreError as error:
         _err(f"pimem: {error}")
+        return 1
+    except sqlite3.Error as error:  # the store failed while in use (locked, disk full, damaged, ...)
+        _err(f"pimem: {store_failure(error, _db(args))}")
         return 1
     except BrokenPipeError:
         return 0

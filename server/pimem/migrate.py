@@ -33,7 +33,7 @@ from pimem.importers.base import Chunk, NotThisFormat, feed_line
 from pimem.importers.codex import CodexMessage, CodexParser
 from pimem.jsonl import LineReader, UnsupportedFile, loads, open_regular, open_transcript
 from pimem.models import SyncIssue
-from pimem.paths import pi_agent_dir, source_roots
+from pimem.paths import make_private_dirs, pi_agent_dir, source_roots
 from pimem.sync import G0_MAX_BYTES, discover
 
 try:  # what python-zstandard raises for a .zst that is not zstd (a plain Exception subclass)
@@ -335,7 +335,7 @@ def _migrate_one(session: CodexSession, folder: str, target_dir: Path, sessions_
         report.migrated.append(Migrated(session.codex_id, session.path, str(target), count))
         return
     try:
-        target_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(target_dir)
         if not _inside(target_dir, sessions_root):
             raise MigrationError(f"{target_dir} points outside the Pi sessions directory")
         written = _write_new_file(target, render_pi_session(session, folder, session_id, header_iso))

@@ -19,6 +19,31 @@ def _expand(value: str) -> Path:
     return Path(os.path.abspath(os.path.expanduser(value)))
 
 
+def make_private_dirs(directory: Path) -> None:
+    """Create ``directory`` and its missing parents owner-only (0700), whatever the umask.
+
+    ``Path.mkdir(parents=True, mode=...)`` gives the parents the umask's mode (0777 under umask 0),
+    and filters the leaf's mode through the umask too. Only the folders created here are chmod-ed
+    (through a descriptor opened without following links); existing ones, and one that another
+    process creates meanwhile, are left as they are.
+    """
+    missing: list[Path] = []
+    current = directory
+    while not os.path.lexists(current) and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
+
+
 def home_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     home = env.get("HOME") or env.get("USERPROFILE")

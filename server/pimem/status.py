@@ -6,7 +6,7 @@ import json
 import sqlite3
 
 from pimem.index import unindexed_count
-from pimem.store import count_turns_by_source, get_meta
+from pimem.store import count_turns_by_source, get_meta, upgrade_notice
 
 
 def store_status(conn: sqlite3.Connection, db_path: str) -> dict[str, object]:
@@ -26,4 +26,5 @@ def store_status(conn: sqlite3.Connection, db_path: str) -> dict[str, object]:
         "totalTurns": sum(turns.values()),
         "turnsToIndex": unindexed_count(conn),
         "lastSync": last_sync,
+        "upgradeRequired": upgrade_notice(conn),
     }

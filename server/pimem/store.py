@@ -8,20 +8,64 @@ Compatibility contract (see ARCHITECTURE.md):
 * pimem only adds tables whose names start with ``pimem_`` and nullable columns; it never adds a
   trigger on ``turns``; it never deletes a row of the extension's tables.
 * WAL mode, a busy timeout, and short write transactions, because the extension writes the same file.
+
+What pimem opens (:func:`connect`):
+
+* Only its own store: a new or empty file, a store the extension made (its ``sessions`` and ``turns``
+  tables), or one pimem made (``pimem_meta``). Any other file, SQLite or not, is refused with a
+  StoreError and left byte for byte as it was: it is inspected as an immutable file, or through a
+  read-only connection, so not even SQLite's journal recovery or checkpoint touches it. A damaged
+  store is refused the same way and never deleted or created anew.
+* Commands that only read (``pimem recall``, ``pimem status``) pass ``create=False``: a missing or
+  empty file is an error, never a new store.
+* The store path may be a symbolic link: SQLite follows it (and keeps ``-wal``/``-shm`` beside the
+  target), and so does pimem for reading and writing, like the extension. But pimem never changes
+  permissions through a link, and never creates a store at the far end of a dangling one.
+
+Layouts (the shape of the ``pimem_*`` tables), in ``pimem_meta``:
+
+* ``layout``: an integer; ``layout_written_by``: the pimem version that gave the store that layout;
+  ``min_reader_layout``: the oldest layout whose pimem still reads the store right.
+* An older layout is migrated forward in place, in one transaction, by the steps in
+  :data:`MIGRATIONS` (N → N+1): nothing is dropped, nothing re-parsed. A new store is created at
+  :data:`BASE_LAYOUT` and goes through the same steps, so new and upgraded stores cannot differ.
+* A newer layout is never written: a writer gets a StoreError asking for an upgrade (also when a
+  newer pimem migrates the store while a sync is under way: :func:`transaction` re-checks). A reader
+  still answers: normally if ``min_reader_layout`` allows, else from the extension's tables alone
+  (recall scans them, as the oracle does; see :func:`_hide_pimem_tables`).
+* To change the layout: write a step ``_layout_N_to_N1(conn)``, register it as ``MIGRATIONS[N]``,
+  set ``LAYOUT = N + 1``, and raise ``MIN_READER_LAYOUT`` only if an older pimem would misread the
+  new layout (a new table does not; a changed meaning of ``pimem_docs`` does).
+* ``schema_version`` is the key pimem 0.1.0 reads: it drops every ``pimem_*`` table unless it finds
+  "3" there. It stays "3" for ever, so 0.1.0 never drops a newer layout (it does write into it as
+  if it were layout 3: a step that cannot live with that must say so).
+
+Failures of a store in use (locked past the busy timeout, disk full, read-only, damaged) become one
+actionable line through :func:`store_failure`; SQLite's transactions keep what was committed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sqlite3
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
+
+from pimem import __version__
+from pimem.paths import make_private_dirs
 
 BUSY_TIMEOUT_MS = 15_000
-SCHEMA_VERSION = "3"
+BUSY_TIMEOUT_ENV = "PIMEM_BUSY_TIMEOUT_MS"
+
+BASE_LAYOUT = 3            # the tables below; what pimem 0.1.0 called schema_version "3"
+LAYOUT = 3                 # the layout this pimem writes
+MIN_READER_LAYOUT = 3      # the oldest layout whose pimem can read what this one writes
+LEGACY_SCHEMA_VERSION = "3"
 
 # The extension's schema, verbatim (pi-session-memory 0.1.0 src/db.ts).
 SEED_SCHEMA = """
@@ -124,34 +168,62 @@ CREATE VIRTUAL TABLE IF NOT EXISTS pimem_fts_reply USING fts5(
 
 
 class StoreError(Exception):
-    """The store cannot be opened or used (bad path, not a database, permissions)."""
+    """The store cannot be opened or used. The message is one line saying why and what to do."""
 
 
-def _secure_directory(directory: Path) -> None:
-    if not directory.exists():
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # mkdir's mode is filtered by the umask; set it explicitly.
-        with contextlib.suppress(OSError):
-            os.chmod(directory, 0o700)
+def busy_timeout_ms() -> int:
+    """How long a write waits for another program's lock: ``$PIMEM_BUSY_TIMEOUT_MS``, else 15 s."""
+    value = os.environ.get(BUSY_TIMEOUT_ENV, "")
+    return int(value) if value.isdigit() else BUSY_TIMEOUT_MS
 
 
-def _secure_file(path: Path) -> None:
-    """Create the store file owner-only before SQLite opens it (SQLite would use the umask)."""
-    if not path.exists():
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-        os.close(fd)
-    _owner_only(path)
+# ---------------------------------------------------------------------------------------------
+# Layouts and migrations
+# ---------------------------------------------------------------------------------------------
+
+# MIGRATIONS[n] brings a store from layout n to n + 1, inside the caller's transaction.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
 
-def _owner_only(path: Path) -> None:
-    """Take group and other permissions away (a store the extension created under umask 022 is
-    world-readable, and pimem copies every agent's transcripts into it). SQLite gives its -wal and
-    -shm files the database file's permissions."""
-    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        with contextlib.suppress(OSError):
-            mode = stat.S_IMODE(candidate.stat().st_mode)
-            if mode & 0o077:
-                os.chmod(candidate, mode & 0o700)
+@dataclass(frozen=True)
+class StoreLayout:
+    layout: int | None          # None: no pimem tables yet (a new store, or one only the extension wrote)
+    min_reader_layout: int
+    written_by: str | None
+
+    @property
+    def newer(self) -> bool:
+        return self.layout is not None and self.layout > LAYOUT
+
+    @property
+    def readable(self) -> bool:
+        """Whether this pimem may read the pimem_* tables (else only the extension's)."""
+        return self.min_reader_layout <= LAYOUT
+
+
+def read_layout(conn: sqlite3.Connection) -> StoreLayout:
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pimem_meta'").fetchone() is not None
+    if not has_meta:
+        return StoreLayout(None, 0, None)
+    meta = dict(conn.execute("SELECT key, value FROM pimem_meta WHERE key IN "
+                             "('layout', 'min_reader_layout', 'layout_written_by', 'schema_version')").fetchall())
+    raw = meta.get("layout", meta.get("schema_version"))   # pimem 0.1.0 wrote only schema_version
+    if raw is None:
+        return StoreLayout(None, 0, None)
+    try:
+        layout = int(raw)
+        min_reader = int(meta.get("min_reader_layout", layout))
+    except ValueError:
+        raise StoreError(f"the layout recorded in this store is unreadable ({raw!r}): pimem leaves it as it is; "
+                         "a newer pimem may understand it") from None
+    return StoreLayout(layout, min_reader, meta.get("layout_written_by"))
+
+
+def newer_layout_message(layout: StoreLayout, path: object) -> str:
+    by = f"pimem {layout.written_by}" if layout.written_by else "a newer pimem"
+    return (f"this store ({path}) was written by {by} (layout {layout.layout}); this pimem ({__version__}) "
+            f"understands up to layout {LAYOUT}: please upgrade")
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -180,8 +252,8 @@ def fts_available(conn: sqlite3.Connection) -> bool:
 
 
 def _drop_pimem_tables(conn: sqlite3.Connection) -> None:
-    """Everything pimem adds is derived from the transcripts and the turn rows, so a layout change
-    drops it and builds it again (the next sync re-parses the files, upserting the same turns)."""
+    """Only for the layouts before the migration scheme (1 and 2, never released): everything pimem
+    adds is derived from the transcripts and the turn rows, so it is built again."""
     names = [row[0] for row in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'pimem!_%' ESCAPE '!' "
         "AND sql LIKE 'CREATE VIRTUAL TABLE%'")]
@@ -193,33 +265,55 @@ def _drop_pimem_tables(conn: sqlite3.Connection) -> None:
         conn.execute(f'DROP TABLE IF EXISTS "{name}"')
 
 
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Create or upgrade every table pimem and the extension need. Idempotent and cheap when current."""
-    row = None
-    with contextlib.suppress(sqlite3.Error):
-        row = conn.execute("SELECT value FROM pimem_meta WHERE key = 'schema_version'").fetchone()
-    if row is not None and row[0] == SCHEMA_VERSION:
-        return
-    with transaction(conn):
-        if row is not None:
-            _drop_pimem_tables(conn)
-        for statement in _split_sql(SEED_SCHEMA + SEED_SOURCE_FILES_SCHEMA + PIMEM_SCHEMA):
+def _create_base_layout(conn: sqlite3.Connection) -> None:
+    """The extension's tables (kept as they are if present) and pimem's tables of BASE_LAYOUT."""
+    for statement in _split_sql(SEED_SCHEMA + SEED_SOURCE_FILES_SCHEMA + PIMEM_SCHEMA):
+        conn.execute(statement)
+    _upgrade_seed_layout(conn)
+    index_state = "trigram" if fts_available(conn) else "unavailable"
+    if index_state == "trigram":
+        for statement in _split_sql(FTS_SCHEMA):
             conn.execute(statement)
-        _upgrade_seed_layout(conn)
-        index_state = "trigram" if fts_available(conn) else "unavailable"
-        if index_state == "trigram":
-            for statement in _split_sql(FTS_SCHEMA):
-                conn.execute(statement)
-        conn.execute(
-            "INSERT INTO pimem_meta(key, value) VALUES ('index', ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (index_state,),
-        )
-        conn.execute(
-            "INSERT INTO pimem_meta(key, value) VALUES ('schema_version', ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (SCHEMA_VERSION,),
-        )
+    set_meta(conn, "index", index_state)
+    set_meta(conn, "schema_version", LEGACY_SCHEMA_VERSION)
+
+
+def _migrate(conn: sqlite3.Connection, *, for_writing: bool, path: object) -> StoreLayout:
+    """Bring the store to LAYOUT in one write transaction (a no-op if another process just did)."""
+    with transaction(conn):
+        found = read_layout(conn)   # again, under the write lock
+        if found.newer:             # a newer pimem got there first
+            if for_writing:
+                raise StoreError(newer_layout_message(found, path))
+            return found
+        if found.layout == LAYOUT:
+            return found
+        start = found.layout
+        if start is None or start < BASE_LAYOUT:
+            if start is not None:
+                _drop_pimem_tables(conn)
+            _create_base_layout(conn)
+            start = BASE_LAYOUT
+        for layout in range(start, LAYOUT):
+            MIGRATIONS[layout](conn)
+        set_meta(conn, "layout", str(LAYOUT))
+        set_meta(conn, "min_reader_layout", str(MIN_READER_LAYOUT))
+        set_meta(conn, "layout_written_by", __version__)
+    return StoreLayout(LAYOUT, MIN_READER_LAYOUT, __version__)
+
+
+def _hide_pimem_tables(conn: sqlite3.Connection) -> None:
+    """Make this connection see a store without pimem's tables, for a layout it cannot read.
+
+    SQLite resolves an unqualified name in the connection's temp schema first, so these empty
+    stand-ins (never written to the file) hide the unknown ``pimem_*`` tables from every reader:
+    recall finds no index and scans ``turns`` and ``sessions``, the extension's tables, which every
+    layout keeps; status counts them. Any reader of a new ``pimem_*`` table needs a stand-in here.
+    """
+    conn.execute("CREATE TEMP TABLE pimem_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("CREATE TEMP VIEW pimem_docs AS SELECT NULL AS doc_key, NULL AS turn_id, NULL AS line, "
+                 "NULL AS ts WHERE 0")
+    conn.execute("CREATE TEMP VIEW pimem_pending AS SELECT NULL AS doc_key WHERE 0")
 
 
 def _split_sql(script: str) -> list[str]:
@@ -240,50 +334,322 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-def connect(db_path: Path | str, *, create: bool = True) -> sqlite3.Connection:
-    """Open the store (creating it owner-only when asked), in WAL mode, with a busy timeout.
+# ---------------------------------------------------------------------------------------------
+# Opening the store
+# ---------------------------------------------------------------------------------------------
+
+class StoreConnection(sqlite3.Connection):
+    """A connection made by :func:`connect`, with what it found out about the store."""
+
+    path: str
+    identity: tuple[int, int] | None    # (st_dev, st_ino) of the file it opened
+    schema_cookie: int
+    layout: StoreLayout
+    writable: bool                      # False: a newer pimem's store, opened for reading only
+
+
+def _no_store(path: Path, why: str) -> StoreError:
+    return StoreError(f"no memory store at {path} ({why}): `pimem sync` creates one")
+
+
+def _refuse_leftover_journals(path: Path) -> None:
+    """A ``-wal`` or ``-shm`` without its database belongs to a store that was removed or replaced:
+    SQLite would apply the old store's log to the new file. Make the user remove them."""
+    leftovers = [name for name in (f"{path}-wal", f"{path}-shm")
+                 if os.path.lexists(name) and os.lstat(name).st_size > 0]
+    if leftovers:
+        raise StoreError(f"{path} is missing or empty but {' and '.join(leftovers)} of a removed store "
+                         "are still there: remove them too (they cannot belong to a new store)")
+
+
+def _create_file(path: Path) -> None:
+    """Create the store file owner-only before SQLite opens it (SQLite would use the umask), never
+    through a symlink (O_EXCL fails on any existing name, a dangling link included)."""
+    make_private_dirs(path.parent)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        return  # created by another process meanwhile: it is examined like any existing file
+    os.close(fd)    # a new file: no SQLite connection of this process holds a lock on it yet
+
+
+def _owner_only(path: Path) -> None:
+    """Take group and other permissions away (a store the extension created under umask 022 is
+    world-readable, and pimem copies every agent's transcripts into it). SQLite gives its -wal and
+    -shm files the database file's permissions. A symlink is left alone (lstat first), so nothing a
+    link points to is chmod-ed; the store's own folder is owner-only, so nobody else can swap a link
+    in between.
+
+    By path, never through a descriptor: POSIX locks belong to the process, and closing any
+    descriptor of a file drops every lock this process's SQLite connections hold on it."""
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            info = os.lstat(candidate)
+            mode = stat.S_IMODE(info.st_mode)
+            if stat.S_ISREG(info.st_mode) and mode & 0o077:
+                os.chmod(candidate, mode & 0o700)
+        except OSError:
+            continue    # absent, or not ours to change
+
+
+_SEED_COLUMNS = {
+    "sessions": {"session_id", "cwd", "started_at", "jsonl_path"},
+    "turns": {"turn_id", "session_id", "turn_index", "ts", "user_text", "reply_text"},
+}
+
+
+def _classify(conn: sqlite3.Connection) -> str:
+    names = {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master")}
+    if not names:
+        return "empty"
+    if "pimem_meta" in names:
+        return "store"
+    present = [table for table in _SEED_COLUMNS if table in names]
+    # One seed table without the other: the extension creates them one statement at a time.
+    seed = bool(present) and all(_SEED_COLUMNS[table] <= _columns(conn, table) for table in present)
+    return "store" if seed else "foreign"
+
+
+def _contents(path: Path) -> str:
+    """"empty", "store" (the extension's or pimem's tables), "foreign" or "not sqlite", read without
+    changing anything: first as an immutable file (no lock, no journal, no -wal/-shm created next to
+    another program's database), then, when that shows no table (they may be in the -wal yet) or
+    the file changed under the read, through an ordinary read-only connection (which recovers no
+    journal and checkpoints nothing). Only through SQLite, which keeps the process's locks intact."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    with contextlib.suppress(sqlite3.Error):
+        snapshot = sqlite3.connect(f"{uri}&immutable=1", uri=True)
+        try:
+            found = _classify(snapshot)
+        finally:
+            snapshot.close()
+        if found != "empty":
+            return found
+    reader = sqlite3.connect(uri, uri=True, timeout=busy_timeout_ms() / 1000)
+    try:
+        return _classify(reader)
+    except sqlite3.DatabaseError as error:
+        if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+            return "not sqlite"
+        raise
+    finally:
+        reader.close()
+
+
+def _examine(path: Path, *, create: bool) -> bool:
+    """Check that ``path`` is pimem's to open, creating it when asked. Returns whether it is a symlink."""
+    try:
+        link = stat.S_ISLNK(os.lstat(path).st_mode)
+        info = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise StoreError(f"{path} is a symbolic link to a missing file: pimem does not create a store "
+                             "through a link") from None
+        if not create:
+            raise _no_store(path, "the file does not exist") from None
+        _refuse_leftover_journals(path)
+        _create_file(path)
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"{path} is a directory, not a memory store")
+    if not stat.S_ISREG(info.st_mode):
+        raise StoreError(f"{path} is not a regular file, not a memory store: pimem leaves it alone")
+    if info.st_size == 0:
+        if not create:
+            raise _no_store(path, "the file is empty")
+        _refuse_leftover_journals(path)
+        return link
+    contents = _contents(path)
+    if contents == "not sqlite":
+        raise StoreError(f"{path} is not an SQLite database (a damaged store, or another program's file): "
+                         "pimem leaves it as it is; restore it from a backup or choose another store path")
+    if contents == "foreign":
+        raise StoreError(f"{path} is another program's SQLite database (it has neither pi-session-memory's "
+                         "nor pimem's tables): pimem leaves it untouched; choose another store path")
+    if contents == "empty" and not create:
+        raise _no_store(path, "the database is empty")
+    return link
+
+
+def connect(db_path: Path | str, *, create: bool = True, for_writing: bool = True) -> StoreConnection:
+    """Open the store, in WAL mode, with a busy timeout, migrated to this pimem's layout.
+
+    ``create``: make a new store when the path does not exist or is empty (else StoreError).
+    ``for_writing``: refuse a store a newer pimem wrote (StoreError asking for an upgrade); without
+    it such a store is opened for reading (``conn.writable`` is False). An older layout is migrated
+    forward either way. See the module docstring for what is refused.
 
     The connection is in autocommit mode; write with :func:`transaction`. SQLite connections are
     per thread: open one per thread (or per unit of work) and never share it across threads.
     """
     path = Path(db_path)
-    if str(db_path) != ":memory:":
-        try:
-            if not path.exists():
-                if not create:
-                    raise StoreError(f"no memory store at {path}")
-                _secure_directory(path.parent)
-                _secure_file(path)
-            elif path.is_dir():
-                raise StoreError(f"{path} is a directory, not a memory store")
-            else:
-                _owner_only(path)
-        except OSError as error:
-            raise StoreError(f"cannot create the memory store at {path}: {error.strerror or error}") from None
+    memory = str(db_path) == ":memory:"
+    identity = None
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                               check_same_thread=True)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        if not memory:
+            link = _examine(path, create=create)
+            if not link:
+                _owner_only(path)
+            # Taken before SQLite opens the file: if it is replaced in between, the connection
+            # looks stale at once (see connection_is_stale), never the other way round.
+            info = os.stat(path)
+            identity = (info.st_dev, info.st_ino)
+        conn = _open(path)
+    except OSError as error:
+        raise StoreError(f"cannot open the memory store at {path}: {error.strerror or error}") from None
+    except sqlite3.Error as error:
+        raise store_failure(error, path) from None
+    try:
+        frozen = False
+        try:
+            layout = read_layout(conn)
+        except sqlite3.OperationalError as error:
+            if for_writing or memory or not _in_read_only_folder(error, path):
+                raise
+            conn.close()
+            conn, frozen = _open(path, immutable=True), True
+            layout = read_layout(conn)
+        if layout.newer and for_writing:
+            raise StoreError(newer_layout_message(layout, path))
+        if not layout.newer and not frozen:
+            conn.execute("PRAGMA journal_mode = WAL")
+            if layout.layout != LAYOUT:
+                layout = _migrate(conn, for_writing=for_writing, path=path)
+        if frozen and not layout.newer and layout.layout != LAYOUT:
+            raise StoreError(f"the memory store at {path} is read-only, and this pimem must first bring it to "
+                             f"layout {LAYOUT}: make it and its folder writable once")
+        if not layout.readable:
+            _hide_pimem_tables(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA cache_size = -16000")
-        ensure_schema(conn)
-    except sqlite3.DatabaseError as error:
-        raise StoreError(f"cannot open the memory store at {path}: {error}") from None
+        conn.path, conn.identity, conn.layout, conn.writable = str(path), identity, layout, not layout.newer
+        conn.schema_cookie = int(conn.execute("PRAGMA schema_version").fetchone()[0])
+    except StoreError:
+        conn.close()
+        raise
+    except sqlite3.Error as error:
+        conn.close()
+        raise store_failure(error, path) from None
     return conn
+
+
+def _open(path: Path, *, immutable: bool = False) -> StoreConnection:
+    timeout = busy_timeout_ms()
+    target, uri = str(path), False
+    if immutable:
+        target, uri = f"file:{quote(str(path))}?mode=ro&immutable=1", True
+    conn = sqlite3.connect(target, timeout=timeout / 1000, isolation_level=None, check_same_thread=True,
+                           factory=StoreConnection, uri=uri)
+    conn.execute(f"PRAGMA busy_timeout = {timeout}")
+    return conn
+
+
+def _in_read_only_folder(error: sqlite3.Error, path: Path) -> bool:
+    """A WAL store in a folder nobody may write, with no -wal file: nothing can be writing it, so a
+    reader may read it as an immutable file (SQLite cannot create its -shm file there)."""
+    return (getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY_DIRECTORY
+            and not os.path.exists(f"{path}-wal"))
+
+
+def connection_is_stale(conn: sqlite3.Connection) -> bool:
+    """True when a long-lived connection must be closed and opened again: the file at its path was
+    removed or replaced (a reset, a restore) since it was opened, or another pimem changed the
+    store's layout. Cheap (one stat, one pragma), for use before every request."""
+    if not isinstance(conn, StoreConnection) or conn.identity is None:
+        return False
+    try:
+        info = os.stat(conn.path)
+        if (info.st_dev, info.st_ino) != conn.identity:
+            return True
+        return int(conn.execute("PRAGMA schema_version").fetchone()[0]) != conn.schema_cookie
+    except (OSError, sqlite3.Error):
+        return True
+
+
+def _check_layout_unchanged(conn: sqlite3.Connection) -> None:
+    """Under the write lock: if another program changed the schema since this connection read the
+    layout (a newer pimem migrating the store during a long sync), write only if it is still ours."""
+    cookie = getattr(conn, "schema_cookie", None)
+    if not isinstance(conn, StoreConnection) or cookie is None:
+        return
+    current = int(conn.execute("PRAGMA schema_version").fetchone()[0])
+    if current == cookie:
+        return
+    layout = read_layout(conn)
+    if layout.newer:
+        raise StoreError(newer_layout_message(layout, conn.path))
+    conn.schema_cookie = current
+
+
+def upgrade_notice(conn: sqlite3.Connection) -> str | None:
+    """For a store a newer pimem wrote: the one line asking for an upgrade (reading works)."""
+    if isinstance(conn, StoreConnection) and not conn.writable:
+        return newer_layout_message(conn.layout, conn.path)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Failures
+# ---------------------------------------------------------------------------------------------
+
+_NEARLY_FULL_BYTES = 1 << 20
+
+
+def _disk_nearly_full(path: object) -> bool:
+    try:
+        return shutil.disk_usage(os.path.dirname(os.path.abspath(str(path)))).free < _NEARLY_FULL_BYTES
+    except OSError:
+        return False
+
+
+def store_failure(error: sqlite3.Error, path: object = None) -> StoreError:
+    """The one actionable line for an SQLite failure of the store (locked, full disk, read-only,
+    damaged, …). SQLite never loses a committed transaction to any of them."""
+    where = f"the memory store at {path}" if path else "the memory store"
+    code = getattr(error, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        message = (f"{where} is locked by another program (waited {busy_timeout_ms() / 1000:g} s): try again "
+                   f"when it is done (${BUSY_TIMEOUT_ENV} sets the wait, in milliseconds)")
+    elif primary == sqlite3.SQLITE_FULL or (
+            primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN) and path and _disk_nearly_full(path)):
+        message = (f"the disk holding {where} is full: free some space and run the command again "
+                   "(what is stored is kept)")
+    elif primary == sqlite3.SQLITE_READONLY:
+        message = (f"{where} is read-only: pimem needs to write the file and its folder (SQLite keeps "
+                   "-wal and -shm files beside it)")
+    elif primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        message = (f"{where} is damaged ({error}): pimem leaves it as it is; restore a backup, or move it "
+                   "away and run `pimem sync` to build a new one from the transcripts")
+    elif primary == sqlite3.SQLITE_CANTOPEN:
+        message = f"cannot open {where}: check that its folder exists and that you may write there"
+    elif primary in (sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
+        message = f"{where} cannot be used: permission denied"
+    elif primary == sqlite3.SQLITE_IOERR:
+        message = f"{where} could not be read or written ({error}): check the disk"
+    elif primary == sqlite3.SQLITE_NOMEM:
+        message = f"{where} failed: out of memory"
+    else:
+        message = f"{where} failed ({type(error).__name__}: {error})"
+    return StoreError(message)
 
 
 @contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """A short write transaction that takes the write lock up front (no deadlock on upgrade)."""
+    """A short write transaction that takes the write lock up front (no deadlock on upgrade).
+
+    When a statement or the commit fails (locked, disk full), SQLite may already have rolled the
+    transaction back: roll back only what is left, and let the original error through."""
     conn.execute("BEGIN IMMEDIATE")
     try:
+        _check_layout_unchanged(conn)
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
         conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:

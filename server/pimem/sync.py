@@ -471,8 +471,10 @@ def savepoint(conn: sqlite3.Connection) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        conn.execute("ROLLBACK TO unit")
-        conn.execute("RELEASE unit")
+        if conn.in_transaction:  # a full disk or an I/O error may have rolled everything back already
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK TO unit")
+                conn.execute("RELEASE unit")
         raise
     conn.execute("RELEASE unit")
 

@@ -46,7 +46,7 @@ from pimem.models import SyncProgress, SyncStats
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import MAX_ENTITY_CHARS, format_markdown, get_turn, make_query, recall
 from pimem.status import store_status
-from pimem.store import StoreError, connect
+from pimem.store import StoreError, connect, connection_is_stale, store_failure
 from pimem.sync import SyncRequest, run_sync
 from pimem.watch import TranscriptWatcher
 
@@ -90,10 +90,16 @@ class PimemServer(LanguageServer):
 
     # -- threads and connections ------------------------------------------------------------------
     def connection(self) -> sqlite3.Connection:
-        """This reader thread's own connection (SQLite connections are per thread)."""
+        """This reader thread's own connection (SQLite connections are per thread), opened again
+        when the store file was removed or replaced since (a reset, a restore) or its layout changed.
+        A store a newer pimem wrote is opened for reading only (syncs are refused)."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None or getattr(self._local, "path", None) != self.db_path:
-            conn = connect(self.db_path)
+        if conn is not None and (getattr(self._local, "path", None) != self.db_path or connection_is_stale(conn)):
+            self._local.conn = None
+            conn.close()
+            conn = None
+        if conn is None:
+            conn = connect(self.db_path, for_writing=False)
             self._local.conn, self._local.path = conn, self.db_path
         return conn
 
@@ -263,14 +269,13 @@ class _SyncReporter:
         self._status(False)
 
 
-def _failure(method: str, error: Exception) -> JsonRpcException:
+def _failure(method: str, error: Exception, db_path: str | None = None) -> JsonRpcException:
     if isinstance(error, ParamsError):
         return JsonRpcInvalidParams(str(error))
     if isinstance(error, StoreError | MigrationError):
         return JsonRpcException(f"{method}: {error}", code=REQUEST_FAILED)
     if isinstance(error, sqlite3.Error):
-        return JsonRpcException(f"{method}: the memory store failed ({type(error).__name__}: {error})",
-                                code=REQUEST_FAILED)
+        return JsonRpcException(f"{method}: {store_failure(error, db_path)}", code=REQUEST_FAILED)
     if isinstance(error, OSError):
         return JsonRpcException(f"{method}: {error.strerror or error}", code=REQUEST_FAILED)
     log.error("%s failed: %s", method, type(error).__name__)
@@ -288,7 +293,7 @@ def _guarded(method: str) -> Callable[[Callable[..., Awaitable[Any]]], Callable[
             except (asyncio.CancelledError, JsonRpcException):
                 raise
             except Exception as error:
-                raise _failure(method, error) from None
+                raise _failure(method, error, ls.db_path) from None
 
         return wrapper
 
@@ -396,7 +401,10 @@ def create_server() -> PimemServer:
         if not word or len(word.strip(".:-")) < 2:
             return None
         query = make_query([word.strip(".:-")[:MAX_ENTITY_CHARS]], 3)
-        rows = await ls.read(lambda: recall(ls.connection(), query))
+        try:
+            rows = await ls.read(lambda: recall(ls.connection(), query))
+        except (StoreError, sqlite3.Error):   # no store to recall from: no hover (requests say why)
+            return None
         if not rows:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=format_markdown(rows)))

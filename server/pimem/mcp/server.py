@@ -60,7 +60,7 @@ class ToolRunner:
         self.redact_secrets = redact_secrets
 
     def run(self, call: ToolCall) -> ToolOutput:
-        conn: sqlite3.Connection = connect(self.db_path, create=False)
+        conn: sqlite3.Connection = connect(self.db_path, create=False, for_writing=False)
         try:
             return call.run(conn)
         finally:
