@@ -21,7 +21,7 @@ import pimem.sync as sync_module
 from conftest import LEGACY, SAMPLES, env_for, roots_under
 from pimem import jsonl
 from pimem.models import HISTORY_SCHEMA_REFERENCE_VERSIONS, SOURCES, Source, SyncStats
-from pimem.store import connect
+from pimem.store import StoreError, connect
 from pimem.sync import SourceFile, SyncRequest, import_files, run_sync
 
 SAMPLE: dict[Source, Path] = {
@@ -287,9 +287,19 @@ def test_open_regular_refuses_what_is_not_a_regular_file_without_waiting(tmp_pat
 # Item 18: accounting after COMMIT, failures pinned on the failing file
 # ---------------------------------------------------------------------------------------------
 
-def fail_writes(monkeypatch: pytest.MonkeyPatch, should_fail: Callable[[Any, int], bool]) -> list[str]:
-    """After a unit's rows are written (inside the transaction), the store fails (disk I/O error) when
-    ``should_fail(import, n)`` says so, ``n`` counting that file's writes."""
+def sqlite_error(message: str, code: int) -> sqlite3.OperationalError:
+    """An OperationalError as SQLite raises it (with its result code)."""
+    error = sqlite3.OperationalError(message)
+    error.sqlite_errorcode = code
+    return error
+
+
+def fail_writes(monkeypatch: pytest.MonkeyPatch, should_fail: Callable[[Any, int], bool],
+                error: Callable[[], sqlite3.Error] = lambda: sqlite_error("too many SQL variables",
+                                                                          sqlite3.SQLITE_ERROR)) -> list[str]:
+    """After a unit's rows are written (inside the transaction), the write fails with ``error()``
+    (by default an error of this write's own data, not of the whole store) when ``should_fail(import,
+    n)`` says so, ``n`` counting that file's writes."""
     real_write = sync_module._FileImport.write
     calls: list[str] = []
 
@@ -297,7 +307,7 @@ def fail_writes(monkeypatch: pytest.MonkeyPatch, should_fail: Callable[[Any, int
         result = real_write(self, unit, *args)
         calls.append(self.file.path)
         if should_fail(self, calls.count(self.file.path)):
-            raise sqlite3.OperationalError("disk I/O error")
+            raise error()
         return result
 
     monkeypatch.setattr(sync_module._FileImport, "write", failing_write)
@@ -335,7 +345,7 @@ def test_failed_write_in_a_batch_is_named_and_only_committed_work_is_counted(
         fail_writes(patch, lambda job, _n: job.file.path == str(failing))
         stats = sync(base, db, workers=1)
     assert [issue.jsonl_path for issue in stats.issues] == [str(failing)]
-    assert "the memory store failed (disk I/O error)" in stats.issues[0].error
+    assert "could not take this file's rows (too many SQL variables)" in stats.issues[0].error
     lost = turns_of(reference, failing)
     assert lost > 0 and stats.turns == clean.turns - lost
     assert (stats.pi, stats.claude, stats.codex) == (clean.pi, clean.claude, clean.codex - 1)
@@ -367,7 +377,7 @@ def test_failure_is_pinned_on_the_failing_file_not_on_the_one_whose_unit_trigger
     failed, stored = outcomes
     assert (turns_of(db, first), turns_of(db, second)) == (0, turns_second)
     assert (failed.turns_changed, stored.turns_changed) == (0, turns_second)
-    assert len(failed.issues) == 1 and "disk I/O error" in failed.issues[0].error and failed.failed
+    assert len(failed.issues) == 1 and "too many SQL variables" in failed.issues[0].error and failed.failed
     assert failed.issues[0].jsonl_path == str(first)
     assert not stored.issues
 
@@ -402,7 +412,7 @@ def test_failure_in_the_middle_of_a_file_keeps_its_committed_part_and_counts_onl
         patch.setattr(sync_module.Writer, "add", add_in_threes)
         fail_writes(patch, lambda _job, n: n == 5)
         stats = sync(base, db, workers=1)
-    assert len(stats.issues) == 1 and "disk I/O error" in stats.issues[0].error
+    assert len(stats.issues) == 1 and "too many SQL variables" in stats.issues[0].error
     stored = rows(db, "SELECT user_text FROM turns ORDER BY turn_index")
     assert stored == [("prompt 0",), ("prompt 1",), ("prompt 2",)]
     assert stats.turns == 3 == len(stored)
@@ -412,7 +422,7 @@ def test_failure_in_the_middle_of_a_file_keeps_its_committed_part_and_counts_onl
     assert rows(db, "SELECT user_text FROM turns ORDER BY turn_index") == [(f"prompt {n}",) for n in range(12)]
 
 
-def test_store_busy_at_begin_names_every_file_of_the_batch_and_counts_nothing(
+def test_begin_failing_names_every_file_of_the_batch_and_counts_nothing(
         samples: tuple[Path, Path, SyncStats], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     base, reference, clean = samples
     db = tmp_path / "memory.db"
@@ -420,24 +430,49 @@ def test_store_busy_at_begin_names_every_file_of_the_batch_and_counts_nothing(
     refused: list[int] = []
 
     @contextlib.contextmanager
-    def busy_once(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    def refused_once(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         if not refused:
             refused.append(1)
-            raise sqlite3.OperationalError("database is locked")
+            raise sqlite_error("cannot start a transaction within a transaction", sqlite3.SQLITE_ERROR)
         with real_transaction(conn) as inner:
             yield inner
 
     with monkeypatch.context() as patch:
         one_transaction(patch)
-        patch.setattr(sync_module, "transaction", busy_once)
+        patch.setattr(sync_module, "transaction", refused_once)
         stats = sync(base, db, workers=1)
     assert refused and stats.turns == 0 and (stats.pi, stats.claude, stats.codex) == (0, 0, 0)
     assert len(stats.issues) == clean.scanned_files
-    assert all("stayed busy" in issue.error for issue in stats.issues)
+    assert all("retried next sync" in issue.error for issue in stats.issues)
     assert rows(db, "SELECT count(*) FROM pimem_files") == [(0,)]
     stats = sync(base, db, workers=1)
     assert (stats.turns, stats.issues) == (clean.turns, [])
     assert rows(db) == rows(reference)
+
+
+@pytest.mark.parametrize(("code", "message", "says"), [
+    (sqlite3.SQLITE_BUSY, "database is locked", "is locked by another program"),
+    (sqlite3.SQLITE_FULL, "database or disk is full", "is full"),
+    (sqlite3.SQLITE_READONLY, "attempt to write a readonly database", "is read-only"),
+    (sqlite3.SQLITE_IOERR, "disk I/O error", "could not be read or written"),
+])
+def test_a_failure_of_the_whole_store_stops_the_sync_with_one_line_and_keeps_what_was_committed(
+        samples: tuple[Path, Path, SyncStats], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        code: int, message: str, says: str) -> None:
+    """Every other file would fail the same way: the sync stops at once with the store's one line
+    (the CLI prints it, exit 1), counts nothing that was not committed, and the next sync completes."""
+    base, reference, clean = samples
+    db = tmp_path / "memory.db"
+    failing = base / SAMPLE["codex"].relative_to(SAMPLES)
+    with monkeypatch.context() as patch:
+        patch.setattr(sync_module, "CHUNK_TURNS", 1)   # every unit its own transaction: some commit first
+        fail_writes(patch, lambda job, _n: job.file.path == str(failing), lambda: sqlite_error(message, code))
+        with pytest.raises(StoreError, match=says) as raised:
+            sync(base, db, workers=1)
+    assert str(db) in str(raised.value) and "\n" not in str(raised.value)
+    assert turns_of(db, failing) == 0 and rows(db, "SELECT count(*) FROM turns")[0][0] < clean.turns
+    stats = sync(base, db, workers=1)
+    assert stats.issues == [] and rows(db) == rows(reference)
 
 
 def test_forced_sync_through_the_worker_pool_reimports_known_files(

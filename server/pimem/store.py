@@ -602,6 +602,22 @@ def _disk_nearly_full(path: object) -> bool:
         return False
 
 
+# SQLite result codes that mean the store as a whole cannot be used right now (not one file's data):
+# a sync stops at the first of them, with store_failure()'s line, instead of trying every other file.
+_WHOLE_STORE_CODES = frozenset({
+    sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH, sqlite3.SQLITE_NOMEM,
+})
+
+
+def is_store_failure(error: BaseException) -> bool:
+    """An SQLite error of the whole store (locked past the timeout, disk full, read-only, damaged,
+    I/O), as opposed to one that only this write's data caused."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(error, sqlite3.Error) and isinstance(code, int) and (code & 0xFF) in _WHOLE_STORE_CODES
+
+
 def store_failure(error: sqlite3.Error, path: object = None) -> StoreError:
     """The one actionable line for an SQLite failure of the store (locked, full disk, read-only,
     damaged, …). SQLite never loses a committed transaction to any of them."""

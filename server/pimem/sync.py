@@ -48,10 +48,13 @@ from pimem.models import SOURCES, Source, SyncIssue, SyncProgress, SyncStats, im
 from pimem.paths import SourceRoots
 from pimem.store import (
     SessionRow,
+    StoreError,
     connect,
     encode_tool_names,
     get_turns,
+    is_store_failure,
     set_meta,
+    store_failure,
     transaction,
     upsert_session,
 )
@@ -350,9 +353,7 @@ def _broken_lines_cause(first_new: int | None, new: int, total: int, agent_versi
 
 
 def _store_failure_cause(error: sqlite3.OperationalError) -> str:
-    if "locked" in str(error) or "busy" in str(error):
-        return "the memory store stayed busy (another program held its write lock); retried next sync"
-    return f"the memory store failed ({error})"
+    return f"the memory store could not take this file's rows ({error}); retried next sync"
 
 
 class _StoreFailed(Exception):
@@ -370,11 +371,14 @@ class Writer:
     CHUNK_TURNS turns or CHUNK_SECONDS each). A unit is committed whole with its file's parse
     position, so any commit point is a consistent place to stop, crash or be cancelled.
 
-    Counters, file ids and revisions change only after COMMIT. When the store fails in the middle of
-    a transaction (an OperationalError: busy, disk full, read-only), the whole transaction is rolled
-    back, the issue names the file whose write failed, that file stops for this sync (it continues
-    from its last committed position next time), and the other units are tried once more without
-    it. If that fails too, or BEGIN/COMMIT itself fails, every file of the batch is named."""
+    Counters, file ids and revisions change only after COMMIT. When a unit's write fails in the middle
+    of a transaction (an OperationalError that is not a failure of the whole store), the whole
+    transaction is rolled back, the issue names the file whose write failed, that file stops for this
+    sync (it continues from its last committed position next time), and the other units are tried
+    once more without it. If that fails too, or BEGIN/COMMIT itself fails, every file of the batch is
+    named. A failure of the whole store (locked past the busy timeout, disk full, read-only, damaged:
+    ``store.is_store_failure``) stops the sync with ``store.store_failure``'s one line: every other
+    file would fail the same way. What was committed stays either way."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -435,8 +439,11 @@ class Writer:
                     except ConcurrentSync:
                         conflicts.append(job)
                         continue
-                    except sqlite3.OperationalError:
-                        raise  # the store itself is failing (busy, disk full): not this file's data
+                    except sqlite3.Error as error:
+                        if is_store_failure(error) or isinstance(error, sqlite3.OperationalError):
+                            raise  # the transaction is lost: see below
+                        broken[job] = error  # this file's data could not be stored; the others go on
+                        continue
                     except Exception as error:  # this file's data could not be stored; the others go on
                         broken[job] = error
                         continue
@@ -444,11 +451,15 @@ class Writer:
                     changed[job] = changed.get(job, 0) + turns
                     committed.append(unit)
                 current = None
-        except sqlite3.OperationalError as error:
+        except sqlite3.Error as error:
             if self.conn.in_transaction:  # a failed COMMIT leaves the transaction open
                 with contextlib.suppress(sqlite3.Error):
                     self.conn.execute("ROLLBACK")
-            raise _StoreFailed(current, error) from error
+            if is_store_failure(error):  # the whole store (locked, full, read-only, damaged): stop the sync
+                raise store_failure(error, getattr(self.conn, "path", None)) from None
+            if isinstance(error, sqlite3.OperationalError):
+                raise _StoreFailed(current, error) from error
+            raise
         for job, state in stored.items():
             job.stored = state
         for job, turns in changed.items():
@@ -519,7 +530,13 @@ class _FileImport:
             self.outcome.issues.append(import_issue(self.file.source, self.file.key, str(error)))
         except FileNotFoundError:
             pass  # deleted while we were syncing: nothing to import, its turns stay
-        except sqlite3.OperationalError as error:
+        except StoreError:
+            raise  # the store cannot be used at all: the sync stops (not this file's problem)
+        except sqlite3.Error as error:
+            if is_store_failure(error):
+                raise store_failure(error, getattr(self.conn, "path", None)) from None
+            if not isinstance(error, sqlite3.OperationalError):
+                raise
             self.store_failed(error)
         except OSError as error:
             self.outcome.issues.append(import_issue(self.file.source, self.file.key,
@@ -771,6 +788,8 @@ class _FileImport:
         except ConcurrentSync:
             return
         except sqlite3.OperationalError as error:
+            if is_store_failure(error):
+                raise store_failure(error, getattr(self.conn, "path", None)) from None
             self.store_failed(error)
             return
         self.stored = stored
@@ -792,8 +811,12 @@ def import_files(conn: sqlite3.Connection, jobs: list[tuple[SourceFile, FileStat
             job.run()
             if parsed is not None:
                 parsed(count)
-    finally:
-        writer.flush()
+    except StoreError:
+        raise  # the store cannot take the parsed rest either; the next sync reads it again
+    except BaseException:
+        writer.flush()  # a cancel or interrupt: keep what was parsed
+        raise
+    writer.flush()
     return [job.outcome for job in imports]
 
 
@@ -1028,6 +1051,11 @@ def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | Non
                 except concurrent.futures.process.BrokenProcessPool:
                     broken = True
                     continue
+                except StoreError:  # the store cannot be used: stop every worker, then say so
+                    cancel_event.set()
+                    for other in pending:
+                        other.cancel()
+                    raise
                 outcomes.extend(batch_outcomes)
                 finished_paths.update(outcome.path for outcome in batch_outcomes if not outcome.cancelled)
                 reporter.report(len(finished_paths))
