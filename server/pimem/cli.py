@@ -17,9 +17,10 @@ from datetime import datetime
 from pathlib import Path
 
 from pimem import __version__
+from pimem.freetext import parse_text, recall_candidates
 from pimem.models import SOURCES, Source, SyncProgress
 from pimem.paths import default_db_path, source_roots
-from pimem.recall import MAX_LIMIT, RecallError, format_text, make_query, recall
+from pimem.recall import MAX_ENTITIES, MAX_LIMIT, RecallError, format_text, make_query, recall
 from pimem.store import StoreError, connect
 
 
@@ -42,9 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--json", action="store_true", help="print the sync statistics as JSON")
     sync.add_argument("--workers", type=int, default=None, help="parser processes (default: automatic)")
 
-    rec = commands.add_parser("recall", help="find past turns mentioning the given entity words")
+    rec = commands.add_parser("recall", help="find past turns mentioning the given entity words, or free text")
     _add_db(rec)
-    rec.add_argument("entities", nargs="+", metavar="ENTITY", help="1 to 8 words, matched literally, any case")
+    rec.add_argument("entities", nargs="*", metavar="ENTITY", help="1 to 8 words, matched literally, any case")
+    rec.add_argument("--text", metavar="TEXT",
+                     help="free text instead of entities (a question, a line of code, an error): pimem picks "
+                          "its rarest words and weighs them by rarity")
     rec.add_argument("--limit", type=int, default=5, help=f"results, 1..{MAX_LIMIT} (default 5)")
     rec.add_argument("--source", action="append", choices=SOURCES, help="only this agent (repeatable)")
     rec.add_argument("--cwd", metavar="DIR", help="only sessions whose folder is DIR or below")
@@ -127,6 +131,11 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
+    if (args.text is None) == (not args.entities):
+        print("pimem recall: give entity words or --text, not both", file=sys.stderr)
+        return 2
+    if args.text is not None:
+        return _recall_text(args)
     try:
         query = make_query(args.entities, args.limit, args.source, args.cwd)
     except RecallError as error:
@@ -141,6 +150,29 @@ def cmd_recall(args: argparse.Namespace) -> int:
         print(json.dumps([row.to_dict() for row in rows], ensure_ascii=False, indent=2))
     else:
         print(format_text(rows))
+    return 0
+
+
+def _recall_text(args: argparse.Namespace) -> int:
+    """``--text``: JSON is ``{entities, terms, results}`` (the ``pimem/recall {text}`` result without its
+    Markdown); the readable form starts with the terms searched."""
+    try:
+        found = parse_text(args.text)
+        base = make_query([candidate.term for candidate in found[:MAX_ENTITIES]], args.limit, args.source, args.cwd)
+    except RecallError as error:
+        print(f"pimem recall: {error}", file=sys.stderr)
+        return 2
+    conn = connect(_db(args))
+    try:
+        answer = recall_candidates(conn, found, base)
+    finally:
+        conn.close()
+    if args.json:
+        print(json.dumps({"entities": answer.entities, "terms": [term.to_dict() for term in answer.terms],
+                          "results": [row.to_dict() for row in answer.rows]}, ensure_ascii=False, indent=2))
+    else:
+        print(f"Searched: {', '.join(answer.entities) or '(nothing: no word of the text occurs in the store)'}")
+        print(format_text(answer.rows))
     return 0
 
 

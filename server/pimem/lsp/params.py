@@ -12,9 +12,9 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
-from pimem.entities import entities_from_text
+from pimem.freetext import Candidate, parse_text
 from pimem.models import SOURCES, Source, is_source
-from pimem.recall import RecallError, RecallQuery, make_query
+from pimem.recall import MAX_ENTITIES, RecallError, RecallQuery, make_query
 
 
 class ParamsError(ValueError):
@@ -65,6 +65,7 @@ def uri_to_path(uri: str) -> str | None:
 @dataclass(frozen=True)
 class RecallRequest:
     query: RecallQuery
+    text: list[Candidate] | None = None   # free text: the candidate terms (chosen against the store later)
 
 
 def recall_params(raw: Any) -> RecallRequest:
@@ -75,13 +76,15 @@ def recall_params(raw: Any) -> RecallRequest:
         raise ParamsError(method, "entities", 'give exactly one of "entities" (a list of words) and "text"')
     for name in ("entities", "text", "cwd"):
         _unicode(method, name, params.get(name))
+    found: list[Candidate] | None = None
     if has_text:
-        text = params["text"]
-        if not isinstance(text, str):
+        if not isinstance(params["text"], str):
             raise ParamsError(method, "text", '"text" must be a string')
-        entities: Any = entities_from_text(text)
-        if not entities:
-            raise ParamsError(method, "text", '"text" contains no word to recall')
+        try:
+            found = parse_text(params["text"])
+        except RecallError:
+            raise ParamsError(method, "text", '"text" contains no word to recall') from None
+        entities: Any = [candidate.term for candidate in found[:MAX_ENTITIES]]  # validates the other fields
     else:
         entities = params["entities"]
     cwd = params.get("cwd")
@@ -91,7 +94,7 @@ def recall_params(raw: Any) -> RecallRequest:
         query = make_query(entities, params.get("limit"), params.get("sources"), cwd)
     except RecallError as error:
         raise ParamsError(method, error.field, f'"{error.field}": {error}') from None
-    return RecallRequest(query)
+    return RecallRequest(query, found)
 
 
 def backfill_params(raw: Any) -> bool:

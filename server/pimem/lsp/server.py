@@ -27,6 +27,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCRequestMessage, default_converter
 
 from pimem import __version__
+from pimem.freetext import candidates, recall_candidates
 from pimem.lsp import methods
 from pimem.lsp.params import (
     ParamsError,
@@ -339,6 +340,10 @@ def create_server() -> PimemServer:
         request = recall_params(params)
 
         def run() -> dict[str, Any]:
+            if request.text is not None:
+                answer = recall_candidates(ls.connection(), request.text, request.query)
+                return {"entities": answer.entities, "terms": [term.to_dict() for term in answer.terms],
+                        "results": [row.to_dict() for row in answer.rows], "markdown": format_markdown(answer.rows)}
             rows = recall(ls.connection(), request.query)
             return {"entities": list(request.query.entities), "results": [row.to_dict() for row in rows],
                     "markdown": format_markdown(rows)}
@@ -393,10 +398,11 @@ def create_server() -> PimemServer:
             return None
         word = next((m.group(0) for m in _WORD.finditer(line)
                      if m.start() <= params.position.character <= m.end()), None)
-        if not word or len(word.strip(".:-")) < 2:
+        found = candidates(word) if word and len(word.strip(".:-")) >= 2 else []
+        if not found:
             return None
-        query = make_query([word.strip(".:-")], 3)
-        rows = await ls.read(lambda: recall(ls.connection(), query))
+        base = make_query([found[0].term], 3)
+        rows = await ls.read(lambda: recall_candidates(ls.connection(), found, base).rows)
         if not rows:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=format_markdown(rows)))
