@@ -96,7 +96,7 @@ def test_terms_no_turn_holds_are_not_searched(conn: sqlite3.Connection) -> None:
 
 def test_estimates_are_exact_on_few_candidates_and_check_common_trigrams(conn: sqlite3.Connection,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(termstats, "SAMPLE", 4)
+    monkeypatch.setattr(termstats, "SAMPLE", 4)  # fewer than the 41 candidates
     # 'stock' is made of trigrams every turn has ('sto', 'toc', 'ock' in 'store', 'toco', 'clock'), but one
     # turn only holds the word itself.
     _store(conn, [*[(f"the store at toco clock {n}", "") for n in range(30)], ("UPDATE stock SET count", "")],

@@ -1,5 +1,6 @@
-"""Today's free-text extraction, the benchmark's baseline: ``entities_from_text`` of server/pimem/entities.py
-at commit 52fbd4f, verbatim (the text path sent its result to the entity recall unchanged).
+"""The text path's extraction before free-text recall, the benchmark's baseline: ``entities_from_text``
+of server/pimem/entities.py at commit 52fbd4f (the module free-text recall replaced), verbatim; the
+text path sent its result to the entity recall unchanged.
 
 Rules: split on whitespace and on bracketing/quoting punctuation; trim sentence punctuation at the
 ends of a word but keep it inside (``C:\\path\\file``, ``100%``, ``a_b``, ``x.y`` stay whole); a run of

@@ -254,6 +254,9 @@ def quality_table(queries: Sequence[LabelledQuery], before: Sequence[Outcome], a
 
 
 def latency_line(name: str, values: Sequence[float]) -> tuple[str, dict[str, float]]:
+    if not values:
+        nan = float("nan")
+        return f"| {name} | – | – | – | 0 |", {"p50": nan, "p95": nan, "max": nan, "mean": nan, "n": 0}
     stats = {"p50": percentile(values, 0.5), "p95": percentile(values, 0.95), "max": max(values),
              "mean": statistics.fmean(values), "n": len(values)}
     return (f"| {name} | {stats['p50']:.1f} | {stats['p95']:.1f} | {stats['max']:.1f} | {stats['n']} |", stats)

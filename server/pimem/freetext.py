@@ -13,8 +13,10 @@ instead, so this module decides which of its words to search, in two steps:
    unless nothing else is left. Lists: ``pimem/stopwords/*.txt``.
 2. :func:`choose_terms` (needs the store): estimate how many turns hold each candidate
    (:mod:`pimem.termstats`, from the trigram index), drop those no turn holds, and keep the at most
-   eight rarest, each with an integer weight that grows with its rarity (:func:`weight_for`). A part
-   that occurs only where its whole identifier occurs is left out (it would add nothing but weight).
+   eight rarest, each with an integer weight that grows with its rarity (:func:`weight_for`). Terms in
+   most turns (weight 1) and costly terms (:data:`COSTLY_CANDIDATES`) only when nothing else is there;
+   never a term under a quarter of the rarest one's weight, nor a part that occurs only where its
+   whole identifier occurs (it would add nothing but weight).
 
 The recall itself is the entity recall with those weights (:mod:`pimem.recall`): a term counts its
 weight twice when it is in the user's text and once when it is in the reply.
@@ -237,7 +239,12 @@ class Term:
         return {"term": self.text, "turns": self.turns, "weight": self.weight}
 
 
-COSTLY_CANDIDATES = 400
+# A term whose index lists yield at least this many turns, four times more than hold it, is costly:
+# recalling it verifies every one of them (measured on bench/quality: 2,500 keeps the rare words a
+# question needs, e.g. ``texture``, and leaves out those that cost most).
+COSTLY_CANDIDATES = 2500
+# Terms lighter than a quarter of the rarest term's weight are left out: they rarely change which
+# conversation comes first, and their long lists are most of a recall's cost (half of it on bench/quality).
 MIN_WEIGHT_SHARE_INVERSE = 4
 
 
@@ -278,7 +285,7 @@ def choose_terms(conn: sqlite3.Connection, found: Iterable[Candidate], limit: in
             continue  # only ever found inside a term already chosen: it adds weight, not evidence
         weight = weight_for(turns, estimate.total)
         if chosen and weight * MIN_WEIGHT_SHARE_INVERSE < chosen[0].weight:
-            break  # far more common than the rarest term: cannot reorder its turns, only slow recall down
+            break  # far lighter than the rarest term (see MIN_WEIGHT_SHARE_INVERSE)
         chosen.append(Term(candidate.term, turns, weight))
     return chosen
 
