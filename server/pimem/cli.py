@@ -17,7 +17,6 @@ from datetime import datetime
 from pathlib import Path
 
 from pimem import __version__
-from pimem.freetext import parse_text, recall_candidates
 from pimem.models import SOURCES, Source, SyncProgress
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import MAX_ENTITIES, MAX_LIMIT, RecallError, format_text, make_query, recall
@@ -132,7 +131,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     if (args.text is None) == (not args.entities):
-        print("pimem recall: give entity words or --text, not both", file=sys.stderr)
+        print("pimem recall: give either entity words or --text TEXT", file=sys.stderr)
         return 2
     if args.text is not None:
         return _recall_text(args)
@@ -156,6 +155,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
 def _recall_text(args: argparse.Namespace) -> int:
     """``--text``: JSON is ``{entities, terms, results}`` (the ``pimem/recall {text}`` result without its
     Markdown); the readable form starts with the terms searched."""
+    from pimem.freetext import parse_text, recall_candidates
+
     try:
         found = parse_text(args.text)
         base = make_query([candidate.term for candidate in found[:MAX_ENTITIES]], args.limit, args.source, args.cwd)

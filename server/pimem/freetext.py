@@ -30,12 +30,13 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
 from pimem import termstats
 from pimem.recall import RecallError, RecallQuery, RecallRow, make_query, recall
 
 MAX_TERMS = 8
+STOPWORDS = Path(__file__).resolve().parent / "stopwords"   # package data (pyproject: package-data)
 # Candidates whose frequency is looked up; longer texts keep the most specific-looking words (a prior
 # from their shape, not their position), so a pasted page costs what a paragraph costs.
 MAX_CANDIDATES = 32
@@ -66,8 +67,8 @@ _HUMPS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z\u00df-\u024f]+[0-9]*|[A-Z]
 def stop_words() -> frozenset[str]:
     """Every stop word of every list (lower case), read once from the package data."""
     words: set[str] = set()
-    for entry in resources.files("pimem").joinpath("stopwords").iterdir():
-        if entry.name.endswith(".txt"):
+    for entry in sorted(STOPWORDS.glob("*.txt")):
+        if entry.is_file():
             for line in entry.read_text(encoding="utf-8").splitlines():
                 if not line.startswith("#"):
                     words.update(word.lower() for word in line.split())
