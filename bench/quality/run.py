@@ -227,6 +227,40 @@ def variant_outcomes(db: Path, queries: Sequence[LabelledQuery], labels: dict[st
     return outcomes
 
 
+def in_process(directory: Path, queries: Sequence[LabelledQuery], labels: dict[str, Any]) -> int:
+    """``--in-process``: the after figures per kind and the CPU time (``time.process_time``, less
+    sensitive to a busy machine than wall time) of choosing the terms and of recalling them."""
+    conn = connect(directory / "memory.db")
+    outcomes: list[Outcome] = []
+    choose_ms: list[float] = []
+    recall_ms: list[float] = []
+    try:
+        for query in queries:
+            base = make_query(list(query.entities) if query.entities else ["x"], LIMIT)
+            started = time.process_time()
+            if query.text is None:
+                rows = recall(conn, base)
+            else:
+                terms = freetext.choose_terms(conn, freetext.candidates(query.text))
+                chosen = time.process_time()
+                weighted = replace(base, entities=tuple(t.text for t in terms), weights=tuple(t.weight for t in terms))
+                rows = recall(conn, weighted) if terms else []
+                choose_ms.append((chosen - started) * 1000)
+                recall_ms.append((time.process_time() - chosen) * 1000)
+            outcomes.append(Outcome(rank_of([row.to_dict() for row in rows], labels["planted"][query.target])))
+    finally:
+        conn.close()
+    print(f"## Free-text recall in process: {len(queries)} queries, {directory.name}\n")
+    print("| query kind | n | hit@1 | hit@5 | MRR |\n|---|---|---|---|---|")
+    for kind in (*KINDS, "all"):
+        figures = scores([o for o, q in zip(outcomes, queries, strict=True) if kind in ("all", q.kind)])
+        print(f"| {kind} | {figures['n']} | {fmt(figures['hit1'])} | {fmt(figures['hit5'])} | {fmt(figures['mrr'])} |")
+    print(f"\nCPU ms per text query, p50 / p90: choosing the terms {percentile(choose_ms, 0.5):.1f} / "
+          f"{percentile(choose_ms, 0.9):.1f}, the weighted recall {percentile(recall_ms, 0.5):.1f} / "
+          f"{percentile(recall_ms, 0.9):.1f}")
+    return 0
+
+
 def is_cjk(text: str | None) -> bool:
     return bool(text) and any("\u3040" <= char <= "\u9fff" for char in text or "")
 
@@ -288,11 +322,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--variants", action="store_true", help="also the in-process variants (segmentation, weights)")
     parser.add_argument("--results", type=Path, default=None, help="write the figures as JSON")
     parser.add_argument("--verbose", action="store_true", help="list every query with its ranks and terms")
+    parser.add_argument("--in-process", action="store_true",
+                        help="only the free-text figures, in this process, with CPU times (no server, no before)")
     args = parser.parse_args(argv)
 
     directory = (args.dir or REPO / "bench" / "out" / f"quality-{args.turns}-s{args.seed}").resolve()
     labels = prepare(directory, args.turns, args.seed)
     queries = labelled_queries()
+    if args.in_process:
+        return in_process(directory, queries, labels)
     client = LspClient([sys.executable, "-m", "pimem", "serve"], env=server_env(directory), cwd=str(REPO))
     try:
         client.initialize({"dbPath": str(directory / "memory.db"), "autoSync": False})
