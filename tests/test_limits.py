@@ -17,7 +17,7 @@ import pytest
 
 from conftest import env_for
 from pimem import search
-from pimem.entities import entities_from_text
+from pimem.freetext import MAX_TERM_CHARS, parse_text
 from pimem.recall import (
     MAX_ENTITIES,
     MAX_ENTITY_CHARS,
@@ -32,7 +32,6 @@ from pimem.recall import (
     format_markdown,
     get_turn,
     make_query,
-    query_from_text,
     recall,
     recall_scan,
 )
@@ -69,14 +68,13 @@ def test_entity_length_is_limited() -> None:
         make_query(["ok", "x" * (MAX_ENTITY_CHARS + 1)])
 
 
-def test_text_length_is_limited_and_long_words_are_cut() -> None:
-    assert query_from_text("flamingo " * (MAX_TEXT_CHARS // 9)).entities == ("flamingo",)
-    assert field_of(lambda: query_from_text("a" * (MAX_TEXT_CHARS + 1))) == "text"
-    assert field_of(lambda: query_from_text(17)) == "text"
-    assert field_of(lambda: query_from_text("! ? ,")) == "text"
-    blob = "Z" * 5000
-    assert entities_from_text(f"see {blob} there") == ["see", "Z" * MAX_ENTITY_CHARS, "there"]
-    assert query_from_text(f"see {blob}").entities == ("see", "Z" * MAX_ENTITY_CHARS)
+def test_text_length_is_limited_and_long_words_are_no_terms() -> None:
+    assert [candidate.term for candidate in parse_text("flamingo " * (MAX_TEXT_CHARS // 9))] == ["flamingo"]
+    assert field_of(lambda: parse_text("a" * (MAX_TEXT_CHARS + 1))) == "text"
+    assert field_of(lambda: parse_text(17)) == "text"
+    assert field_of(lambda: parse_text("! ? ,")) == "text"
+    blob = "Z" * (MAX_TERM_CHARS + 1)   # a blob without spaces (base64, minified code) is no term
+    assert [candidate.term for candidate in parse_text(f"see {blob} flamingo")] == ["see", "flamingo"]
 
 
 def test_cwd_and_turn_id_lengths_are_limited() -> None:
@@ -123,8 +121,8 @@ def test_long_fields_are_cut_with_a_flag_and_the_whole_turn_is_on_demand(db_path
     assert turn is not None
     full = turn.to_dict(full=True)
     assert full["userText"] == long_user and full["replyText"] == long_reply
-    assert "hits" not in full and "truncated" not in full
-    assert set(full) == set(cut) - {"hits", "truncated"}
+    assert "hits" not in full and "truncated" not in full and "matched" not in full
+    assert set(full) == set(cut) - {"hits", "truncated", "matched"}
     assert get_turn(conn, "pi:s:nothing") is None
 
 

@@ -284,6 +284,7 @@ def session_view(window: SessionWindow) -> dict[str, Any]:
     for row in window.turns:
         turn = agent_row(row)
         turn.pop("hits", None)
+        turn.pop("matched", None)   # a session is read, not searched
         turns.append(turn)
     return {"sessionId": window.session_id, "source": window.source, "cwd": window.cwd,
             "jsonlPath": window.jsonl_path, "turnCount": window.turn_count,

@@ -73,14 +73,17 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--workers", type=int, default=None, help="parser processes (default: automatic)")
 
     rec = commands.add_parser(
-        "recall", help="find past turns mentioning the given entity words",
-        description=f"Past turns mentioning the given words, best first. Long fields are shortened (texts to "
-                    f"{TEXT_CUT_CHARS} characters, \"truncated\": true in --json): `pimem show TURN_ID` prints a "
-                    "whole turn.")
+        "recall", help="find past turns mentioning the given entity words, or free text",
+        description=f"Past turns mentioning the given words (or free text with --text), best first. Long fields "
+                    f"are shortened (texts to {TEXT_CUT_CHARS} characters, \"truncated\": true in --json): "
+                    "`pimem show TURN_ID` prints a whole turn.")
     _add_db(rec)
-    rec.add_argument("entities", nargs="+", metavar="ENTITY",
+    rec.add_argument("entities", nargs="*", metavar="ENTITY",
                      help=f"1 to {MAX_ENTITIES} words of at most {MAX_ENTITY_CHARS} characters, matched literally, "
                           "any case")
+    rec.add_argument("--text", metavar="TEXT",
+                     help="free text instead of entities (a question, a line of code, an error): pimem picks "
+                          "its rarest words and weighs them by rarity")
     rec.add_argument("--limit", type=int, default=5, help=f"results, 1..{MAX_LIMIT} (default 5)")
     rec.add_argument("--source", action="append", choices=SOURCES, help="only this agent (repeatable)")
     rec.add_argument("--cwd", metavar="DIR", help="only sessions whose folder is DIR or below")
@@ -192,6 +195,11 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
+    if (args.text is None) == (not args.entities):
+        _err("pimem recall: give either entity words or --text TEXT")
+        return 2
+    if args.text is not None:
+        return _recall_text(args)
     try:
         query = make_query(args.entities, args.limit, args.source, args.cwd)
     except RecallError as error:
@@ -229,6 +237,32 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json_text(row.to_dict(full=True)))
     else:
         _out(format_turn_text(row))
+    return 0
+
+
+def _recall_text(args: argparse.Namespace) -> int:
+    """``--text``: JSON is ``{entities, terms, results}`` (the ``pimem/recall {text}`` result without its
+    Markdown); the readable form starts with the terms searched."""
+    from pimem.freetext import parse_text, recall_candidates
+
+    try:
+        found = parse_text(args.text)
+        base = make_query([candidate.term for candidate in found[:MAX_ENTITIES]], args.limit, args.source, args.cwd)
+    except RecallError as error:
+        _err(f"pimem recall: {error}")
+        return 2
+    conn = connect(_db(args), create=False, for_writing=False)
+    _warn_upgrade(conn)
+    try:
+        answer = recall_candidates(conn, found, base)
+    finally:
+        conn.close()
+    if args.json:
+        print(json_text({"entities": answer.entities, "terms": [term.to_dict() for term in answer.terms],
+                         "results": [row.to_dict() for row in answer.rows]}))
+    else:
+        _out(f"Searched: {', '.join(answer.entities) or '(nothing: no word of the text occurs in the store)'}")
+        _out(format_text(answer.rows))
     return 0
 
 

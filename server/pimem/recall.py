@@ -6,6 +6,8 @@ Semantics (defined by :func:`recall_scan`, the oracle, and kept exactly by the f
   literal substring of it (``%``, ``_``, ``\\`` are plain characters);
 * score = 2 per entity found in ``user_text`` + 1 per entity found in ``reply_text``; rows with
   score 0 are dropped; order: score desc, ``ts`` desc, ``turn_id`` asc;
+* a query may weigh its entities (free-text recall, see pimem/freetext.py): an entity of weight ``w``
+  counts ``2w`` in ``user_text`` and ``w`` in the reply; without weights every entity weighs 1;
 * a copy of an exchange (same user text, reply text and ts: forks, clones, migrated sessions) is
   returned once (its first row in that order);
 * ``sources`` keeps those agents; ``cwd`` keeps turns whose session cwd is that folder or below it.
@@ -30,7 +32,7 @@ import re
 import shlex
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from pimem import index
@@ -66,6 +68,7 @@ class RecallQuery:
     limit: int = DEFAULT_LIMIT
     sources: frozenset[Source] | None = None
     cwd: str | None = None
+    weights: tuple[int, ...] | None = None    # one positive integer per entity; None: all 1
 
 
 def make_query(entities: object, limit: object = None, sources: object = None,
@@ -103,21 +106,6 @@ def make_query(entities: object, limit: object = None, sources: object = None,
             raise RecallError("cwd", f"cwd is longer than {MAX_PATH_CHARS} characters ({len(cwd)})")
         folder = normalize_folder(cwd)
     return RecallQuery(tuple(entities), limit, source_set, folder)
-
-
-def query_from_text(text: object, limit: object = None, sources: object = None, cwd: object = None) -> RecallQuery:
-    """A query whose entities are the words of free text (an editor selection): pimem.entities says
-    which. Raises RecallError naming ``text`` when it is not a string, too long, or has no word."""
-    from pimem.entities import entities_from_text
-
-    if not isinstance(text, str):
-        raise RecallError("text", "text must be a string")
-    if len(text) > MAX_TEXT_CHARS:
-        raise RecallError("text", f"text is longer than {MAX_TEXT_CHARS} characters ({len(text)})")
-    entities = entities_from_text(text)
-    if not entities:
-        raise RecallError("text", "text contains no word to recall")
-    return make_query(entities, limit, sources, cwd)
 
 
 def check_turn_id(turn_id: object) -> str:
@@ -158,6 +146,7 @@ class RecallRow:
     hits: int
     jsonl_path: str
     line: int | None
+    matched: list[str] = field(default_factory=list)   # the query's entities found in this turn
 
     @property
     def sort_key(self) -> tuple[int, int, str]:
@@ -210,10 +199,10 @@ class RecallRow:
             "turnId": self.turn_id, "sessionId": self.session_id, "source": self.source, "cwd": self.cwd,
             "ts": self.ts, "userText": self.user_text, "replyText": self.reply_text, "toolNames": self.tool_names,
             "hits": self.hits, "jsonlPath": self.jsonl_path, "line": self.line,
-            "resumeCommand": self.resume_command, "truncated": False,
+            "resumeCommand": self.resume_command, "matched": self.matched, "truncated": False,
         }
         if full:
-            del result["hits"], result["truncated"]
+            del result["hits"], result["truncated"], result["matched"]
             return result
         if not self.truncated:
             return result
@@ -239,14 +228,28 @@ def _safe_absolute(path: str) -> bool:
     return bool(path) and len(path) <= MAX_PATH_CHARS and os.path.isabs(path) and _CONTROL.search(path) is None
 
 
-def score(user_lower: str, reply_lower: str, entities_lower: Sequence[str]) -> int:
+def score(user_lower: str, reply_lower: str, entities_lower: Sequence[str],
+          weights: Sequence[int] | None = None) -> int:
     total = 0
-    for entity in entities_lower:
+    if weights is None:
+        for entity in entities_lower:
+            if entity in user_lower:
+                total += 2
+            if entity in reply_lower:
+                total += 1
+        return total
+    for entity, weight in zip(entities_lower, weights, strict=True):
         if entity in user_lower:
-            total += 2
+            total += 2 * weight
         if entity in reply_lower:
-            total += 1
+            total += weight
     return total
+
+
+def matched_entities(row: RecallRow, entities: Sequence[str]) -> list[str]:
+    """The entities found in a row's user text or reply (what the row was found by)."""
+    user, reply = row.user_text.lower(), row.reply_text.lower()
+    return [entity for entity in entities if entity.lower() in user or entity.lower() in reply]
 
 
 ROW_COLUMNS = ("t.turn_id, t.session_id, s.source, s.cwd, t.ts, t.user_text, t.reply_text, t.tool_names, "
@@ -274,7 +277,7 @@ def admit(values: Sequence[object], query: RecallQuery, entities_lower: Sequence
         return None
     if query.cwd is not None and not in_folder(str(values[3] or ""), query.cwd):
         return None
-    hits = score(str(values[5] or "").lower(), str(values[6] or "").lower(), entities_lower)
+    hits = score(str(values[5] or "").lower(), str(values[6] or "").lower(), entities_lower, query.weights)
     return _make_row(values, hits) if hits > 0 else None
 
 
@@ -310,7 +313,13 @@ def recall_scan(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]
         row = admit(values, query, entities_lower)
         if row is not None:
             rows.append(row)
-    return top_rows(rows, query.limit)
+    return _with_matches(top_rows(rows, query.limit), query)
+
+
+def _with_matches(rows: list[RecallRow], query: RecallQuery) -> list[RecallRow]:
+    for row in rows:
+        row.matched = matched_entities(row, query.entities)
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,6 +345,10 @@ def _needs_scan(entities_lower: Sequence[str]) -> bool:
 
 def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
     """Recall with the index when it exists (same results as :func:`recall_scan`)."""
+    return _with_matches(_recall(conn, query), query)
+
+
+def _recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
     from pimem.search import recall_by_scan, recall_indexed
 
     entities_lower = [entity.lower() for entity in query.entities]
@@ -398,6 +411,8 @@ def format_text(rows: Sequence[RecallRow]) -> str:
         if row.tool_names:
             names = [_preview(name, TOOL_NAME_CUT_CHARS) for name in row.tool_names[:TOOL_NAMES_CUT]]
             lines.append(f"Tools: {', '.join(names)}{', …' if len(row.tool_names) > TOOL_NAMES_CUT else ''}")
+        if row.matched:
+            lines.append(f"Matched: {', '.join(row.matched)}")
         where = _preview(row.jsonl_path, MAX_PATH_CHARS)
         lines.append(f"Source: {where}:{row.line}" if row.line else f"Source: {where}")
         if row.resume_command:
@@ -432,6 +447,8 @@ def format_markdown(rows: Sequence[RecallRow]) -> str:
     for row in rows:
         lines.append(f"### {escape_markdown(row.source)} · {_when(row.ts)} · "
                      f"{escape_markdown(_preview(row.cwd or '?', MARKDOWN_PREVIEW_CHARS))} · score {row.hits}")
+        if row.matched:
+            lines.append(f"matched: {escape_markdown(', '.join(row.matched))}")
         lines.append("")
         lines.append(f"**You:** {escape_markdown(_preview(row.user_text, MARKDOWN_PREVIEW_CHARS))}")
         if row.reply_text:

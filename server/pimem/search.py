@@ -1,6 +1,7 @@
 """Indexed execution of a recall query: the same results as ``recall.recall_scan``, fast.
 
-Each entity gives two candidate lists (user text, weight 2; reply, weight 1) from the trigram index
+Each entity gives two candidate lists (user text, weight 2w; reply, weight w; w = 1 unless the query
+weighs its entities) from the trigram index
 (see pimem/index.py): for 3+ characters, the AND of its rarest trigrams; for 1-2 characters, every
 indexed trigram that starts with it (read in one pass from the index's vocabulary), or, when that is
 most of the store, "every turn". Lists are supersets; every candidate is verified against the stored
@@ -31,7 +32,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
 from pimem import index
-from pimem.recall import ROW_COLUMNS, RecallQuery, RecallRow, admit, top_rows
+from pimem.recall import ROW_COLUMNS, RecallQuery, RecallRow, admit, score, top_rows
 
 TRACK_LIMIT = 5000            # lists at most this long are followed exactly
 _PROBE = TRACK_LIMIT + 1
@@ -42,6 +43,7 @@ _BATCH = 64
 # A long entity's list comes from a spread of its trigrams: each one counted costs up to TRACK_LIMIT
 # postings read, and the AND of a few already leaves few false candidates (verification decides).
 _TRIGRAMS_COUNTED = 24
+_SEED_BUDGET = 256      # candidates of the rarest lists a weighted query verifies before its walk
 
 
 def _quote(term: str) -> str:
@@ -246,21 +248,45 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
         best.consider(admit(values, query, entities_lower))
 
     builder = ListBuilder(conn)
-    multiplicity: dict[str, int] = {}
-    for entity in entities_lower:
-        multiplicity[entity] = multiplicity.get(entity, 0) + 1
+    # An entity's lists weigh 2w (user text) and w (reply); an entity given twice weighs the sum.
+    weight_of: dict[str, int] = {}
+    for entity, weight in zip(entities_lower, query.weights or [1] * len(entities_lower), strict=True):
+        weight_of[entity] = weight_of.get(entity, 0) + weight
     lists: list[CandidateList] = []
-    for entity, count in multiplicity.items():
-        lists.append(builder.build("pimem_fts_user", entity, 2 * count))
-        lists.append(builder.build("pimem_fts_reply", entity, count))
+    for entity, weight in weight_of.items():
+        lists.append(builder.build("pimem_fts_user", entity, 2 * weight))
+        lists.append(builder.build("pimem_fts_reply", entity, weight))
 
     def verify(keys: list[int]) -> None:
+        theta = best.threshold   # only rises: a row scoring below it now can never enter
         for values in conn.execute(
             f"SELECT {ROW_COLUMNS} FROM pimem_docs d JOIN turns t ON t.turn_id = d.turn_id "
             f"JOIN sessions s ON s.session_id = t.session_id WHERE d.doc_key IN ({','.join('?' * len(keys))})",
             keys,
         ):
+            if theta is not None and score(str(values[5] or "").lower(), str(values[6] or "").lower(),
+                                           entities_lower, query.weights) < theta.hits:
+                continue
             best.consider(admit(values, query, entities_lower))
+
+    # A weighted (free-text) query mixes rare terms of high weight with common ones of low weight. Its
+    # rarest lists are verified first, whole: the turns holding the rare terms then set θ from the
+    # start, and the walk below leaves the long lists of the common terms out from its first day
+    # (instead of reading them day by day until θ rises above their weight). Any θ taken from real
+    # rows is a valid bound, so this changes no result. Entity queries walk as before.
+    verified: set[int] = set()
+    if query.weights is not None:
+        budget = _SEED_BUDGET
+        for seed in sorted((c for c in lists if c.expression is not None and c.table is not None
+                            and c.size is not None and c.size <= _SEED_BUDGET), key=lambda c: (c.size or 0, -c.weight)):
+            if (seed.size or 0) > budget:
+                break
+            rows = conn.execute(f"SELECT rowid FROM {seed.table} WHERE {seed.table} MATCH ?", (seed.expression,))
+            keys = [key for (key,) in rows if key not in verified]
+            budget -= len(keys)
+            verified.update(keys)
+            for start in range(0, len(keys), _BATCH):
+                verify(keys[start:start + _BATCH])
 
     # Joint lists: S ∩ L for a list S read on a day and a long list L that is not (same table, so the
     # AND of their expressions yields exactly the keys in both). A key of S not in S ∩ L is not in L:
@@ -341,7 +367,8 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
                 key, ts = pending[position]
                 position += 1
                 upper = bounds[key] + assumed
-                if theta is None or upper > theta.hits or (upper == theta.hits and ts >= theta.ts):
+                if key not in verified and (theta is None or upper > theta.hits
+                                            or (upper == theta.hits and ts >= theta.ts)):
                     batch.append(key)
             if batch:
                 verify(batch)

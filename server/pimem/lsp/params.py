@@ -13,8 +13,9 @@ from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from pimem.agent_tools import RECALL_MEMORY, ToolCall, ToolInputError, decode_call
+from pimem.freetext import Candidate, parse_text
 from pimem.models import SOURCES, Source, is_source
-from pimem.recall import MAX_PATH_CHARS, RecallError, RecallQuery, check_turn_id, make_query, query_from_text
+from pimem.recall import MAX_ENTITIES, MAX_PATH_CHARS, RecallError, RecallQuery, check_turn_id, make_query
 
 
 class ParamsError(ValueError):
@@ -65,6 +66,7 @@ def uri_to_path(uri: str) -> str | None:
 @dataclass(frozen=True)
 class RecallRequest:
     query: RecallQuery
+    text: list[Candidate] | None = None   # free text: the candidate terms (chosen against the store later)
 
 
 def recall_params(raw: Any) -> RecallRequest:
@@ -76,16 +78,21 @@ def recall_params(raw: Any) -> RecallRequest:
     cwd = params.get("cwd")
     if isinstance(cwd, str) and cwd.startswith("file:") and len(cwd) <= 3 * MAX_PATH_CHARS + len("file://"):
         cwd = uri_to_path(cwd)  # (a longer URI stays as it is, and is refused as too long)
+    found: list[Candidate] | None = None
     try:  # the service's checks first: they refuse an oversized value without reading it
         if has_text:
-            query = query_from_text(params["text"], params.get("limit"), params.get("sources"), cwd)
+            found = parse_text(params["text"])
+            # The candidates stand in for the entities while the other fields are checked; the terms
+            # themselves are chosen against the store when the request runs.
+            query = make_query([candidate.term for candidate in found[:MAX_ENTITIES]], params.get("limit"),
+                               params.get("sources"), cwd)
         else:
             query = make_query(params["entities"], params.get("limit"), params.get("sources"), cwd)
     except RecallError as error:
         raise ParamsError(method, error.field, f'"{error.field}": {error}') from None
     for name in ("entities", "text", "cwd"):
         _unicode(method, name, params.get(name))
-    return RecallRequest(query)
+    return RecallRequest(query, found)
 
 
 def turn_params(raw: Any) -> str:

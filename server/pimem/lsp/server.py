@@ -27,6 +27,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
 from pimem import __version__
+from pimem.freetext import candidates, recall_candidates
 from pimem.lsp import methods
 from pimem.lsp.params import (
     ParamsError,
@@ -44,7 +45,7 @@ from pimem.lsp.runtime import CLIENT_ERRORS, REQUEST_FAILED, PimemProtocol, conf
 from pimem.migrate import MigrationError, migrate_codex_sessions, normalize_folder, same_folder
 from pimem.models import SyncProgress, SyncStats
 from pimem.paths import default_db_path, source_roots
-from pimem.recall import MAX_ENTITY_CHARS, format_markdown, get_turn, make_query, recall
+from pimem.recall import format_markdown, get_turn, make_query, recall
 from pimem.status import store_status
 from pimem.store import StoreError, connect, connection_is_stale, store_failure
 from pimem.sync import SyncRequest, run_sync
@@ -331,6 +332,10 @@ def create_server() -> PimemServer:
         request = recall_params(params)
 
         def run() -> dict[str, Any]:
+            if request.text is not None:
+                answer = recall_candidates(ls.connection(), request.text, request.query)
+                return {"entities": answer.entities, "terms": [term.to_dict() for term in answer.terms],
+                        "results": [row.to_dict() for row in answer.rows], "markdown": format_markdown(answer.rows)}
             rows = recall(ls.connection(), request.query)
             return {"entities": list(request.query.entities), "results": [row.to_dict() for row in rows],
                     "markdown": format_markdown(rows)}
@@ -398,11 +403,12 @@ def create_server() -> PimemServer:
             return None
         word = next((m.group(0) for m in _WORD.finditer(line)
                      if m.start() <= params.position.character <= m.end()), None)
-        if not word or len(word.strip(".:-")) < 2:
+        found = candidates(word) if word and len(word.strip(".:-")) >= 2 else []
+        if not found:
             return None
-        query = make_query([word.strip(".:-")[:MAX_ENTITY_CHARS]], 3)
+        base = make_query([found[0].term], 3)
         try:
-            rows = await ls.read(lambda: recall(ls.connection(), query))
+            rows = await ls.read(lambda: recall_candidates(ls.connection(), found, base).rows)
         except (StoreError, sqlite3.Error):   # no store to recall from: no hover (requests say why)
             return None
         if not rows:

@@ -1,18 +1,18 @@
-"""Free text (an editor selection) to recall entities, so every client behaves the same.
+"""The text path's extraction before free-text recall, the benchmark's baseline: ``entities_from_text``
+of server/pimem/entities.py at commit 52fbd4f (the module free-text recall replaced), verbatim; the
+text path sent its result to the entity recall unchanged.
 
 Rules: split on whitespace and on bracketing/quoting punctuation; trim sentence punctuation at the
 ends of a word but keep it inside (``C:\\path\\file``, ``100%``, ``a_b``, ``x.y`` stay whole); a run of
 CJK characters is one entity of its own; drop duplicates (case-insensitively) and single ASCII
-characters (unless nothing else is left); keep the first eight; a word longer than an entity may be
-(``MAX_ENTITY_CHARS``, a run of CJK text or a blob without spaces) is cut to that length (a prefix of a
-word still finds the turns holding the word).
+characters (unless nothing else is left); keep the first eight.
 """
 
 from __future__ import annotations
 
 import re
 
-from pimem.recall import MAX_ENTITIES, MAX_ENTITY_CHARS
+MAX_ENTITIES = 8
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
 _PIECES = re.compile(f"[{_CJK}]+|[^{_CJK}]+")
@@ -28,7 +28,7 @@ def entities_from_text(text: str, limit: int = MAX_ENTITIES) -> list[str]:
         for piece in _PIECES.findall(chunk):
             word = piece if _CJK_RUN.fullmatch(piece) else piece.strip(_EDGE)
             if word and any(char.isalnum() or char in "%_" for char in word):
-                words.append(word[:MAX_ENTITY_CHARS])
+                words.append(word)
     distinct: list[str] = []
     seen: set[str] = set()
     for word in words:

@@ -1,0 +1,342 @@
+"""Free text (a question, a selection, a hovered line, a pasted error) to the terms worth searching.
+
+``recall {entities}`` matches what an agent extracted, exactly as given. People type or select text
+instead, so this module decides which of its words to search, in two steps:
+
+1. :func:`candidates` (store-independent): split the text into words; keep identifiers whole
+   (``zeta_ratelimit``, ``getSignedUrl``, ``-XX:MaxRAMPercentage=70.0``, ``TS2345``) and also offer their
+   parts (``signed``, ``url``, ``MaxRAMPercentage``); cut runs of Chinese at function words and
+   stop characters and offer the overlapping two-character pieces of what is left (plus the piece
+   itself when short); keep katakana words whole and drop hiragana (particles, endings); drop the stop
+   words of English, German, French, Spanish, Chinese and Japanese, the phrasing of a question about a
+   past conversation ("how did we … last spring") and the keywords of the main programming languages,
+   unless nothing else is left. Lists: ``pimem/stopwords/*.txt``.
+2. :func:`choose_terms` (needs the store): estimate how many turns hold each candidate
+   (:mod:`pimem.termstats`, from the trigram index), drop those no turn holds, and keep the at most
+   eight rarest, each with an integer weight that grows with its rarity (:func:`weight_for`). Terms in
+   most turns (weight 1) and costly terms (:data:`COSTLY_CANDIDATES`) only when nothing else is there;
+   never a term under a quarter of the rarest one's weight, nor a part that occurs only where its
+   whole identifier occurs (it would add nothing but weight).
+
+The recall itself is the entity recall with those weights (:mod:`pimem.recall`): a term counts its
+weight twice when it is in the user's text and once when it is in the reply.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+
+from pimem import termstats
+from pimem.recall import MAX_TEXT_CHARS, RecallError, RecallQuery, RecallRow, make_query, recall
+
+MAX_TERMS = 8
+STOPWORDS = Path(__file__).resolve().parent / "stopwords"   # package data (pyproject: package-data)
+# Candidates whose frequency is looked up; longer texts keep the most specific-looking words (a prior
+# from their shape, not their position), so a pasted page costs what a paragraph costs.
+MAX_CANDIDATES = 32
+# Text beyond this is not read (a selection or an error line is far shorter).
+SCANNED_TEXT_CHARS = 20_000
+MAX_TERM_CHARS = 200
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+_HIRAGANA = "\u3040-\u309f"
+_KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+_HANGUL = "\uac00-\ud7af"
+_CJK = _HAN + _HIRAGANA + _KATAKANA + _HANGUL
+_CJK_OR_NOT = re.compile(f"[{_CJK}]+|[^{_CJK}]+")
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_SCRIPT_RUNS = re.compile(f"[{_HAN}]+|[{_HIRAGANA}]+|[{_KATAKANA}]+|[{_HANGUL}]+")
+_KANA = re.compile(f"[{_HIRAGANA}{_KATAKANA}]")
+# Word boundaries: white space, brackets, quotes, commas, semicolons, and CJK/fullwidth punctuation.
+_SPLIT = re.compile(r"[\s()\[\]{}<>\"'`,;!?¡¿|\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
+_EDGE = ".:-/\\|=*#~^+&@$%,"
+_OPTION = re.compile(r"-{1,2}[A-Za-z]")
+# Inside an identifier: the separators between its parts, then camelCase humps (digits stay attached:
+# TS2345, utf8, s3, base64).
+_PART_SEPARATORS = re.compile(r"[^0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]+")
+_HUMPS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z\u00df-\u024f]+[0-9]*|[A-Z]+[0-9]*|[0-9]+[A-Za-z]*")
+
+
+@cache
+def stop_words() -> frozenset[str]:
+    """Every stop word of every list (lower case), read once from the package data."""
+    words: set[str] = set()
+    for entry in sorted(STOPWORDS.glob("*.txt")):
+        if entry.is_file():
+            for line in entry.read_text(encoding="utf-8").splitlines():
+                if not line.startswith("#"):
+                    words.update(word.lower() for word in line.split())
+    return frozenset(words)
+
+
+@cache
+def _han_stop_pattern() -> re.Pattern[str]:
+    """Chinese stop words and characters, longest first (a run of Han characters is cut at them)."""
+    han = sorted((word for word in stop_words() if re.fullmatch(f"[{_HAN}]+", word)), key=lambda w: (-len(w), w))
+    return re.compile("|".join(map(re.escape, han)))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A word of the text that may be searched. ``whole`` is the identifier it is a part of, if any."""
+
+    term: str            # as written (first spelling seen)
+    whole: str | None = None
+    prior: int = 0       # shape-based specificity, used only to cut very long texts (higher first)
+    stop: bool = False   # a stop word (searched only when nothing else is left)
+
+    @property
+    def key(self) -> str:
+        return self.term.lower()
+
+
+def _is_stop(word: str) -> bool:
+    return word.lower() in stop_words()
+
+
+def _shape_prior(word: str) -> int:
+    """Identifiers and long words look more specific than short plain words."""
+    prior = min(len(word), 20)
+    if any(char.isdigit() for char in word) and any(char.isalpha() for char in word):
+        prior += 6
+    if "_" in word or any(char.isupper() for char in word[1:]) or re.search(r"[.:=/\\-]\w", word):
+        prior += 8
+    if _CJK_RUN.search(word):
+        prior += 10
+    return prior
+
+
+_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]{4,}")
+_VOWELS = set("aeiou")
+
+
+def stem(word: str) -> str:
+    """A plain English word without its inflection, so that the substring match finds every form
+    (``crashed`` -> ``crash`` finds *crashes*, ``limited`` -> ``limit`` finds *limiter*; ``queries`` ->
+    ``query``). Only the endings -ies, -ing, -ed (five letters left at least), -es and -s;
+    identifiers and other words are returned as they are."""
+    if not _PLAIN_WORD.fullmatch(word):
+        return word
+    lower = word.lower()
+    if lower.endswith("ies"):
+        return word[:-3] + "y"
+    for ending in ("ing", "ed"):
+        if lower.endswith(ending) and len(lower) - len(ending) >= 5:
+            root = word[:-len(ending)]
+            if root[-1] == root[-2] and root[-1].lower() not in _VOWELS | {"l", "s", "z"}:
+                root = root[:-1]   # skipped -> skip
+            return root
+    if (lower.endswith("es") and lower[-3] in "sxz") or lower.endswith(("ches", "shes")):
+        return word[:-2] if len(lower) >= 6 else word
+    if lower.endswith("s") and not lower.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _identifier_parts(word: str) -> list[str]:
+    """``s3.getSignedUrl`` -> ``s3``, ``getSignedUrl``, ``get``, ``Signed``, ``Url`` (each once)."""
+    parts: list[str] = []
+    pieces = [piece for piece in _PART_SEPARATORS.split(word) if piece]
+    if len(pieces) > 1:
+        parts.extend(pieces)
+    for piece in pieces:
+        humps = _HUMPS.findall(piece)
+        if len(humps) > 1:
+            parts.extend(humps)
+    return [part for part in dict.fromkeys(parts) if part != word]
+
+
+def bigram_segments(run: str, japanese: bool) -> list[str]:
+    """Words of a run of Han characters: the run is cut at Chinese stop words and characters (not in
+    Japanese text, whose kana already cut it); each piece gives its overlapping two-character pieces,
+    and itself when it is at most six characters long."""
+    pieces = [run] if japanese else [piece for piece in _han_stop_pattern().split(run) if piece]
+    words: list[str] = []
+    for piece in pieces:
+        if len(piece) <= 6:
+            words.append(piece)
+        if len(piece) > 2:
+            words.extend(piece[i:i + 2] for i in range(len(piece) - 1))
+    return words
+
+
+Segmenter = Callable[[str, bool], list[str]]
+
+
+def _cjk_words(run: str, japanese: bool, segment: Segmenter) -> list[str]:
+    words: list[str] = []
+    for script_run in _SCRIPT_RUNS.findall(run):
+        first = script_run[0]
+        if "\u3040" <= first <= "\u309f":
+            continue  # hiragana: particles and inflection
+        if re.match(f"[{_KATAKANA}]", first) or re.match(f"[{_HANGUL}]", first):
+            words.append(script_run)  # a loanword in katakana / a Korean word, whole
+            continue
+        words.extend(segment(script_run, japanese))
+    return words
+
+
+def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidate]:
+    """Every word of ``text`` that may be worth searching, stop words already dropped (unless nothing
+    else is left), each once (case-insensitively), in the order they appear."""
+    if len(text) > SCANNED_TEXT_CHARS:
+        text = text[:SCANNED_TEXT_CHARS]
+        head, space, _cut = text.rpartition(" ")
+        text = head if space else text   # not the piece of a word the cut leaves at the end
+    japanese = bool(_KANA.search(text))
+    found: list[Candidate] = []
+    for chunk in _SPLIT.split(text):
+        for piece in _CJK_OR_NOT.findall(chunk):
+            if _CJK_RUN.fullmatch(piece):
+                found.extend(Candidate(word, None, _shape_prior(word)) for word in _cjk_words(piece, japanese, segment))
+                continue
+            word = piece.rstrip(_EDGE)
+            word = word if _OPTION.match(word) else word.lstrip(_EDGE)
+            if not any(char.isalnum() for char in word) or len(word) > MAX_TERM_CHARS:
+                continue
+            parts = [part for part in _identifier_parts(word) if len(part) >= 3 or not part.isascii()]
+            if _is_stop(word) or (parts and all(_is_stop(part) for part in parts)):
+                found.append(Candidate(word, None, 0, stop=True))   # a stop word, or made of them (avons-nous)
+                continue
+            found.append(Candidate(stem(word), None, _shape_prior(word)))
+            found.extend(Candidate(part, word, _shape_prior(part) - 2) for part in parts)
+    distinct: dict[str, Candidate] = {}
+    for candidate in found:
+        distinct.setdefault(candidate.key, candidate)
+    everything = list(distinct.values())
+    meaningful = [c for c in everything if not c.stop and not _is_stop(c.term) and not _noise(c.term)]
+    if meaningful:
+        return meaningful
+    return [c for c in everything if not (len(c.term) == 1 and c.term.isascii())] or everything
+
+
+def _noise(word: str) -> bool:
+    """Words that match nearly anything as a substring: one ASCII character, and short numbers (line
+    numbers, counts)."""
+    if len(word) == 1 and word.isascii():
+        return True
+    return word.isdigit() and len(word) <= 2
+
+
+def _shortlist(found: list[Candidate]) -> list[Candidate]:
+    if len(found) <= MAX_CANDIDATES:
+        return found
+    ranked = sorted(range(len(found)), key=lambda i: (-found[i].prior, i))[:MAX_CANDIDATES]
+    return [found[i] for i in sorted(ranked)]
+
+
+@dataclass(frozen=True)
+class Term:
+    """A term chosen for the search: its text, the turns estimated to hold it, its weight."""
+
+    text: str
+    turns: int
+    weight: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"term": self.text, "turns": self.turns, "weight": self.weight}
+
+
+# A term whose index lists yield at least this many turns, four times more than hold it, is costly:
+# recalling it verifies every one of them (measured on bench/quality: 2,500 keeps the rare words a
+# question needs, e.g. ``texture``, and leaves out those that cost most).
+COSTLY_CANDIDATES = 2500
+# Terms lighter than a quarter of the rarest term's weight are left out: they rarely change which
+# conversation comes first, and their long lists are most of a recall's cost (half of it on bench/quality).
+MIN_WEIGHT_SHARE_INVERSE = 4
+
+
+def _costly(candidates: int, turns: int) -> bool:
+    return candidates >= COSTLY_CANDIDATES and turns * 4 < candidates
+
+
+def weight_for(turns: int, total: int) -> int:
+    """Rarer terms weigh more: ``round(2·ln(total / turns))``, at least 1. A term in 5 of 20,000 turns
+    weighs 17, one in a tenth of them 5, one in half of them 1."""
+    return max(1, round(2 * math.log(max(total, 1) / max(turns, 1))))
+
+
+def choose_terms(conn: sqlite3.Connection, found: Iterable[Candidate], limit: int = MAX_TERMS) -> list[Term]:
+    """The at most ``limit`` rarest candidates that some turn holds, rarest first, with their weights.
+    When no candidate occurs anywhere, the first ``limit`` are returned (with weight 1), so that the
+    caller can still say what was searched."""
+    shortlist = _shortlist(list(found))
+    if not shortlist:
+        return []
+    estimate = termstats.estimate(conn, [candidate.key for candidate in shortlist])
+    present = [(estimate.turns[c.key], position, c) for position, c in enumerate(shortlist)
+               if estimate.turns[c.key] > 0]
+    # A term in most turns weighs 1 and tells nothing apart, but costs a long list; a term whose index
+    # lists hold far more turns than the term does (common trigrams: ``item`` in *system*, *iterate*)
+    # makes recall read all of them. Both are searched only when nothing better is there.
+    informative = [item for item in present if weight_for(item[0], estimate.total) > 1]
+    cheap = [item for item in informative if not _costly(estimate.candidates[item[2].key], item[0])]
+    present = cheap or informative or present
+    if not present:
+        return [Term(c.term, 0, 1) for c in shortlist[:limit]]
+    present.sort(key=lambda item: (item[0], -len(item[2].key), item[1]))
+    chosen: list[Term] = []
+    for turns, _position, candidate in present:
+        if len(chosen) == limit:
+            break
+        if any(candidate.key in term.text.lower() and turns <= term.turns for term in chosen):
+            continue  # only ever found inside a term already chosen: it adds weight, not evidence
+        weight = weight_for(turns, estimate.total)
+        if chosen and weight * MIN_WEIGHT_SHARE_INVERSE < chosen[0].weight:
+            break  # far lighter than the rarest term (see MIN_WEIGHT_SHARE_INVERSE)
+        chosen.append(Term(candidate.term, turns, weight))
+    return chosen
+
+
+def terms_for_text(conn: sqlite3.Connection, text: str, limit: int = MAX_TERMS,
+                   segment: Segmenter = bigram_segments) -> list[Term]:
+    """:func:`candidates` then :func:`choose_terms`: what ``recall {text}`` searches."""
+    return choose_terms(conn, candidates(text, segment), limit)
+
+
+@dataclass
+class TextRecall:
+    """The answer to a free-text recall: the terms searched (with their weights) and the rows."""
+
+    terms: list[Term]
+    query: RecallQuery
+    rows: list[RecallRow]
+
+    @property
+    def entities(self) -> list[str]:
+        return list(self.query.entities)
+
+
+def parse_text(text: object) -> list[Candidate]:
+    """The candidates of a free-text query, or RecallError naming ``text``."""
+    if not isinstance(text, str):
+        raise RecallError("text", "text must be a string")
+    if len(text) > MAX_TEXT_CHARS:
+        raise RecallError("text", f"text is longer than {MAX_TEXT_CHARS} characters ({len(text)})")
+    found = candidates(text)
+    if not found:
+        raise RecallError("text", "text contains no word to recall")
+    return found
+
+
+def recall_candidates(conn: sqlite3.Connection, found: Sequence[Candidate], base: RecallQuery) -> TextRecall:
+    """Choose the terms among ``found`` and recall them with their weights; ``base`` gives the limit and
+    the filters (its entities are ignored)."""
+    terms = choose_terms(conn, found)
+    query = replace(base, entities=tuple(term.text for term in terms),
+                    weights=tuple(term.weight for term in terms))
+    return TextRecall(terms, query, recall(conn, query))
+
+
+def recall_text(conn: sqlite3.Connection, text: object, limit: object = None, sources: object = None,
+                cwd: object = None) -> TextRecall:
+    """Free-text recall (what ``pimem recall --text`` and ``pimem/recall {text}`` do)."""
+    found = parse_text(text)
+    base = make_query([candidate.term for candidate in found[:MAX_TERMS]], limit, sources, cwd)
+    return recall_candidates(conn, found, base)

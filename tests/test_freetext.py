@@ -1,0 +1,115 @@
+"""Free text -> terms (pimem/freetext.py, pimem/termstats.py): what a question, a hovered line or a pasted
+error searches, and that the rarest terms of this store are chosen, not the first words."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pimem import freetext, index, termstats
+from pimem.freetext import candidates, choose_terms, recall_text, stem
+from pimem.recall import RecallError
+from pimem.store import SessionRow, connect, transaction, upsert_session
+
+
+def terms(text: str) -> list[str]:
+    return [candidate.term for candidate in candidates(text)]
+
+
+def _store(conn: sqlite3.Connection, turns: list[tuple[str, str]], start_ts: int = 1_700_000_000_000) -> None:
+    with transaction(conn):
+        upsert_session(conn, SessionRow("pi:s", "pi", "/w", 0, None, "/x.jsonl"))
+        for number, (user, reply) in enumerate(turns):
+            turn_id, ts = f"pi:s:{start_ts}:{number}", start_ts + number * 60_000
+            conn.execute(
+                "INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, "
+                "user_message_id) VALUES (?, 'pi:s', ?, ?, ?, ?, NULL, ?)", (turn_id, number, ts, user, reply, turn_id))
+            index.put(conn, turn_id, ts, user, reply, None, None, fts=True)
+        index.catch_up(conn)
+    index.build_pending(conn)
+
+
+@pytest.fixture
+def conn(db_path: Path) -> sqlite3.Connection:
+    return connect(db_path)
+
+
+def test_stop_words_of_every_language_and_code_keywords_are_dropped() -> None:
+    assert terms("how did we fix the flaky timezone test last spring?") == ["flaky", "timezone", "test"]
+    assert terms("Wie haben wir das Problem mit der Zeitzone gelöst?") == ["Problem", "Zeitzone", "gelöst"]
+    assert terms("comment avons-nous corrigé le fuseau horaire ?") == ["corrigé", "fuseau", "horaire"]
+    assert terms("¿cómo arreglamos la zona horaria del servidor?") == ["arreglamo", "zona", "horaria", "servidor"]
+    assert terms("def parse(self, value: str) -> None:") == ["parse", "value"]
+    assert terms("SELECT id FROM orders WHERE status = 'pending'") == ["id", "order", "status", "pending"]
+    # nothing else left: the stop words are searched after all (single ASCII letters never)
+    assert terms("the of and") == ["the", "of", "and"]
+    assert terms("a") == ["a"]
+
+
+def test_identifiers_stay_whole_and_offer_their_parts() -> None:
+    assert terms("zeta_ratelimit") == ["zeta_ratelimit", "zeta", "ratelimit"]
+    assert terms("const url = await s3.getSignedUrl(params)")[:4] == ["url", "s3.getSignedUrl", "getSignedUrl",
+                                                                      "Signed"]
+    found = terms('java -XX:MaxRAMPercentage=70.0 -jar app.jar')
+    assert "-XX:MaxRAMPercentage=70.0" in found and "MaxRAMPercentage" in found and "Percentage" in found
+    assert terms("error TS2345: Argument of type 'string'")[:2] == ["error", "TS2345"]
+    assert "users_email_key" in terms('violates unique constraint "users_email_key"')
+
+
+def test_cjk_runs_become_words() -> None:
+    chinese = terms("之前秒杀服务的分布式锁过期导致超卖，是怎么解决的？")
+    # cut at 之前 / 的 / 导致 / 是 / 怎么 / 解决: the pieces, and their two-character pieces
+    assert chinese[:5] == ["秒杀服务", "秒杀", "杀服", "服务", "分布式锁过期"]
+    assert "超卖" in chinese and "分布" in chinese and "怎么" not in chinese and "解决" not in chinese
+    japanese = terms("タイムゾーンのテストが失敗した件、どうやって直しましたか")
+    assert japanese == ["タイムゾーン", "テスト", "失敗"]   # katakana whole, hiragana and 件/直 dropped
+
+
+def test_stem_keeps_what_the_substring_match_needs() -> None:
+    assert [stem(word) for word in ("crashed", "limited", "queries", "skipped", "settings", "processes")] == [
+        "crash", "limit", "query", "skip", "setting", "process"]
+    assert [stem(word) for word in ("moved", "nothing", "status", "getSignedUrl", "TS2345")] == [
+        "moved", "nothing", "status", "getSignedUrl", "TS2345"]
+
+
+def test_rarest_terms_are_chosen_not_the_first_ones(conn: sqlite3.Connection) -> None:
+    filler = [(f"the build step {n} keeps the cache warm", "done, the cache is warm again") for n in range(60)]
+    _store(conn, [*filler, ("the build step fails with ENOSPC", "the disk was full")])
+    text = "the cache of the build step keeps warm, done again, then it says ENOSPC"
+    chosen = choose_terms(conn, candidates(text))
+    assert chosen[0].text == "ENOSPC" and chosen[0].turns == 1
+    assert "cache" not in [term.text for term in chosen]   # in every turn: weight 1, left out
+    assert all(term.weight * freetext.MIN_WEIGHT_SHARE_INVERSE >= chosen[0].weight for term in chosen)
+    answer = recall_text(conn, text, limit=1)
+    assert answer.rows[0].user_text == "the build step fails with ENOSPC" and "ENOSPC" in answer.rows[0].matched
+
+
+def test_terms_no_turn_holds_are_not_searched(conn: sqlite3.Connection) -> None:
+    _store(conn, [("flamingo migration", "ok"), ("another turn", "nothing here")])
+    chosen = choose_terms(conn, candidates("flamingo xylophonequartz"))
+    assert [term.text for term in chosen] == ["flamingo"]
+    # all absent: the candidates are still reported (weight 1), so a client can say what was searched
+    assert [t.text for t in choose_terms(conn, candidates("xylophonequartz zzyzx"))] == ["xylophonequartz", "zzyzx"]
+
+
+def test_estimates_are_exact_on_few_candidates_and_check_common_trigrams(conn: sqlite3.Connection,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(termstats, "SAMPLE", 4)  # fewer than the 41 candidates
+    # 'stock' is made of trigrams every turn has ('sto', 'toc', 'ock' in 'store', 'toco', 'clock'), but one
+    # turn only holds the word itself.
+    _store(conn, [*[(f"the store at toco clock {n}", "") for n in range(30)], ("UPDATE stock SET count", "")],
+           start_ts=1_600_000_000_000)
+    _store(conn, [(f"newer store toco clock {n}", "") for n in range(10)])
+    estimate = termstats.estimate(conn, ["stock", "store", "absent"])
+    assert estimate.turns == {"stock": 1, "store": 40, "absent": 0}
+    assert estimate.candidates["stock"] == 41 and estimate.total == 41
+
+
+def test_parse_text_errors_name_the_field() -> None:
+    with pytest.raises(RecallError) as error:
+        freetext.parse_text(" ,, ")
+    assert error.value.field == "text"
+    with pytest.raises(RecallError):
+        freetext.parse_text(5)
