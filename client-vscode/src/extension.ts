@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import { Commands, PimemCommands } from './commands';
 import { RESTART_SETTINGS, SECTION } from './config';
 import { SelectionHoverProvider } from './hover';
+import { TurnRequest } from './protocol';
 import { watchPythonExtension } from './python';
 import { ResultsPanel } from './resultsPanel';
 import { PimemServer } from './server';
@@ -14,7 +15,7 @@ let active: PimemServer | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Pi Memory', { log: true });
   const server = new PimemServer(context.extensionPath, log);
-  const panel = new ResultsPanel(context.extensionUri, log);
+  const panel = new ResultsPanel(context.extensionUri, log, async (turnId) => (await server.request(TurnRequest, { turnId })).turn);
   const hover = new SelectionHoverProvider(server, Commands.showResults, log);
   const commands = new PimemCommands(server, panel, hover, log);
   active = server;
