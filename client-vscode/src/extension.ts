@@ -1,6 +1,8 @@
-// Entry point of the Pi Memory extension: wires the server, the results panel, the hover, the status bar and
-// the commands together. The only module-level state is the instance deactivate() must stop.
+// Entry point of the Pi Memory extension: wires the server, the results panel, the hover, the status bar, the
+// commands and the tools for the editor's agents together. The only module-level state is the instance
+// deactivate() must stop.
 import * as vscode from 'vscode';
+import { registerAgentTools } from './agents';
 import { Commands, PimemCommands } from './commands';
 import { RESTART_SETTINGS, SECTION } from './config';
 import { SelectionHoverProvider } from './hover';
@@ -26,6 +28,8 @@ export function activate(context: vscode.ExtensionContext): void {
     panel,
     new SyncUi(server, Commands.showStatus),
     ...commands.register(),
+    // the language-model tool is registered at activation, so that it answers outside a chat too
+    ...registerAgentTools(server, context.extensionPath, log),
     vscode.languages.registerHoverProvider([{ scheme: 'file' }, { scheme: 'untitled' }], hover),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (RESTART_SETTINGS.some((key) => e.affectsConfiguration(key))) {
