@@ -17,6 +17,7 @@ from pimem.agent_tools import RECALL_DESCRIPTION, RECALL_INPUT_SCHEMA
 
 PACKAGE = Path(__file__).resolve().parent.parent / "client-vscode" / "package.json"
 TOOL_NAME = "pimem_recall"
+REFRESH = "run: .venv/bin/python tests/test_vscode_lm_tool.py --write"
 
 
 def read_package() -> dict[str, Any]:
@@ -38,8 +39,8 @@ def as_json(value: object) -> object:
 
 def test_the_tool_has_recall_memorys_description_and_input_schema() -> None:
     entry = tool_entry(read_package())
-    assert entry["modelDescription"] == RECALL_DESCRIPTION, "run: .venv/bin/python tests/test_vscode_lm_tool.py --write"
-    assert entry["inputSchema"] == as_json(RECALL_INPUT_SCHEMA), "run: .venv/bin/python tests/test_vscode_lm_tool.py --write"
+    assert entry["modelDescription"] == RECALL_DESCRIPTION, REFRESH
+    assert entry["inputSchema"] == as_json(RECALL_INPUT_SCHEMA), REFRESH
 
 
 def test_the_tool_can_be_referenced_in_a_prompt_and_the_editor_is_recent_enough() -> None:
