@@ -1,6 +1,6 @@
 """Verify Pi session files with the REAL Pi coding agent (standard library only).
 
-    from helpers.pi_real import ensure_pi_installed, verify_pi_sessions   # or tests.helpers.pi_real
+    from support.pi_real import ensure_pi_installed, verify_pi_sessions
 
     ensure_pi_installed()            # runs scripts/setup-pi.sh once per process (pinned Node 22 + Pi 1.6.0)
     report = verify_pi_sessions(agent_dir, cwd, [session_file], append_user_message="go on")
