@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -33,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.append(str(REPO / "tests"))   # tests/support
 
-from lsp_client import LspClient, LspError  # noqa: E402
+from support.env import history_env  # noqa: E402
+from support.history import copy_samples, grow_history  # noqa: E402
+from support.jsonrpc import LspError, LspProcess  # noqa: E402
 
-SAMPLES = REPO / "samples" / "history"
 LONG_TURNS = 20
 LONG_USER_CHARS = 100_000
 LONG_REPLY_CHARS = 5_000_000
@@ -58,20 +58,11 @@ def pimem_source(rev: str | None) -> Path:
 
 
 def environment(base: Path, source: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "MEMORY_DB_PATH")}
-    env.update(HOME=str(base / "home"), CLAUDE_CONFIG_DIR=str(base / "claude"), CODEX_HOME=str(base / "codex"),
-               PI_CODING_AGENT_DIR=str(base / "pi" / "agent"), MEMORY_DB_PATH=str(base / "memory.db"),
-               PYTHONPATH=str(source), PIMEM_LOG_LEVEL="WARNING")
-    return env
+    return {**history_env(base), "PYTHONPATH": str(source)}
 
 
 def build_history(base: Path, copies: int) -> None:
-    shutil.copytree(SAMPLES, base, dirs_exist_ok=True, ignore=shutil.ignore_patterns("MANIFEST.md"))
-    (base / "home").mkdir(exist_ok=True)
-    sys.path.insert(0, str(REPO / "tests"))
-    from lsp.conftest import grow_history
-
+    copy_samples(base)
     grow_history(base, copies)
     rng = random.Random(1)
     words = ["cache", "lock", "retry", "payload", "schema", "index", "worker", "queue", "token", "branch"]
@@ -103,14 +94,14 @@ def vm_hwm(pid: int) -> int:
 
 
 def run_case(env: dict[str, str], params: dict[str, Any], timeout: float) -> dict[str, Any]:
-    client = LspClient([sys.executable, "-m", "pimem", "serve"], env=env, cwd=str(REPO))
+    client = LspProcess(env, cwd=str(REPO), ensure_ascii=False)
     try:
-        client.initialize({"autoSync": False})
-        client.request("pimem/status", {})
+        client.initialize(options={"autoSync": False}, capabilities={})
+        client.call("pimem/status", {})
         before = vm_hwm(client.pid)
         started = time.perf_counter()
         try:
-            result = client.request("pimem/recall", params, timeout=timeout)
+            result = client.call("pimem/recall", params, timeout=timeout)
             outcome = f"{len(result['results'])} results"
             answer = len(json.dumps(result, ensure_ascii=False).encode())
         except LspError as error:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from conftest import CLAUDE_INTERACTIVE, SAMPLES, roots_under
 from pimem.importers.claude import MAX_BACKGROUND_CALLS
 from pimem.store import connect, parse_tool_names
 from pimem.sync import SyncRequest, run_sync
+from support.history import CLAUDE_INTERACTIVE, SAMPLES, roots_under
 from test_incremental import _rebase, snapshot, sync
 
 SESSION = "5e55a0a0-0000-4000-8000-000000000000"

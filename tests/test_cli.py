@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import env_for
 from pimem.recall import make_query, recall_scan
 from pimem.store import connect
+from support.env import env_for
 
 
 def pimem(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

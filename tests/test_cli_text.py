@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import env_for
+from support.env import env_for
 
 
 def pimem(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.lsp.conftest import copy_samples, grow_history, history_env
 
-from conftest import roots_under
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
+from support.env import history_env
+from support.history import copy_samples, grow_history, roots_under
 
 TURN_QUERY = "SELECT turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names FROM turns ORDER BY turn_id"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, load_expected, roots_under
 from pimem.store import connect, parse_tool_names
 from pimem.sync import SyncRequest, run_sync
+from support.history import REPO, load_expected, roots_under
 
 CASES = load_expected()
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import env_for
 from pimem import search
 from pimem.freetext import MAX_TERM_CHARS, parse_text
 from pimem.recall import (
@@ -36,6 +35,7 @@ from pimem.recall import (
     recall_scan,
 )
 from pimem.store import SessionRow, connect, encode_tool_names, transaction, upsert_session
+from support.env import env_for
 
 CLAUDE_ID = "1ed4dd9a-5989-4487-9ac3-d2b870816ee8"
 

@@ -3,7 +3,7 @@
 Expectations are derived independently of pimem: which sessions belong to a folder and what each
 must contain come from tests/fixtures/expected/codex/*.json (derived by hand), file locations from
 Pi's documented encoding (formats.md 3.1) and the rollouts' own ``session_meta``; whether Pi accepts
-the files is asked of the real Pi (tests/helpers/pi_real.py, tests marked ``e2e``).
+the files is asked of the real Pi (tests/support/pi_real.py, tests marked ``e2e``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import pytest
 
 import pimem.jsonl
 import pimem.migrate
-from conftest import LEGACY, REPO, SAMPLES, load_expected
 from pimem.cli import main as pimem_main
 from pimem.jsonl import open_transcript
 from pimem.migrate import MigrationError, encode_cwd, migrate_codex_sessions
@@ -36,11 +35,8 @@ from pimem.paths import SourceRoots
 from pimem.recall import RecallRow, make_query, recall, recall_scan
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
-
-try:
-    from helpers.pi_real import pi_rpc_resume, verify_pi_sessions
-except ImportError:  # tests/ is a package or the repo root is on sys.path
-    from tests.helpers.pi_real import pi_rpc_resume, verify_pi_sessions
+from support.history import LEGACY, REPO, SAMPLES, load_expected
+from support.pi_real import pi_rpc_resume, verify_pi_sessions
 
 WEBSHOP = "/tmp/pimem-demo/webshop"
 PAYROLL = "/tmp/pimem-demo/payroll-api"
@@ -55,7 +51,7 @@ PI_DIR_NAMES = {
     LEGACY_APP: "--tmp-pimem-demo-legacy-app--",
 }
 TITLE_PREFIX = "Migrated from Codex: "
-CRASH_HOOK_DIR = REPO / "tests" / "helpers" / "crash_on_link"
+CRASH_HOOK_DIR = REPO / "tests" / "support" / "crash_on_link"
 
 CODEX_CASES = [case for case in load_expected() if case["source"] == "codex"]
 

@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 
 import pimem.sync as sync_module
-from conftest import REPO, roots_under
-from pimem.models import SyncStats
 from pimem.recall import make_query, recall
 from pimem.store import connect
-from pimem.sync import SyncRequest, run_sync
+from support.history import REPO
+from support.sync import sync
 
 PAIRS = REPO / "tests" / "fixtures" / "pi-v1-rewrite"
 SESSION_ID = "pi:5f0c7a2e-3b1d-4c8e-9a47-1d2e3f4a5b6c"
@@ -29,10 +28,6 @@ FOLDER = Path("pi/agent/sessions/--tmp-pimem-demo-legacy-app--")
 NAME = "2025-11-20T10-14-58-077Z_5f0c7a2e-3b1d-4c8e-9a47-1d2e3f4a5b6c.jsonl"
 TURNS_SQL = ("SELECT turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, user_message_id "
              "FROM turns ORDER BY turn_index, turn_id")
-
-
-def sync(base: Path, db: Path, **kwargs: object) -> SyncStats:
-    return run_sync(SyncRequest(db_path=str(db), roots=roots_under(base), **kwargs))  # type: ignore[arg-type]
 
 
 def turns(db: Path) -> list[tuple[object, ...]]:
@@ -147,7 +142,7 @@ def test_same_position_with_other_text_is_a_new_turn(tmp_path: Path, db_path: Pa
 @pytest.mark.e2e
 def test_real_pi_opening_a_v1_session_keeps_its_turns(tmp_path: Path, db_path: Path) -> None:
     """The real Pi 1.6.0 opens the v1 session (and rewrites it in place); pimem's turns stay the same."""
-    from helpers.pi_real import verify_pi_sessions
+    from support.pi_real import verify_pi_sessions
 
     target = place(tmp_path, PAIRS / "gaps.before.jsonl")
     sync(tmp_path, db_path)

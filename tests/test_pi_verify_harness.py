@@ -1,4 +1,4 @@
-"""The real-Pi verification harness (tests/pi_verify, tests/helpers/pi_real.py) works and can fail.
+"""The real-Pi verification harness (tests/pi_verify, tests/support/pi_real.py) works and can fail.
 
 A small Pi v3 session is written by hand here (not by pimem's converter) into the per-cwd folder
 that Pi 1.6.0 reads, and the harness must report what the real Pi SessionManager sees: listed by
@@ -20,10 +20,7 @@ from typing import Any
 
 import pytest
 
-try:
-    from helpers.pi_real import ensure_pi_installed, pi_rpc_resume, verify_pi_sessions
-except ImportError:  # tests/ is a package or the repo root is on sys.path
-    from tests.helpers.pi_real import ensure_pi_installed, pi_rpc_resume, verify_pi_sessions
+from support.pi_real import ensure_pi_installed, pi_rpc_resume, verify_pi_sessions
 
 pytestmark = pytest.mark.e2e
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLES, env_for
 from pimem.recall import RecallRow
+from support.env import env_for
+from support.history import SAMPLES
 
 CLAUDE_ID = "1ed4dd9a-5989-4487-9ac3-d2b870816ee8"   # samples/history/claude (a v4 UUID)
 CODEX_ID = "01a22bd8-8c34-7e91-9282-79d4f5ad872f"    # samples/history/codex (a v7 UUID)

@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.lsp.conftest import copy_samples, grow_history
 
-from conftest import roots_under
 from pimem.recall import make_query, recall, recall_scan
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
+from support.history import copy_samples, grow_history, roots_under
 
 INSERTER = r"""
 import json, sqlite3, sys, time, os

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import roots_under
 from pimem.recall import make_query, recall, recall_scan
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
+from support.history import roots_under
 
 EXTENSION_SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (

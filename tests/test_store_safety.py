@@ -30,11 +30,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLES, env_for, roots_under
 from pimem.migrate import migrate_codex_sessions
 from pimem.paths import make_private_dirs
 from pimem.store import StoreError, connect
 from pimem.sync import SyncRequest, run_sync
+from support.env import env_for
+from support.history import SAMPLES, roots_under
 
 TURNS = "SELECT turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names FROM turns ORDER BY turn_id"
 

@@ -27,10 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, env_for, roots_under
 from pimem import __version__
 from pimem.store import LAYOUT, StoreError, connect, set_meta, transaction
 from pimem.sync import SyncRequest, run_sync
+from support.env import env_for
+from support.history import REPO, roots_under
 
 NEWER_VERSION = "99.0"
 NEWER_LAYOUT = LAYOUT + 1

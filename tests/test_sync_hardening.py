@@ -13,16 +13,19 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 import pimem.sync as sync_module
-from conftest import LEGACY, SAMPLES, env_for, roots_under
 from pimem import jsonl
 from pimem.models import HISTORY_SCHEMA_REFERENCE_VERSIONS, SOURCES, Source, SyncStats
 from pimem.store import StoreError, connect
 from pimem.sync import SourceFile, SyncRequest, import_files, run_sync
+from support.env import env_for
+from support.history import LEGACY, SAMPLES, copy_samples, roots_under
+from support.sync import run_guarded as guarded
+from support.sync import sync as guarded_sync
 
 SAMPLE: dict[Source, Path] = {
     "claude": SAMPLES / "claude/projects/-tmp-pimem-demo-webshop/1ed4dd9a-5989-4487-9ac3-d2b870816ee8.jsonl",
@@ -43,6 +46,7 @@ USER_LINE: dict[Source, Callable[[bytes], bool]] = {
 SKIPPED = b"this line is not JSON\n"
 TURNS_SQL = "SELECT turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names FROM turns ORDER BY turn_id"
 GUARD_SECONDS = 60.0
+T = TypeVar("T")
 
 
 def place(base: Path, origin: Path, content: bytes | None = None, *, under: Path = SAMPLES) -> Path:
@@ -52,33 +56,14 @@ def place(base: Path, origin: Path, content: bytes | None = None, *, under: Path
     return target
 
 
-def run_guarded(function: Callable[[], SyncStats], *, release: Path | None = None,
-                timeout: float = GUARD_SECONDS) -> SyncStats:
-    """``function()`` in a thread; fails (instead of hanging the suite) if it does not return in time.
-    ``release``: a FIFO the sync may be stuck opening; on timeout it gets a writer, so the thread ends."""
-    result: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            result["stats"] = function()
-        except BaseException as error:  # handed to the test below
-            result["error"] = error
-
-    thread = threading.Thread(target=work, daemon=True, name="hardening-sync")
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        if release is not None:
-            release_fifo(release)
-        raise AssertionError(f"the sync did not return within {timeout:.0f} s")
-    if "error" in result:
-        raise result["error"]
-    stats: SyncStats = result["stats"]
-    return stats
+def run_guarded(function: Callable[[], T], *, release: Path | None = None) -> T:
+    """support.sync.run_guarded with this file's time limit; ``release``: a FIFO the sync may be stuck
+    opening, which gets a writer on timeout, so the thread ends."""
+    return guarded(function, timeout=GUARD_SECONDS, on_timeout=(lambda: release_fifo(release)) if release else None)
 
 
 def sync(base: Path, db: Path, **kwargs: Any) -> SyncStats:
-    return run_guarded(lambda: run_sync(SyncRequest(db_path=str(db), roots=roots_under(base), **kwargs)))
+    return guarded_sync(base, db, timeout=GUARD_SECONDS, **kwargs)
 
 
 def issues_for(stats: SyncStats, path: Path) -> list[str]:
@@ -324,8 +309,7 @@ def one_transaction(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def samples(tmp_path: Path) -> tuple[Path, Path, SyncStats]:
     """The sample history and a clean sync of it (the reference)."""
-    base = tmp_path / "history"
-    shutil.copytree(SAMPLES, base, ignore=shutil.ignore_patterns("MANIFEST.md"))
+    base = copy_samples(tmp_path / "history")
     reference = tmp_path / "reference.db"
     return base, reference, sync(base, reference, workers=1)
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from conftest import SAMPLES, env_for
 from pimem.terminal import VisibleFormatter, json_text, visible
+from support.env import env_for
+from support.history import SAMPLES
 
 OSC52_CLIPBOARD = "\x1b]52;c;ZWNobyBwd25lZA==\x07"   # write "echo pwned" to the clipboard
 TITLE = "\x1b]0;pwned title\x07"

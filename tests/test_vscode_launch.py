@@ -20,12 +20,12 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import IO, Any
 
 import psutil
 import pytest
 
-from conftest import SAMPLES
+from support.history import SAMPLES, copy_samples
+from support.jsonrpc import LspError, LspProcess
 
 REPO = Path(__file__).resolve().parent.parent
 CLIENT = REPO / "client-vscode"
@@ -69,67 +69,13 @@ def make_extension(base: Path, *, bundled: bool) -> Path:
     return extension
 
 
-class Session:
-    """Just enough JSON-RPC over the process's stdio: requests wait for their answer, the server's own
-    requests (work-done progress) are accepted, notifications are kept."""
-
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        self.stdin: IO[bytes] = process.stdin
-        self.stdout: IO[bytes] = process.stdout
-        self.notifications: list[dict[str, Any]] = []
-        self.next_id = 0
-
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-        self.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.stdin.flush()
-
-    def receive(self) -> dict[str, Any]:
-        length = None
-        while (header := self.stdout.readline().strip()) or length is None:
-            if not header and length is None:
-                raise AssertionError("the server closed its output")
-            name, _, value = header.decode("ascii").partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        message: dict[str, Any] = json.loads(self.stdout.read(length))
-        return message
-
-    def request(self, method: str, params: Any) -> Any:
-        self.next_id += 1
-        self.send({"id": self.next_id, "method": method, "params": params})
-        while True:
-            message = self.receive()
-            if "method" in message and "id" in message:
-                self.send({"id": message["id"], "result": None})
-            elif "method" in message:
-                self.notifications.append(message)
-            elif message.get("id") == self.next_id:
-                assert "result" in message, message
-                return message["result"]
-
-    def wait_notification(self, method: str, timeout: float = 60) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while not any(n["method"] == method for n in self.notifications):
-            assert time.monotonic() < deadline, f"no {method} within {timeout} s"
-            message = self.receive()
-            if "method" in message and "id" in message:
-                self.send({"id": message["id"], "result": None})
-            elif "method" in message:
-                self.notifications.append(message)
-        return next(n for n in self.notifications if n["method"] == method)
-
-
 @pytest.mark.parametrize("bundled", [True, False], ids=["bundled-libs", "installed-pimem"])
 def test_the_server_imports_nothing_from_the_workspace(tmp_path: Path, bundled: bool) -> None:
     workspace, markers = tmp_path / "workspace", tmp_path / "markers"
     markers.mkdir()
     plant_traps(workspace, markers)
     extension = make_extension(tmp_path, bundled=bundled)
-    history = tmp_path / "history"
-    shutil.copytree(SAMPLES, history, ignore=shutil.ignore_patterns("MANIFEST.md"))
-    (history / "home").mkdir()
+    history = copy_samples(tmp_path / "history")
     env = {
         **os.environ,
         "HOME": str(history / "home"),
@@ -140,30 +86,25 @@ def test_the_server_imports_nothing_from_the_workspace(tmp_path: Path, bundled: 
         "PYTHONPATH": str(workspace),
     }
     stderr_path = tmp_path / "stderr.txt"
-    with open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen(client_command(extension), cwd=workspace, env=env, stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=stderr)
-    failure: AssertionError | None = None
+    server = LspProcess(env, stderr_path, command=client_command(extension), cwd=str(workspace))
+    failure: AssertionError | LspError | None = None
     try:
-        session = Session(process)
-        session.request("initialize", {
+        server.call("initialize", {
             "processId": None, "rootUri": workspace.as_uri(), "capabilities": {"window": {"workDoneProgress": True}},
             "initializationOptions": {"dbPath": str(tmp_path / "memory.db"), "autoSync": True},
             "workspaceFolders": [{"uri": workspace.as_uri(), "name": "workspace"}],
         })
-        session.send({"method": "initialized", "params": {}})
-        session.wait_notification("pimem/indexChanged")
-        status = session.request("pimem/status", {})
-        recall = session.request("pimem/recall", {"entities": ["flamingo"], "limit": 5})
-        session.request("shutdown", None)
-        session.send({"method": "exit"})
-        assert process.wait(30) == 0
-    except AssertionError as error:
+        server.notify("initialized", {})
+        server.wait_for(lambda message: message.get("method") == "pimem/indexChanged")
+        status = server.call("pimem/status", {})
+        recall = server.call("pimem/recall", {"entities": ["flamingo"], "limit": 5})
+        server.call("shutdown", None)
+        server.notify("exit")
+        assert server.process.wait(30) == 0
+    except (AssertionError, LspError) as error:
         failure = error
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(30)
+        server.close()
     log = stderr_path.read_text(encoding="utf-8", errors="replace")
     # not one file of the workspace was imported...
     assert sorted(p.name for p in markers.iterdir()) == [], log

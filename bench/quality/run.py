@@ -37,17 +37,18 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+sys.path.append(str(REPO / "tests"))   # tests/support: the JSON-RPC client
 
 import baseline  # noqa: E402
 import history  # noqa: E402
 from conversations import KINDS, PLANTED  # noqa: E402
 
-from lsp_client import LspClient  # noqa: E402
 from pimem import freetext  # noqa: E402
 from pimem.paths import source_roots  # noqa: E402
 from pimem.recall import make_query, recall  # noqa: E402
 from pimem.store import connect  # noqa: E402
 from pimem.sync import SyncRequest, run_sync  # noqa: E402
+from support.jsonrpc import LspProcess  # noqa: E402
 
 LIMIT = 10
 TARGETS: dict[str, tuple[float, float]] = {   # kind -> (hit@1, hit@5) the issue asks for
@@ -152,22 +153,22 @@ def after_params(query: LabelledQuery) -> dict[str, Any]:
     return {"text": query.text, "limit": LIMIT}
 
 
-def measure(client: LspClient, queries: Sequence[LabelledQuery], labels: dict[str, Any],
+def measure(client: LspProcess, queries: Sequence[LabelledQuery], labels: dict[str, Any],
             params: Callable[[LabelledQuery], dict[str, Any]], runs: int) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for query in queries:
-        result = client.request("pimem/recall", params(query))
+        result = client.call("pimem/recall", params(query))
         outcomes.append(Outcome(rank_of(result["results"], labels["planted"][query.target]),
                                 list(result["entities"])))
     for _ in range(runs):
         for query, outcome in zip(queries, outcomes, strict=True):
             started = time.perf_counter()
-            client.request("pimem/recall", params(query))
+            client.call("pimem/recall", params(query))
             outcome.ms.append((time.perf_counter() - started) * 1000)
     return outcomes
 
 
-def measure_chosen_terms(client: LspClient, queries: Sequence[LabelledQuery], after: Sequence[Outcome],
+def measure_chosen_terms(client: LspProcess, queries: Sequence[LabelledQuery], after: Sequence[Outcome],
                          runs: int) -> list[float]:
     """Warm latency of ``pimem/recall {entities: <the terms each text query chose>}``."""
     timings: list[float] = []
@@ -176,7 +177,7 @@ def measure_chosen_terms(client: LspClient, queries: Sequence[LabelledQuery], af
     for _ in range(runs):
         for _query, outcome in pairs:
             started = time.perf_counter()
-            client.request("pimem/recall", {"entities": outcome.terms, "limit": LIMIT})
+            client.call("pimem/recall", {"entities": outcome.terms, "limit": LIMIT})
             timings.append((time.perf_counter() - started) * 1000)
     return timings
 
@@ -331,9 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = labelled_queries()
     if args.in_process:
         return in_process(directory, queries, labels)
-    client = LspClient([sys.executable, "-m", "pimem", "serve"], env=server_env(directory), cwd=str(REPO))
+    client = LspProcess(server_env(directory), cwd=str(REPO), ensure_ascii=False)
     try:
-        client.initialize({"dbPath": str(directory / "memory.db"), "autoSync": False})
+        client.initialize(options={"dbPath": str(directory / "memory.db"), "autoSync": False}, capabilities={})
         before = measure(client, queries, labels, before_params, args.runs)
         after = measure(client, queries, labels, after_params, args.runs)
         chosen = measure_chosen_terms(client, queries, after, args.runs)

@@ -294,12 +294,6 @@ def choose_terms(conn: sqlite3.Connection, found: Iterable[Candidate], limit: in
     return chosen
 
 
-def terms_for_text(conn: sqlite3.Connection, text: str, limit: int = MAX_TERMS,
-                   segment: Segmenter = bigram_segments) -> list[Term]:
-    """:func:`candidates` then :func:`choose_terms`: what ``recall {text}`` searches."""
-    return choose_terms(conn, candidates(text, segment), limit)
-
-
 @dataclass
 class TextRecall:
     """The answer to a free-text recall: the terms searched (with their weights) and the rows."""

@@ -820,12 +820,6 @@ def import_files(conn: sqlite3.Connection, jobs: list[tuple[SourceFile, FileStat
     return [job.outcome for job in imports]
 
 
-def import_file(conn: sqlite3.Connection, source_file: SourceFile, prior: FileState | None, *,
-                force: bool = False, cancel: Callable[[], bool] = lambda: False) -> FileOutcome:
-    """Import one transcript (the isolation boundary: problems become ``outcome.issues``)."""
-    return import_files(conn, [(source_file, prior)], force=force, cancel=cancel)[0]
-
-
 # ---------------------------------------------------------------------------------------------
 # Worker processes
 # ---------------------------------------------------------------------------------------------

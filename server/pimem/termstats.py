@@ -33,7 +33,6 @@ SAMPLE = 16
 CHECKED = 400
 _RECENT_ENOUGH = 10
 PROBE = 64
-TABLES = index.FTS_TABLES
 
 
 @dataclass(frozen=True)

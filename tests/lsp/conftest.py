@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import re
-import shutil
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +12,7 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
-REPO = Path(__file__).resolve().parents[2]
-SAMPLES = REPO / "samples" / "history"
+from support.env import history_env
 
 
 class Recorder:
@@ -57,47 +52,6 @@ def make_client() -> tuple[LanguageClient, Recorder]:
         recorder.note("pimem/syncStatus", params)
 
     return client, recorder
-
-
-def history_env(base: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "HOME": str(base / "home"),
-        "CLAUDE_CONFIG_DIR": str(base / "claude"),
-        "CODEX_HOME": str(base / "codex"),
-        "PI_CODING_AGENT_DIR": str(base / "pi" / "agent"),
-        "MEMORY_DB_PATH": str(base / "memory.db"),
-        "PIMEM_LOG_LEVEL": "WARNING",
-    }
-
-
-def copy_samples(base: Path) -> Path:
-    shutil.copytree(SAMPLES, base, dirs_exist_ok=True, ignore=shutil.ignore_patterns("MANIFEST.md"))
-    (base / "home").mkdir(exist_ok=True)
-    return base
-
-
-_IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def grow_history(base: Path, copies: int) -> int:
-    """Copies of every sample transcript with fresh session ids: a history big enough for a sync
-    to take seconds (so it can be watched, cancelled and raced)."""
-    count = 0
-    for source in sorted(SAMPLES.rglob("*.jsonl")):
-        if "subagents" in source.parts:
-            continue
-        text = source.read_text(encoding="utf-8")
-        for copy in range(copies):
-            mapping = {old: str(uuid.UUID(int=uuid.UUID(old).int ^ (copy + 1))) for old in set(_IDS.findall(text))}
-            new_text = _IDS.sub(lambda match, ids=mapping: ids[match.group(0)], text)  # type: ignore[misc]
-            name = _IDS.sub(lambda match, ids=mapping: ids.get(match.group(0), match.group(0)),  # type: ignore[misc]
-                            source.name)
-            target = base / source.relative_to(SAMPLES).parent / f"{copy:04d}" / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(new_text, encoding="utf-8")
-            count += 1
-    return count
 
 
 def init_params(*, options: dict[str, Any] | None = None, folders: list[Path] | None = None,

@@ -14,8 +14,9 @@ from mcp_server.history import ENTITY, PLANTED_SECRETS, write_history  # tests/m
 from pimem.agent_tools import decode_call
 from pimem.lsp import methods
 from pimem.store import connect
+from support.history import copy_samples
 
-from .conftest import copy_samples, request, session
+from .conftest import request, session
 
 pytestmark = pytest.mark.e2e
 

@@ -1,5 +1,5 @@
 """The language server: a live update that meets a FIFO where a transcript was does not block the
-server's syncs (issue 10, item 17). The server runs from tests/helpers/fifo_swap_server.py, which
+server's syncs (issue 10, item 17). The server runs from tests/support/fifo_swap_server.py, which
 swaps the file for a FIFO between the live update's stat and its open."""
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ from pathlib import Path
 import pytest
 
 from pimem.lsp import methods
+from support.env import history_env
+from support.history import REPO, copy_samples
 
-from .conftest import REPO, copy_samples, history_env, init_params, make_client, request
+from .conftest import init_params, make_client, request
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
-SERVER = REPO / "tests" / "helpers" / "fifo_swap_server.py"
+SERVER = REPO / "tests" / "support" / "fifo_swap_server.py"
 NAME = "2026-12-01T00-00-00-000Z_0e0e0e0e-0000-4000-8000-00000000f1f0.jsonl"
 
 

@@ -12,8 +12,9 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from pimem.lsp import methods
 from pimem.recall import MAX_ENTITY_CHARS, MAX_PATH_CHARS, MAX_TEXT_CHARS, MAX_TURN_ID_CHARS, TEXT_CUT_CHARS
+from support.history import copy_samples
 
-from .conftest import copy_samples, request, session
+from .conftest import request, session
 from .test_server import plain
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]

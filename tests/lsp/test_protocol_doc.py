@@ -6,8 +6,7 @@ import re
 
 from pimem.lsp import methods
 from pimem.lsp.server import create_server
-
-from .conftest import REPO
+from support.history import REPO
 
 
 def test_protocol_doc_matches_registered_methods() -> None:

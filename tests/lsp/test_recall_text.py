@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from pimem.lsp import methods
+from support.history import copy_samples
 
-from .conftest import copy_samples, request, session
+from .conftest import request, session
 from .test_server import plain
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]

@@ -16,8 +16,9 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequ
 from pimem.lsp import methods
 from pimem.recall import make_query, recall_scan
 from pimem.store import connect
+from support.history import copy_samples, grow_history
 
-from .conftest import copy_samples, grow_history, request, session
+from .conftest import request, session
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -154,9 +155,8 @@ async def test_cancel_request_stops_a_long_sync_and_the_next_one_finishes(tmp_pa
         assert partial["lastSync"]["cancelled"] and total["turnsToIndex"] == 0
     # The interrupted-then-finished store equals one uninterrupted sync of the same files.
     reference = tmp_path / "reference"
-    from tests.conftest import roots_under
-
     from pimem.sync import SyncRequest, run_sync
+    from support.history import roots_under
     run_sync(SyncRequest(db_path=str(reference / "m.db"), roots=roots_under(base)))
     query = "SELECT turn_id, user_text, reply_text, tool_names FROM turns ORDER BY turn_id"
     interrupted = connect(base / "memory.db").execute(query).fetchall()

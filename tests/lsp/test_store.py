@@ -26,8 +26,9 @@ from pygls.exceptions import JsonRpcException
 from pimem.lsp import methods
 from pimem.store import LAYOUT
 from pimem.sync import SyncRequest, run_sync
+from support.history import copy_samples
 
-from .conftest import copy_samples, request, session
+from .conftest import request, session
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 READERS = 4   # PimemServer's reader pool
@@ -108,7 +109,7 @@ async def test_a_replaced_or_removed_store_is_reopened_by_every_reader(tmp_path:
 
 
 def _roots(base: Path) -> Any:
-    from tests.conftest import roots_under  # imported late, as in test_server.py
+    from support.history import roots_under
 
     return roots_under(base)
 

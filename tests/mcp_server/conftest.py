@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -13,13 +11,12 @@ from typing import Any
 
 import pytest
 
-from pimem.paths import SourceRoots
-from pimem.sync import SyncRequest, run_sync
+from support.env import env_for
+from support.history import copy_samples
+from support.sync import sync
 
 from .history import Planted, write_history
 
-REPO = Path(__file__).resolve().parents[2]
-SAMPLES = REPO / "samples" / "history"
 PIMEM = Path(sys.executable).with_name("pimem")   # the console script of this venv
 
 
@@ -29,21 +26,14 @@ class Memory:
     db: Path
     planted: Planted
 
-    @property
-    def roots(self) -> SourceRoots:
-        return SourceRoots(pi=(self.base / "pi" / "agent" / "sessions",), claude=(self.base / "claude" / "projects",),
-                           codex=(self.base / "codex" / "sessions", self.base / "codex" / "archived_sessions"))
-
     def env(self, **extra: str) -> dict[str, str]:
         """An environment in which every pimem command uses this memory (and nothing of the user's)."""
-        env = {key: value for key, value in os.environ.items() if not key.startswith("PIMEM_")}
-        env.update(CLAUDE_CONFIG_DIR=str(self.base / "claude"), CODEX_HOME=str(self.base / "codex"),
-                   PI_CODING_AGENT_DIR=str(self.base / "pi" / "agent"), MEMORY_DB_PATH=str(self.db))
+        env = {key: value for key, value in env_for(self.base, self.db).items() if not key.startswith("PIMEM_")}
         env.update(extra)
         return env
 
     def sync(self) -> None:
-        run_sync(SyncRequest(db_path=str(self.db), roots=self.roots, workers=1))
+        sync(self.base, self.db, workers=1)
 
     def cli_recall(self, *args: str) -> list[dict[str, Any]]:
         """``pimem recall --json`` rows, from the real command."""
@@ -54,8 +44,7 @@ class Memory:
 
 
 def make_memory(base_dir: Path) -> Memory:
-    base = base_dir / "history"
-    shutil.copytree(SAMPLES, base, ignore=shutil.ignore_patterns("MANIFEST.md"))
+    base = copy_samples(base_dir / "history")
     memory = Memory(base, base_dir / "store" / "memory.db", write_history(base))
     memory.sync()
     return memory

@@ -8,8 +8,7 @@ import re
 import pytest
 
 from pimem.agent_tools import TOOLS
-
-from .conftest import REPO
+from support.history import REPO
 
 DOC = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
 

@@ -17,10 +17,7 @@ from typing import Any
 
 import pytest
 
-try:
-    from helpers.pi_real import ensure_pi_installed, node_binary
-except ImportError:  # tests/ is a package or the repo root is on sys.path
-    from tests.helpers.pi_real import ensure_pi_installed, node_binary
+from support.pi_real import ensure_pi_installed, node_binary
 
 from .agents import (
     ToolExchange,

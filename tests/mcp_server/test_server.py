@@ -19,8 +19,9 @@ from mcp.shared.exceptions import MCPError
 from mcp import Client
 from pimem.agent_tools import TOOLS, recall_markdown
 from pimem.redact import redact_value
+from support.history import REPO
 
-from .conftest import PIMEM, REPO, Memory
+from .conftest import PIMEM, Memory
 from .history import ENTITY, PLANTED_SECRETS
 
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}

@@ -1,5 +1,5 @@
-"""Shared helpers of the reliability tests: good transcripts in a temp root, hostile copies with fresh
-session ids, a sync with a hang guard, store snapshots and the consistency checks."""
+"""Shared helpers of the reliability tests: hostile copies of good transcripts with fresh session ids,
+store snapshots, the store a sync of the good transcripts alone gives, and the consistency checks."""
 
 from __future__ import annotations
 
@@ -7,25 +7,20 @@ import functools
 import json
 import os
 import random
-import re
-import shutil
 import sqlite3
 import tempfile
-import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from conftest import LEGACY, SAMPLES, roots_under
 from pimem.models import Source, SyncStats
 from pimem.recall import make_query, recall, recall_scan
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
-
-REPO = Path(__file__).resolve().parents[2]
-EXPECTED = REPO / "tests" / "fixtures" / "expected"
+from support.history import SAMPLES, copy_samples, roots_under
+from support.ids import fresh_ids
+from support.sync import sync
 
 # Good transcripts hostile files are made from (all three mention "flamingo" in a prompt).
 TEMPLATES: dict[Source, Path] = {
@@ -41,26 +36,9 @@ HOSTILE_DIRS: dict[Source, str] = {
     "claude": "claude/projects/-tmp-hostile",
     "codex": "codex/sessions/2026/12/01",
 }
-SYNC_TIMEOUT = 180.0
 # Scratch space: tmpfs when there is one (creating and removing thousands of small files on a
 # virtual disk costs more than the tests themselves).
 SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def make_history(base: Path) -> Path:
-    """The sample history and the legacy fixtures under one base (the good transcripts)."""
-    shutil.copytree(SAMPLES, base, dirs_exist_ok=True, ignore=shutil.ignore_patterns("MANIFEST.md"))
-    shutil.copytree(LEGACY, base, dirs_exist_ok=True)
-    return base
-
-
-def fresh_ids(text: str, salt: int) -> str:
-    """Every UUID in ``text`` replaced by another one (deterministic per ``salt``), so a copy of a
-    transcript is a session of its own and cannot touch the good files' rows."""
-    mask = (salt << 64) | salt | 1
-    return _UUID.sub(lambda match: str(uuid.UUID(int=uuid.UUID(match.group(0)).int ^ mask)), text)
 
 
 def template_lines(source: Source, salt: int, template: Path | None = None) -> list[bytes]:
@@ -86,27 +64,6 @@ def write(path: Path, content: bytes | Iterable[bytes]) -> Path:
     return path
 
 
-def sync(base: Path, db: Path, *, timeout: float = SYNC_TIMEOUT, **kwargs: Any) -> SyncStats:
-    """``run_sync`` over the agent roots under ``base``, failing (not hanging) if it does not return."""
-    result: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            result["stats"] = run_sync(SyncRequest(db_path=str(db), roots=roots_under(base), **kwargs))
-        except BaseException as error:  # handed to the test below
-            result["error"] = error
-
-    thread = threading.Thread(target=work, daemon=True, name="reliability-sync")
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise AssertionError(f"run_sync did not return within {timeout:.0f} s")
-    if "error" in result:
-        raise result["error"]
-    stats: SyncStats = result["stats"]
-    return stats
-
-
 Snapshot = dict[str, tuple[tuple[Any, ...] | None, tuple[tuple[Any, ...], ...]]]
 
 
@@ -128,7 +85,7 @@ def snapshot(conn: sqlite3.Connection, base: Path) -> Snapshot:
 @functools.cache
 def _baseline() -> tuple[Snapshot, int]:
     with tempfile.TemporaryDirectory(prefix="pimem-baseline-", dir=SCRATCH) as tmp:
-        base = make_history(Path(tmp) / "history")
+        base = copy_samples(Path(tmp) / "history", legacy=True)
         stats = sync(base, Path(tmp) / "store" / "memory.db")
         assert not stats.issues, [issue.error for issue in stats.issues]
         conn = connect(Path(tmp) / "store" / "memory.db")

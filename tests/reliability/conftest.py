@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ._support import SCRATCH, make_history
+from support.history import copy_samples
+
+from ._support import SCRATCH
 
 
 @pytest.fixture
@@ -25,7 +27,7 @@ def work() -> Iterator[Path]:
 @pytest.fixture
 def base(work: Path) -> Path:
     """The good transcripts: samples/history and the legacy fixtures under one base."""
-    return make_history(work / "history")
+    return copy_samples(work / "history", legacy=True)
 
 
 @pytest.fixture

@@ -25,11 +25,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import LEGACY, SAMPLES, roots_under
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
+from support.history import LEGACY, SAMPLES, roots_under
+from support.ids import fresh_ids
 
-from ._support import SCRATCH, check_store, fresh_ids, snapshot
+from ._support import SCRATCH, check_store, snapshot
 
 FILES = sorted(
     [p for p in SAMPLES.rglob("rollout-*") if p.suffix in (".jsonl", ".json")]

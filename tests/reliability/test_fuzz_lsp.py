@@ -20,10 +20,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from lsp.conftest import copy_samples, history_env
 from pimem.lsp import methods
+from support.env import history_env
+from support.history import copy_samples
+from support.jsonrpc import ABSENT, LspProcess
 
-from ._jsonrpc import ABSENT, LspProcess
 from ._support import SCRATCH
 
 pytestmark = pytest.mark.e2e

@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import roots_under
 from pimem.recall import MAX_ENTITY_CHARS, make_query, recall, recall_scan
 from pimem.store import connect, transaction
 from pimem.sync import SyncRequest, run_sync
+from support.history import roots_under
 
 from ._support import SCRATCH
 

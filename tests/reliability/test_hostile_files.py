@@ -26,22 +26,22 @@ from typing import Any
 
 import pytest
 
-from conftest import env_for
 from pimem import jsonl
 from pimem.models import SOURCES, Source
 from pimem.store import connect
+from support.env import env_for
+from support.ids import fresh_ids
+from support.sync import sync
 
 from ._support import (
     assert_isolated,
     baseline_files,
-    fresh_ids,
     hostile_path,
     import_alone,
     issues_for,
     line_index,
     pi_session_lines,
     replace_line,
-    sync,
     template_lines,
     write,
 )

@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from lsp.conftest import copy_samples, history_env
 from pimem.lsp import methods
 from pimem.lsp.transport import MAX_MESSAGE_BYTES
+from support.env import history_env
+from support.history import copy_samples
+from support.jsonrpc import LspProcess
 
-from ._jsonrpc import LspProcess
 from ._support import SCRATCH
 
 pytestmark = pytest.mark.e2e

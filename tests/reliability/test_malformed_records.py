@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 
-from conftest import LEGACY
 from pimem.models import Source
+from support.history import LEGACY
+from support.ids import fresh_ids
+from support.sync import sync
 
-from ._support import TEMPLATES, assert_isolated, fresh_ids, sync, write
+from ._support import TEMPLATES, assert_isolated, write
 
 MISSING = object()
 VARIANTS: dict[str, Any] = {

@@ -19,7 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
-from conftest import env_for
+from support.env import env_for
 
 from ._support import baseline_files, hostile_path, pi_session_lines, template_lines, write
 from .test_hostile_files import GIANT_PREFIX, GIANT_SUFFIX, MIB, flamingo_line, giant_line

@@ -36,13 +36,12 @@ from urllib.parse import quote
 import psutil
 import pytest
 
-from conftest import EXPECTED, LEGACY, REPO, SAMPLES
-from lsp.conftest import history_env
 from pimem.lsp import methods
 from pimem.store import connect, set_meta, transaction
-
-from ._jsonrpc import LspProcess
-from ._support import make_history, sync
+from support.env import history_env
+from support.history import EXPECTED, LEGACY, REPO, SAMPLES, copy_samples
+from support.jsonrpc import LspProcess
+from support.sync import sync
 
 pytestmark = pytest.mark.e2e
 
@@ -86,13 +85,13 @@ if _LOG:
 '''
 
 
-# The fixture roots make_history copies (tests/fixtures/claude-interactive is not among them).
+# The fixture roots copy_samples(..., legacy=True) copies (tests/fixtures/claude-interactive is not among them).
 HISTORY_ROOTS = tuple(f"{root.relative_to(REPO).as_posix()}/" for root in (SAMPLES, LEGACY))
 
 
 def distinctive_texts() -> list[str]:
     """A distinctive piece of the first prompt of every imported transcript of the history
-    (make_history: samples/history and the legacy fixtures)."""
+    (copy_samples with legacy=True: samples/history and the legacy fixtures)."""
     texts = []
     for path in sorted(EXPECTED.glob("*/*.json")):
         case = json.loads(path.read_text(encoding="utf-8"))
@@ -123,7 +122,7 @@ OWNER_ONLY = {"store": 0o700, "memory.db": 0o600, "memory.db-wal": 0o600, "memor
 def test_store_wal_and_shm_are_owner_only_under_a_permissive_umask(work: Path) -> None:
     previous = os.umask(0)
     try:
-        base = make_history(work / "history")
+        base = copy_samples(work / "history", legacy=True)
         db = work / "store" / "memory.db"
         conn = connect(db)               # held open: SQLite keeps -wal and -shm while a connection is
         try:
@@ -218,8 +217,7 @@ def test_the_network_tripwire_and_the_poller_see_a_connection(tripwire: tuple[di
 @pytest.mark.parametrize("level", ["default", "INFO"])
 def test_a_full_session_logs_no_transcript_text_and_opens_no_socket(
         level: str, work: Path, tripwire: tuple[dict[str, str], Path]) -> None:
-    base = make_history(work / "history")
-    (base / "home").mkdir()
+    base = copy_samples(work / "history", legacy=True)
     outside = work / "outside"
     outside.mkdir()
     sessions = base / "pi" / "agent" / "sessions"

@@ -85,10 +85,6 @@ class Chunk:
         if self.first_bad_line is None:
             self.first_bad_line = line_number
 
-    @property
-    def empty(self) -> bool:
-        return not self.turns and not self.nodes
-
 
 @dataclass
 class SessionInfo:

