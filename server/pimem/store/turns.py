@@ -1,0 +1,87 @@
+"""The conversation rows: ``sessions`` and ``turns`` (the extension's tables), read and written.
+
+pimem never deletes a row of these tables, with one exception: the second copy an older pimem stored
+of a Pi v1 turn that Pi's own migration gave a new id (see importers/pi.py).
+``turns.user_message_id`` is always set (the extension's migration deletes rows without one).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+
+from pimem.store.batches import chunks, placeholders
+
+
+@dataclass
+class SessionRow:
+    session_id: str
+    source: str
+    cwd: str
+    started_at: int
+    model_id: str | None
+    jsonl_path: str
+
+
+def upsert_session(conn: sqlite3.Connection, row: SessionRow) -> None:
+    """Insert a session; on a known one, fill in what was missing (cwd, model) and nothing else."""
+    conn.execute(
+        """
+        INSERT INTO sessions (session_id, source, cwd, started_at, model_id, jsonl_path)
+        VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT(session_id) DO UPDATE SET
+          cwd = CASE WHEN sessions.cwd = '' THEN excluded.cwd ELSE sessions.cwd END,
+          model_id = COALESCE(sessions.model_id, excluded.model_id),
+          jsonl_path = CASE WHEN sessions.jsonl_path = '' THEN excluded.jsonl_path ELSE sessions.jsonl_path END
+        """,
+        (row.session_id, row.source, row.cwd, row.started_at, row.model_id, row.jsonl_path),
+    )
+
+
+@dataclass
+class StoredTurn:
+    turn_id: str
+    session_id: str
+    turn_index: int
+    ts: int
+    user_text: str
+    reply_text: str
+    tool_names: list[str]
+
+
+def get_turns(conn: sqlite3.Connection, turn_ids: list[str]) -> dict[str, StoredTurn]:
+    """The stored rows among ``turn_ids``."""
+    found: dict[str, StoredTurn] = {}
+    for batch in chunks(turn_ids):
+        for row in conn.execute(
+            "SELECT turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names FROM turns "
+            f"WHERE turn_id IN ({placeholders(len(batch))})", batch,
+        ):
+            found[row[0]] = StoredTurn(row[0], row[1], row[2], row[3], row[4], row[5], parse_tool_names(row[6]))
+    return found
+
+
+def parse_tool_names(value: object) -> list[str]:
+    """``turns.tool_names`` is a JSON array or NULL; tolerate anything else a writer may have left."""
+    if not isinstance(value, str) or not value:
+        return []
+    try:
+        names = json.loads(value)
+    except ValueError:
+        return []
+    return [name for name in names if isinstance(name, str)] if isinstance(names, list) else []
+
+
+def encode_tool_names(names: list[str]) -> str | None:
+    return json.dumps(names, ensure_ascii=False) if names else None
+
+
+def count_turns_by_source(conn: sqlite3.Connection) -> dict[str, int]:
+    counts = {"pi": 0, "claude": 0, "codex": 0}
+    for source, count in conn.execute(
+        "SELECT s.source, count(*) FROM turns t JOIN sessions s ON s.session_id = t.session_id GROUP BY s.source"
+    ):
+        if source in counts:
+            counts[source] = int(count)
+    return counts
