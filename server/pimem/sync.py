@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import functools
 import gc
 import hashlib
 import json
@@ -58,6 +57,22 @@ from pimem.store import (
     transaction,
     upsert_session,
 )
+from pimem.store.files import (
+    ConcurrentSync,
+    FileState,
+    ParsePoint,
+    Stamp,
+    claim_row,
+    clear_nodes,
+    forget_files,
+    load_stamps,
+    load_stamps_for,
+    load_state,
+    node_anchor,
+    put_nodes,
+    save_state,
+)
+from pimem.store.turns import TurnRow, delete_turns, turns_with_message_ids, upsert_turns
 from pimem.textutil import join_parts, merge_names, storable_path
 
 log = logging.getLogger("pimem.sync")
@@ -208,45 +223,6 @@ def _walk(directory: str, visited: set[tuple[int, int]], other_roots: set[tuple[
 # ---------------------------------------------------------------------------------------------
 # One file
 # ---------------------------------------------------------------------------------------------
-
-class ConcurrentSync(Exception):
-    """Another sync committed the same file meanwhile (two pimem processes at once)."""
-
-
-@dataclass
-class FileState:
-    file_id: int
-    size: int
-    mtime_ns: int
-    inode: int
-    parsed_bytes: int
-    parsed_lines: int
-    fingerprint: str
-    state_json: str | None
-    revision: int = 0
-
-    @functools.cached_property
-    def state(self) -> dict[str, Any]:
-        """The parser's saved state, decoded on first use: a no-change sync over 150k files never needs it."""
-        try:
-            value = json.loads(self.state_json or "{}")
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
-
-
-Stamp = tuple[str, int, int, int, int, int]
-"""A known file's row: (path, size, mtime_ns, inode, parsed_bytes, file_id): its stat when it was last parsed
-and how far. Plain rows, not objects: a no-change sync reads one per known file."""
-
-
-_STAMPS_SQL = "SELECT jsonl_path, size, mtime_ns, inode, parsed_bytes, file_id FROM pimem_files"
-
-
-def load_stamps(conn: sqlite3.Connection) -> dict[str, Stamp]:
-    """Every known file's :data:`Stamp`, by path."""
-    return {row[0]: row for row in conn.execute(_STAMPS_SQL)}
-
 
 def fingerprint(handle: IO[bytes], parsed_bytes: int) -> str:
     """Digest of the file's head and of the bytes just before ``parsed_bytes``, read from the open file:
@@ -657,44 +633,22 @@ class _FileImport:
 
     # -- reads during the parse ---------------------------------------------------------------
     def _lookup_node(self, entry_id: str) -> tuple[bool, str | None]:
-        row = self.conn.execute("SELECT anchor FROM pimem_pi_nodes WHERE file_id = ? AND entry_id = ?",
-                                (self.stored.file_id, entry_id)).fetchone()
-        return (False, None) if row is None else (True, row[0])
+        return node_anchor(self.conn, self.stored.file_id, entry_id)
 
     def _stored_turns(self, native_id: str, id_pattern: str) -> dict[int, tuple[str, str]]:
-        """This session's stored turns whose message id matches the GLOB ``id_pattern``, by turn index:
-        {turn_index: (user_message_id, user_text)} (see importers/pi.py: a v1 session Pi rewrote)."""
-        rows = self.conn.execute(
-            "SELECT turn_index, user_message_id, user_text FROM turns WHERE session_id = ? AND user_message_id GLOB ?",
-            (f"{self.file.source}:{native_id}", id_pattern))
-        return {int(turn_index): (str(message_id), str(text)) for turn_index, message_id, text in rows}
+        """This session's stored turns whose message id matches ``id_pattern`` (see importers/pi.py: a v1
+        session Pi rewrote)."""
+        return turns_with_message_ids(self.conn, f"{self.file.source}:{native_id}", id_pattern)
 
     # -- writes (inside the writer's transaction) ---------------------------------------------
     def _file_row(self, revision: int) -> int:
-        self.conn.execute(
-            "INSERT INTO pimem_files (jsonl_path, source, size, mtime_ns, inode, parsed_bytes, parsed_lines, "
-            "fingerprint, state) VALUES (?, ?, 0, 0, 0, 0, 0, '', '{}') ON CONFLICT(jsonl_path) DO NOTHING",
-            (self.file.key, self.file.source),
-        )
-        row = self.conn.execute("SELECT file_id, revision FROM pimem_files WHERE jsonl_path = ?",
-                                (self.file.key,)).fetchone()
-        if int(row[1]) != revision:
-            raise ConcurrentSync()  # another sync committed this file after we read its state
-        return int(row[0])
+        return claim_row(self.conn, self.file.key, self.file.source, revision)
 
     def _save_state(self, stored: _Stored, parsed_bytes: int, parsed_lines: int, state: dict[str, Any],
                     session_id: str | None, digest: str) -> None:
-        updated = self.conn.execute(
-            "UPDATE pimem_files SET source = ?, size = ?, mtime_ns = ?, inode = ?, parsed_bytes = ?, "
-            "parsed_lines = ?, fingerprint = ?, session_id = ?, state = ?, revision = revision + 1 "
-            "WHERE file_id = ? AND revision = ?",
-            (self.file.source, self.file.size, self.file.mtime_ns, self.file.inode, parsed_bytes, parsed_lines,
-             digest, session_id, json.dumps(state, ensure_ascii=False), stored.file_id, stored.revision),
-        ).rowcount
-        if updated != 1:
-            # Another sync (another process) committed this file since we read its state: our
-            # chunk would apply twice. Roll back and leave the file to that sync.
-            raise ConcurrentSync()
+        save_state(self.conn, stored.file_id, stored.revision, ParsePoint(
+            self.file.source, self.file.size, self.file.mtime_ns, self.file.inode, parsed_bytes, parsed_lines,
+            digest, session_id, state))
         stored.revision += 1
 
     def write(self, unit: _Unit, stored: _Stored) -> int:
@@ -706,17 +660,13 @@ class _FileImport:
         info = unit.info
         session_id = f"{self.file.source}:{info.native_id}" if info.native_id else None
         if unit.first:
-            # A fresh parse replaces what an earlier parse of this file remembered.
-            self.conn.execute("DELETE FROM pimem_pi_nodes WHERE file_id = ?", (stored.file_id,))
+            clear_nodes(self.conn, stored.file_id)
         turns = 0
         if session_id is not None and not info.excluded:
             self._write_session(session_id, info, unit.chunk)
             turns = self._write_turns(session_id, list(unit.chunk.turns.values()))
         if unit.chunk.nodes:
-            self.conn.executemany(
-                "INSERT OR REPLACE INTO pimem_pi_nodes (file_id, entry_id, anchor) VALUES (?, ?, ?)",
-                [(stored.file_id, entry_id, anchor) for entry_id, anchor in unit.chunk.nodes],
-            )
+            put_nodes(self.conn, stored.file_id, unit.chunk.nodes)
         self._save_state(stored, unit.parsed_bytes, unit.parsed_lines, unit.state, session_id, unit.digest)
         return turns
 
@@ -731,7 +681,7 @@ class _FileImport:
         """Upsert a chunk's turns and give them docs; returns how many rows changed."""
         ids = [f"{session_id}:{delta.user_message_id}" for delta in deltas]
         stored = get_turns(self.conn, ids)
-        rows: list[tuple[object, ...]] = []
+        rows: list[TurnRow] = []
         items: list[index.IndexItem] = []
         for turn_id, delta in zip(ids, deltas, strict=True):
             previous = stored.get(turn_id)
@@ -752,25 +702,13 @@ class _FileImport:
                 continue
             rows.append((turn_id, session_id, turn_index, ts, user_text, reply_text, encode_tool_names(tools),
                          delta.user_message_id))
-        self.conn.executemany(
-            """
-            INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, user_message_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(turn_id) DO UPDATE SET
-              turn_index = excluded.turn_index, ts = excluded.ts, user_text = excluded.user_text,
-              reply_text = excluded.reply_text, tool_names = excluded.tool_names,
-              user_message_id = excluded.user_message_id
-            """,
-            rows,
-        )
+        upsert_turns(self.conn, rows)
         index.put_many(self.conn, items, fts=self.writer.fts)
         # A turn that keeps an earlier id (a Pi v1 session Pi rewrote) replaces the copy an older pimem
         # stored under the new id; its doc is forgotten by the next full sync (index.reconcile).
-        replaced = [(f"{session_id}:{delta.replaces}",) for delta in deltas if delta.is_new and delta.replaces]
-        removed = 0
-        if replaced:
-            removed = self.conn.executemany("DELETE FROM turns WHERE turn_id = ?", replaced).rowcount
-        return len(rows) + max(removed, 0)
+        removed = delete_turns(self.conn, [f"{session_id}:{delta.replaces}" for delta in deltas
+                                           if delta.is_new and delta.replaces])
+        return len(rows) + removed
 
     def _record_failure(self, cause: str) -> None:
         """Remember a file that is not a transcript, so it is reported once, not parsed every sync."""
@@ -845,25 +783,8 @@ def _worker_import(files: list[SourceFile], force: bool) -> list[FileOutcome]:
     assert _worker_conn is not None
     # The saved state is read even when forced (force only decides not to resume from it): without the
     # file's revision, its first write would look like another sync's and the file would be skipped.
-    jobs = [(source_file, load_states_for(_worker_conn, source_file.key)) for source_file in files]
+    jobs = [(source_file, load_state(_worker_conn, source_file.key)) for source_file in files]
     return import_files(_worker_conn, jobs, force=force, cancel=_worker_cancel.is_set)
-
-
-def load_stamps_for(conn: sqlite3.Connection, paths: list[str]) -> dict[str, Stamp]:
-    """:func:`load_stamps` for a few files (a live update)."""
-    stamps = {}
-    for path in paths:
-        row = conn.execute(f"{_STAMPS_SQL} WHERE jsonl_path = ?", (path,)).fetchone()
-        if row is not None:
-            stamps[path] = row
-    return stamps
-
-
-def load_states_for(conn: sqlite3.Connection, path: str) -> FileState | None:
-    row = conn.execute(
-        "SELECT file_id, size, mtime_ns, inode, parsed_bytes, parsed_lines, fingerprint, state, revision "
-        "FROM pimem_files WHERE jsonl_path = ?", (path,)).fetchone()
-    return None if row is None else FileState(*row)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -905,7 +826,7 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
                 stamps = load_stamps_for(conn, [f.key for f in files])
             changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
         # Only changed files need their saved parse state (a no-change sync reads none).
-        todo = [(f, load_states_for(conn, f.key) if f.key in stamps else None) for f in changed]
+        todo = [(f, load_state(conn, f.key) if f.key in stamps else None) for f in changed]
         stats.skipped_files = len(files) - len(todo)
         # Newest first: what the user did last becomes searchable first.
         todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)
@@ -988,8 +909,7 @@ def _forget_vanished(conn: sqlite3.Connection, stamps: dict[str, Stamp], present
     if not gone:
         return
     with transaction(conn):
-        conn.executemany("DELETE FROM pimem_pi_nodes WHERE file_id = ?", [(file_id,) for file_id in gone])
-        conn.executemany("DELETE FROM pimem_files WHERE file_id = ?", [(file_id,) for file_id in gone])
+        forget_files(conn, gone)
 
 
 def _run_files(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]],
@@ -1067,7 +987,7 @@ def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | Non
         log.warning("sync worker processes failed; importing the remaining files in this process")
         conn = connect(request.db_path)
         try:
-            rest = [(f, load_states_for(conn, f.key)) for f, _ in todo if f.key not in finished_paths]
+            rest = [(f, load_state(conn, f.key)) for f, _ in todo if f.key not in finished_paths]
             done = len(finished_paths)
             outcomes.extend(import_files(conn, rest, force=request.force, cancel=cancel.is_set,
                                          parsed=lambda count: reporter.report(done + count)))

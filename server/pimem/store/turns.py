@@ -1,7 +1,7 @@
 """The conversation rows: ``sessions`` and ``turns`` (the extension's tables), read and written.
 
 pimem never deletes a row of these tables, with one exception: the second copy an older pimem stored
-of a Pi v1 turn that Pi's own migration gave a new id (see importers/pi.py).
+of a Pi v1 turn that Pi's own migration gave a new id (:func:`delete_turns`, see importers/pi.py).
 ``turns.user_message_id`` is always set (the extension's migration deletes rows without one).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pimem.store.batches import chunks, placeholders
@@ -50,6 +51,11 @@ class StoredTurn:
     tool_names: list[str]
 
 
+TurnRow = tuple[str, str, int, int, str, str, "str | None", str]
+"""A row to write: (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names as stored,
+user_message_id)."""
+
+
 def get_turns(conn: sqlite3.Connection, turn_ids: list[str]) -> dict[str, StoredTurn]:
     """The stored rows among ``turn_ids``."""
     found: dict[str, StoredTurn] = {}
@@ -60,6 +66,38 @@ def get_turns(conn: sqlite3.Connection, turn_ids: list[str]) -> dict[str, Stored
         ):
             found[row[0]] = StoredTurn(row[0], row[1], row[2], row[3], row[4], row[5], parse_tool_names(row[6]))
     return found
+
+
+def upsert_turns(conn: sqlite3.Connection, rows: Iterable[TurnRow]) -> None:
+    """Write whole turn rows: new ones are inserted, known ones (by ``turn_id``) replaced in place."""
+    conn.executemany(
+        """
+        INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, user_message_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT(turn_id) DO UPDATE SET
+          turn_index = excluded.turn_index, ts = excluded.ts, user_text = excluded.user_text,
+          reply_text = excluded.reply_text, tool_names = excluded.tool_names,
+          user_message_id = excluded.user_message_id
+        """,
+        rows,
+    )
+
+
+def delete_turns(conn: sqlite3.Connection, turn_ids: list[str]) -> int:
+    """Remove pimem's own duplicates of turns (see the module docstring); returns how many rows went."""
+    if not turn_ids:
+        return 0
+    removed = conn.executemany("DELETE FROM turns WHERE turn_id = ?", [(turn_id,) for turn_id in turn_ids]).rowcount
+    return max(removed, 0)
+
+
+def turns_with_message_ids(conn: sqlite3.Connection, session_id: str, id_pattern: str) -> dict[int, tuple[str, str]]:
+    """A session's stored turns whose message id matches the GLOB ``id_pattern``, by turn index:
+    {turn_index: (user_message_id, user_text)} (importers.base.StoredTurnLookup)."""
+    rows = conn.execute(
+        "SELECT turn_index, user_message_id, user_text FROM turns WHERE session_id = ? AND user_message_id GLOB ?",
+        (session_id, id_pattern))
+    return {int(turn_index): (str(message_id), str(text)) for turn_index, message_id, text in rows}
 
 
 def parse_tool_names(value: object) -> list[str]:
