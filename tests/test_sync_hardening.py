@@ -263,7 +263,7 @@ def test_live_update_of_a_path_replaced_by_a_fifo_is_an_issue_not_a_hang(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     base, db = tmp_path / "history", tmp_path / "memory.db"
     target = place(base, SAMPLE["pi"])
-    with swapped_after(monkeypatch, "_stat_paths", target):
+    with swapped_after(monkeypatch, "stat_paths", target):
         stats = run_guarded(lambda: run_sync(SyncRequest(db_path=str(db), roots=roots_under(base),
                                                          paths=[str(target)])), release=target)
     assert len(stats.issues) == 1 and "it is a FIFO, not a regular file" in stats.issues[0].error

@@ -29,20 +29,17 @@ import logging
 import multiprocessing
 import os
 import sqlite3
-import stat as stat_module
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 from pimem import index
-from pimem.importers import make_parser
+from pimem.discovery import SourceFile, discover, stat_paths
+from pimem.importers import TRANSCRIPT_FILES, make_parser
 from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser, TurnDelta, feed_line
-from pimem.importers.claude import is_claude_sidechain_path
-from pimem.importers.codex import CodexParser
-from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, loads, open_regular, open_transcript, read_window
+from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, is_compressed, open_transcript, read_window
 from pimem.models import SOURCES, Source, SyncIssue, SyncProgress, SyncStats, import_issue
 from pimem.paths import SourceRoots
 from pimem.store import (
@@ -73,38 +70,17 @@ from pimem.store.files import (
     save_state,
 )
 from pimem.store.turns import TurnRow, delete_turns, turns_with_message_ids, upsert_turns
-from pimem.textutil import join_parts, merge_names, storable_path
+from pimem.textutil import join_parts, merge_names
 
 log = logging.getLogger("pimem.sync")
 
 CHUNK_TURNS = 400
 CHUNK_BYTES = 8 * 1024 * 1024
 CHUNK_SECONDS = 0.25
-G0_MAX_BYTES = 64 * 1024 * 1024
 POOL_MIN_FILES = 4
 POOL_MIN_BYTES = 48 * 1024 * 1024
 
 ProgressCallback = Callable[[SyncProgress], None]
-
-
-# ---------------------------------------------------------------------------------------------
-# Discovery
-# ---------------------------------------------------------------------------------------------
-
-class SourceFile(NamedTuple):
-    """A transcript file found on disk, with its stat (a tuple: discovery makes 150k of them)."""
-
-    source: Source
-    path: str
-    size: int
-    mtime_ns: int
-    inode: int
-    key: str
-    """The path as stored (pimem_files, sessions, issues): see textutil.storable_path."""
-
-    @classmethod
-    def at(cls, source: Source, path: str, info: os.stat_result) -> SourceFile:
-        return cls(source, path, info.st_size, info.st_mtime_ns, info.st_ino, storable_path(path))
 
 
 @contextlib.contextmanager
@@ -118,106 +94,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _wanted(source: Source, root: str, dirpath: str, name: str) -> bool:
-    """Is this file under ``root`` a transcript pimem reads?"""
-    if source == "claude":
-        relative = os.path.relpath(dirpath, root)
-        if is_claude_sidechain_path(() if relative == "." else tuple(Path(relative).parts), name):
-            return False
-    return _wanted_name(source, dirpath, name)
-
-
-def _wanted_name(source: Source, dirpath: str, name: str) -> bool:
-    """:func:`_wanted` for a file found by :func:`_walk`, which never enters sub-agent directories
-    (the name alone decides, and discovery stays cheap over 150k files)."""
-    if source == "pi":
-        return name.endswith(".jsonl")
-    if source == "claude":
-        return name.endswith(".jsonl") and not is_claude_sidechain_path((), name)
-    if not name.startswith("rollout-"):
-        return False
-    if name.endswith(".jsonl") or name.endswith(".json"):
-        return True
-    if name.endswith(".jsonl.zst"):
-        # The plain file wins when both exist.
-        return not os.path.exists(os.path.join(dirpath, name[: -len(".zst")]))
-    return False
-
-
-def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) -> list[SourceFile]:
-    """All transcript files under the roots, with their stat. Unreadable parts become issues.
-
-    Symlinked directories are followed (as Pi's own listing does), but a directory is walked once per
-    agent, another root of the same agent is only walked as itself, and a file reached twice (by two
-    paths) is taken once, under the first path, so nothing is parsed twice."""
-    found: list[SourceFile] = []
-    for source in SOURCES:
-        if source not in sources:
-            continue
-        root_keys: set[tuple[int, int]] = set()
-        for root in roots.for_source(source):
-            with contextlib.suppress(OSError):
-                info = os.stat(root)
-                root_keys.add((info.st_dev, info.st_ino))
-        visited: set[tuple[int, int]] = set()
-        seen_files: set[tuple[int, int]] = set()
-        for root in roots.for_source(source):
-            root_str = str(root)
-            if not os.path.isdir(root_str):
-                continue  # a missing root is not an error
-            for dirpath, entry in _walk(root_str, visited, root_keys - _key_set(root_str), source, issues):
-                if not _wanted_name(source, dirpath, entry.name):
-                    continue
-                try:
-                    info = entry.stat()
-                except OSError as error:
-                    issues.append(import_issue(source, storable_path(entry.path),
-                                               f"cannot read the file ({error.strerror})"))
-                    continue
-                if stat_module.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) not in seen_files:
-                    seen_files.add((info.st_dev, info.st_ino))
-                    found.append(SourceFile.at(source, entry.path, info))
-    return found
-
-
-def _key_set(path: str) -> set[tuple[int, int]]:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return set()
-    return {(info.st_dev, info.st_ino)}
-
-
-def _walk(directory: str, visited: set[tuple[int, int]], other_roots: set[tuple[int, int]], source: Source,
-          issues: list[SyncIssue]) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    try:
-        info = os.stat(directory)
-    except OSError as error:
-        issues.append(import_issue(source, storable_path(directory), f"cannot read the directory ({error.strerror})"))
-        return
-    key = (info.st_dev, info.st_ino)
-    if key in visited or key in other_roots:
-        return  # a symlink loop, a directory reached twice, or another root (walked as itself)
-    visited.add(key)
-    try:
-        with os.scandir(directory) as entries:
-            children = list(entries)
-    except OSError as error:
-        issues.append(import_issue(source, storable_path(directory), f"cannot read the directory ({error.strerror})"))
-        return
-    for entry in children:
-        try:
-            is_dir = entry.is_dir()  # follows symlinks, like Pi's own listing
-        except OSError:
-            continue
-        if is_dir:
-            if source == "claude" and entry.name == "subagents":
-                continue
-            yield from _walk(entry.path, visited, other_roots, source, issues)
-        else:
-            yield directory, entry
 
 
 # ---------------------------------------------------------------------------------------------
@@ -535,11 +411,11 @@ class _FileImport:
 
     def _run(self) -> None:
         self.outcome.parsed = True
-        if self.file.path.endswith(".json"):
-            self._run_g0()
+        if TRANSCRIPT_FILES[self.file.source].is_document(self.file.path):
+            self._run_document()
             return
         with contextlib.closing(open_transcript(self.file.path)) as stream:
-            self._plain = None if self.file.path.endswith(".zst") else stream
+            self._plain = None if is_compressed(self.file.path) else stream
             resume = self._append_point()
             if resume is not None:
                 offset, lines, state = resume.parsed_bytes, resume.parsed_lines, resume.state
@@ -578,19 +454,13 @@ class _FileImport:
             self._commit(chunk, parser, reader.position, reader.lines_read, first, reader.position - committed_at,
                          final=reports)
 
-    def _run_g0(self) -> None:
-        if self.file.size > G0_MAX_BYTES:
-            raise NotThisFormat(f"a .json rollout larger than {G0_MAX_BYTES >> 20} MiB is not read")
-        with open_regular(self.file.path) as handle:
-            data = handle.read(G0_MAX_BYTES + 1)
-        try:
-            document = loads(data)
-        except (ValueError, RecursionError) as error:
-            raise NotThisFormat(f"not valid JSON ({error})") from None
-        parser = CodexParser(self.file.path, None)
+    def _run_document(self) -> None:
+        """A transcript that is one JSON document: read whole, committed as one unit."""
+        document, size = TRANSCRIPT_FILES[self.file.source].read_document(self.file.path, self.file.size)
+        parser = make_parser(self.file.source, self.file.path, None)
         chunk = Chunk()
-        parser.feed_g0(document, chunk)
-        self._commit(chunk, parser, len(data), 0, True, len(data))
+        parser.feed_document(document, chunk)
+        self._commit(chunk, parser, size, 0, True, size)
 
     def _commit(self, chunk: Chunk, parser: TranscriptParser, parsed_bytes: int, parsed_lines: int,
                 first: bool, size: int, *, final: list[SyncIssue] | None = None) -> None:
@@ -822,7 +692,7 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
                 files = discover(request.roots, request.sources, stats.issues)
                 _forget_vanished(conn, stamps, {f.key for f in files})
             else:  # a live update: only these files' stamps are read (cheap whatever the store's size)
-                files = _stat_paths(request, stats.issues)
+                files = stat_paths(request.paths or [], request.roots, request.sources, stats.issues)
                 stamps = load_stamps_for(conn, [f.key for f in files])
             changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
         # Only changed files need their saved parse state (a no-change sync reads none).
@@ -869,39 +739,6 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
     finally:
         if own_conn:
             conn.close()
-
-
-def _stat_paths(request: SyncRequest, issues: list[SyncIssue]) -> list[SourceFile]:
-    files = []
-    for path in request.paths or []:
-        source = source_of(path, request.roots)
-        if source is None or source not in request.sources:
-            continue
-        root = next((str(r) for r in request.roots.for_source(source) if _is_under(path, str(r))), None)
-        if root is None or not _wanted(source, root, os.path.dirname(path), os.path.basename(path)):
-            continue
-        try:
-            info = os.stat(path)
-        except FileNotFoundError:
-            continue
-        except OSError as error:
-            issues.append(import_issue(source, storable_path(path), f"cannot read the file ({error.strerror})"))
-            continue
-        if stat_module.S_ISREG(info.st_mode):
-            files.append(SourceFile.at(source, path, info))
-    return files
-
-
-def _is_under(path: str, root: str) -> bool:
-    root = root.rstrip(os.sep)
-    return path == root or path.startswith(root + os.sep)
-
-
-def source_of(path: str, roots: SourceRoots) -> Source | None:
-    for source, source_roots in roots.items():
-        if any(_is_under(path, str(root)) for root in source_roots):
-            return source
-    return None
 
 
 def _forget_vanished(conn: sqlite3.Connection, stamps: dict[str, Stamp], present: set[str]) -> None:
