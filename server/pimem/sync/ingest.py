@@ -1,55 +1,39 @@
-"""Incremental sync of the agents' transcripts into the store.
+"""Parse one file into units of work and commit them (the core of :mod:`pimem.sync`).
 
-* A file whose size, mtime and inode are unchanged is only stat'ed.
-* A file that grew (same inode, and the bytes before the last parse point unchanged, checked on two
-  small windows) is parsed from where the last sync stopped, with the parser state saved then.
-* Anything else (rewritten in place, truncated, replaced, compressed, or ``force``) is parsed again
-  from the start. Turn rows are never deleted: turns outlive their files (the one exception: the
-  copy an older pimem stored of a Pi v1 turn under the id Pi gave it when it rewrote the file).
-* Work is committed in short transactions at line boundaries, together with the file's parse
-  position, so a crash or a cancel leaves a consistent store and the next sync resumes. What a sync
-  reports (turns changed, files, issues) counts committed work only (see :class:`Writer`).
-* One broken file or root becomes an issue; every other file is imported. A broken line in the
-  middle of a file is skipped and reported once, naming its line and the agent version the file
-  records (an unfinished last line is not broken: it is left for the next sync).
-* Transcripts are opened without blocking and must be regular files (jsonl.open_regular): a FIFO,
-  socket or device that replaced a transcript after discovery is an issue ("it is a FIFO, not a
-  regular file"), never a hang. Discovery itself skips non-regular files silently.
-* With much to do, files are parsed by a pool of processes (both cores); SQLite serialises writes.
+A unit (:class:`_Unit`: a parsed chunk, its session info, the parser state and the parse position
+at a line boundary) is plain data; :class:`Writer` applies units in short transactions, each unit
+under a savepoint with its file's parse position, so any commit point is a consistent place to
+stop, crash or be cancelled. :class:`_FileImport` drives the parse of one file (whole or its
+appended part) and writes its units' rows through ``pimem.store``.
+
+Over ~400 lines for a reason: the writer's failure handling (which file a failed transaction
+names, which units are retried) and the file import's stop/resume decisions are one protocol;
+split, each half would have to be read with the other open.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import gc
 import hashlib
-import json
 import logging
-import multiprocessing
-import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from pimem import index
-from pimem.discovery import SourceFile, discover, stat_paths
+from pimem.discovery import SourceFile
 from pimem.importers import TRANSCRIPT_FILES, make_parser
 from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser, TurnDelta, feed_line
 from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, is_compressed, open_transcript, read_window
-from pimem.models import SOURCES, Source, SyncIssue, SyncProgress, SyncStats, import_issue
-from pimem.paths import SourceRoots
+from pimem.models import Source, SyncIssue, import_issue
 from pimem.store import (
     SessionRow,
     StoreError,
-    connect,
     encode_tool_names,
     get_turns,
     is_store_failure,
-    set_meta,
     store_failure,
     transaction,
     upsert_session,
@@ -58,13 +42,8 @@ from pimem.store.files import (
     ConcurrentSync,
     FileState,
     ParsePoint,
-    Stamp,
     claim_row,
     clear_nodes,
-    forget_files,
-    load_stamps,
-    load_stamps_for,
-    load_state,
     node_anchor,
     put_nodes,
     save_state,
@@ -77,28 +56,7 @@ log = logging.getLogger("pimem.sync")
 CHUNK_TURNS = 400
 CHUNK_BYTES = 8 * 1024 * 1024
 CHUNK_SECONDS = 0.25
-POOL_MIN_FILES = 4
-POOL_MIN_BYTES = 48 * 1024 * 1024
 
-ProgressCallback = Callable[[SyncProgress], None]
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Discovery and comparison make a few hundred thousand small acyclic tuples; the cyclic collector
-    would walk them again and again for nothing (~10 % of a no-change sync over 150k files)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-# ---------------------------------------------------------------------------------------------
-# One file
-# ---------------------------------------------------------------------------------------------
 
 def fingerprint(handle: IO[bytes], parsed_bytes: int) -> str:
     """Digest of the file's head and of the bytes just before ``parsed_bytes``, read from the open file:
@@ -633,226 +591,3 @@ def import_file(conn: sqlite3.Connection, source_file: SourceFile, prior: FileSt
     """Import one transcript (the isolation boundary: problems become ``outcome.issues``)."""
     return import_files(conn, [(source_file, prior)], force=force, cancel=cancel)[0]
 
-
-# ---------------------------------------------------------------------------------------------
-# Worker processes
-# ---------------------------------------------------------------------------------------------
-
-_worker_conn: sqlite3.Connection | None = None
-_worker_cancel: Any = None
-
-
-def _worker_init(db_path: str, cancel_event: Any) -> None:
-    global _worker_conn, _worker_cancel
-    logging.getLogger().setLevel(logging.WARNING)
-    _worker_conn = connect(db_path)
-    _worker_cancel = cancel_event
-
-
-def _worker_import(files: list[SourceFile], force: bool) -> list[FileOutcome]:
-    assert _worker_conn is not None
-    # The saved state is read even when forced (force only decides not to resume from it): without the
-    # file's revision, its first write would look like another sync's and the file would be skipped.
-    jobs = [(source_file, load_state(_worker_conn, source_file.key)) for source_file in files]
-    return import_files(_worker_conn, jobs, force=force, cancel=_worker_cancel.is_set)
-
-
-# ---------------------------------------------------------------------------------------------
-# Whole sync
-# ---------------------------------------------------------------------------------------------
-
-@dataclass
-class SyncRequest:
-    db_path: str
-    roots: SourceRoots
-    sources: set[Source] = field(default_factory=lambda: set(SOURCES))
-    force: bool = False
-    paths: list[str] | None = None          # only these files (live updates); None = everything
-    workers: int | None = None              # None: automatic; 1: no worker processes
-
-
-def _unchanged(stamp: Stamp | None, current: SourceFile) -> bool:
-    """Same size, mtime and inode, and parsed to the end (an interrupted parse is not finished)."""
-    return (stamp is not None and stamp[1] == current.size and stamp[2] == current.mtime_ns
-            and stamp[3] == current.inode and stamp[4] >= current.size)
-
-
-def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
-             cancel: threading.Event | None = None, conn: sqlite3.Connection | None = None) -> SyncStats:
-    """Synchronise the store with the transcript files. Safe to run again at any time."""
-    started = time.monotonic()
-    stats = SyncStats()
-    own_conn = conn is None
-    conn = conn or connect(request.db_path)
-    cancel = cancel or threading.Event()
-    try:
-        with _collector_paused():
-            if request.paths is None:
-                stamps = load_stamps(conn)
-                files = discover(request.roots, request.sources, stats.issues)
-                _forget_vanished(conn, stamps, {f.key for f in files})
-            else:  # a live update: only these files' stamps are read (cheap whatever the store's size)
-                files = stat_paths(request.paths or [], request.roots, request.sources, stats.issues)
-                stamps = load_stamps_for(conn, [f.key for f in files])
-            changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
-        # Only changed files need their saved parse state (a no-change sync reads none).
-        todo = [(f, load_state(conn, f.key) if f.key in stamps else None) for f in changed]
-        stats.skipped_files = len(files) - len(todo)
-        # Newest first: what the user did last becomes searchable first.
-        todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)
-        reporter = _ProgressReporter(progress, len(todo))
-        reporter.report(0)
-        outcomes = _run_files(conn, request, todo, reporter, cancel)
-        for outcome in outcomes:
-            if outcome.parsed:
-                stats.scanned_files += 1
-            if outcome.turns_changed:
-                stats.turns += outcome.turns_changed
-                stats.count_file(outcome.source)
-                stats.changed_sources.add(outcome.source)
-            stats.issues.extend(outcome.issues)
-            if outcome.cancelled:
-                stats.cancelled = True
-        if cancel.is_set():
-            stats.cancelled = True
-        if not stats.cancelled:
-            # Rows the Pi extension inserted get their docs: all drift on a full sync, the rows since
-            # the last one on a live update (which must stay fast on a large store).
-            with transaction(conn):
-                added = index.reconcile(conn) if request.paths is None else index.catch_up(conn)
-            if added:
-                log.info("%d turns written by another program join the index", added)
-        stats.stored_ms = int((time.monotonic() - started) * 1000)
-        # Every stored turn is already found by recall (pending docs are scanned); now index them.
-        index.build_pending(conn, cancel=cancel.is_set, progress=reporter.report_index)
-        if cancel.is_set():
-            stats.cancelled = True
-        stats.duration_ms = int((time.monotonic() - started) * 1000)
-        with transaction(conn):
-            set_meta(conn, "last_sync", json.dumps({
-                "finishedAt": int(time.time() * 1000), "turns": stats.turns, "issues": len(stats.issues),
-                "cancelled": stats.cancelled, "force": request.force,
-            }))
-        log.info("sync: %d turns changed, %d files parsed, %d unchanged, %d issues, %d ms",
-                 stats.turns, stats.scanned_files, stats.skipped_files, len(stats.issues), stats.duration_ms)
-        return stats
-    finally:
-        if own_conn:
-            conn.close()
-
-
-def _forget_vanished(conn: sqlite3.Connection, stamps: dict[str, Stamp], present: set[str]) -> None:
-    gone = [stamp[5] for path, stamp in stamps.items() if path not in present and not os.path.exists(path)]
-    if not gone:
-        return
-    with transaction(conn):
-        forget_files(conn, gone)
-
-
-def _run_files(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]],
-               reporter: _ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
-    workers = request.workers if request.workers is not None else min(4, os.cpu_count() or 1)
-    big = sum(f.size - (p.parsed_bytes if p else 0) for f, p in todo)
-    if workers > 1 and len(todo) >= POOL_MIN_FILES and big >= POOL_MIN_BYTES:
-        return _run_pool(request, todo, workers, reporter, cancel)
-    return import_files(conn, todo, force=request.force, cancel=cancel.is_set, parsed=reporter.report)
-
-
-def _batches(todo: list[tuple[SourceFile, FileState | None]]) -> Iterator[list[SourceFile]]:
-    """Files grouped for a worker: small files together (they commit together), big ones alone."""
-    batch: list[SourceFile] = []
-    size = 0
-    for source_file, _prior in todo:
-        batch.append(source_file)
-        size += source_file.size
-        if len(batch) >= 32 or size >= CHUNK_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-def _run_pool(request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]], workers: int,
-              reporter: _ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
-    """Import files in worker processes. If the pool cannot work (it failed to start, a worker
-    died), the files it did not finish are imported in this process instead."""
-    context = multiprocessing.get_context("spawn")
-    cancel_event = context.Event()
-    outcomes: list[FileOutcome] = []
-    finished_paths: set[str] = set()
-    broken = False
-    with concurrent.futures.ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_worker_init,
-        initargs=(request.db_path, cancel_event),
-    ) as pool:
-        # A bounded window of submitted batches: waiting stays cheap and a cancel stops quickly.
-        queue = _batches(todo)
-        pending: dict[concurrent.futures.Future[list[FileOutcome]], list[SourceFile]] = {}
-        while True:
-            while not broken and not cancel.is_set() and len(pending) < 2 * workers:
-                batch = next(queue, None)
-                if batch is None:
-                    break
-                pending[pool.submit(_worker_import, batch, request.force)] = batch
-            if not pending:
-                break
-            # (Indexing here while the workers parse was tried: on two cores it made both slower.)
-            finished, _ = concurrent.futures.wait(pending, timeout=0.2,
-                                                  return_when=concurrent.futures.FIRST_COMPLETED)
-            for future in finished:
-                pending.pop(future)
-                try:
-                    batch_outcomes = future.result()
-                except concurrent.futures.CancelledError:
-                    continue
-                except concurrent.futures.process.BrokenProcessPool:
-                    broken = True
-                    continue
-                except StoreError:  # the store cannot be used: stop every worker, then say so
-                    cancel_event.set()
-                    for other in pending:
-                        other.cancel()
-                    raise
-                outcomes.extend(batch_outcomes)
-                finished_paths.update(outcome.path for outcome in batch_outcomes if not outcome.cancelled)
-                reporter.report(len(finished_paths))
-            if cancel.is_set() or broken:
-                cancel_event.set()
-                for future in pending:
-                    future.cancel()
-    if broken and not cancel.is_set():
-        log.warning("sync worker processes failed; importing the remaining files in this process")
-        conn = connect(request.db_path)
-        try:
-            rest = [(f, load_state(conn, f.key)) for f, _ in todo if f.key not in finished_paths]
-            done = len(finished_paths)
-            outcomes.extend(import_files(conn, rest, force=request.force, cancel=cancel.is_set,
-                                         parsed=lambda count: reporter.report(done + count)))
-        finally:
-            conn.close()
-    return outcomes
-
-
-class _ProgressReporter:
-    """Calls the progress callback at most ~8 times a second, plus at the start and end of a phase."""
-
-    def __init__(self, callback: ProgressCallback | None, total: int) -> None:
-        self.callback = callback
-        self.total = total
-        self.files = 0
-        self.last = 0.0
-
-    def _emit(self, progress: SyncProgress, force: bool) -> None:
-        if self.callback is None:
-            return
-        now = time.monotonic()
-        if force or now - self.last >= 0.125:
-            self.last = now
-            self.callback(progress)
-
-    def report(self, done: int) -> None:
-        self.files = min(done, self.total)
-        self._emit(SyncProgress(self.files, self.total), self.files in (0, self.total))
-
-    def report_index(self, done: int, total: int) -> None:
-        self._emit(SyncProgress(self.files, self.total, done, total), done in (0, total))
