@@ -4,6 +4,7 @@ which the sync and the Codex → Pi migration share."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -82,3 +83,31 @@ def test_a_g0_rollout_over_the_bound_is_one_issue_for_the_sync_and_for_the_migra
                                                       "PI_CODING_AGENT_DIR": str(tmp_path / "pi" / "agent")})
     assert [issue.jsonl_path for issue in report.issues] == [str(rollout)]
     assert "a .json rollout larger than 64 MiB is not read" in report.issues[0].error
+
+
+def test_sync_and_migration_read_documents_through_the_importers_bound(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is Codex's declaration, not a copy in sync or migrate: lowered there, a real G0
+    rollout is refused by both; raised to its size, both read it."""
+    legacy = Path(__file__).parent / "fixtures/legacy/codex/sessions"
+    [g0] = legacy.glob("rollout-*.json")
+    rollout = tmp_path / CODEX / g0.name
+    rollout.parent.mkdir(parents=True)
+    rollout.write_bytes(g0.read_bytes())
+    size = rollout.stat().st_size
+    env = {"CODEX_HOME": str(tmp_path / "codex"), "PI_CODING_AGENT_DIR": str(tmp_path / "pi" / "agent")}
+
+    def read_by_sync_and_migration() -> tuple[list[str], list[str], int]:
+        stats = run_sync(SyncRequest(db_path=str(tmp_path / "memory.db"), roots=roots_under(tmp_path),
+                                     force=True, workers=1))
+        cwd = json.loads(g0.read_text(encoding="utf-8"))["session"].get("cwd") or "/tmp/demo"
+        report = migrate_codex_sessions(cwd, env=env, dry_run=True)
+        return [i.error for i in stats.issues], [i.error for i in report.issues], stats.turns
+
+    monkeypatch.setattr(TRANSCRIPT_FILES["codex"], "document_max_bytes", size - 1)
+    sync_errors, migrate_errors, _turns = read_by_sync_and_migration()
+    assert len(sync_errors) == 1 and "is not read" in sync_errors[0]
+    assert len(migrate_errors) == 1 and "is not read" in migrate_errors[0]
+    monkeypatch.setattr(TRANSCRIPT_FILES["codex"], "document_max_bytes", size)
+    sync_errors, migrate_errors, turns = read_by_sync_and_migration()
+    assert (sync_errors, migrate_errors) == ([], []) and turns > 0
