@@ -41,8 +41,8 @@ from pimem.discovery import SourceFile, discover, stat_paths
 from pimem.models import SOURCES, Source, SyncStats
 from pimem.paths import SourceRoots
 from pimem.store import connect, set_meta, transaction
-from pimem.store.files import FileState, Stamp, forget_files, load_stamps, load_stamps_for, load_state
-from pimem.sync.ingest import FileOutcome, import_file, import_files
+from pimem.store.files import FileState, Stamp, forget_files, load_stamps, load_stamps_for
+from pimem.sync.ingest import FileOutcome, import_file, import_files, with_saved_states
 from pimem.sync.pool import run_pool
 from pimem.sync.progress import ProgressCallback, ProgressReporter
 
@@ -102,7 +102,7 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
                 stamps = load_stamps_for(conn, [f.key for f in files])
             changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
         # Only changed files need their saved parse state (a no-change sync reads none).
-        todo = [(f, load_state(conn, f.key) if f.key in stamps else None) for f in changed]
+        todo = with_saved_states(conn, changed, stamps)
         stats.skipped_files = len(files) - len(todo)
         # Newest first: what the user did last becomes searchable first.
         todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)

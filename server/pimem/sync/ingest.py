@@ -18,7 +18,7 @@ import hashlib
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
@@ -44,6 +44,7 @@ from pimem.store.files import (
     ParsePoint,
     claim_row,
     clear_nodes,
+    load_state,
     node_anchor,
     put_nodes,
     save_state,
@@ -559,6 +560,13 @@ class _FileImport:
             self.store_failed(error)
             return
         self.stored = stored
+
+
+def with_saved_states(conn: sqlite3.Connection, files: list[SourceFile],
+                      known: Container[str] | None = None) -> list[tuple[SourceFile, FileState | None]]:
+    """Each file with its saved parse state, the one way an import's jobs are made. ``known``: the only
+    paths that may have one (the stamps read already), so that a new file costs no query."""
+    return [(f, load_state(conn, f.key) if known is None or f.key in known else None) for f in files]
 
 
 def import_files(conn: sqlite3.Connection, jobs: list[tuple[SourceFile, FileState | None]], *, force: bool = False,

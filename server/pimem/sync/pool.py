@@ -13,8 +13,8 @@ from typing import Any
 
 from pimem.discovery import SourceFile
 from pimem.store import StoreError, connect
-from pimem.store.files import FileState, load_state
-from pimem.sync.ingest import CHUNK_BYTES, FileOutcome, import_files
+from pimem.store.files import FileState
+from pimem.sync.ingest import CHUNK_BYTES, FileOutcome, import_files, with_saved_states
 from pimem.sync.progress import ProgressReporter
 
 log = logging.getLogger("pimem.sync")
@@ -34,7 +34,7 @@ def _worker_import(files: list[SourceFile], force: bool) -> list[FileOutcome]:
     assert _worker_conn is not None
     # The saved state is read even when forced (force only decides not to resume from it): without the
     # file's revision, its first write would look like another sync's and the file would be skipped.
-    jobs = [(source_file, load_state(_worker_conn, source_file.key)) for source_file in files]
+    jobs = with_saved_states(_worker_conn, files)
     return import_files(_worker_conn, jobs, force=force, cancel=_worker_cancel.is_set)
 
 def batches(todo: list[tuple[SourceFile, FileState | None]]) -> Iterator[list[SourceFile]]:
@@ -103,7 +103,7 @@ def run_pool(db_path: str, force: bool, todo: list[tuple[SourceFile, FileState |
         log.warning("sync worker processes failed; importing the remaining files in this process")
         conn = connect(db_path)
         try:
-            rest = [(f, load_state(conn, f.key)) for f, _ in todo if f.key not in finished_paths]
+            rest = with_saved_states(conn, [f for f, _ in todo if f.key not in finished_paths])
             done = len(finished_paths)
             outcomes.extend(import_files(conn, rest, force=force, cancel=cancel.is_set,
                                          parsed=lambda count: reporter.report(done + count)))
