@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pimem.discovery import discover
 from pimem.importers.base import Chunk, NotThisFormat, feed_line
-from pimem.importers.codex import CodexMessage, CodexParser
-from pimem.jsonl import LineReader, UnsupportedFile, loads, open_regular, open_transcript
+from pimem.importers.codex import FILES as CODEX_FILES
+from pimem.importers.codex import CodexMessage, CodexMessageLog
+from pimem.jsonl import LineReader, UnsupportedFile, open_transcript
 from pimem.models import SyncIssue
 from pimem.paths import make_private_dirs, pi_agent_dir, source_roots
-from pimem.sync import G0_MAX_BYTES, discover
 
 try:  # what python-zstandard raises for a .zst that is not zstd (a plain Exception subclass)
     from zstandard import ZstdError as _ZstdError
@@ -138,28 +139,20 @@ class CodexSession:
 
 def read_codex_session(path: str) -> CodexSession:
     """Parse one rollout into its accepted messages (raises NotThisFormat / OSError / UnsupportedFile)."""
-    parser = CodexParser(path, None)
-    parser.messages = []
+    log = CodexMessageLog(path)
     chunk = Chunk()
-    if path.endswith(".json"):
-        with open_regular(path) as handle:   # never blocks on a FIFO swapped in (issue 10 item 17)
-            data = handle.read(G0_MAX_BYTES + 1)
-        if len(data) > G0_MAX_BYTES:
-            raise NotThisFormat("a .json rollout larger than 64 MiB is not read")
-        try:
-            document = loads(data)
-        except (ValueError, RecursionError) as error:
-            raise NotThisFormat(f"not valid JSON ({error})") from None
-        parser.feed_g0(document, chunk)
+    if CODEX_FILES.is_document(path):
+        document, _size = CODEX_FILES.read_document(path)
+        log.feed_document(document, chunk)
     else:
         with contextlib.closing(open_transcript(path)) as stream:
             for line in LineReader(stream):
-                feed_line(parser, line, chunk)
+                feed_line(log, line, chunk)
                 chunk.turns.clear()  # the message log is all we keep: memory stays bounded
-    info = parser.session()
+    info = log.session()
     if info.native_id is None:
         raise NotThisFormat("no session_meta with an id")
-    return CodexSession(info.native_id, path, info.cwd, info.started_at or 0, info.excluded, parser.messages)
+    return CodexSession(info.native_id, path, info.cwd, info.started_at or 0, info.excluded, log.messages)
 
 
 def pi_messages(messages: list[CodexMessage]) -> list[CodexMessage]:
