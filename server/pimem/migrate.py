@@ -33,7 +33,7 @@ from pimem.importers.base import Chunk, NotThisFormat, feed_line
 from pimem.importers.codex import CodexMessage, CodexParser
 from pimem.jsonl import LineReader, UnsupportedFile, loads, open_regular, open_transcript
 from pimem.models import SyncIssue
-from pimem.paths import make_private_dirs, pi_agent_dir, source_roots
+from pimem.paths import make_private_dirs, normalize_folder, pi_agent_dir, same_folder, source_roots
 from pimem.sync import G0_MAX_BYTES, discover
 
 try:  # what python-zstandard raises for a .zst that is not zstd (a plain Exception subclass)
@@ -91,19 +91,6 @@ class MigrationReport:
                         for s in self.skipped],
             "issues": [{"jsonlPath": i.jsonl_path, "error": i.error} for i in self.issues],
         }
-
-
-def normalize_folder(path: str) -> str:
-    """Absolute, ``..`` resolved, no trailing separator; symlinks kept (Pi does not resolve them)."""
-    normalized = os.path.normpath(os.path.abspath(os.path.expanduser(path)))
-    return normalized.rstrip("/\\") or normalized[:1]
-
-
-def same_folder(a: str, b: str) -> bool:
-    if not a or not b:
-        return False
-    a, b = normalize_folder(a), normalize_folder(b)
-    return a.casefold() == b.casefold() if os.name == "nt" else a == b
 
 
 def encode_cwd(cwd: str) -> str:

@@ -37,6 +37,7 @@ from datetime import datetime
 
 from pimem import index
 from pimem.models import SOURCES, Source, is_source
+from pimem.paths import in_folder, normalize_folder
 from pimem.store import parse_tool_names
 
 MAX_ENTITIES = 8
@@ -115,22 +116,6 @@ def check_turn_id(turn_id: object) -> str:
     if len(turn_id) > MAX_TURN_ID_CHARS:
         raise RecallError("turnId", f"turnId is longer than {MAX_TURN_ID_CHARS} characters ({len(turn_id)})")
     return turn_id
-
-
-def normalize_folder(path: str) -> str:
-    """Absolute, ``..`` resolved, no trailing separator (symlinks are not resolved: agents record
-    the path as typed)."""
-    normalized = os.path.normpath(os.path.abspath(os.path.expanduser(path)))
-    return normalized.rstrip(os.sep) or os.sep
-
-
-def in_folder(cwd: str, folder: str) -> bool:
-    if not cwd:
-        return False
-    cwd = os.path.normpath(cwd)
-    if folder == os.sep:
-        return cwd.startswith(os.sep)
-    return cwd == folder or cwd.startswith(folder + os.sep)
 
 
 @dataclass

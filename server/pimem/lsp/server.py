@@ -42,9 +42,9 @@ from pimem.lsp.params import (
     uri_to_path,
 )
 from pimem.lsp.runtime import CLIENT_ERRORS, REQUEST_FAILED, PimemProtocol, configure_logging, run_stdio
-from pimem.migrate import MigrationError, migrate_codex_sessions, normalize_folder, same_folder
+from pimem.migrate import MigrationError, migrate_codex_sessions
 from pimem.models import SyncProgress, SyncStats
-from pimem.paths import default_db_path, source_roots
+from pimem.paths import default_db_path, normalize_folder, same_folder, source_roots
 from pimem.recall import format_markdown, get_turn, make_query, recall
 from pimem.status import store_status
 from pimem.store import StoreError, connect, connection_is_stale, store_failure
