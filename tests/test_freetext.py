@@ -1,4 +1,4 @@
-"""Free text -> terms (pimem/freetext.py, pimem/termstats.py): what a question, a hovered line or a pasted
+"""Free text -> terms (pimem/recall/freetext.py, pimem/recall/termstats.py): what a question, a hovered line or a pasted
 error searches, and that the rarest terms of this store are chosen, not the first words."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pimem import freetext, index, termstats
-from pimem.freetext import candidates, choose_terms, recall_text, stem
-from pimem.recall import RecallError
+from pimem import index
+from pimem.recall import RecallError, freetext, termstats
+from pimem.recall.freetext import candidates, choose_terms, recall_text, stem
 from pimem.store import SessionRow, connect, transaction, upsert_session
 
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from conftest import CLAUDE_INTERACTIVE, LEGACY, SAMPLES, roots_under
 from pimem import index
-from pimem.recall import ORPHAN_ROWS_SQL, PENDING_ROWS_SQL, make_query, recall, recall_scan
+from pimem.recall import make_query, recall, recall_scan
+from pimem.recall.indexed import ORPHAN_ROWS_SQL, PENDING_ROWS_SQL
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
 

@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 
 from conftest import env_for
-from pimem import search
-from pimem.freetext import MAX_TERM_CHARS, parse_text
 from pimem.recall import (
     MAX_ENTITIES,
     MAX_ENTITY_CHARS,
@@ -28,13 +26,15 @@ from pimem.recall import (
     TOOL_NAME_CUT_CHARS,
     TOOL_NAMES_CUT,
     RecallError,
+    candidates,
     check_turn_id,
-    format_markdown,
     get_turn,
     make_query,
     recall,
     recall_scan,
 )
+from pimem.recall.format import format_markdown
+from pimem.recall.freetext import MAX_TERM_CHARS, parse_text
 from pimem.store import SessionRow, connect, encode_tool_names, transaction, upsert_session
 
 CLAUDE_ID = "1ed4dd9a-5989-4487-9ac3-d2b870816ee8"
@@ -98,7 +98,7 @@ def test_a_long_entity_asks_the_index_about_a_bounded_number_of_trigrams(db_path
     conn.set_trace_callback(lambda sql: counts.append(sql) if "count(*)" in sql and "MATCH" in sql else None)
     entity = "".join(chr(0x4E00 + i) for i in range(MAX_ENTITY_CHARS))  # 998 distinct trigrams
     assert recall(conn, make_query([entity])) == []
-    assert 0 < len(counts) <= 2 * search._TRIGRAMS_COUNTED
+    assert 0 < len(counts) <= 2 * candidates._TRIGRAMS_COUNTED
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,9 +43,8 @@ import history  # noqa: E402
 from conversations import KINDS, PLANTED  # noqa: E402
 
 from lsp_client import LspClient  # noqa: E402
-from pimem import freetext  # noqa: E402
 from pimem.paths import source_roots  # noqa: E402
-from pimem.recall import make_query, recall  # noqa: E402
+from pimem.recall import freetext, make_query, recall  # noqa: E402
 from pimem.store import connect  # noqa: E402
 from pimem.sync import SyncRequest, run_sync  # noqa: E402
 

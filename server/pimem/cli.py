@@ -35,12 +35,11 @@ from pimem.recall import (
     TEXT_CUT_CHARS,
     RecallError,
     check_turn_id,
-    format_text,
-    format_turn_text,
     get_turn,
     make_query,
     recall,
 )
+from pimem.recall.format import format_text, format_turn_text
 from pimem.store import StoreError, connect, store_failure, upgrade_notice
 from pimem.terminal import VisibleFormatter, json_text, visible
 
@@ -243,7 +242,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _recall_text(args: argparse.Namespace) -> int:
     """``--text``: JSON is ``{entities, terms, results}`` (the ``pimem/recall {text}`` result without its
     Markdown); the readable form starts with the terms searched."""
-    from pimem.freetext import parse_text, recall_candidates
+    from pimem.recall.freetext import parse_text, recall_candidates
 
     try:
         found = parse_text(args.text)

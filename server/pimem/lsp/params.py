@@ -13,9 +13,9 @@ from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from pimem.agent_tools import RECALL_MEMORY, ToolCall, ToolInputError, decode_call
-from pimem.freetext import Candidate, parse_text
 from pimem.models import SOURCES, Source, is_source
 from pimem.recall import MAX_ENTITIES, MAX_PATH_CHARS, RecallError, RecallQuery, check_turn_id, make_query
+from pimem.recall.freetext import Candidate, parse_text
 
 
 class ParamsError(ValueError):

@@ -27,7 +27,6 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
 from pimem import __version__
-from pimem.freetext import candidates, recall_candidates
 from pimem.lsp import methods
 from pimem.lsp.params import (
     ParamsError,
@@ -45,7 +44,9 @@ from pimem.lsp.runtime import CLIENT_ERRORS, REQUEST_FAILED, PimemProtocol, conf
 from pimem.migrate import MigrationError, migrate_codex_sessions
 from pimem.models import SyncProgress, SyncStats
 from pimem.paths import default_db_path, normalize_folder, same_folder, source_roots
-from pimem.recall import format_markdown, get_turn, make_query, recall
+from pimem.recall import get_turn, make_query, recall
+from pimem.recall.format import format_markdown
+from pimem.recall.freetext import candidates, recall_candidates
 from pimem.status import store_status
 from pimem.store import StoreError, connect, connection_is_stale, store_failure
 from pimem.sync import SyncRequest, run_sync

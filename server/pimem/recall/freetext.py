@@ -10,9 +10,9 @@ instead, so this module decides which of its words to search, in two steps:
    itself when short); keep katakana words whole and drop hiragana (particles, endings); drop the stop
    words of English, German, French, Spanish, Chinese and Japanese, the phrasing of a question about a
    past conversation ("how did we … last spring") and the keywords of the main programming languages,
-   unless nothing else is left. Lists: ``pimem/stopwords/*.txt``.
+   unless nothing else is left. Lists: ``pimem/recall/stopwords/*.txt``.
 2. :func:`choose_terms` (needs the store): estimate how many turns hold each candidate
-   (:mod:`pimem.termstats`, from the trigram index), drop those no turn holds, and keep the at most
+   (:mod:`pimem.recall.termstats`, from the trigram index), drop those no turn holds, and keep the at most
    eight rarest, each with an integer weight that grows with its rarity (:func:`weight_for`). Terms in
    most turns (weight 1) and costly terms (:data:`COSTLY_CANDIDATES`) only when nothing else is there;
    never a term under a quarter of the rarest one's weight, nor a part that occurs only where its
@@ -32,8 +32,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from pimem import termstats
-from pimem.recall import MAX_TEXT_CHARS, RecallError, RecallQuery, RecallRow, make_query, recall
+from pimem.recall import MAX_TEXT_CHARS, RecallError, RecallQuery, RecallRow, make_query, recall, termstats
 
 MAX_TERMS = 8
 STOPWORDS = Path(__file__).resolve().parent / "stopwords"   # package data (pyproject: package-data)
