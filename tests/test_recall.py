@@ -10,14 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pimem import index
+from pimem import index, wire
 from pimem.recall import RecallError, RecallQuery, candidates, make_query, recall, recall_scan
 from pimem.store import SessionRow, connect, transaction, upsert_session
 from recall_corpus import CWDS, build_store, random_entities
 
 
 def _rows(rows: list) -> list[dict[str, object]]:
-    return [row.to_dict() for row in rows]
+    return [wire.recall_row(row) for row in rows]
 
 
 def _add(conn: sqlite3.Connection, turn_id: str, user: str, reply: str, ts: int = 1000, session: str = "pi:s",

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pimem import wire
 from pimem.recall import RecallQuery, candidates, indexed, make_query, recall, recall_scan
 from pimem.recall.semantics import score
 from pimem.store import connect
@@ -20,7 +21,7 @@ from recall_corpus import CWDS, build_store, random_entities
 
 
 def _rows(rows: list) -> list[dict[str, object]]:
-    return [row.to_dict() for row in rows]
+    return [wire.recall_row(row) for row in rows]
 
 
 @pytest.fixture

@@ -79,18 +79,7 @@ class MigrationReport:
     dry_run: bool
     migrated: list[Migrated] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    issues: list[SyncIssue] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "folder": self.folder,
-            "dryRun": self.dry_run,
-            "migrated": [{"codexSessionId": m.codex_session_id, "codexPath": m.codex_path, "piPath": m.pi_path,
-                          "messages": m.messages} for m in self.migrated],
-            "skipped": [{"codexSessionId": s.codex_session_id, "piPath": s.pi_path, "reason": s.reason}
-                        for s in self.skipped],
-            "issues": [{"jsonlPath": i.jsonl_path, "error": i.error} for i in self.issues],
-        }
+    issues: list[SyncIssue] = field(default_factory=list)   # its JSON view: pimem.wire.migration_report
 
 
 def encode_cwd(cwd: str) -> str:

@@ -26,7 +26,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
-from pimem import __version__
+from pimem import __version__, wire
 from pimem.lsp import methods
 from pimem.lsp.params import (
     ParamsError,
@@ -175,8 +175,7 @@ class PimemServer(LanguageServer):
 
     async def _announce(self, stats: SyncStats) -> None:
         status = await self.read(lambda: store_status(self.connection(), self.db_path))
-        self.protocol.notify(methods.INDEX_CHANGED, {
-            "turns": stats.turns, "sources": sorted(stats.changed_sources), "totalTurns": status["totalTurns"]})
+        self.protocol.notify(methods.INDEX_CHANGED, wire.index_changed(stats, status.total_turns))
 
     def live_update(self, paths: list[str]) -> None:
         """Called from the watcher thread with changed transcript files."""
@@ -224,11 +223,8 @@ class _SyncReporter:
         self.latest = SyncProgress(0, 0)
 
     def _status(self, syncing: bool) -> None:
-        latest = self.latest
-        self.server.protocol.notify(methods.SYNC_STATUS, {
-            "syncing": syncing, "filesDone": latest.files_done, "filesTotal": latest.files_total,
-            "turnsIndexed": latest.indexed, "turnsToIndex": latest.to_index, "force": self.force,
-            "token": self.token})
+        self.server.protocol.notify(methods.SYNC_STATUS, wire.sync_status(
+            self.latest, syncing=syncing, force=self.force, token=self.token))
 
     def started(self) -> None:
         if self.report:
@@ -335,11 +331,10 @@ def create_server() -> PimemServer:
         def run() -> dict[str, Any]:
             if request.text is not None:
                 answer = recall_candidates(ls.connection(), request.text, request.query)
-                return {"entities": answer.entities, "terms": [term.to_dict() for term in answer.terms],
-                        "results": [row.to_dict() for row in answer.rows], "markdown": format_markdown(answer.rows)}
+                return {**wire.recall_answer(answer.entities, answer.rows, answer.terms),
+                        "markdown": format_markdown(answer.rows)}
             rows = recall(ls.connection(), request.query)
-            return {"entities": list(request.query.entities), "results": [row.to_dict() for row in rows],
-                    "markdown": format_markdown(rows)}
+            return {**wire.recall_answer(request.query.entities, rows), "markdown": format_markdown(rows)}
 
         return await ls.read(run)
 
@@ -348,7 +343,7 @@ def create_server() -> PimemServer:
     async def on_turn(ls: PimemServer, params: Any) -> dict[str, Any]:
         turn_id = turn_params(params)
         row = await ls.read(lambda: get_turn(ls.connection(), turn_id))
-        return {"turn": row.to_dict(full=True) if row is not None else None}
+        return {"turn": wire.turn_row(row) if row is not None else None}
     @server.feature(methods.AGENT_RECALL)
     @_guarded(methods.AGENT_RECALL)
     async def on_agent_recall(ls: PimemServer, params: Any) -> dict[str, Any]:
@@ -361,7 +356,7 @@ def create_server() -> PimemServer:
     async def on_backfill(ls: PimemServer, params: Any) -> dict[str, Any]:
         force = backfill_params(params)
         stats = await ls.sync(force=force)
-        return stats.to_dict()
+        return wire.sync_stats(stats)
 
     @server.feature(methods.MIGRATE_CODEX)
     @_guarded(methods.MIGRATE_CODEX)
@@ -380,7 +375,7 @@ def create_server() -> PimemServer:
 
         def run() -> dict[str, Any]:
             reports = [migrate_codex_sessions(normalize_folder(folder), dry_run=request.dry_run) for folder in folders]
-            return {"reports": [report.to_dict() for report in reports]}
+            return {"reports": [wire.migration_report(report) for report in reports]}
 
         return await ls.read(run)
 
@@ -389,7 +384,7 @@ def create_server() -> PimemServer:
     async def on_status(ls: PimemServer, params: Any) -> dict[str, Any]:
         status_params(params)
         status = await ls.read(lambda: store_status(ls.connection(), ls.db_path))
-        return {**status, "syncing": ls.syncing > 0}
+        return wire.store_status(status, syncing=ls.syncing > 0)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def on_folders_changed(ls: PimemServer, _params: types.DidChangeWorkspaceFoldersParams) -> None:

@@ -1,4 +1,5 @@
-"""Recall rows for people: plain text (the CLI), Markdown (editors: hover, chat), one whole turn.
+"""Recall rows for people: plain text (the CLI), Markdown (editors: hover, chat), one whole turn, and
+the shell command that resumes a row's session (:func:`resume_command`).
 
 Transcript text is data, never markup or a command: the text forms are made terminal-safe by the CLI
 (:func:`pimem.terminal.visible`), the Markdown escapes everything Markdown would interpret.
@@ -6,12 +7,53 @@ Transcript text is data, never markup or a command: the text forms are made term
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 from collections.abc import Sequence
 from datetime import datetime
 
 from pimem.recall.query import MAX_PATH_CHARS, MAX_TURN_ID_CHARS, TEXT_CUT_CHARS, TOOL_NAME_CUT_CHARS, TOOL_NAMES_CUT
 from pimem.recall.rows import RecallRow
+
+# Claude Code session ids are UUIDs (v4), Codex thread ids UUIDs (v7 now, v4 in older rollouts).
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Pi's assertValidSessionId (UUIDv7 ids, and the custom ids `--session-id` accepts).
+_PI_SESSION_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _safe_absolute(path: str) -> bool:
+    """A path a resume command may hold: absolute, no longer than a real path can be, and without
+    control characters (a newline would end the command where a terminal shows one line)."""
+    return bool(path) and len(path) <= MAX_PATH_CHARS and os.path.isabs(path) and _CONTROL.search(path) is None
+
+
+def resume_command(row: RecallRow) -> str | None:
+    """The shell command that resumes a row's session in its own agent, or None.
+
+    Everything in it comes from a transcript, so nothing may become an option or a second
+    command: the session id must have its agent's real shape (a UUID for Claude Code and Codex;
+    for Pi, Pi's own session-id rule, though only the file path is passed), paths must be
+    absolute (an argument starting with ``/`` is never an option) and free of control
+    characters, and ``cd`` gets ``--``. Anything else gets no command.
+    """
+    native = row.session_id.split(":", 1)[1] if ":" in row.session_id else ""
+    if row.source == "pi":
+        if not (_PI_SESSION_ID.fullmatch(native) and _safe_absolute(row.jsonl_path)):
+            return None
+        return f"pi --session {shlex.quote(row.jsonl_path)}"
+    if row.source == "claude":
+        if not _UUID.fullmatch(native):
+            return None
+        resume = f"claude --resume {native}"
+        if not row.cwd:
+            return resume
+        return f"cd -- {shlex.quote(row.cwd)} && {resume}" if _safe_absolute(row.cwd) else None
+    if row.source == "codex":
+        return f"codex resume {native}" if _UUID.fullmatch(native) else None
+    return None
+
 
 PREVIEW_CHARS = 500
 MARKDOWN_PREVIEW_CHARS = 300
@@ -53,8 +95,8 @@ def format_text(rows: Sequence[RecallRow]) -> str:
             lines.append(f"Matched: {', '.join(row.matched)}")
         where = _preview(row.jsonl_path, MAX_PATH_CHARS)
         lines.append(f"Source: {where}:{row.line}" if row.line else f"Source: {where}")
-        if row.resume_command:
-            lines.append(f"Resume: {row.resume_command}")
+        if command := resume_command(row):
+            lines.append(f"Resume: {command}")
         if len(row.turn_id) <= MAX_TURN_ID_CHARS:
             lines.append(f"Turn: {row.turn_id}")
             if row.truncated or len(row.reply_text) > PREVIEW_CHARS:
@@ -72,8 +114,8 @@ def format_turn_text(row: RecallRow) -> str:
         lines.append(f"Tools: {', '.join(row.tool_names)}")
     where = f"{row.jsonl_path}:{row.line}" if row.line else row.jsonl_path
     lines += [f"Source: {where}", f"Turn: {row.turn_id}"]
-    if row.resume_command:
-        lines.append(f"Resume: {row.resume_command}")
+    if command := resume_command(row):
+        lines.append(f"Resume: {command}")
     return "\n".join(lines)
 
 

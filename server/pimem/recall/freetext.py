@@ -238,9 +238,6 @@ class Term:
     turns: int
     weight: int
 
-    def to_dict(self) -> dict[str, object]:
-        return {"term": self.text, "turns": self.turns, "weight": self.weight}
-
 
 # A term whose index lists yield at least this many turns, four times more than hold it, is costly:
 # recalling it verifies every one of them (measured on bench/quality: 2,500 keeps the rare words a

@@ -4,7 +4,7 @@ Limits (docs/lsp-extensions.md, "Limits"; the CLI, the language server and the a
 because they are checked here): a query has 1 to ``MAX_ENTITIES`` entities of at most
 ``MAX_ENTITY_CHARS`` characters, a free ``text`` at most ``MAX_TEXT_CHARS``, a ``cwd`` at most
 ``MAX_PATH_CHARS``; an answer holds at most ``limit`` rows whose long fields are cut to the answer
-limits below (:meth:`pimem.recall.rows.RecallRow.to_dict`; ``truncated`` says so), and
+limits below (:func:`pimem.wire.recall_row`; ``truncated`` says so), and
 :func:`pimem.recall.get_turn` gives one turn in full.
 """
 
