@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import re
 import sqlite3
 import threading
 import uuid
@@ -46,7 +45,7 @@ from pimem.models import SyncProgress, SyncStats
 from pimem.paths import default_db_path, normalize_folder, same_folder, source_roots
 from pimem.recall import get_turn, make_query, recall
 from pimem.recall.format import format_markdown
-from pimem.recall.freetext import candidates, recall_candidates
+from pimem.recall.freetext import candidates, recall_candidates, word_at
 from pimem.status import store_status
 from pimem.store import StoreError, connect, connection_is_stale, store_failure
 from pimem.sync import SyncRequest, run_sync
@@ -54,7 +53,6 @@ from pimem.watch import TranscriptWatcher
 
 log = logging.getLogger("pimem.lsp")
 T = TypeVar("T")
-_WORD = re.compile(r"[\w.%\\:-]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 
 
 def _converter() -> Any:
@@ -397,8 +395,7 @@ def create_server() -> PimemServer:
             line = document.lines[params.position.line] if params.position.line < len(document.lines) else ""
         except Exception:
             return None
-        word = next((m.group(0) for m in _WORD.finditer(line)
-                     if m.start() <= params.position.character <= m.end()), None)
+        word = word_at(line, params.position.character)
         found = candidates(word) if word and len(word.strip(".:-")) >= 2 else []
         if not found:
             return None

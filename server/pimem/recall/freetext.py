@@ -56,6 +56,9 @@ _KANA = re.compile(f"[{_HIRAGANA}{_KATAKANA}]")
 _SPLIT = re.compile(r"[\s()\[\]{}<>\"'`,;!?¡¿|\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
 _EDGE = ".:-/\\|=*#~^+&@$%,"
 _OPTION = re.compile(r"-{1,2}[A-Za-z]")
+# A hovered word: a run of word characters and the punctuation inside identifiers, paths and options
+# (``.``, ``%``, ``\\``, ``:``, ``-``), or a run of CJK (the same ranges as the words above).
+_HOVER_WORD = re.compile(rf"[\w.%\\:-]+|[{_CJK}]+")
 # Inside an identifier: the separators between its parts, then camelCase humps (digits stay attached:
 # TS2345, utf8, s3, base64).
 _PART_SEPARATORS = re.compile(r"[^0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]+")
@@ -213,6 +216,12 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
     if meaningful:
         return meaningful
     return [c for c in everything if not (len(c.term) == 1 and c.term.isascii())] or everything
+
+
+def word_at(line: str, column: int) -> str | None:
+    """The word of ``line`` under the cursor at ``column`` (touching its start or end), or None: what
+    the server-side word hover (``hover: "word"``) recalls, through :func:`candidates`."""
+    return next((m.group(0) for m in _HOVER_WORD.finditer(line) if m.start() <= column <= m.end()), None)
 
 
 def _noise(word: str) -> bool:
