@@ -31,11 +31,11 @@ from pimem.lsp.params import (
     ParamsError,
     ServerOptions,
     agent_recall_params,
-    backfill_params,
     initialization_options,
     migrate_params,
     recall_params,
     status_params,
+    sync_params,
     turn_params,
     uri_to_path,
 )
@@ -349,11 +349,17 @@ def create_server() -> PimemServer:
         output = await ls.read(lambda: call.run(ls.connection()))
         return {**output.structured, "markdown": output.markdown}
 
+    @server.feature(methods.SYNC)
+    @_guarded(methods.SYNC)
+    async def on_sync(ls: PimemServer, params: Any) -> dict[str, Any]:
+        stats = await ls.sync(force=sync_params(params))
+        return wire.sync_stats(stats)
+
     @server.feature(methods.BACKFILL)
     @_guarded(methods.BACKFILL)
     async def on_backfill(ls: PimemServer, params: Any) -> dict[str, Any]:
-        force = backfill_params(params)
-        stats = await ls.sync(force=force)
+        """Deprecated alias of pimem/sync (docs/lsp-extensions.md), kept for older clients."""
+        stats = await ls.sync(force=sync_params(params, methods.BACKFILL))
         return wire.sync_stats(stats)
 
     @server.feature(methods.MIGRATE_CODEX)
