@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from pimem.lsp import methods
-from pimem.lsp import runtime as errors  # the error codes' module (pimem.lsp.errors once the adapter is split)
+from pimem.lsp import errors, methods
 from pimem.recall.query import MAX_ENTITIES, MAX_LIMIT
 
 from .conftest import REPO
