@@ -7,7 +7,7 @@ export const SOURCES: readonly Source[] = ['pi', 'claude', 'codex'];
 
 export namespace Methods {
   export const RECALL = 'pimem/recall';
-  export const BACKFILL = 'pimem/backfill';
+  export const SYNC = 'pimem/sync'; // pimem/backfill is its deprecated alias (server side only)
   export const MIGRATE_CODEX = 'pimem/migrateCodex';
   export const STATUS = 'pimem/status';
   export const INDEX_CHANGED = 'pimem/indexChanged';
@@ -56,7 +56,7 @@ export interface RecallResult {
 
 export const RecallRequest = new RequestType<RecallParams, RecallResult, void>(Methods.RECALL);
 
-// ---- pimem/backfill --------------------------------------------------------------------------------------
+// ---- pimem/sync ------------------------------------------------------------------------------------------
 
 export interface BackfillParams {
   force?: boolean;
@@ -81,7 +81,7 @@ export interface SyncStats {
   storedMs: number;
 }
 
-export const BackfillRequest = new RequestType<BackfillParams, SyncStats, void>(Methods.BACKFILL);
+export const BackfillRequest = new RequestType<BackfillParams, SyncStats, void>(Methods.SYNC);
 
 // ---- pimem/migrateCodex ----------------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from pimem.importers.codex import FILES as CODEX_FILES
 from pimem.importers.codex import CodexMessage, CodexMessageLog
 from pimem.jsonl import LineReader, UnsupportedFile, open_transcript
 from pimem.models import SyncIssue
-from pimem.paths import make_private_dirs, pi_agent_dir, source_roots
+from pimem.paths import make_private_dirs, normalize_folder, pi_agent_dir, same_folder, source_roots
 
 try:  # what python-zstandard raises for a .zst that is not zstd (a plain Exception subclass)
     from zstandard import ZstdError as _ZstdError
@@ -80,31 +80,7 @@ class MigrationReport:
     dry_run: bool
     migrated: list[Migrated] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    issues: list[SyncIssue] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "folder": self.folder,
-            "dryRun": self.dry_run,
-            "migrated": [{"codexSessionId": m.codex_session_id, "codexPath": m.codex_path, "piPath": m.pi_path,
-                          "messages": m.messages} for m in self.migrated],
-            "skipped": [{"codexSessionId": s.codex_session_id, "piPath": s.pi_path, "reason": s.reason}
-                        for s in self.skipped],
-            "issues": [{"jsonlPath": i.jsonl_path, "error": i.error} for i in self.issues],
-        }
-
-
-def normalize_folder(path: str) -> str:
-    """Absolute, ``..`` resolved, no trailing separator; symlinks kept (Pi does not resolve them)."""
-    normalized = os.path.normpath(os.path.abspath(os.path.expanduser(path)))
-    return normalized.rstrip("/\\") or normalized[:1]
-
-
-def same_folder(a: str, b: str) -> bool:
-    if not a or not b:
-        return False
-    a, b = normalize_folder(a), normalize_folder(b)
-    return a.casefold() == b.casefold() if os.name == "nt" else a == b
+    issues: list[SyncIssue] = field(default_factory=list)   # its JSON view: pimem.wire.migration_report
 
 
 def encode_cwd(cwd: str) -> str:

@@ -42,11 +42,11 @@ from pimem.models import SOURCES, Source, SyncStats
 from pimem.paths import SourceRoots
 from pimem.store import connect, set_meta, transaction
 from pimem.store.files import FileState, Stamp, forget_files, load_stamps, load_stamps_for
-from pimem.sync.ingest import FileOutcome, import_file, import_files, with_saved_states
+from pimem.sync.ingest import FileOutcome, import_files, with_saved_states
 from pimem.sync.pool import run_pool
 from pimem.sync.progress import ProgressCallback, ProgressReporter
 
-__all__ = ["FileOutcome", "ProgressCallback", "SourceFile", "SyncRequest", "import_file", "import_files", "run_sync"]
+__all__ = ["FileOutcome", "ProgressCallback", "SourceFile", "SyncRequest", "import_files", "run_sync"]
 
 log = logging.getLogger("pimem.sync")
 

@@ -1,10 +1,8 @@
-"""Indexed execution of a recall query: the same results as ``recall.recall_scan``, fast.
+"""Indexed execution of a recall query: the same results as the oracle
+(:func:`pimem.recall.semantics.recall_scan`), fast.
 
-Each entity gives two candidate lists (user text, weight 2w; reply, weight w; w = 1 unless the query
-weighs its entities) from the trigram index
-(see pimem/index.py): for 3+ characters, the AND of its rarest trigrams; for 1-2 characters, every
-indexed trigram that starts with it (read in one pass from the index's vocabulary), or, when that is
-most of the store, "every turn". Lists are supersets; every candidate is verified against the stored
+Each entity gives two candidate lists (:mod:`pimem.recall.candidates`: user text, weight 2w; reply,
+weight w; w = 1 unless the query weighs its entities). Every candidate is verified against the stored
 text with the oracle's scoring, so the index never decides a result.
 
 The lists run newest day first. Once ``limit`` results are held, ``θ`` is the worst of them; a turn can
@@ -21,7 +19,8 @@ only enter with a higher score, or the same score and a later time. So, day by d
 * the search stops when the lists not yet exhausted cannot reach ``θ``.
 
 That is MaxScore with a better choice of the lists to iterate; its cost follows what the top results
-need, not how many turns match.
+need, not how many turns match. Turns not in the index yet (pending docs, rows written behind pimem's
+back) are scanned exactly first (:data:`PENDING_ROWS_SQL`, :data:`ORPHAN_ROWS_SQL`).
 """
 
 from __future__ import annotations
@@ -32,141 +31,50 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
 from pimem import index
-from pimem.recall import ROW_COLUMNS, RecallQuery, RecallRow, admit, score, top_rows
+from pimem.recall.candidates import CandidateList, ListBuilder
+from pimem.recall.query import RecallQuery
+from pimem.recall.rows import ROW_COLUMNS, RecallRow
+from pimem.recall.semantics import ALL_ROWS_SQL, admit, score, top_rows
 from pimem.store.batches import chunks, placeholders
 
-TRACK_LIMIT = 5000            # lists at most this long are followed exactly
-_PROBE = TRACK_LIMIT + 1
-_TRIGRAMS_USED = 3            # the rarest trigrams of an entity make its list
-_COLLECT_LIMIT = 20_000       # a short entity's postings up to this many are collected at once
-_OR_TERMS_LIMIT = 200         # beyond this many trigrams, an OR query costs more than walking every turn
 _BATCH = 64
-# A long entity's list comes from a spread of its trigrams: each one counted costs up to TRACK_LIMIT
-# postings read, and the AND of a few already leaves few false candidates (verification decides).
-_TRIGRAMS_COUNTED = 24
 _SEED_BUDGET = 256      # candidates of the rarest lists a weighted query verifies before its walk
 
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-class CandidateList:
-    """The doc keys of one index list, newest first, read lazily."""
-
-    def __init__(self, keys: Iterator[int], weight: int, size: int | None,
-                 table: str | None = None, expression: str | None = None) -> None:
-        self.weight = weight
-        self.size = size              # an upper bound on its length; None when unknown (long)
-        self.table = table            # with expression: the FTS query that yields exactly these keys
-        self.expression = expression
-        self._keys = keys
-        self.head: int | None = next(self._keys, None)
-
-    @property
-    def exhausted(self) -> bool:
-        return self.head is None
-
-    @property
-    def short(self) -> bool:
-        return self.size is not None and self.size <= TRACK_LIMIT
-
-    def take(self, low: int, high: int) -> list[int]:
-        """Pop every key ≥ ``low``; return those ≤ ``high`` (newer ones belong to days already done)."""
-        taken = []
-        while self.head is not None and self.head >= low:
-            if self.head <= high:
-                taken.append(self.head)
-            self.head = next(self._keys, None)
-        return taken
+# The two sets of turns the index cannot answer yet. Both must cost nothing when they are empty, which
+# is almost always: CROSS JOIN pins pimem_pending as the outer loop (with a plain JOIN SQLite scanned
+# every doc on each query, 90 ms at 100k turns), and the watermark bounds the orphan search by rowid.
+PENDING_ROWS_SQL = (
+    f"SELECT {ROW_COLUMNS} FROM pimem_pending p CROSS JOIN pimem_docs d ON d.doc_key = p.doc_key "
+    "JOIN turns t ON t.turn_id = d.turn_id JOIN sessions s ON s.session_id = t.session_id")
+ORPHAN_ROWS_SQL = (
+    f"SELECT {ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+    "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id WHERE t.rowid > ? AND d.turn_id IS NULL")
 
 
-def _cursor_keys(cursor: sqlite3.Cursor) -> Iterator[int]:
-    while True:
-        rows = cursor.fetchmany(512)
-        if not rows:
-            return
-        for row in rows:
-            yield row[0]
+def index_cannot_answer(entities_lower: Sequence[str]) -> bool:
+    """Control characters that the index uses itself (sentinels) or cannot store are answered exactly
+    by the scan; no real entity contains them."""
+    return any("\x00" in entity or "\x01" in entity for entity in entities_lower)
 
 
-class ListBuilder:
-    """Candidate lists for an entity in one field (one FTS table)."""
+def recall_with_index(conn: sqlite3.Connection, query: RecallQuery, entities_lower: list[str]) -> list[RecallRow]:
+    """:func:`recall_indexed` on one snapshot of the store (the caller's, when it holds one), the turns
+    not in the index yet included."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self._vocab: set[str] = set()
+    def unindexed() -> Iterator[Sequence[object]]:
+        """Turns not in the index yet, scanned exactly: docs whose postings are pending, and rows
+        written behind pimem's back that have no doc yet."""
+        pending = conn.execute(PENDING_ROWS_SQL)
+        orphans = conn.execute(ORPHAN_ROWS_SQL, (index.watermark(conn),))
+        return itertools.chain(pending, orphans)
 
-    def every_turn(self, weight: int) -> CandidateList:
-        cursor = self.conn.execute("SELECT doc_key FROM pimem_docs ORDER BY doc_key DESC")
-        return CandidateList(_cursor_keys(cursor), weight, None)
-
-    def build(self, table: str, entity: str, weight: int) -> CandidateList:
-        if len(entity) >= 3:
-            return self._trigram_list(table, entity, weight)
-        return self._prefix_list(table, entity, weight)
-
-    def _count(self, table: str, term: str) -> int:
-        return int(self.conn.execute(
-            f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT {_PROBE})",
-            (_quote(term),)).fetchone()[0])
-
-    def _trigram_list(self, table: str, entity: str, weight: int) -> CandidateList:
-        grams = list(dict.fromkeys(entity[i:i + 3] for i in range(len(entity) - 2)))
-        if len(grams) > _TRIGRAMS_COUNTED:
-            step = len(grams) / _TRIGRAMS_COUNTED
-            grams = [grams[int(number * step)] for number in range(_TRIGRAMS_COUNTED)]
-        counted = sorted((self._count(table, gram), position, gram) for position, gram in enumerate(grams))
-        if counted[0][0] == 0:
-            return CandidateList(iter(()), weight, 0)
-        if counted[0][0] <= TRACK_LIMIT:
-            # A rare trigram decides the list; a few more only trim false candidates.
-            chosen = [gram for _, _, gram in counted[:_TRIGRAMS_USED]]
-            size: int | None = counted[0][0]
-        else:
-            # Only common trigrams: all of them (up to 12) keep the candidates close to the matches.
-            chosen = [gram for _, _, gram in counted[:12]]
-            size = None
-        expression = " AND ".join(_quote(gram) for gram in chosen)
-        return self.matching(table, expression, weight, size)
-
-    def matching(self, table: str, expression: str, weight: int, size: int | None) -> CandidateList:
-        """The docs of ``table`` matching an FTS5 expression, newest first."""
-        cursor = self.conn.execute(
-            f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC", (expression,))
-        return CandidateList(_cursor_keys(cursor), weight, size, table, expression)
-
-    def _prefix_list(self, table: str, entity: str, weight: int) -> CandidateList:
-        """Every doc with an indexed trigram starting with ``entity`` (the two sentinel characters
-        appended to each text make every occurrence start one)."""
-        if len(entity) == 1 and entity.isascii() and entity.isalnum():
-            return self.every_turn(weight)  # a single letter or digit is in nearly every turn
-        instances, terms = f"temp.{table}_instances", f"temp.{table}_terms"
-        if table not in self._vocab:
-            for name, kind in ((instances, "instance"), (terms, "row")):
-                self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab(main, {table}, {kind})")
-            self._vocab.add(table)
-        bounds: tuple[str, ...] = (entity,)
-        condition = "term >= ?"
-        if ord(entity[-1]) < 0x10FFFF:
-            bounds = (entity, entity[:-1] + chr(ord(entity[-1]) + 1))
-            condition = "term >= ? AND term < ?"
-        count, postings = self.conn.execute(
-            f"SELECT count(*), sum(doc) FROM {terms} WHERE {condition}", bounds).fetchone()
-        if not count:
-            return CandidateList(iter(()), weight, 0)
-        expression = None
-        if count <= _OR_TERMS_LIMIT:
-            expression = "(" + " OR ".join(_quote(term) for (term,) in self.conn.execute(
-                f"SELECT term FROM {terms} WHERE {condition}", bounds)) + ")"
-        if postings <= _COLLECT_LIMIT:
-            # Few postings: collect them in one pass over the vocabulary.
-            keys = {doc for (doc,) in self.conn.execute(f"SELECT doc FROM {instances} WHERE {condition}", bounds)}
-            return CandidateList(iter(sorted(keys, reverse=True)), weight, len(keys), table, expression)
-        if expression is not None:
-            # Many postings over few trigrams: let FTS5 merge them lazily, newest first.
-            return self.matching(table, expression, weight, postings if postings <= TRACK_LIMIT else None)
-        return self.every_turn(weight)  # common and spread over many trigrams: walk every turn
+    if conn.in_transaction:  # the caller holds the snapshot
+        return recall_indexed(conn, query, entities_lower, unindexed)
+    conn.execute("BEGIN")  # one snapshot for the whole query
+    try:
+        return recall_indexed(conn, query, entities_lower, unindexed)
+    finally:
+        conn.execute("COMMIT")
 
 
 class _Best:
@@ -380,10 +288,7 @@ def recall_by_scan(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
     """Every turn scored, keeping only the best ``limit`` (memory stays small on a million turns).
     Used when there is no index (SQLite without FTS5 trigram) or for entities the index cannot take."""
     best = _Best(query.limit)
-    for values in conn.execute(
-        f"SELECT {ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
-        "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id"
-    ):
+    for values in conn.execute(ALL_ROWS_SQL):
         best.consider(admit(values, query, entities_lower))
     return top_rows(best.rows, query.limit)
 
