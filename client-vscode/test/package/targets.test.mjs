@@ -98,6 +98,12 @@ describe('each target package holds the wheels of its own platform', () => {
         assert.deepEqual(names.filter((n) => n.startsWith(`${folder}zstandard/_cffi.`)), [], 'the unused cffi backend is left out');
       }
       assert.deepEqual(names.filter((n) => n.includes('/bin/') || n.endsWith('.pyc')), []);
+      // what the listing and the walkthrough show ships in every package
+      const manifestJson = JSON.parse(zip.read('extension/package.json').toString('utf8'));
+      const media = manifestJson.contributes.walkthroughs.flatMap((w) => w.steps.map((s) => s.media.markdown ?? s.media.image));
+      for (const file of [manifestJson.icon, ...media, 'CHANGELOG.md', 'readme.md']) {
+        assert.ok(names.some((n) => n.toLowerCase() === `extension/${file}`.toLowerCase()), `${file} is in the package`);
+      }
     });
   }
 });

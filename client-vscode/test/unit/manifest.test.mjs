@@ -101,3 +101,20 @@ test('the walkthrough covers sync, search, hover, migrate and agents, and its me
     }
   }
 });
+
+test('the listing has its metadata: icon (128x128 PNG), banner, repository, README and CHANGELOG without broken images', () => {
+  const icon = readFileSync(join(client, manifest.icon));
+  assert.equal(icon.toString('latin1', 1, 4), 'PNG');
+  assert.deepEqual([icon.readUInt32BE(16), icon.readUInt32BE(20)], [128, 128]);
+  assert.match(manifest.galleryBanner.color, /^#[0-9A-Fa-f]{6}$/);
+  assert.ok(['dark', 'light'].includes(manifest.galleryBanner.theme));
+  assert.match(manifest.repository.url, /^https:\/\//);
+  assert.ok(manifest.displayName === 'Pi Memory' && manifest.contributes.configuration.title === 'Pi Memory');
+  for (const doc of ['README.md', 'CHANGELOG.md']) {
+    const text = readFileSync(join(client, doc), 'utf8');
+    assert.ok(text.length > 200, `${doc} has content`);
+    for (const [, target] of text.matchAll(/!\[[^\]]*\]\(([^)\s]+)/g)) {
+      assert.ok(/^https:/.test(target) || existsSync(join(client, target)), `${doc}: image ${target} exists`);
+    }
+  }
+});
