@@ -14,6 +14,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,7 +38,8 @@ TRAPS = (
     "pimem/__init__.py", "pimem/__main__.py", "pimem/cli.py", "json.py", "uuid.py", "sqlite3.py",
     "watchdog/__init__.py", "pygls/__init__.py", "lsprotocol/__init__.py", "attrs/__init__.py",
     "typing_extensions.py", "asyncio.py", "logging.py", "sitecustomize.py", "usercustomize.py",
-    "multiprocessing/__init__.py", "concurrent/__init__.py",
+    "multiprocessing/__init__.py", "concurrent/__init__.py", "platform.py", "sysconfig.py", "orjson.py",
+    "zstandard/__init__.py",
 )
 
 pytestmark = pytest.mark.e2e
@@ -163,11 +165,16 @@ def test_the_launcher_refuses_to_run_unisolated(tmp_path: Path) -> None:
     assert result.stderr.strip() == "pimem: the VS Code launcher must run in isolated mode (python -I)"
 
 
-def test_the_launcher_puts_only_the_bundle_before_the_interpreter_paths(tmp_path: Path) -> None:
+def load_launcher() -> Any:
     spec = importlib.util.spec_from_file_location("pimem_vscode_launch", LAUNCHER)
     assert spec is not None and spec.loader is not None
     launcher = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(launcher)
+    return launcher
+
+
+def test_the_launcher_puts_only_the_bundle_before_the_interpreter_paths(tmp_path: Path) -> None:
+    launcher = load_launcher()
     libs = tmp_path / "bundled" / "libs"
     current = ["", "relative/dir", ".", "/usr/lib/python3.11", str(libs)]
     # no bundle (a development checkout): the interpreter's paths, without '' and relative entries
@@ -175,3 +182,64 @@ def test_the_launcher_puts_only_the_bundle_before_the_interpreter_paths(tmp_path
     (libs / "pimem").mkdir(parents=True)
     (libs / "pimem" / "__init__.py").write_text("", encoding="utf-8")
     assert launcher.server_sys_path(current, str(libs)) == [str(libs), "/usr/lib/python3.11"]
+
+
+@pytest.mark.parametrize(("system", "build", "machine", "target"), [
+    ("linux", "linux-x86_64", "x86_64", "linux-x64"),
+    ("linux", "linux-aarch64", "aarch64", "linux-arm64"),
+    ("darwin", "macosx-11.0-arm64", "arm64", "darwin-arm64"),
+    ("darwin", "macosx-10.13-x86_64", "arm64", "darwin-x64"),       # an Intel Python under Rosetta loads x64 wheels
+    ("darwin", "macosx-10.9-universal2", "arm64", "darwin-arm64"),  # a universal2 Python runs as the machine
+    ("win32", "win-amd64", "AMD64", "win32-x64"),
+    ("win32", "win-arm64", "ARM64", "win32-arm64"),                 # no such package: finds no folder
+    ("freebsd14", "freebsd-14.1-amd64", "amd64", None),
+])
+def test_the_launcher_names_the_running_interpreters_package_target(
+        monkeypatch: pytest.MonkeyPatch, system: str, build: str, machine: str, target: str | None) -> None:
+    launcher = load_launcher()
+    monkeypatch.setattr(launcher.sys, "platform", system)
+    monkeypatch.setattr(launcher.sysconfig, "get_platform", lambda: build)
+    monkeypatch.setattr(launcher.platform, "machine", lambda: machine)
+    assert launcher.running_target() == target
+
+
+def test_the_launcher_targets_are_the_packages_built() -> None:
+    """Every package target (scripts/bundle-server.mjs TARGETS) is one the launcher can name, so a package's
+    platform folder is found by the interpreter it was built for."""
+    script = (CLIENT / "scripts" / "bundle-server.mjs").read_text(encoding="utf-8")
+    table = script[script.index("export const TARGETS"):]
+    built = re.findall(r"'([a-z0-9]+-[a-z0-9]+)':", table[:table.index("};")])
+    assert sorted(built) == ["darwin-arm64", "darwin-x64", "linux-arm64", "linux-x64", "win32-x64"]
+    systems = {"linux": "linux", "darwin": "darwin", "win32": "win32"}
+    arches = {"x64": "x86_64", "arm64": "arm64"}
+    launcher = load_launcher()
+    for name in built:
+        system, arch = name.split("-")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(launcher.sys, "platform", systems[system])
+            patch.setattr(launcher.sysconfig, "get_platform", lambda arch=arch: f"x-{arches[arch]}")
+            assert launcher.running_target() == name
+
+
+def test_the_launcher_adds_the_platform_wheels_of_this_interpreter_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    launcher = load_launcher()
+    bundled = tmp_path / "bundled"
+    (bundled / "libs" / "pimem").mkdir(parents=True)
+    (bundled / "libs" / "pimem" / "__init__.py").write_text("", encoding="utf-8")
+    target = launcher.running_target()
+    assert target is not None, "this test runs on a platform the extension has packages for"
+    version = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    other_version = f"cp{sys.version_info.major}{sys.version_info.minor - 1}"
+    # a package for another platform, or wheels for another Python version only: nothing is added
+    (bundled / "platform" / "win32-arm64" / version).mkdir(parents=True)
+    (bundled / "platform" / target / other_version).mkdir(parents=True)
+    assert launcher.platform_libs(str(bundled)) is None
+    (bundled / "platform" / target / version).mkdir(parents=True)
+    folder = str(bundled / "platform" / target / version)
+    assert launcher.platform_libs(str(bundled)) == folder
+    libs = str(bundled / "libs")
+    assert launcher.server_sys_path(["", "/usr/lib/python3"], libs, folder) == [libs, folder, "/usr/lib/python3"]
+    # PyPy or a free-threaded build cannot load CPython's wheels
+    monkeypatch.setattr(launcher.sys, "abiflags", "t", raising=False)
+    assert launcher.platform_libs(str(bundled)) is None

@@ -18,6 +18,8 @@ import { describeError, type PimemServer } from './server';
 export const Commands = {
   recall: 'pimem.recall',
   recallSelection: 'pimem.recallSelection',
+  // the same command, titled "Pi Memory: Recall Selection" for the editor context menu (menus show no category)
+  recallSelectionFromMenu: 'pimem.recallSelectionFromMenu',
   sync: 'pimem.sync',
   rebuild: 'pimem.rebuild',
   migrateCodex: 'pimem.migrateCodex',
@@ -41,6 +43,7 @@ export class PimemCommands {
     return [
       r(Commands.recall, () => this.recall()),
       r(Commands.recallSelection, () => this.recallSelection()),
+      r(Commands.recallSelectionFromMenu, () => this.recallSelection()),
       r(Commands.sync, () => this.sync(false)),
       r(Commands.rebuild, () => this.rebuild()),
       r(Commands.migrateCodex, () => this.migrateCodex()),
