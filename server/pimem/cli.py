@@ -312,7 +312,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from pimem.lsp.server import serve
+    from pimem.lsp.main import serve
 
     return serve()
 

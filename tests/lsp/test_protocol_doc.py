@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from pimem.lsp import methods
-from pimem.lsp.server import create_server
+from pimem.lsp.main import create_server
 from support.history import REPO
 
 

@@ -11,8 +11,9 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcMethodNotFound
 
+from pimem.lsp.main import create_server
 from pimem.lsp.runtime import PimemProtocol
-from pimem.lsp.server import PimemServer, create_server
+from pimem.lsp.server import PimemServer
 from pimem.lsp.transport import Parsed
 
 MARKER = "pimem-marker-7f3a9c"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 
@@ -26,6 +26,7 @@ from pimem.lsp.params import (
     turn_params,
     uri_to_path,
 )
+from pimem.lsp.server import PimemServer
 from pimem.migrate import migrate_codex_sessions
 from pimem.paths import normalize_folder, same_folder
 from pimem.recall import get_turn, make_query, recall
@@ -33,9 +34,6 @@ from pimem.recall.format import format_markdown
 from pimem.recall.freetext import candidates, recall_candidates, word_at
 from pimem.status import store_status
 from pimem.store import StoreError
-
-if TYPE_CHECKING:   # the type only: the server registers these handlers on itself
-    from pimem.lsp.server import PimemServer
 
 log = logging.getLogger("pimem.lsp")
 

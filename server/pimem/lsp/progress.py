@@ -5,23 +5,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
 from pimem import wire
 from pimem.lsp import methods
 from pimem.models import SyncProgress, SyncStats
-
-if TYPE_CHECKING:   # the type only: the server creates its reporters
-    from pimem.lsp.server import PimemServer
 
 
 class SyncReporter:
     """Turns a sync's progress callbacks (on the writer thread) into LSP progress and
     ``pimem/syncStatus`` notifications (on the event loop), at most four a second."""
 
-    def __init__(self, server: PimemServer, token: str | None, force: bool, report: bool) -> None:
+    def __init__(self, server: LanguageServer, token: str | None, force: bool, report: bool) -> None:
         self.server, self.token, self.force, self.report = server, token, force, report
         self.latest = SyncProgress(0, 0)
 

@@ -1,6 +1,7 @@
-"""The pimem language server (pygls 2.x, stdio): the state the handlers share, and :func:`serve`.
+"""The pimem language server's state (pygls 2.x): what the handlers share.
 
-The handlers are in pimem.lsp.handlers (decode params, call a service, encode the result), a sync's
+pimem.lsp.main builds the server (this state plus the handlers) and runs it on stdio. The handlers
+are in pimem.lsp.handlers (decode params, call a service, encode the result), a sync's
 progress in pimem.lsp.progress, error mapping in pimem.lsp.errors; how messages are read, validated,
 answered and logged (the LSP lifecycle included) is in pimem.lsp.runtime.
 Reads (recall, status, migration) run on a small reader pool, each thread with its own SQLite
@@ -26,11 +27,11 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
 from pimem import __version__, wire
-from pimem.lsp import handlers, methods
+from pimem.lsp import methods
 from pimem.lsp.errors import CLIENT_ERRORS
 from pimem.lsp.params import ServerOptions
 from pimem.lsp.progress import SyncReporter
-from pimem.lsp.runtime import PimemProtocol, configure_logging, run_stdio
+from pimem.lsp.runtime import PimemProtocol
 from pimem.models import SyncStats
 from pimem.paths import default_db_path, source_roots
 from pimem.status import store_status
@@ -57,7 +58,7 @@ def _converter() -> Any:
 
 
 class PimemServer(LanguageServer):
-    """Holds the server's state; the handlers are registered by :func:`create_server`."""
+    """Holds the server's state; the handlers are registered by :func:`pimem.lsp.main.create_server`."""
 
     def __init__(self) -> None:
         super().__init__("pimem", __version__, converter_factory=_converter, protocol_cls=PimemProtocol)
@@ -197,17 +198,3 @@ class PimemServer(LanguageServer):
         if isinstance(error, JsonRpcException) and error.code in CLIENT_ERRORS:
             return
         log.error("server error (%s): %s", getattr(source, "__name__", source), type(error).__name__)
-
-
-def create_server() -> PimemServer:
-    server = PimemServer()
-    handlers.register(server)
-    return server
-
-
-def serve() -> int:
-    """Run the server on stdin/stdout until ``exit``; returns the exit code (pimem.lsp.runtime).
-    Logs go to stderr, never transcript text at the default level."""
-    configure_logging()
-    return run_stdio(create_server())
-

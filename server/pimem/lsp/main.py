@@ -1,0 +1,23 @@
+"""Builds the pimem language server (its state, pimem.lsp.server, plus the handlers) and runs it.
+
+Kept apart from the state so that the handlers can name the server's type without an import cycle.
+"""
+
+from __future__ import annotations
+
+from pimem.lsp import handlers
+from pimem.lsp.runtime import configure_logging, run_stdio
+from pimem.lsp.server import PimemServer
+
+
+def create_server() -> PimemServer:
+    server = PimemServer()
+    handlers.register(server)
+    return server
+
+
+def serve() -> int:
+    """Run the server on stdin/stdout until ``exit``; returns the exit code (pimem.lsp.runtime).
+    Logs go to stderr, never transcript text at the default level."""
+    configure_logging()
+    return run_stdio(create_server())
