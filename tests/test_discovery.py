@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import roots_under
 from pimem.discovery import discover, source_of, stat_paths
 from pimem.importers import TRANSCRIPT_FILES
 from pimem.migrate import migrate_codex_sessions
 from pimem.models import SyncIssue
 from pimem.sync import SyncRequest, run_sync
+from support.history import roots_under
 
 PI = "pi/agent/sessions/--tmp-demo--"
 CLAUDE = "claude/projects/-tmp-demo"

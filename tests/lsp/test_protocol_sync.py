@@ -9,8 +9,7 @@ import re
 
 from pimem.lsp import errors, methods
 from pimem.recall.query import MAX_ENTITIES, MAX_LIMIT
-
-from .conftest import REPO
+from support.history import REPO
 
 CLIENT = REPO / "client-vscode"
 DOC = (REPO / "docs" / "lsp-extensions.md").read_text(encoding="utf-8")

@@ -9,8 +9,9 @@ import pytest
 from pygls.exceptions import JsonRpcInvalidParams
 
 from pimem.lsp import methods
+from support.history import copy_samples
 
-from .conftest import copy_samples, request, session
+from .conftest import request, session
 from .test_server import plain
 
 
