@@ -3,7 +3,7 @@ from generated transcripts whose texts mix astral characters, combining marks, c
 letters (İ, ẞ, Σ/ς), every kind of whitespace, LIKE wildcards, backslashes, CJK and very long
 texts, plus rows written the way the Pi extension writes them (not indexed).
 
-tests/test_recall.py covers a small alphabet; this adds: any Unicode scalar value except surrogates
+tests/recall/test_recall.py covers a small alphabet; this adds: any Unicode scalar value except surrogates
 (astral planes included), combining sequences, entities with leading/trailing whitespace, very long
 entities (up to the 1,000-character limit, cut from stored texts so that they hit), many entities at once,
 and the sources/cwd filters."""

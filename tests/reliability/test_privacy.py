@@ -1,7 +1,7 @@
 """Privacy and safety: owner-only store files, no transcript text in the server's logs, no network.
 
 * The store directory, file, and SQLite's -wal and -shm files are owner-only, even when pimem runs
-  under a permissive umask (tests/test_store_compat.py checks the directory and the file).
+  under a permissive umask (tests/store/test_compat.py checks the directory and the file).
 * A whole language-server session over the sample history (auto-sync, live update, recall,
   backfill, forced backfill, migrateCodex dry run, requests that fail with InvalidParams,
   MethodNotFound and RequestFailed) logs no transcript text: neither on stderr nor in any

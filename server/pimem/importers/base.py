@@ -3,7 +3,7 @@
 A parser reads one transcript as a stream of records (one JSON object per line), in file order, and
 can stop at any line boundary and later continue from a saved ``state()`` when the file has grown.
 That is what makes sync incremental: any sequence of appends and syncs must leave exactly the rows
-that one full parse of the final file would (tested property-style in tests/test_incremental.py).
+that one full parse of the final file would (tested property-style in tests/sync/test_incremental.py).
 
 Output goes into a :class:`Chunk`: turns that start in this chunk (``is_new``) carry the whole user
 text; replies to turns that started in an earlier chunk are appended to the stored row by the sync

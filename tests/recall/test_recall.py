@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from pimem import index, wire
 from pimem.recall import RecallError, RecallQuery, candidates, make_query, recall, recall_scan
 from pimem.store import SessionRow, connect, transaction, upsert_session
-from recall_corpus import CWDS, build_store, random_entities
+
+from .corpus import CWDS, build_store, random_entities
 
 
 def _rows(rows: list) -> list[dict[str, object]]:

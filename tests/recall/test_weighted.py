@@ -17,7 +17,8 @@ from pimem import wire
 from pimem.recall import RecallQuery, candidates, indexed, make_query, recall, recall_scan
 from pimem.recall.semantics import score
 from pimem.store import connect
-from recall_corpus import CWDS, build_store, random_entities
+
+from .corpus import CWDS, build_store, random_entities
 
 
 def _rows(rows: list) -> list[dict[str, object]]:

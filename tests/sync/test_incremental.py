@@ -192,7 +192,7 @@ def test_a_newline_that_ends_an_already_taken_last_line_is_not_a_line(tmp_path: 
 
 def test_rewritten_file_is_parsed_again(tmp_path: Path, db_path: Path) -> None:
     """Pi rewrites v1/v2 files in place (new ids) when it opens them: the file is parsed again and the
-    v1 turns keep their ids (no second copy; the real Pi's rewrite is tested in test_pi_rewrite.py)."""
+    v1 turns keep their ids (no second copy; the real Pi's rewrite is tested in tests/importers/test_pi_rewrite.py)."""
     v1 = next(p for p in LEGACY.rglob("*.jsonl") if "5f0c" in p.name)
     _base, relative = _relative_root(v1)
     target = tmp_path / relative

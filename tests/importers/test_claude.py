@@ -1,7 +1,7 @@
 """Claude Code import fidelity (issue 10, items 12 and 13): what the interactive client writes.
 
 The real transcript (tests/fixtures/claude-interactive, from ``tools/agentgen --agents claude-tui``) is
-checked turn by turn by tests/test_importers.py; these tests pin each rule on a minimal transcript
+checked turn by turn by tests/importers/test_fixtures.py; these tests pin each rule on a minimal transcript
 built from the same record shapes, and check that every rule survives a resume at every line.
 """
 
@@ -18,7 +18,7 @@ from pimem.importers.claude import MAX_BACKGROUND_CALLS
 from pimem.store import connect, parse_tool_names
 from pimem.sync import SyncRequest, run_sync
 from support.history import CLAUDE_INTERACTIVE, SAMPLES, roots_under
-from test_incremental import _rebase, snapshot, sync
+from sync.test_incremental import _rebase, snapshot, sync
 
 SESSION = "5e55a0a0-0000-4000-8000-000000000000"
 PROJECT = "-tmp-pimem-demo-tui-lab"

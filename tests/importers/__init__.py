@@ -1,0 +1,1 @@
+"""Tests of pimem/importers/: every fixture transcript against its expected turns, and per-agent rules."""

@@ -1,0 +1,1 @@
+"""Tests of pimem/recall/: the oracle and the indexed path, weights, free text, limits, formatting."""

@@ -1,0 +1,1 @@
+"""Tests of pimem/store/: the schema, layouts and migrations, connections, the store shared with the Pi extension."""
