@@ -171,6 +171,27 @@ def test_a_growing_reply_is_completed_not_frozen(tmp_path: Path, db_path: Path) 
     assert rows == [("first\nsecond", '["bash", "read"]')]
 
 
+def test_a_session_without_a_start_time_starts_at_its_first_turn_however_it_was_synced(
+        tmp_path: Path, db_path: Path) -> None:
+    """A header without ``timestamp``: the start is the first turn's time. A first sync that saw no turn
+    yet (only the header) took the file's mtime and kept it for good; found by the append fuzz test."""
+    header = b'{"type":"session","version":3,"id":"s2","cwd":"/w"}\n'
+    change = b'{"type":"model_change","id":"m1","parentId":null,"modelId":"mock"}\n'
+    user = (b'{"type":"message","id":"u1","parentId":"m1","timestamp":"2026-11-30T10:00:01.000Z",'
+            b'"message":{"role":"user","content":"flamingo?","timestamp":1796032801000}}\n')
+    target = tmp_path / "pi" / "agent" / "sessions" / "--w--" / "s2.jsonl"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(header + change)
+    sync(tmp_path, db_path)
+    target.write_bytes(header + change + user)
+    sync(tmp_path, db_path)
+    conn = connect(db_path)
+    try:
+        assert conn.execute("SELECT started_at FROM sessions").fetchall() == [(1796032801000,)]
+    finally:
+        conn.close()
+
+
 def test_a_newline_that_ends_an_already_taken_last_line_is_not_a_line(tmp_path: Path, db_path: Path) -> None:
     """A last line without its newline is taken when it is complete JSON; when the newline and more lines
     arrive, the turns after it keep their true line numbers (found by the append fuzz test: one off)."""

@@ -26,13 +26,16 @@ class SessionRow:
 
 
 def upsert_session(conn: sqlite3.Connection, row: SessionRow) -> None:
-    """Insert a session; on a known one, fill in what was missing (cwd, model) and nothing else."""
+    """Insert a session; on a known one, fill in what was missing (cwd, model) and move its start back
+    when an earlier time shows up (a transcript without a start time of its own starts at its first
+    turn, which an incremental sync may see only after the session row was written)."""
     conn.execute(
         """
         INSERT INTO sessions (session_id, source, cwd, started_at, model_id, jsonl_path)
         VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT(session_id) DO UPDATE SET
           cwd = CASE WHEN sessions.cwd = '' THEN excluded.cwd ELSE sessions.cwd END,
+          started_at = MIN(sessions.started_at, excluded.started_at),
           model_id = COALESCE(sessions.model_id, excluded.model_id),
           jsonl_path = CASE WHEN sessions.jsonl_path = '' THEN excluded.jsonl_path ELSE sessions.jsonl_path END
         """,
