@@ -48,15 +48,16 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, required=True, help="a bench/generate.py output directory")
     parser.add_argument("--work", type=Path, required=True, help="where the store is written")
     parser.add_argument("--db", type=Path, help="start from a copy of this store (an upgrade)")
+    parser.add_argument("--reuse", action="store_true", help="keep WORK/memory.db from an earlier run")
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     home = args.corpus / "home"
     args.work.mkdir(parents=True, exist_ok=True)
     db = args.work / "memory.db"
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm") if not args.reuse else ():
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    if args.db is not None:
+    if args.db is not None and not args.reuse:
         shutil.copyfile(args.db, db)
     roots = source_roots({"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
                           "CODEX_HOME": str(home / ".codex"), "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent")})
