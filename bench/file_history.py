@@ -52,7 +52,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--scale", type=int, default=10,
                         help="also time the lookups with every touch copied SCALE-1 times under new turn and "
-                             "session ids (the touches of a history SCALE times larger), rolled back after")
+                             "session ids (the touches of a history SCALE times larger), in a copy of the store")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     home = args.corpus / "home"
@@ -87,12 +87,15 @@ def main() -> int:
 
     if args.scale > 1:
         # The lookup reads one path's rows (and the shown sessions'), so a larger history costs it the
-        # touches of that path and a deeper B-tree: both are reproduced by copying every touch.
-        scaled = connect(db)
-        scaled.execute("BEGIN")
-        for copy in range(1, args.scale):
-            scaled.execute("INSERT INTO pimem_touches SELECT path, turn_id || ?, action, session_id || ?, ts - ? "
-                           "FROM pimem_touches WHERE turn_id NOT LIKE '%#%'", (f"#{copy}", f"#{copy}", copy))
+        # touches of that path and a deeper B-tree: both are reproduced, in a copy of the store, by
+        # copying every touch under new turn and session ids.
+        scaled_db = args.work / "scaled.db"
+        shutil.copyfile(db, scaled_db)
+        scaled = connect(scaled_db)
+        with scaled:
+            for copy in range(1, args.scale):
+                scaled.execute("INSERT INTO pimem_touches SELECT path, turn_id || ?, action, session_id || ?, ts - ? "
+                               "FROM pimem_touches WHERE turn_id NOT LIKE '%#%'", (f"#{copy}", f"#{copy}", copy))
         scaled_touches = scaled.execute("SELECT count(*) FROM pimem_touches").fetchone()[0]
         for label, (path, count) in cases.items():
             history = file_history(scaled, path)
@@ -101,8 +104,8 @@ def main() -> int:
                          p50, p95))
             figures[f"lookup {label} x{args.scale}"] = {"touches": count * args.scale, "sessions": history.total,
                                                         "p50Ms": round(p50, 3), "p95Ms": round(p95, 3)}
-        scaled.execute("ROLLBACK")
         scaled.close()
+        scaled_db.unlink()
 
     writer = connect(db)
     statements: list[str] = []

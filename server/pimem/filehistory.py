@@ -89,8 +89,7 @@ def file_history(conn: sqlite3.Connection, path: str, limit: int = DEFAULT_SESSI
     sessions = []
     for session_id, turns, last_ts, turn_id, actions, _changed in page:
         source, cwd, jsonl_path = info.get(session_id, (session_id.split(":", 1)[0], "", ""))
-        done = set(actions.split(","))
         sessions.append(FileSession(session_id, source, cwd, jsonl_path,
-                                    [action for action in _ACTION_ORDER if action in done], turns, last_ts, turn_id,
+                                    [action for action in _ACTION_ORDER if action in actions], turns, last_ts, turn_id,
                                     prompts.get(turn_id, "")))
     return FileHistory(path, len(found), sum(1 for item in found if item[5]), sessions)
