@@ -36,6 +36,7 @@ from pimem.importers.codex import CodexMessage, CodexMessageLog
 from pimem.jsonl import LineReader, UnsupportedFile, open_transcript
 from pimem.models import SyncIssue
 from pimem.paths import make_private_dirs, normalize_folder, pi_agent_dir, same_folder, source_roots
+from pimem.recall.format import session_resume_command
 
 try:  # what python-zstandard raises for a .zst that is not zstd (a plain Exception subclass)
     from zstandard import ZstdError as _ZstdError
@@ -65,6 +66,11 @@ class Migrated:
     codex_path: str
     pi_path: str
     messages: int
+
+    @property
+    def resume_command(self) -> str | None:
+        """``pi --session <the Pi session file>``, by recall's rules (None for a path it refuses)."""
+        return session_resume_command("pi", f"pi:{pi_session_id(self.codex_session_id)}", "", self.pi_path)
 
 
 @dataclass
@@ -256,8 +262,45 @@ def _remove_stale_temporaries(target_dir: Path) -> None:
                 os.unlink(target_dir / name)
 
 
-def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str, str] | None = None) -> MigrationReport:
-    """Convert every Codex session whose cwd is ``folder`` into a Pi session (see module doc)."""
+_THREAD_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+class UnknownSession(LookupError):
+    """No Codex session with that thread id among the rollouts (or it cannot be migrated on its own)."""
+
+
+def _rollouts_of(codex_id: str, env: dict[str, str] | None, issues: list[SyncIssue]) -> list[str]:
+    """The rollouts whose name holds ``codex_id`` (Codex names them ``rollout-<time>-<thread id>``)."""
+    found = discover(source_roots(env), {"codex"}, issues)
+    return sorted(f.path for f in found if codex_id in os.path.basename(f.path))
+
+
+def migrate_codex_session(codex_id: str, dry_run: bool = False, *,
+                          env: dict[str, str] | None = None) -> MigrationReport:
+    """Convert one Codex session (its thread id) into a Pi session; its cwd decides the Pi folder.
+    UnknownSession when no readable rollout holds it, or it has no cwd or is a sub-agent thread."""
+    if not _THREAD_ID.fullmatch(codex_id):
+        raise UnknownSession(f"{codex_id!r} is not a Codex thread id (a UUID)")
+    issues: list[SyncIssue] = []
+    for path in _rollouts_of(codex_id, env, issues):
+        try:
+            session = read_codex_session(path)
+        except (NotThisFormat, UnsupportedFile, OSError, ValueError, RecursionError, _ZstdError):
+            continue
+        if session.codex_id != codex_id:
+            continue
+        if session.excluded:
+            raise UnknownSession(f"Codex session {codex_id} is a sub-agent thread; it is not migrated")
+        if not session.cwd:
+            raise UnknownSession(f"Codex session {codex_id} records no folder to migrate it to")
+        return migrate_codex_sessions(session.cwd, dry_run, env=env, only_id=codex_id)
+    raise UnknownSession(f"no Codex session {codex_id} among the Codex rollouts")
+
+
+def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str, str] | None = None,
+                           only_id: str | None = None) -> MigrationReport:
+    """Convert every Codex session whose cwd is ``folder`` into a Pi session (see module doc);
+    ``only_id``: only the session with this thread id."""
     folder = normalize_folder(folder)
     report = MigrationReport(folder=folder, dry_run=dry_run)
     roots = source_roots(env)
@@ -270,6 +313,8 @@ def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str,
     if unusable is None and not dry_run and os.path.isdir(target_dir):
         _remove_stale_temporaries(target_dir)
     discovered = discover(roots, {"codex"}, report.issues)
+    if only_id is not None:   # (by name first: the other rollouts are not read)
+        discovered = [f for f in discovered if only_id in os.path.basename(f.path)]
     seen: set[str] = set()
     for source_file in sorted(discovered, key=lambda f: f.path):
         try:
@@ -278,7 +323,8 @@ def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str,
             cause = getattr(error, "strerror", None) or str(error)
             report.issues.append(SyncIssue("codex", source_file.path, f"cannot read this Codex rollout: {cause}"))
             continue
-        if session.excluded or not same_folder(session.cwd, folder) or session.codex_id in seen:
+        if (session.excluded or not same_folder(session.cwd, folder) or session.codex_id in seen
+                or (only_id is not None and session.codex_id != only_id)):
             continue
         seen.add(session.codex_id)
         if unusable is not None:

@@ -12,14 +12,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pimem.models import SyncIssue, SyncProgress, SyncStats
-from pimem.recall.format import resume_command
+from pimem.recall.format import resume_command, session_resume_command
 from pimem.recall.query import MAX_PATH_CHARS, MAX_TURN_ID_CHARS, TEXT_CUT_CHARS, TOOL_NAME_CUT_CHARS, TOOL_NAMES_CUT
 from pimem.recall.rows import RecallRow
 
 if TYPE_CHECKING:   # the types only: the CLI's recall must not import the migration (nor its sync engine)
+    from pimem.filehistory import FileHistory, FileSession
     from pimem.migrate import MigrationReport
     from pimem.recall.freetext import Term
-    from pimem.sessions import SessionWindow
+    from pimem.sessions import SessionsPage, SessionSummary, SessionWindow
     from pimem.status import StoreStatus
 
 JSON = dict[str, Any]
@@ -118,7 +119,7 @@ def migration_report(report: MigrationReport) -> JSON:
         "folder": report.folder,
         "dryRun": report.dry_run,
         "migrated": [{"codexSessionId": m.codex_session_id, "codexPath": m.codex_path, "piPath": m.pi_path,
-                      "messages": m.messages} for m in report.migrated],
+                      "messages": m.messages, "resumeCommand": m.resume_command} for m in report.migrated],
         "skipped": [{"codexSessionId": s.codex_session_id, "piPath": s.pi_path, "reason": s.reason}
                     for s in report.skipped],
         "issues": [{"jsonlPath": i.jsonl_path, "error": i.error} for i in report.issues],
@@ -147,10 +148,74 @@ def session_view(window: SessionWindow) -> JSON:
             "firstPosition": window.first_position, "turns": turns}
 
 
-def sync_status(progress: SyncProgress, *, syncing: bool, force: bool, token: str | None) -> JSON:
-    """``SyncStatusParams`` (the ``pimem/syncStatus`` notification)."""
-    return {"syncing": syncing, "filesDone": progress.files_done, "filesTotal": progress.files_total,
-            "turnsIndexed": progress.indexed, "turnsToIndex": progress.to_index, "force": force, "token": token}
+def _resume(session: SessionSummary | SessionWindow | FileSession) -> str | None:
+    return session_resume_command(session.source, session.session_id, session.cwd, session.jsonl_path)
+
+
+def _cut_prompt(text: str) -> tuple[str, bool]:
+    from pimem.sessions import cut_prompt  # the rule lives with the sessions service
+
+    return cut_prompt(text)
+
+
+def session_summary(summary: SessionSummary) -> JSON:
+    """``SessionSummary``, a row of ``pimem/sessions`` (the first prompt cut, ``truncated``)."""
+    prompt, cut = _cut_prompt(summary.first_prompt)
+    return {"sessionId": summary.session_id[:MAX_TURN_ID_CHARS], "source": summary.source,
+            "cwd": summary.cwd[:MAX_PATH_CHARS], "jsonlPath": summary.jsonl_path[:MAX_PATH_CHARS],
+            "startedAt": summary.started_at, "lastTs": summary.last_ts, "turnCount": summary.turn_count,
+            "firstPrompt": prompt, "truncated": cut,
+            "resumeCommand": _resume(summary)}
+
+
+def sessions_page(page: SessionsPage) -> JSON:
+    """``SessionsResult`` (``pimem/sessions``, ``pimem sessions --json``)."""
+    return {"sessions": [session_summary(session) for session in page.sessions], "total": page.total}
+
+
+def session_window(window: SessionWindow) -> JSON:
+    """``SessionResult`` (``pimem/session``): each turn a recall row without hits and matched (long
+    fields cut, ``truncated``), with the files its tool calls touched."""
+    turns = []
+    for row in window.turns:
+        turn = recall_row(row)
+        del turn["hits"], turn["matched"]
+        turn["files"] = [{"path": path, "action": action} for path, action in window.files.get(row.turn_id, [])]
+        turns.append(turn)
+    return {"sessionId": window.session_id[:MAX_TURN_ID_CHARS], "source": window.source,
+            "cwd": window.cwd[:MAX_PATH_CHARS], "jsonlPath": window.jsonl_path[:MAX_PATH_CHARS],
+            "startedAt": window.started_at, "turnCount": window.turn_count, "firstPosition": window.first_position,
+            "resumeCommand": _resume(window),
+            "turns": turns}
+
+
+def file_session(session: FileSession) -> JSON:
+    """``FileSession``, a row of ``pimem/fileHistory``."""
+    prompt, cut = _cut_prompt(session.prompt)
+    return {"sessionId": session.session_id[:MAX_TURN_ID_CHARS], "source": session.source,
+            "cwd": session.cwd[:MAX_PATH_CHARS], "jsonlPath": session.jsonl_path[:MAX_PATH_CHARS],
+            "actions": session.actions, "turns": session.turns, "lastTs": session.last_ts,
+            "turnId": session.turn_id[:MAX_TURN_ID_CHARS], "prompt": prompt,
+            "truncated": cut or len(session.turn_id) > MAX_TURN_ID_CHARS,
+            "resumeCommand": _resume(session)}
+
+
+def file_history(history: FileHistory) -> JSON:
+    """``FileHistoryResult`` (``pimem/fileHistory``, ``pimem file-history --json``)."""
+    return {"path": history.path, "total": history.total, "edited": history.edited,
+            "sessions": [file_session(session) for session in history.sessions]}
+
+
+def sync_status(progress: SyncProgress, *, syncing: bool, force: bool, token: str | None,
+                error: str | None = None) -> JSON:
+    """``SyncStatusParams`` (the ``pimem/syncStatus`` notification); ``error``: the one line of a
+    store failure that stopped the sync."""
+    status: JSON = {"syncing": syncing, "filesDone": progress.files_done, "filesTotal": progress.files_total,
+                    "turnsIndexed": progress.indexed, "turnsToIndex": progress.to_index, "force": force,
+                    "token": token}
+    if error is not None:
+        status["error"] = error
+    return status
 
 
 def index_changed(stats: SyncStats, total_turns: int) -> JSON:

@@ -7,7 +7,9 @@ that one full parse of the final file would (tested property-style in tests/sync
 
 Output goes into a :class:`Chunk`: turns that start in this chunk (``is_new``) carry the whole user
 text; replies to turns that started in an earlier chunk are appended to the stored row by the sync
-engine. A reply is the ``"\\n"``-join of its parts; each part is one assistant message's text.
+engine. A reply is the ``"\\n"``-join of its parts; each part is one assistant message's text. The files a
+turn's tool calls read, wrote, edited or deleted come with its replies (``TurnDelta.files``), as the
+calls give them; the sync makes them absolute against the session's cwd (:func:`absolute_touch_path`).
 
 Each importer also declares which files are its transcripts (:class:`TranscriptFiles`): pimem.discovery
 walks the agents' roots with these rules, and a transcript that is one JSON document rather than JSONL
@@ -17,11 +19,13 @@ is read whole through them (:meth:`TranscriptFiles.read_document`, then
 
 from __future__ import annotations
 
+import ntpath
+import posixpath
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pimem.jsonl import Line, loads, open_regular
 from pimem.models import Source
@@ -46,6 +50,31 @@ def version_hint(product: str, value: object) -> str | None:
     return None
 
 
+# What a tool call did to a file: read it, wrote it whole (created or overwrote), edited it, deleted it.
+FileAction = Literal["read", "write", "edit", "delete"]
+# A file a turn's tool call touched: the path as the call gave it (perhaps relative), and the action.
+FileTouch = tuple[str, FileAction]
+
+_WINDOWS_ABSOLUTE = re.compile(r"(?:[A-Za-z]:[\\/]|\\\\)")
+
+
+def absolute_touch_path(path: str, cwd: str) -> str | None:
+    """The absolute form of a path a tool call gave, against the session's ``cwd`` (normalised, ``..``
+    resolved; symlinks are not: agents record the path they were given). None when it cannot be made
+    absolute: relative without a cwd, ``~`` (whose home is unknown here), empty, or holding a NUL."""
+    if not path or "\0" in path or path.startswith("~"):
+        return None
+    if _WINDOWS_ABSOLUTE.match(path):
+        return ntpath.normpath(path)
+    if path.startswith("/"):
+        return posixpath.normpath(path)
+    if _WINDOWS_ABSOLUTE.match(cwd):
+        return ntpath.normpath(ntpath.join(cwd, path))
+    if not cwd.startswith("/"):
+        return None
+    return posixpath.normpath(posixpath.join(cwd, path))
+
+
 @dataclass
 class TurnDelta:
     user_message_id: str
@@ -56,6 +85,7 @@ class TurnDelta:
     line: int | None = None
     reply_parts: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    files: list[FileTouch] = field(default_factory=list)   # files its tool calls touched, in call order
     replaces: str | None = None   # a message id this turn was stored under by an older pimem (removed)
 
 
@@ -75,7 +105,7 @@ class Chunk:
         self.turns.pop(message_id, None)
         self.turns[message_id] = TurnDelta(message_id, True, ts, text, turn_index, line, replaces=replaces)
 
-    def add_reply(self, message_id: str, part: str, tools: list[str]) -> None:
+    def add_reply(self, message_id: str, part: str, tools: list[str], files: Iterable[FileTouch] = ()) -> None:
         delta = self.turns.get(message_id)
         if delta is None:
             delta = self.turns[message_id] = TurnDelta(message_id, False)
@@ -84,6 +114,9 @@ class Chunk:
         for name in tools:
             if name not in delta.tools:
                 delta.tools.append(name)
+        for touch in files:
+            if touch not in delta.files:
+                delta.files.append(touch)
 
     def note_bad_line(self, line_number: int) -> None:
         self.bad_lines += 1

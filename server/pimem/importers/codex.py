@@ -15,6 +15,14 @@ replays earlier history. Injected user-role context (AGENTS.md, environment, IDE
 ``event_msg/task_started`` closes the current turn, so text produced by a task without a user message
 (a compaction summary) is attached to no turn. Sub-agent threads are skipped as a whole.
 
+Files a turn touched come from its tool calls: the headers of an ``apply_patch`` patch (``*** Add
+File:`` write, ``*** Update File:`` edit, ``*** Delete File:`` delete, ``*** Move to:`` write of the new
+path and delete of the old), wherever the patch is: a ``custom_tool_call``'s ``input`` (G3's freeform
+tool), a string of a ``function_call``'s JSON ``arguments`` (G0's ``shell`` ``["apply_patch", …]``,
+``exec_command`` heredocs) or a ``local_shell_call``'s command, or a JavaScript string of a code-mode
+``exec`` (escaped newlines); and the ``path``/``file_path`` argument of the file tools in
+:data:`PATH_TOOLS`. Patch paths are relative to the session's cwd.
+
 Transcripts are the files named ``rollout-*`` (:data:`FILES`); a ``.jsonl.zst`` is skipped when the
 plain ``.jsonl`` is beside it. The Codex → Pi migration reads a rollout's messages through
 :class:`CodexMessageLog`.
@@ -22,11 +30,21 @@ plain ``.jsonl`` is beside it. The Codex → Pi migration reads a rollout's mess
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptFiles, TranscriptParser, version_hint
+from pimem.importers.base import (
+    Chunk,
+    FileAction,
+    FileTouch,
+    NotThisFormat,
+    SessionInfo,
+    TranscriptFiles,
+    TranscriptParser,
+    version_hint,
+)
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
 
@@ -50,6 +68,17 @@ class CodexFiles(TranscriptFiles):
 
 
 FILES = CodexFiles()
+
+# What the parser reads from a rollout changed: files parsed with an older version are parsed again
+# once (pimem.sync). 2: file touches.
+RULES_VERSION = 2
+
+# Codex file tools with a path argument (besides apply_patch), and what they do to the file.
+PATH_TOOLS: dict[str, FileAction] = {"read_file": "read", "view_image": "read"}
+_PATCH_START = "*** Begin Patch"
+_PATCH_HEADER = re.compile(r"^\*\*\* (Add File|Update File|Delete File|Move to): *(.+?)[ \t\r]*$", re.MULTILINE)
+_PATCH_ACTIONS: dict[str, FileAction] = {"Add File": "write", "Update File": "edit", "Delete File": "delete",
+                                         "Move to": "write"}
 
 INJECTED_PREFIXES = (
     "# AGENTS.md instructions",
@@ -121,6 +150,58 @@ def tool_name(payload: dict[str, Any]) -> str | None:
     if isinstance(kind, str) and kind in _TOOL_ITEM_NAMES:
         return _TOOL_ITEM_NAMES[kind]
     return None
+
+
+def patch_touches(text: str) -> list[FileTouch]:
+    """The files an ``apply_patch`` patch in ``text`` touches, in order (none without a patch)."""
+    if _PATCH_START not in text:
+        return []
+    if text.split(_PATCH_START, 1)[1].startswith("\\n"):
+        text = text.replace("\\n", "\n")   # a patch inside a JavaScript string literal (code mode)
+    touches: list[FileTouch] = []
+    for match in _PATCH_HEADER.finditer(text):
+        header, path = match.group(1), match.group(2)
+        if header == "Move to" and touches and touches[-1][1] == "edit":
+            touches[-1] = (touches[-1][0], "delete")   # the updated file moved away: gone from its path
+        touches.append((path, _PATCH_ACTIONS[header]))
+    return touches
+
+
+def _strings(value: Any, depth: int = 0) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if depth > 4:
+        return []
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item, depth + 1)]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item, depth + 1)]
+    return []
+
+
+def call_touches(payload: dict[str, Any], name: str | None) -> list[FileTouch]:
+    """The files a tool-call item touches, as it gives them (see the module doc)."""
+    kind = payload.get("type")
+    if kind == "custom_tool_call":
+        raw = payload.get("input")
+        return patch_touches(raw) if isinstance(raw, str) else []
+    if kind == "local_shell_call":
+        return [touch for text in _strings(as_dict(payload.get("action")) or {}) for touch in patch_touches(text)]
+    if kind != "function_call":
+        return []
+    raw = payload.get("arguments")
+    if not isinstance(raw, str) or (_PATCH_START not in raw and name not in PATH_TOOLS):
+        return []
+    try:
+        arguments = json.loads(raw)
+    except ValueError:
+        return patch_touches(raw)
+    touches = [touch for text in _strings(arguments) for touch in patch_touches(text)]
+    if name in PATH_TOOLS and isinstance(arguments, dict):
+        path = nonempty_str(arguments.get("path")) or nonempty_str(arguments.get("file_path"))
+        if path:
+            touches.append((path, PATH_TOOLS[name]))
+    return touches
 
 
 def is_subagent_meta(meta: dict[str, Any]) -> bool:
@@ -248,7 +329,7 @@ class CodexParser(TranscriptParser):
             return
         name = tool_name(payload)
         if name and self._current is not None:
-            chunk.add_reply(self._current, "", [name])
+            chunk.add_reply(self._current, "", [name], call_touches(payload, name))
 
     def _log(self, role: str, text: str, ts: int) -> None:
         """An accepted user or assistant message (see CodexMessageLog)."""

@@ -27,7 +27,7 @@ from pimem.lsp.params import (
     uri_to_path,
 )
 from pimem.lsp.server import PimemServer
-from pimem.migrate import migrate_codex_sessions
+from pimem.migrate import UnknownSession, migrate_codex_session, migrate_codex_sessions
 from pimem.paths import normalize_folder, same_folder
 from pimem.recall import get_turn, make_query, recall
 from pimem.recall.format import format_markdown
@@ -109,6 +109,17 @@ def register(server: PimemServer) -> None:
     @guarded(methods.MIGRATE_CODEX)
     async def on_migrate(ls: PimemServer, params: Any) -> dict[str, Any]:
         request = migrate_params(params)
+        if request.codex_id is not None:   # "Continue in Pi": one session, into the Pi folder of its cwd
+            codex_id = request.codex_id
+
+            def run_one() -> dict[str, Any]:
+                try:
+                    report = migrate_codex_session(codex_id, dry_run=request.dry_run)
+                except UnknownSession as error:
+                    raise ParamsError(methods.MIGRATE_CODEX, "sessionId", f'"sessionId": {error}') from None
+                return {"reports": [wire.migration_report(report)]}
+
+            return await ls.read(run_one)
         folders = [path for folder in ls.workspace.folders.values() if (path := uri_to_path(folder.uri))]
         if request.folder_uri is not None:
             wanted = uri_to_path(request.folder_uri) or ""

@@ -5,7 +5,8 @@ Kept apart from the state so that the handlers can name the server's type withou
 
 from __future__ import annotations
 
-from pimem.lsp import handlers
+from pimem.lsp import handlers, history
+from pimem.lsp.errors import guarded
 from pimem.lsp.runtime import configure_logging, run_stdio
 from pimem.lsp.server import PimemServer
 
@@ -13,6 +14,7 @@ from pimem.lsp.server import PimemServer
 def create_server() -> PimemServer:
     server = PimemServer()
     handlers.register(server)
+    history.register(server, guarded)   # pimem/sessions, pimem/session, pimem/fileHistory
     return server
 
 

@@ -9,10 +9,13 @@ MIGRATE_CODEX = "pimem/migrateCodex"
 STATUS = "pimem/status"
 TURN = "pimem/turn"
 AGENT_RECALL = "pimem/agentRecall"   # the editor's language-model tool: recall_memory, redacted
+SESSIONS = "pimem/sessions"
+SESSION = "pimem/session"
+FILE_HISTORY = "pimem/fileHistory"
 
 INDEX_CHANGED = "pimem/indexChanged"
 SYNC_STATUS = "pimem/syncStatus"
 
 DEPRECATED = {BACKFILL: SYNC}   # an old name -> the method it is an alias of
-REQUESTS = (RECALL, SYNC, BACKFILL, MIGRATE_CODEX, STATUS, TURN, AGENT_RECALL)
+REQUESTS = (RECALL, SYNC, BACKFILL, MIGRATE_CODEX, STATUS, TURN, AGENT_RECALL, SESSIONS, SESSION, FILE_HISTORY)
 NOTIFICATIONS = (INDEX_CHANGED, SYNC_STATUS)

@@ -22,9 +22,9 @@ class SyncReporter:
         self.server, self.token, self.force, self.report = server, token, force, report
         self.latest = SyncProgress(0, 0)
 
-    def _status(self, syncing: bool) -> None:
+    def _status(self, syncing: bool, error: str | None = None) -> None:
         self.server.protocol.notify(methods.SYNC_STATUS, wire.sync_status(
-            self.latest, syncing=syncing, force=self.force, token=self.token))
+            self.latest, syncing=syncing, force=self.force, token=self.token, error=error))
 
     def started(self) -> None:
         if self.report:
@@ -58,10 +58,15 @@ class SyncReporter:
                 message=message, percentage=percentage))
         self._status(True)
 
-    def finished(self, stats: SyncStats | None) -> None:
+    def finished(self, stats: SyncStats | None, error: str | None = None) -> None:
+        """``error``: the one line of a store failure that stopped the sync (sent even for a live
+        update, which reports nothing else: an automatic sync's failure must reach the user)."""
         if not self.report:
+            if error is not None:
+                self._status(False, error)
             return
         if self.token is not None:
-            message = "cancelled" if stats is None or stats.cancelled else f"{stats.turns} turns updated"
+            message = ("stopped: the memory store cannot be used" if error is not None
+                       else "cancelled" if stats is None or stats.cancelled else f"{stats.turns} turns updated")
             self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-        self._status(False)
+        self._status(False, error)

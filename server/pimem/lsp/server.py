@@ -35,7 +35,7 @@ from pimem.lsp.runtime import PimemProtocol
 from pimem.models import SyncStats
 from pimem.paths import default_db_path, source_roots
 from pimem.status import store_status
-from pimem.store import connect, connection_is_stale
+from pimem.store import StoreError, connect, connection_is_stale
 from pimem.sync import SyncRequest, run_sync
 from pimem.watch import TranscriptWatcher
 
@@ -133,7 +133,9 @@ class PimemServer(LanguageServer):
         def finished(done: asyncio.Future[SyncStats]) -> None:
             self._cancels.discard(cancel)
             stats = None if done.cancelled() or done.exception() else done.result()
-            reporter.finished(stats)
+            failure = None if done.cancelled() else done.exception()
+            # The store could not be used (locked, full, read-only, damaged, newer): the client says so once.
+            reporter.finished(stats, str(failure) if isinstance(failure, StoreError) else None)
             if stats is not None and stats.turns:
                 self.spawn(self._announce(stats))
 

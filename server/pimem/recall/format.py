@@ -38,19 +38,24 @@ def resume_command(row: RecallRow) -> str | None:
     absolute (an argument starting with ``/`` is never an option) and free of control
     characters, and ``cd`` gets ``--``. Anything else gets no command.
     """
-    native = row.session_id.split(":", 1)[1] if ":" in row.session_id else ""
-    if row.source == "pi":
-        if not (_PI_SESSION_ID.fullmatch(native) and _safe_absolute(row.jsonl_path)):
+    return session_resume_command(row.source, row.session_id, row.cwd, row.jsonl_path)
+
+
+def session_resume_command(source: str, session_id: str, cwd: str, jsonl_path: str) -> str | None:
+    """The resume command of a session by its stored fields (:func:`resume_command`'s rules)."""
+    native = session_id.split(":", 1)[1] if ":" in session_id else ""
+    if source == "pi":
+        if not (_PI_SESSION_ID.fullmatch(native) and _safe_absolute(jsonl_path)):
             return None
-        return f"pi --session {shlex.quote(row.jsonl_path)}"
-    if row.source == "claude":
+        return f"pi --session {shlex.quote(jsonl_path)}"
+    if source == "claude":
         if not _UUID.fullmatch(native):
             return None
         resume = f"claude --resume {native}"
-        if not row.cwd:
+        if not cwd:
             return resume
-        return f"cd -- {shlex.quote(row.cwd)} && {resume}" if _safe_absolute(row.cwd) else None
-    if row.source == "codex":
+        return f"cd -- {shlex.quote(cwd)} && {resume}" if _safe_absolute(cwd) else None
+    if source == "codex":
         return f"codex resume {native}" if _UUID.fullmatch(native) else None
     return None
 

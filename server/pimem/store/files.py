@@ -142,3 +142,14 @@ def put_nodes(conn: sqlite3.Connection, file_id: int | None, nodes: list[tuple[s
 def clear_nodes(conn: sqlite3.Connection, file_id: int | None) -> None:
     """A fresh parse of a file replaces what an earlier parse of it remembered."""
     conn.execute("DELETE FROM pimem_pi_nodes WHERE file_id = ?", (file_id,))
+
+
+def parse_again(conn: sqlite3.Connection, sources: Sequence[str]) -> int:
+    """Make the next sync parse every known file of these sources again, from its start: the stamp can
+    no longer match (size -1) and the saved point cannot be resumed from (no fingerprint). Returns how
+    many files."""
+    if not sources:
+        return 0
+    cursor = conn.execute(f"UPDATE pimem_files SET size = -1, fingerprint = '' WHERE source IN "
+                          f"({','.join('?' * len(sources))})", list(sources))
+    return cursor.rowcount

@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from pimem import __version__
 from pimem.store.failures import StoreError
 from pimem.store.meta import set_meta
+from pimem.store.touches import TOUCHES_SCHEMA
 
 BASE_LAYOUT = 3            # the tables below; what pimem 0.1.0 called schema_version "3"
-LAYOUT = 3                 # the layout this pimem writes
+LAYOUT = 4                 # the layout this pimem writes
 MIN_READER_LAYOUT = 3      # the oldest layout whose pimem can read what this one writes
 LEGACY_SCHEMA_VERSION = "3"
 
@@ -141,8 +142,18 @@ CREATE VIRTUAL TABLE IF NOT EXISTS pimem_fts_reply USING fts5(
 
 
 
+def _layout_3_to_4(conn: sqlite3.Connection) -> None:
+    """``pimem_touches`` (the files each turn's tool calls touched; pimem.store.touches). It is filled
+    by parsing the transcripts again: a store of layout 3 has no importer rules versions in
+    ``pimem_meta`` (pimem.sync.rules), so its next sync parses every file once. Older readers ignore
+    the table (MIN_READER_LAYOUT stays 3); pimem 0.1.0, which writes into any layout-3-like store, leaves
+    the turns it adds without touches until this pimem parses them again."""
+    for statement in _split_sql(TOUCHES_SCHEMA):
+        conn.execute(statement)
+
+
 # MIGRATIONS[n] brings a store from layout n to n + 1, inside the caller's transaction.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _layout_3_to_4}
 
 
 @dataclass(frozen=True)
@@ -274,6 +285,8 @@ def hide_pimem_tables(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TEMP VIEW pimem_docs AS SELECT NULL AS doc_key, NULL AS turn_id, NULL AS line, "
                  "NULL AS ts WHERE 0")
     conn.execute("CREATE TEMP VIEW pimem_pending AS SELECT NULL AS doc_key WHERE 0")
+    conn.execute("CREATE TEMP VIEW pimem_touches AS SELECT NULL AS path, NULL AS turn_id, NULL AS action, "
+                 "NULL AS session_id, NULL AS ts WHERE 0")
 
 
 def _split_sql(script: str) -> list[str]:

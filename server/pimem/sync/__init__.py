@@ -18,7 +18,8 @@
 * With much to do, files are parsed by a pool of processes (both cores); SQLite serialises writes.
 
 The package: :mod:`~pimem.sync.ingest` (parse a file into units, commit them: the core),
-:mod:`~pimem.sync.pool` (worker processes), :mod:`~pimem.sync.progress`; which files exist is
+:mod:`~pimem.sync.pool` (worker processes), :mod:`~pimem.sync.progress`, :mod:`~pimem.sync.rules`
+(an importer's rules changed: its files are parsed again once); which files exist is
 :mod:`pimem.discovery`, their saved state :mod:`pimem.store.files`. Here: :class:`SyncRequest` and
 :func:`run_sync`, which decides what changed and hands it on.
 """
@@ -45,6 +46,7 @@ from pimem.store.files import FileState, Stamp, forget_files, load_stamps, load_
 from pimem.sync.ingest import FileOutcome, import_files, with_saved_states
 from pimem.sync.pool import run_pool
 from pimem.sync.progress import ProgressCallback, ProgressReporter
+from pimem.sync.rules import apply_rules_versions
 
 __all__ = ["FileOutcome", "ProgressCallback", "SourceFile", "SyncRequest", "import_files", "run_sync"]
 
@@ -92,6 +94,7 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
     conn = conn or connect(request.db_path)
     cancel = cancel or threading.Event()
     try:
+        apply_rules_versions(conn)   # one meta row; when an importer's rules changed, its files parse again
         with _collector_paused():
             if request.paths is None:
                 stamps = load_stamps(conn)

@@ -25,7 +25,15 @@ from typing import IO, Any
 from pimem import index
 from pimem.discovery import SourceFile
 from pimem.importers import TRANSCRIPT_FILES, make_parser
-from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser, TurnDelta, feed_line
+from pimem.importers.base import (
+    Chunk,
+    NotThisFormat,
+    SessionInfo,
+    TranscriptParser,
+    TurnDelta,
+    absolute_touch_path,
+    feed_line,
+)
 from pimem.jsonl import HEAD_BYTES, LineReader, UnsupportedFile, is_compressed, open_transcript, read_window
 from pimem.models import Source, SyncIssue, import_issue
 from pimem.store import (
@@ -49,6 +57,7 @@ from pimem.store.files import (
     put_nodes,
     save_state,
 )
+from pimem.store.touches import TouchRow, clear_touches, put_touches
 from pimem.store.turns import TurnRow, delete_turns, turns_with_message_ids, upsert_turns
 from pimem.textutil import join_parts, merge_names
 
@@ -493,7 +502,7 @@ class _FileImport:
         turns = 0
         if session_id is not None and not info.excluded:
             self._write_session(session_id, info, unit.chunk)
-            turns = self._write_turns(session_id, list(unit.chunk.turns.values()))
+            turns = self._write_turns(session_id, info.cwd, list(unit.chunk.turns.values()))
         if unit.chunk.nodes:
             put_nodes(self.conn, stored.file_id, unit.chunk.nodes)
         self._save_state(stored, unit.parsed_bytes, unit.parsed_lines, unit.state, session_id, unit.digest)
@@ -506,14 +515,19 @@ class _FileImport:
         upsert_session(self.conn, SessionRow(session_id, self.file.source, info.cwd, started_at, info.model_id,
                                              self.file.key))
 
-    def _write_turns(self, session_id: str, deltas: list[TurnDelta]) -> int:
-        """Upsert a chunk's turns and give them docs; returns how many rows changed."""
+    def _write_turns(self, session_id: str, cwd: str, deltas: list[TurnDelta]) -> int:
+        """Upsert a chunk's turns, give them docs and record the files they touched; returns how many
+        turn rows changed."""
         ids = [f"{session_id}:{delta.user_message_id}" for delta in deltas]
         stored = get_turns(self.conn, ids)
         rows: list[TurnRow] = []
         items: list[index.IndexItem] = []
+        restarted: list[str] = []   # stored turns parsed again from their start: their touches are replaced
+        touches: list[TouchRow] = []
         for turn_id, delta in zip(ids, deltas, strict=True):
             previous = stored.get(turn_id)
+            if delta.is_new and previous is not None:
+                restarted.append(turn_id)
             if delta.is_new:
                 user_text, ts, turn_index = delta.user_text, delta.ts, delta.turn_index
                 reply_text, tools = join_parts(delta.reply_parts), list(delta.tools)
@@ -523,6 +537,10 @@ class _FileImport:
                 user_text, ts, turn_index = previous.user_text, previous.ts, previous.turn_index
                 reply_text = join_parts([previous.reply_text, *delta.reply_parts])
                 tools = merge_names(previous.tool_names, delta.tools)
+            for raw_path, action in delta.files:
+                path = absolute_touch_path(raw_path, cwd)
+                if path is not None:
+                    touches.append((path, turn_id, action, session_id, ts))
             before = None if previous is None else (previous.ts, previous.user_text, previous.reply_text)
             items.append(index.IndexItem(turn_id, ts, user_text, reply_text, delta.line if delta.is_new else None,
                                          before))
@@ -533,10 +551,13 @@ class _FileImport:
                          delta.user_message_id))
         upsert_turns(self.conn, rows)
         index.put_many(self.conn, items, fts=self.writer.fts)
+        clear_touches(self.conn, restarted)
+        put_touches(self.conn, touches)
         # A turn that keeps an earlier id (a Pi v1 session Pi rewrote) replaces the copy an older pimem
         # stored under the new id; its doc is forgotten by the next full sync (index.reconcile).
-        removed = delete_turns(self.conn, [f"{session_id}:{delta.replaces}" for delta in deltas
-                                           if delta.is_new and delta.replaces])
+        replaced = [f"{session_id}:{delta.replaces}" for delta in deltas if delta.is_new and delta.replaces]
+        removed = delete_turns(self.conn, replaced)
+        clear_touches(self.conn, replaced)
         return len(rows) + removed
 
     def _record_failure(self, cause: str) -> None:
