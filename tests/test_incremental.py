@@ -260,7 +260,7 @@ def test_interrupted_parse_is_finished_by_the_next_sync(tmp_path: Path, db_path:
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A sync cancelled (or killed) in the middle of a file, even a forced re-parse of an unchanged
     file, leaves a position the next sync continues from: no turn stays cut."""
-    import pimem.sync as sync_module
+    import pimem.sync.ingest as sync_module
 
     file = next(p for p in SAMPLES.rglob("*.jsonl") if "payroll" in str(p) and "claude" in p.parts)
     _base, relative = _relative_root(file)

@@ -29,12 +29,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pimem.discovery import discover
 from pimem.importers.base import Chunk, NotThisFormat, feed_line
-from pimem.importers.codex import CodexMessage, CodexParser
-from pimem.jsonl import LineReader, UnsupportedFile, loads, open_regular, open_transcript
+from pimem.importers.codex import FILES as CODEX_FILES
+from pimem.importers.codex import CodexMessage, CodexMessageLog
+from pimem.jsonl import LineReader, UnsupportedFile, open_transcript
 from pimem.models import SyncIssue
 from pimem.paths import make_private_dirs, pi_agent_dir, source_roots
-from pimem.sync import G0_MAX_BYTES, discover
+from pimem.sessions import resume_command
 
 try:  # what python-zstandard raises for a .zst that is not zstd (a plain Exception subclass)
     from zstandard import ZstdError as _ZstdError
@@ -65,6 +67,11 @@ class Migrated:
     pi_path: str
     messages: int
 
+    @property
+    def resume_command(self) -> str | None:
+        """``pi --session <the Pi session file>``, by recall's rules (None for a path it refuses)."""
+        return resume_command("pi", f"pi:{pi_session_id(self.codex_session_id)}", "", self.pi_path)
+
 
 @dataclass
 class Skipped:
@@ -86,7 +93,7 @@ class MigrationReport:
             "folder": self.folder,
             "dryRun": self.dry_run,
             "migrated": [{"codexSessionId": m.codex_session_id, "codexPath": m.codex_path, "piPath": m.pi_path,
-                          "messages": m.messages} for m in self.migrated],
+                          "messages": m.messages, "resumeCommand": m.resume_command} for m in self.migrated],
             "skipped": [{"codexSessionId": s.codex_session_id, "piPath": s.pi_path, "reason": s.reason}
                         for s in self.skipped],
             "issues": [{"jsonlPath": i.jsonl_path, "error": i.error} for i in self.issues],
@@ -138,28 +145,20 @@ class CodexSession:
 
 def read_codex_session(path: str) -> CodexSession:
     """Parse one rollout into its accepted messages (raises NotThisFormat / OSError / UnsupportedFile)."""
-    parser = CodexParser(path, None)
-    parser.messages = []
+    log = CodexMessageLog(path)
     chunk = Chunk()
-    if path.endswith(".json"):
-        with open_regular(path) as handle:   # never blocks on a FIFO swapped in (issue 10 item 17)
-            data = handle.read(G0_MAX_BYTES + 1)
-        if len(data) > G0_MAX_BYTES:
-            raise NotThisFormat("a .json rollout larger than 64 MiB is not read")
-        try:
-            document = loads(data)
-        except (ValueError, RecursionError) as error:
-            raise NotThisFormat(f"not valid JSON ({error})") from None
-        parser.feed_g0(document, chunk)
+    if CODEX_FILES.is_document(path):
+        document, _size = CODEX_FILES.read_document(path)
+        log.feed_document(document, chunk)
     else:
         with contextlib.closing(open_transcript(path)) as stream:
             for line in LineReader(stream):
-                feed_line(parser, line, chunk)
+                feed_line(log, line, chunk)
                 chunk.turns.clear()  # the message log is all we keep: memory stays bounded
-    info = parser.session()
+    info = log.session()
     if info.native_id is None:
         raise NotThisFormat("no session_meta with an id")
-    return CodexSession(info.native_id, path, info.cwd, info.started_at or 0, info.excluded, parser.messages)
+    return CodexSession(info.native_id, path, info.cwd, info.started_at or 0, info.excluded, log.messages)
 
 
 def pi_messages(messages: list[CodexMessage]) -> list[CodexMessage]:
@@ -287,8 +286,40 @@ def _remove_stale_temporaries(target_dir: Path) -> None:
                 os.unlink(target_dir / name)
 
 
-def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str, str] | None = None) -> MigrationReport:
-    """Convert every Codex session whose cwd is ``folder`` into a Pi session (see module doc)."""
+class UnknownSession(LookupError):
+    """No Codex session with that thread id among the rollouts (or it cannot be migrated on its own)."""
+
+
+def _rollouts_of(codex_id: str, env: dict[str, str] | None, issues: list[SyncIssue]) -> list[str]:
+    """The rollouts whose name holds ``codex_id`` (Codex names them ``rollout-<time>-<thread id>``)."""
+    found = discover(source_roots(env), {"codex"}, issues)
+    return sorted(f.path for f in found if codex_id in os.path.basename(f.path))
+
+
+def migrate_codex_session(codex_id: str, dry_run: bool = False, *,
+                          env: dict[str, str] | None = None) -> MigrationReport:
+    """Convert one Codex session (its thread id) into a Pi session; its cwd decides the Pi folder.
+    UnknownSession when no readable rollout holds it, or it has no cwd or is a sub-agent thread."""
+    issues: list[SyncIssue] = []
+    for path in _rollouts_of(codex_id, env, issues):
+        try:
+            session = read_codex_session(path)
+        except (NotThisFormat, UnsupportedFile, OSError, ValueError, RecursionError, _ZstdError):
+            continue
+        if session.codex_id != codex_id:
+            continue
+        if session.excluded:
+            raise UnknownSession(f"Codex session {codex_id} is a sub-agent thread; it is not migrated")
+        if not session.cwd:
+            raise UnknownSession(f"Codex session {codex_id} records no folder to migrate it to")
+        return migrate_codex_sessions(session.cwd, dry_run, env=env, only_id=codex_id)
+    raise UnknownSession(f"no Codex session {codex_id} among the Codex rollouts")
+
+
+def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str, str] | None = None,
+                           only_id: str | None = None) -> MigrationReport:
+    """Convert every Codex session whose cwd is ``folder`` into a Pi session (see module doc);
+    ``only_id``: only the session with this thread id."""
     folder = normalize_folder(folder)
     report = MigrationReport(folder=folder, dry_run=dry_run)
     roots = source_roots(env)
@@ -301,6 +332,8 @@ def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str,
     if unusable is None and not dry_run and os.path.isdir(target_dir):
         _remove_stale_temporaries(target_dir)
     discovered = discover(roots, {"codex"}, report.issues)
+    if only_id is not None:   # (by name first: the other rollouts are not read)
+        discovered = [f for f in discovered if only_id in os.path.basename(f.path)]
     seen: set[str] = set()
     for source_file in sorted(discovered, key=lambda f: f.path):
         try:
@@ -309,7 +342,8 @@ def migrate_codex_sessions(folder: str, dry_run: bool = False, *, env: dict[str,
             cause = getattr(error, "strerror", None) or str(error)
             report.issues.append(SyncIssue("codex", source_file.path, f"cannot read this Codex rollout: {cause}"))
             continue
-        if session.excluded or not same_folder(session.cwd, folder) or session.codex_id in seen:
+        if (session.excluded or not same_folder(session.cwd, folder) or session.codex_id in seen
+                or (only_id is not None and session.codex_id != only_id)):
             continue
         seen.add(session.codex_id)
         if unusable is not None:

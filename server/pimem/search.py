@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from pimem import index
 from pimem.recall import ROW_COLUMNS, RecallQuery, RecallRow, admit, score, top_rows
+from pimem.store.batches import chunks, placeholders
 
 TRACK_LIMIT = 5000            # lists at most this long are followed exactly
 _PROBE = TRACK_LIMIT + 1
@@ -389,10 +390,8 @@ def recall_by_scan(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
 
 def _newest_first(conn: sqlite3.Connection, keys: set[int]) -> list[tuple[int, int]]:
     pairs: list[tuple[int, int]] = []
-    key_list = list(keys)
-    for start in range(0, len(key_list), 500):
-        batch = key_list[start:start + 500]
-        pairs.extend(conn.execute(
-            f"SELECT doc_key, ts FROM pimem_docs WHERE doc_key IN ({','.join('?' * len(batch))})", batch))
+    for batch in chunks(list(keys)):
+        pairs.extend(conn.execute(f"SELECT doc_key, ts FROM pimem_docs WHERE doc_key IN ({placeholders(len(batch))})",
+                                  batch))
     pairs.sort(key=lambda pair: (-pair[1], pair[0]))
     return pairs

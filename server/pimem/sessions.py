@@ -1,5 +1,7 @@
-"""One session's turns, in order, around a turn: what an agent (the MCP tool ``read_session``) or a
-sessions view reads to see what led to a recalled turn and what came after it.
+"""Sessions: the list of a folder's sessions, newest first (``pimem/sessions``, ``pimem sessions``),
+and one session's turns, in order, around a turn: what an agent (the MCP tool ``read_session``) or a
+sessions view and a rendered conversation (``pimem/session``) read to see what led to a recalled
+turn and what came after it, with the files each turn's tool calls touched.
 
 A session's order is ``turn_index``, then time, then turn id (``turn_index`` is the display order the
 importers and the extension write; ties only occur in stores written by old extension versions).
@@ -8,15 +10,96 @@ Rows carry the same fields as recall's rows (:class:`pimem.recall.RecallRow`), w
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
-from pimem.recall import RecallRow
+from pimem.recall import MAX_PATH_CHARS, MAX_TURN_ID_CHARS, RecallRow, in_folder
 from pimem.store import parse_tool_names
+from pimem.store.touches import touches_of_turns
 
 # Turns in one request, each side (the MCP tool validates this bound too; see agent_tools).
 MAX_CONTEXT = 20
+# The same for an editor's view of a session (pimem/session), which pages through long sessions.
+MAX_VIEW_CONTEXT = 200
+DEFAULT_VIEW_CONTEXT = 50
+# The sessions list (pimem/sessions): a page of at most MAX_SESSIONS.
+MAX_SESSIONS = 500
+DEFAULT_SESSIONS = 200
+PROMPT_CUT_CHARS = 300           # a session's first prompt, as a list shows it
+
+
+def resume_command(source: str, session_id: str, cwd: str, jsonl_path: str) -> str | None:
+    """The session's resume command, by recall's rules (RecallRow.resume_command: validated ids,
+    absolute paths)."""
+    return RecallRow(turn_id="", session_id=session_id, source=source, cwd=cwd, ts=0, user_text="",
+                     reply_text="", tool_names=[], hits=0, jsonl_path=jsonl_path, line=None).resume_command
+
+
+def cut_prompt(text: str) -> tuple[str, bool]:
+    """A prompt as a list shows it: at most PROMPT_CUT_CHARS characters, and whether it was cut."""
+    return (text[:PROMPT_CUT_CHARS], True) if len(text) > PROMPT_CUT_CHARS else (text, False)
+
+
+def _cut_path(path: str) -> str:
+    return path[:MAX_PATH_CHARS]
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    session_id: str
+    source: str
+    cwd: str
+    jsonl_path: str
+    started_at: int
+    last_ts: int
+    turn_count: int
+    first_prompt: str
+
+    def to_dict(self) -> dict[str, object]:
+        prompt, cut = cut_prompt(self.first_prompt)
+        return {"sessionId": self.session_id[:MAX_TURN_ID_CHARS], "source": self.source, "cwd": _cut_path(self.cwd),
+                "jsonlPath": _cut_path(self.jsonl_path), "startedAt": self.started_at, "lastTs": self.last_ts,
+                "turnCount": self.turn_count, "firstPrompt": prompt, "truncated": cut,
+                "resumeCommand": resume_command(self.source, self.session_id, self.cwd, self.jsonl_path)}
+
+
+@dataclass(frozen=True)
+class SessionsPage:
+    sessions: list[SessionSummary]
+    total: int                # every session that matches, not only this page
+
+    def to_dict(self) -> dict[str, object]:
+        return {"sessions": [session.to_dict() for session in self.sessions], "total": self.total}
+
+
+def list_sessions(conn: sqlite3.Connection, folders: Sequence[str] | None = None,
+                  sources: Sequence[str] | None = None, limit: int = DEFAULT_SESSIONS, offset: int = 0) -> SessionsPage:
+    """The sessions holding at least one turn whose cwd is one of ``folders`` or below (normalised
+    folders; None: all), of ``sources`` (None: all), newest turn first (then session id), a page of
+    ``limit`` from ``offset``. One snapshot: a sync writing meanwhile cannot shift the page."""
+    if not 1 <= limit <= MAX_SESSIONS or offset < 0:
+        raise ValueError(f"limit must be within 1..{MAX_SESSIONS} and offset at least 0")
+    with read_snapshot(conn):
+        where, args = "", list(sources or ())
+        if sources:
+            where = f"WHERE s.source IN ({','.join('?' * len(sources))})"
+        found = [row for row in conn.execute(
+            "SELECT s.session_id, s.source, s.cwd, s.jsonl_path, s.started_at, MAX(t.ts), COUNT(*) "
+            f"FROM sessions s JOIN turns t ON t.session_id = s.session_id {where} GROUP BY s.session_id", args)
+            if folders is None or any(in_folder(str(row[2] or ""), folder) for folder in folders)]
+        found.sort(key=lambda row: (-(row[5] or 0), str(row[0])))
+        page = found[offset:offset + limit]
+        sessions = []
+        for session_id, source, cwd, jsonl_path, started_at, last_ts, count in page:
+            first = conn.execute("SELECT user_text FROM turns WHERE session_id = ? ORDER BY turn_index, ts, turn_id "
+                                 "LIMIT 1", (session_id,)).fetchone()
+            sessions.append(SessionSummary(
+                str(session_id), str(source), str(cwd or ""), str(jsonl_path or ""),
+                started_at if isinstance(started_at, int) else 0, last_ts if isinstance(last_ts, int) else 0,
+                int(count), str(first[0] or "") if first else ""))
+    return SessionsPage(sessions, len(found))
 
 
 class SessionError(LookupError):
@@ -36,6 +119,23 @@ class SessionWindow:
     turn_count: int           # turns the session holds
     first_position: int       # 0-based position of turns[0] in the session
     turns: list[RecallRow]
+    started_at: int = 0
+    files: dict[str, list[tuple[str, str]]] = field(default_factory=dict)   # turn id -> (path, action)
+
+    def to_dict(self) -> dict[str, object]:
+        """``pimem/session``'s result: each turn a RecallRow without hits and matched (long fields cut,
+        ``truncated``), with the files its tool calls touched."""
+        turns = []
+        for row in self.turns:
+            turn = row.to_dict()
+            del turn["hits"], turn["matched"]
+            turn["files"] = [{"path": path, "action": action} for path, action in self.files.get(row.turn_id, [])]
+            turns.append(turn)
+        return {"sessionId": self.session_id[:MAX_TURN_ID_CHARS], "source": self.source, "cwd": _cut_path(self.cwd),
+                "jsonlPath": _cut_path(self.jsonl_path), "startedAt": self.started_at, "turnCount": self.turn_count,
+                "firstPosition": self.first_position,
+                "resumeCommand": resume_command(self.source, self.session_id, self.cwd, self.jsonl_path),
+                "turns": turns}
 
     @property
     def more_before(self) -> bool:
@@ -59,24 +159,36 @@ def _row(values: Sequence[object]) -> RecallRow:
     )
 
 
-def read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None = None, before: int = 2,
-                after: int = 2) -> SessionWindow:
-    """The turns of ``session_id`` from ``before`` turns before ``turn_id`` to ``after`` turns after it;
-    without ``turn_id``, the session's first ``after + 1`` turns. Raises :class:`SessionError`."""
-    if not 0 <= before <= MAX_CONTEXT or not 0 <= after <= MAX_CONTEXT:
-        raise ValueError(f"before and after must be within 0..{MAX_CONTEXT}")
+@contextlib.contextmanager
+def read_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read snapshot (a sync writing meanwhile cannot shift what is read), unless the caller has one."""
     if conn.in_transaction:
-        return _read_window(conn, session_id, turn_id, before, after)
-    conn.execute("BEGIN")  # one snapshot: a sync writing meanwhile cannot shift the window
+        yield
+        return
+    conn.execute("BEGIN")
     try:
-        return _read_window(conn, session_id, turn_id, before, after)
+        yield
     finally:
         conn.execute("COMMIT")
 
 
+def read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None = None, before: int = 2,
+                after: int = 2, *, max_context: int = MAX_CONTEXT, files: bool = False) -> SessionWindow:
+    """The turns of ``session_id`` from ``before`` turns before ``turn_id`` to ``after`` turns after it;
+    without ``turn_id``, the session's first ``after + 1`` turns; ``files``: with what each turn's
+    tool calls touched. Raises :class:`SessionError`."""
+    if not 0 <= before <= max_context or not 0 <= after <= max_context:
+        raise ValueError(f"before and after must be within 0..{max_context}")
+    with read_snapshot(conn):
+        window = _read_window(conn, session_id, turn_id, before, after)
+        if files:
+            window = replace(window, files=touches_of_turns(conn, [row.turn_id for row in window.turns]))
+        return window
+
+
 def _read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None, before: int,
                  after: int) -> SessionWindow:
-    session = conn.execute("SELECT source, cwd, jsonl_path FROM sessions WHERE session_id = ?",
+    session = conn.execute("SELECT source, cwd, jsonl_path, started_at FROM sessions WHERE session_id = ?",
                            (session_id,)).fetchone()
     if session is None:
         raise SessionError("sessionId", f"no session {session_id!r} in the store")
@@ -101,4 +213,5 @@ def _read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None,
             rows[row.turn_id] = row
     return SessionWindow(
         session_id=session_id, source=str(session[0]), cwd=str(session[1] or ""), jsonl_path=str(session[2] or ""),
-        turn_count=len(order), first_position=start, turns=[rows[turn] for turn in wanted if turn in rows])
+        turn_count=len(order), first_position=start, turns=[rows[turn] for turn in wanted if turn in rows],
+        started_at=session[3] if isinstance(session[3], int) else 0)

@@ -1,16 +1,21 @@
-"""Transcript parsers, one per agent. Each module documents the record format it reads."""
+"""Transcript parsers, one per agent. Each module documents the record format it reads and declares
+which files are its transcripts (``FILES``, a :class:`~pimem.importers.base.TranscriptFiles`) and the
+version of its parsing rules (``RULES_VERSION``: raised when what it makes of a file changes)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pimem.importers.base import NodeLookup, StoredTurnLookup, TranscriptParser
-from pimem.importers.claude import ClaudeParser
-from pimem.importers.codex import CodexParser
-from pimem.importers.pi import PiParser
+from pimem.importers import claude, codex, pi
+from pimem.importers.base import NodeLookup, StoredTurnLookup, TranscriptFiles, TranscriptParser
 from pimem.models import Source
 
-PARSERS: dict[Source, type[TranscriptParser]] = {"pi": PiParser, "claude": ClaudeParser, "codex": CodexParser}
+PARSERS: dict[Source, type[TranscriptParser]] = {"pi": pi.PiParser, "claude": claude.ClaudeParser,
+                                                 "codex": codex.CodexParser}
+TRANSCRIPT_FILES: dict[Source, TranscriptFiles] = {"pi": pi.FILES, "claude": claude.FILES, "codex": codex.FILES}
+# Each importer's rules version: a file parsed under an older one is parsed again once (pimem.sync).
+RULES_VERSIONS: dict[Source, int] = {"pi": pi.RULES_VERSION, "claude": claude.RULES_VERSION,
+                                     "codex": codex.RULES_VERSION}
 
 
 def make_parser(source: Source, path: str, state: dict[str, Any] | None,

@@ -7,18 +7,27 @@ that one full parse of the final file would (tested property-style in tests/test
 
 Output goes into a :class:`Chunk`: turns that start in this chunk (``is_new``) carry the whole user
 text; replies to turns that started in an earlier chunk are appended to the stored row by the sync
-engine. A reply is the ``"\\n"``-join of its parts; each part is one assistant message's text.
+engine. A reply is the ``"\\n"``-join of its parts; each part is one assistant message's text. The files a
+turn's tool calls read, wrote, edited or deleted come with its replies (``TurnDelta.files``), as the
+calls give them; the sync makes them absolute against the session's cwd (:func:`absolute_touch_path`).
+
+Each importer also declares which files are its transcripts (:class:`TranscriptFiles`): pimem.discovery
+walks the agents' roots with these rules, and a transcript that is one JSON document rather than JSONL
+is read whole through them (:meth:`TranscriptFiles.read_document`, then
+:meth:`TranscriptParser.feed_document`).
 """
 
 from __future__ import annotations
 
+import ntpath
+import posixpath
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from pimem.jsonl import Line, loads
+from pimem.jsonl import Line, loads, open_regular
 from pimem.models import Source
 
 # Looks up the nearest user-message ancestor of an entry parsed in an earlier chunk (Pi trees).
@@ -41,6 +50,32 @@ def version_hint(product: str, value: object) -> str | None:
     return None
 
 
+# What a tool call did to a file: read it, wrote it whole (created or overwrote), edited it, deleted it.
+FileAction = Literal["read", "write", "edit", "delete"]
+FILE_ACTIONS: tuple[FileAction, ...] = ("read", "write", "edit", "delete")
+# A file a turn's tool call touched: the path as the call gave it (perhaps relative), and the action.
+FileTouch = tuple[str, FileAction]
+
+_WINDOWS_ABSOLUTE = re.compile(r"(?:[A-Za-z]:[\\/]|\\\\)")
+
+
+def absolute_touch_path(path: str, cwd: str) -> str | None:
+    """The absolute form of a path a tool call gave, against the session's ``cwd`` (normalised, ``..``
+    resolved; symlinks are not: agents record the path they were given). None when it cannot be made
+    absolute: relative without a cwd, ``~`` (whose home is unknown here), empty, or holding a NUL."""
+    if not path or "\0" in path or path.startswith("~"):
+        return None
+    if _WINDOWS_ABSOLUTE.match(path):
+        return ntpath.normpath(path)
+    if path.startswith("/"):
+        return posixpath.normpath(path)
+    if _WINDOWS_ABSOLUTE.match(cwd):
+        return ntpath.normpath(ntpath.join(cwd, path))
+    if not cwd.startswith("/"):
+        return None
+    return posixpath.normpath(posixpath.join(cwd, path))
+
+
 @dataclass
 class TurnDelta:
     user_message_id: str
@@ -51,6 +86,7 @@ class TurnDelta:
     line: int | None = None
     reply_parts: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    files: list[FileTouch] = field(default_factory=list)   # files its tool calls touched, in call order
     replaces: str | None = None   # a message id this turn was stored under by an older pimem (removed)
 
 
@@ -70,7 +106,7 @@ class Chunk:
         self.turns.pop(message_id, None)
         self.turns[message_id] = TurnDelta(message_id, True, ts, text, turn_index, line, replaces=replaces)
 
-    def add_reply(self, message_id: str, part: str, tools: list[str]) -> None:
+    def add_reply(self, message_id: str, part: str, tools: list[str], files: Iterable[FileTouch] = ()) -> None:
         delta = self.turns.get(message_id)
         if delta is None:
             delta = self.turns[message_id] = TurnDelta(message_id, False)
@@ -79,6 +115,9 @@ class Chunk:
         for name in tools:
             if name not in delta.tools:
                 delta.tools.append(name)
+        for touch in files:
+            if touch not in delta.files:
+                delta.files.append(touch)
 
     def note_bad_line(self, line_number: int) -> None:
         self.bad_lines += 1
@@ -115,6 +154,52 @@ class NotThisFormat(Exception):
     """The file is not a transcript this parser understands; it becomes an isolated issue."""
 
 
+class TranscriptFiles:
+    """Which files under an agent's roots are its transcripts, by name (no I/O: discovery asks about
+    every file, 150k of them in a large history). This default takes every ``.jsonl`` file."""
+
+    skip_dirs: frozenset[str] = frozenset()
+    """Folders that are never entered: what they hold is not the agent's conversations."""
+
+    document_max_bytes = 0
+    """A transcript that is one JSON document is read whole, so its size is bounded: a larger one is an
+    issue, not read."""
+
+    document_name = "a JSON transcript"
+    """How an issue names a document transcript."""
+
+    def wants(self, name: str) -> bool:
+        """Is a file of this name a transcript (or a compressed copy of one)?"""
+        return name.endswith(".jsonl")
+
+    def plain_twin(self, name: str) -> str | None:
+        """For a compressed copy (``x.jsonl.zst``): the name of the plain file, which is read instead
+        when both are in the same folder. None for any other name."""
+        return None
+
+    def is_document(self, path: str) -> bool:
+        """Is this transcript one JSON document (read whole, then :meth:`TranscriptParser.feed_document`)
+        rather than JSONL (read line by line, resumable)? By its name."""
+        return False
+
+    def read_document(self, path: str, size: int | None = None) -> tuple[Any, int]:
+        """The whole document and the number of bytes it took. NotThisFormat when it is larger than
+        :attr:`document_max_bytes` (``size``: the size discovery saw; a file known to be larger is not
+        even opened) or is not JSON. Opened without blocking, as a regular file only."""
+        limit = self.document_max_bytes
+        too_large = NotThisFormat(f"{self.document_name} larger than {limit >> 20} MiB is not read")
+        if size is not None and size > limit:
+            raise too_large
+        with open_regular(path) as handle:
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise too_large
+        try:
+            return loads(data), len(data)
+        except (ValueError, RecursionError) as error:
+            raise NotThisFormat(f"not valid JSON ({error})") from None
+
+
 class TranscriptParser(ABC):
     source: Source
     # A pattern found in every line the parser needs (a superset is fine): other lines are skipped
@@ -145,6 +230,10 @@ class TranscriptParser(ABC):
     @abstractmethod
     def state(self) -> dict[str, Any]:
         """A JSON-serialisable snapshot from which a new parser continues after the last line fed."""
+
+    def feed_document(self, document: Any, chunk: Chunk) -> None:
+        """Handle a transcript that is one JSON document (see TranscriptFiles.is_document)."""
+        raise NotThisFormat("not a transcript of this agent (it is JSONL, not one JSON document)")
 
 
 def feed_line(parser: TranscriptParser, line: Line, chunk: Chunk) -> None:

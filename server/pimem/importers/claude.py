@@ -12,8 +12,11 @@ Format facts this parser relies on (docs/formats.md section 1):
   prompt kept;
 * assistant responses are split one content block per line; each text line is one reply part, and
   it belongs to the latest turn before it, with the three exceptions below;
-* sub-agent transcripts (``subagents/agent-*.jsonl``, legacy ``agent-*.jsonl``) are skipped by the
-  scanner (see pimem/sync.py); their lines are also ``isSidechain``.
+* sub-agent transcripts (``subagents/agent-*.jsonl``, legacy ``agent-*.jsonl``) are not
+  transcripts of their own (:data:`FILES`: discovery skips them); their lines are also ``isSidechain``;
+* file tools are ``tool_use`` blocks (:data:`FILE_TOOLS`): ``Read``, ``Write``, ``Edit``, ``MultiEdit``
+  with ``input.file_path``, ``NotebookEdit`` with ``input.notebook_path`` (absolute paths as Claude
+  Code requires; a call the user denied is still a call the turn made, and is recorded).
 
 What the interactive client (2.1.x) adds, and what pimem makes of it:
 
@@ -44,9 +47,40 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pimem.importers.base import Chunk, SessionInfo, TranscriptParser, version_hint
+from pimem.importers.base import (
+    Chunk,
+    FileAction,
+    FileTouch,
+    SessionInfo,
+    TranscriptFiles,
+    TranscriptParser,
+    version_hint,
+)
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, strip_system_reminders
+
+
+class ClaudeFiles(TranscriptFiles):
+    """``<project>/<session>.jsonl``, without sub-agent transcripts: those under a ``subagents`` folder
+    (>= 2.1.2) or named ``agent-*.jsonl`` (older)."""
+
+    skip_dirs = frozenset({"subagents"})
+
+    def wants(self, name: str) -> bool:
+        return name.endswith(".jsonl") and not name.startswith("agent-")
+
+
+FILES = ClaudeFiles()
+
+# What the parser reads from a transcript changed: files parsed with an older version are parsed
+# again once (pimem.sync). 2: file touches; queued prompts are turns of their own.
+RULES_VERSION = 2
+
+# tool name -> (the input key of its path, what it does to the file)
+FILE_TOOLS: dict[str, tuple[str, FileAction]] = {
+    "Read": ("file_path", "read"), "Write": ("file_path", "write"), "Edit": ("file_path", "edit"),
+    "MultiEdit": ("file_path", "edit"), "NotebookEdit": ("notebook_path", "edit"),
+}
 
 _CONVERSATION = re.compile(rb'"type"\s*:\s*"(?:user|assistant|queued_command)"')
 _TOOL_RESULT_LINE = re.compile(rb'"toolUseResult"\s*:')
@@ -115,6 +149,23 @@ def assistant_text_and_tools(message: dict[str, Any]) -> tuple[str, list[str]]:
             if name and name not in tools:
                 tools.append(name)
     return "\n".join(texts).strip(), tools
+
+
+def file_touches(message: dict[str, Any]) -> list[FileTouch]:
+    """The files an assistant message's tool calls touch (:data:`FILE_TOOLS`), as the calls give them."""
+    touches: list[FileTouch] = []
+    for block in as_list(message.get("content")):
+        block = as_dict(block)
+        if block is None or block.get("type") != "tool_use":
+            continue
+        tool = FILE_TOOLS.get(nonempty_str(block.get("name")) or "")
+        if tool is None:
+            continue
+        key, action = tool
+        path = nonempty_str((as_dict(block.get("input")) or {}).get(key))
+        if path:
+            touches.append((path, action))
+    return touches
 
 
 def background_call_ids(message: dict[str, Any]) -> list[str]:
@@ -224,7 +275,7 @@ class ClaudeParser(TranscriptParser):
             self._background[call_id] = self._current
             while len(self._background) > MAX_BACKGROUND_CALLS:
                 del self._background[next(iter(self._background))]
-        chunk.add_reply(self._current, clean_text(text), tools)
+        chunk.add_reply(self._current, clean_text(text), tools, file_touches(message))
 
     def _user_text(self, text: str, record: dict[str, Any], ts: int | None, line_number: int,
                    chunk: Chunk) -> None:
@@ -269,8 +320,3 @@ class ClaudeParser(TranscriptParser):
     def state(self) -> dict[str, Any]:
         return {**self._info.to_state(), "turns": self._turns, "current": self._current, "latest": self._latest,
                 "background": dict(self._background), "bash": self._bash}
-
-
-def is_claude_sidechain_path(parts: tuple[str, ...], name: str) -> bool:
-    """Sub-agent transcripts: under a ``subagents`` directory (>= 2.1.2) or ``agent-*.jsonl`` (older)."""
-    return "subagents" in parts or name.startswith("agent-")

@@ -3,7 +3,8 @@
 Four generations are read, detected per file (docs/formats.md section 2):
 
 * G0, the 2025 TypeScript CLI: ``rollout-YYYY-MM-DD-<uuid>.json``, one JSON object
-  ``{"session": {...}, "items": [ResponseItem…]}`` (handled by :func:`parse_g0_document`);
+  ``{"session": {...}, "items": [ResponseItem…]}``, read whole (at most 64 MiB) and handled by
+  :meth:`CodexParser.feed_document`;
 * G1: bare JSONL, first line ``{"id", "timestamp", "instructions"}`` without ``type``, then bare
   ResponseItems and ``{"record_type": "state"}`` lines; no ids, no per-line timestamps;
 * G2: envelopes ``{"timestamp", "type", "payload"}``; G3 adds ``ordinal``, item ids and
@@ -13,17 +14,71 @@ Turns come from ``response_item`` messages only: ``event_msg`` duplicates them a
 replays earlier history. Injected user-role context (AGENTS.md, environment, IDE preamble…) is removed;
 ``event_msg/task_started`` closes the current turn, so text produced by a task without a user message
 (a compaction summary) is attached to no turn. Sub-agent threads are skipped as a whole.
+
+Files a turn touched come from its tool calls: the headers of an ``apply_patch`` patch (``*** Add
+File:`` write, ``*** Update File:`` edit, ``*** Delete File:`` delete, ``*** Move to:`` write of the new
+path and delete of the old), wherever the patch is: a ``custom_tool_call``'s ``input`` (G3's freeform
+tool), a string of a ``function_call``'s JSON ``arguments`` (G0's ``shell`` ``["apply_patch", …]``,
+``exec_command`` heredocs) or a ``local_shell_call``'s command, or a JavaScript string of a code-mode
+``exec`` (escaped newlines); and the ``path``/``file_path`` argument of the file tools in
+:data:`PATH_TOOLS`. Patch paths are relative to the session's cwd.
+
+Transcripts are the files named ``rollout-*`` (:data:`FILES`); a ``.jsonl.zst`` is skipped when the
+plain ``.jsonl`` is beside it. The Codex → Pi migration reads a rollout's messages through
+:class:`CodexMessageLog`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser, version_hint
+from pimem.importers.base import (
+    Chunk,
+    FileAction,
+    FileTouch,
+    NotThisFormat,
+    SessionInfo,
+    TranscriptFiles,
+    TranscriptParser,
+    version_hint,
+)
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
+
+
+class CodexFiles(TranscriptFiles):
+    """``rollout-*.jsonl``, ``rollout-*.jsonl.zst`` (compressed; the plain file wins when both exist) and
+    G0's ``rollout-*.json`` documents."""
+
+    document_max_bytes = 64 * 1024 * 1024
+    document_name = "a .json rollout"
+
+    def wants(self, name: str) -> bool:
+        return name.startswith("rollout-") and (name.endswith(".jsonl") or name.endswith(".json")
+                                                or name.endswith(".jsonl.zst"))
+
+    def plain_twin(self, name: str) -> str | None:
+        return name[: -len(".zst")] if name.endswith(".jsonl.zst") else None
+
+    def is_document(self, path: str) -> bool:
+        return path.endswith(".json")
+
+
+FILES = CodexFiles()
+
+# What the parser reads from a rollout changed: files parsed with an older version are parsed again
+# once (pimem.sync). 2: file touches.
+RULES_VERSION = 2
+
+# Codex file tools with a path argument (besides apply_patch), and what they do to the file.
+PATH_TOOLS: dict[str, FileAction] = {"read_file": "read", "view_image": "read"}
+_PATCH_START = "*** Begin Patch"
+_PATCH_HEADER = re.compile(r"^\*\*\* (Add File|Update File|Delete File|Move to): *(.+?)[ \t\r]*$", re.MULTILINE)
+_PATCH_ACTIONS: dict[str, FileAction] = {"Add File": "write", "Update File": "edit", "Delete File": "delete",
+                                         "Move to": "write"}
 
 INJECTED_PREFIXES = (
     "# AGENTS.md instructions",
@@ -97,6 +152,58 @@ def tool_name(payload: dict[str, Any]) -> str | None:
     return None
 
 
+def patch_touches(text: str) -> list[FileTouch]:
+    """The files an ``apply_patch`` patch in ``text`` touches, in order (none without a patch)."""
+    if _PATCH_START not in text:
+        return []
+    if text.split(_PATCH_START, 1)[1].startswith("\\n"):
+        text = text.replace("\\n", "\n")   # a patch inside a JavaScript string literal (code mode)
+    touches: list[FileTouch] = []
+    for match in _PATCH_HEADER.finditer(text):
+        header, path = match.group(1), match.group(2)
+        if header == "Move to" and touches and touches[-1][1] == "edit":
+            touches[-1] = (touches[-1][0], "delete")   # the updated file moved away: gone from its path
+        touches.append((path, _PATCH_ACTIONS[header]))
+    return touches
+
+
+def _strings(value: Any, depth: int = 0) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if depth > 4:
+        return []
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item, depth + 1)]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item, depth + 1)]
+    return []
+
+
+def call_touches(payload: dict[str, Any], name: str | None) -> list[FileTouch]:
+    """The files a tool-call item touches, as it gives them (see the module doc)."""
+    kind = payload.get("type")
+    if kind == "custom_tool_call":
+        raw = payload.get("input")
+        return patch_touches(raw) if isinstance(raw, str) else []
+    if kind == "local_shell_call":
+        return [touch for text in _strings(as_dict(payload.get("action")) or {}) for touch in patch_touches(text)]
+    if kind != "function_call":
+        return []
+    raw = payload.get("arguments")
+    if not isinstance(raw, str) or (_PATCH_START not in raw and name not in PATH_TOOLS):
+        return []
+    try:
+        arguments = json.loads(raw)
+    except ValueError:
+        return patch_touches(raw)
+    touches = [touch for text in _strings(arguments) for touch in patch_touches(text)]
+    if name in PATH_TOOLS and isinstance(arguments, dict):
+        path = nonempty_str(arguments.get("path")) or nonempty_str(arguments.get("file_path"))
+        if path:
+            touches.append((path, PATH_TOOLS[name]))
+    return touches
+
+
 def is_subagent_meta(meta: dict[str, Any]) -> bool:
     """A spawned sub-agent thread: its ``session_id`` is the parent's, ``source`` says subagent."""
     source = meta.get("source")
@@ -136,8 +243,6 @@ class CodexParser(TranscriptParser):
         self._id_prefix = "L"
         self._model_now: str | None = state.get("modelNow")
         self._provider: str | None = state.get("provider")
-        # When a list is given, every message that makes up a turn is also logged here (migration).
-        self.messages: list[CodexMessage] | None = None
 
     def wants(self, line: Line) -> bool:
         if line.data is None or self._info.excluded:
@@ -224,13 +329,12 @@ class CodexParser(TranscriptParser):
             return
         name = tool_name(payload)
         if name and self._current is not None:
-            chunk.add_reply(self._current, "", [name])
+            chunk.add_reply(self._current, "", [name], call_touches(payload, name))
 
     def _log(self, role: str, text: str, ts: int) -> None:
-        if self.messages is not None:
-            self.messages.append(CodexMessage(role, text, ts, self._model_now, self._provider))
+        """An accepted user or assistant message (see CodexMessageLog)."""
 
-    def feed_g0(self, document: Any, chunk: Chunk) -> None:
+    def feed_document(self, document: Any, chunk: Chunk) -> None:
         """The 2025 TypeScript CLI's ``.json`` rollout: one object; item ids are ``I<index>``."""
         document = as_dict(document)
         if document is None:
@@ -256,3 +360,15 @@ class CodexParser(TranscriptParser):
     def state(self) -> dict[str, Any]:
         return {**self._info.to_state(), "generation": self._generation, "turns": self._turns,
                 "current": self._current, "modelNow": self._model_now, "provider": self._provider}
+
+
+class CodexMessageLog(CodexParser):
+    """The parser that also keeps every accepted user and assistant message, in order, with the model
+    and provider in use then: what the Codex → Pi migration copies (the same filtering as the turns)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, None)
+        self.messages: list[CodexMessage] = []
+
+    def _log(self, role: str, text: str, ts: int) -> None:
+        self.messages.append(CodexMessage(role, text, ts, self._model_now, self._provider))

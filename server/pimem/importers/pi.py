@@ -18,6 +18,11 @@ Format facts this parser relies on (docs/formats.md section 3):
   n-th turn of a session whose n-th stored turn has a v1 id and the same text is that turn (by
   position, not line: Pi drops blank and unreadable lines when it rewrites). Before/after pairs
   written by the real Pi 1.6.0 are in tests/fixtures/pi-v1-rewrite/.
+
+File tools are ``toolCall`` blocks named ``read``, ``write``, ``edit`` (:data:`FILE_TOOLS`) whose
+``arguments.path`` is relative to the session's cwd or absolute.
+
+Transcripts are every ``.jsonl`` file under the sessions folder (:data:`FILES`).
 """
 
 from __future__ import annotations
@@ -25,9 +30,25 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser
+from pimem.importers.base import (
+    Chunk,
+    FileAction,
+    FileTouch,
+    NotThisFormat,
+    SessionInfo,
+    TranscriptFiles,
+    TranscriptParser,
+)
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, number_to_ms
+
+FILES = TranscriptFiles()   # every .jsonl file
+
+# What the parser reads from a session changed: files parsed with an older version are parsed again
+# once (pimem.sync). 2: file touches; a v1 session Pi rewrote keeps its turns' first ids.
+RULES_VERSION = 2
+
+FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit"}
 
 # Entry lines Pi writes with these leading keys; lets tool results (most of a file's bytes) be
 # recorded as tree nodes without a JSON parse.
@@ -60,6 +81,20 @@ def tool_call_names(content: Any) -> list[str]:
             if name and name not in names:
                 names.append(name)
     return names
+
+
+def file_touches(content: Any) -> list[FileTouch]:
+    """The files an assistant message's tool calls touch (:data:`FILE_TOOLS`), as the calls give them."""
+    touches: list[FileTouch] = []
+    for block in as_list(content):
+        block = as_dict(block)
+        if block is None or block.get("type") != "toolCall":
+            continue
+        action = FILE_TOOLS.get(nonempty_str(block.get("name")) or "")
+        path = nonempty_str((as_dict(block.get("arguments")) or {}).get("path"))
+        if action is not None and path:
+            touches.append((path, action))
+    return touches
 
 
 class PiParser(TranscriptParser):
@@ -166,7 +201,8 @@ class PiParser(TranscriptParser):
                 self._info.model_id = nonempty_str(message.get("model"))
             if anchor is not None:
                 content = message.get("content")
-                chunk.add_reply(anchor, clean_text(message_text(content)), tool_call_names(content))
+                chunk.add_reply(anchor, clean_text(message_text(content)), tool_call_names(content),
+                                file_touches(content))
         self._record_node(entry_id, anchor, chunk)
 
     def _v1_turn_id(self, text: str) -> str | None:

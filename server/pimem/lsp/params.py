@@ -7,6 +7,7 @@ unit-testable on its own; the handlers turn :class:`ParamsError` into JSON-RPC I
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -116,6 +117,10 @@ def backfill_params(raw: Any) -> bool:
 class MigrateRequest:
     folder_uri: str | None
     dry_run: bool
+    codex_id: str | None = None     # sessionId "codex:<thread id>": only this session
+
+
+_CODEX_SESSION_ID = re.compile(r"codex:([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
 
 
 def migrate_params(raw: Any) -> MigrateRequest:
@@ -125,7 +130,16 @@ def migrate_params(raw: Any) -> MigrateRequest:
     _unicode(method, "workspaceFolder", folder)
     if folder is not None and (not isinstance(folder, str) or uri_to_path(folder) is None):
         raise ParamsError(method, "workspaceFolder", '"workspaceFolder" must be a file:// URI')
-    return MigrateRequest(folder, _optional_bool(method, params, "dryRun", False))
+    session_id = params.get("sessionId")
+    codex_id = None
+    if session_id is not None:
+        match = _CODEX_SESSION_ID.fullmatch(session_id) if isinstance(session_id, str) else None
+        if match is None:
+            raise ParamsError(method, "sessionId", '"sessionId" must be a Codex session id, "codex:<thread id>"')
+        if folder is not None:
+            raise ParamsError(method, "sessionId", 'give "sessionId" or "workspaceFolder", not both')
+        codex_id = match.group(1)
+    return MigrateRequest(folder, _optional_bool(method, params, "dryRun", False), codex_id)
 
 
 def status_params(raw: Any) -> None:

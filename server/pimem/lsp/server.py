@@ -28,7 +28,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_c
 
 from pimem import __version__
 from pimem.freetext import candidates, recall_candidates
-from pimem.lsp import methods
+from pimem.lsp import history, methods
 from pimem.lsp.params import (
     ParamsError,
     ServerOptions,
@@ -42,7 +42,14 @@ from pimem.lsp.params import (
     uri_to_path,
 )
 from pimem.lsp.runtime import CLIENT_ERRORS, REQUEST_FAILED, PimemProtocol, configure_logging, run_stdio
-from pimem.migrate import MigrationError, migrate_codex_sessions, normalize_folder, same_folder
+from pimem.migrate import (
+    MigrationError,
+    UnknownSession,
+    migrate_codex_session,
+    migrate_codex_sessions,
+    normalize_folder,
+    same_folder,
+)
 from pimem.models import SyncProgress, SyncStats
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import format_markdown, get_turn, make_query, recall
@@ -146,7 +153,9 @@ class PimemServer(LanguageServer):
         def finished(done: asyncio.Future[SyncStats]) -> None:
             self._cancels.discard(cancel)
             stats = None if done.cancelled() or done.exception() else done.result()
-            reporter.finished(stats)
+            failure = None if done.cancelled() else done.exception()
+            # The store could not be used (locked, full, read-only, damaged, newer): the client says so once.
+            reporter.finished(stats, str(failure) if isinstance(failure, StoreError) else None)
             if stats is not None and stats.turns:
                 self.spawn(self._announce(stats))
 
@@ -222,12 +231,15 @@ class _SyncReporter:
         self.server, self.token, self.force, self.report = server, token, force, report
         self.latest = SyncProgress(0, 0)
 
-    def _status(self, syncing: bool) -> None:
+    def _status(self, syncing: bool, error: str | None = None) -> None:
         latest = self.latest
-        self.server.protocol.notify(methods.SYNC_STATUS, {
+        status: dict[str, Any] = {
             "syncing": syncing, "filesDone": latest.files_done, "filesTotal": latest.files_total,
             "turnsIndexed": latest.indexed, "turnsToIndex": latest.to_index, "force": self.force,
-            "token": self.token})
+            "token": self.token}
+        if error is not None:
+            status["error"] = error
+        self.server.protocol.notify(methods.SYNC_STATUS, status)
 
     def started(self) -> None:
         if self.report:
@@ -261,13 +273,18 @@ class _SyncReporter:
                 message=message, percentage=percentage))
         self._status(True)
 
-    def finished(self, stats: SyncStats | None) -> None:
+    def finished(self, stats: SyncStats | None, error: str | None = None) -> None:
+        """``error``: the one line of a store failure that stopped the sync (sent even for a live
+        update, which reports nothing else: an automatic sync's failure must reach the user)."""
         if not self.report:
+            if error is not None:
+                self._status(False, error)
             return
         if self.token is not None:
-            message = "cancelled" if stats is None or stats.cancelled else f"{stats.turns} turns updated"
+            message = ("stopped: the memory store cannot be used" if error is not None
+                       else "cancelled" if stats is None or stats.cancelled else f"{stats.turns} turns updated")
             self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-        self._status(False)
+        self._status(False, error)
 
 
 def _failure(method: str, error: Exception, db_path: str | None = None) -> JsonRpcException:
@@ -366,6 +383,17 @@ def create_server() -> PimemServer:
     @_guarded(methods.MIGRATE_CODEX)
     async def on_migrate(ls: PimemServer, params: Any) -> dict[str, Any]:
         request = migrate_params(params)
+        if request.codex_id is not None:   # "Continue in Pi": one session, into the Pi folder of its cwd
+            codex_id = request.codex_id
+
+            def run_one() -> dict[str, Any]:
+                try:
+                    report = migrate_codex_session(codex_id, dry_run=request.dry_run)
+                except UnknownSession as error:
+                    raise ParamsError(methods.MIGRATE_CODEX, "sessionId", f'"sessionId": {error}') from None
+                return {"reports": [report.to_dict()]}
+
+            return await ls.read(run_one)
         folders = [path for folder in ls.workspace.folders.values() if (path := uri_to_path(folder.uri))]
         if request.folder_uri is not None:
             wanted = uri_to_path(request.folder_uri) or ""
@@ -389,6 +417,8 @@ def create_server() -> PimemServer:
         status_params(params)
         status = await ls.read(lambda: store_status(ls.connection(), ls.db_path))
         return {**status, "syncing": ls.syncing > 0}
+
+    history.register(server, _guarded)   # pimem/sessions, pimem/session, pimem/fileHistory
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def on_folders_changed(ls: PimemServer, _params: types.DidChangeWorkspaceFoldersParams) -> None:
