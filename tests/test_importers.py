@@ -55,3 +55,9 @@ def test_importer_matches_expected_turns(case: dict[str, object], db_path: Path)
     assert [row[6] for row in rows] == list(range(len(rows)))
     cwd = conn.execute("SELECT cwd, source, jsonl_path FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
     assert cwd == (case["cwd"], case["source"], str(file))
+    # The files each turn's tool calls touched: absolute, in the order the store keeps (path, action).
+    touches: dict[str, list[list[str]]] = {}
+    for turn_id, path, action in conn.execute("SELECT turn_id, path, action FROM pimem_touches ORDER BY 1, 2, 3"):
+        touches.setdefault(turn_id, []).append([path, action])
+    assert touches == {f"{session_id}:{turn['userMessageId']}": sorted(turn["files"])
+                       for turn in case["turns"] if turn.get("files")}  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -477,7 +478,8 @@ def test_dry_run_reports_what_would_happen_and_writes_nothing(codex_home: Path, 
     state = tree_state(agent_dir)
     for folder in FOLDERS:
         dry = report_of(folder, codex_home, agent_dir.parent.parent / "fresh" / "agent", dry_run=True)
-        assert [{**m, "piPath": m["piPath"].replace("/fresh/", "/pi/")} for m in dry["migrated"]] == \
+        assert [{**m, "piPath": m["piPath"].replace("/fresh/", "/pi/"),
+                 "resumeCommand": m["resumeCommand"].replace("/fresh/", "/pi/")} for m in dry["migrated"]] == \
             real[folder]["migrated"]  # the same files, the same message counts
         after = report_of(folder, codex_home, agent_dir, dry_run=True)
         assert after["migrated"] == [] and {s["reason"] for s in after["skipped"]} == {"already migrated"}
@@ -782,7 +784,7 @@ def test_cli_json_report_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str
         assert pimem_main(["migrate-codex", "--cwd", WEBSHOP + "/", "--json", *extra]) == 0
         report: dict[str, Any] = json.loads(capsys.readouterr().out)
         assert list(report) == ["folder", "dryRun", "migrated", "skipped", "issues"]
-        for key, fields in (("migrated", ["codexSessionId", "codexPath", "piPath", "messages"]),
+        for key, fields in (("migrated", ["codexSessionId", "codexPath", "piPath", "messages", "resumeCommand"]),
                             ("skipped", ["codexSessionId", "piPath", "reason"]),
                             ("issues", ["jsonlPath", "error"])):
             assert isinstance(report[key], list)
@@ -796,7 +798,8 @@ def test_cli_json_report_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str
     dry = run("--dry-run")
     assert dry["folder"] == WEBSHOP and dry["dryRun"] is True
     assert dry["migrated"] == [
-        {"codexSessionId": x1_id, "codexPath": str(x1), "piPath": x1_pi, "messages": 6}]
+        {"codexSessionId": x1_id, "codexPath": str(x1), "piPath": x1_pi, "messages": 6,
+         "resumeCommand": f"pi --session {shlex.quote(x1_pi)}"}]
     assert not agent.exists()
 
     first = run()

@@ -2,7 +2,7 @@
 
 Real transcripts (the bundled samples) are given escape sequences in a prompt and a reply, imported
 with ``pimem sync``, and every human-readable command (recall, show, status, sync issues, migrate
-reports) must print them visibly; ``--json`` must still give back the exact text.
+reports, sessions, file history) must print them visibly; ``--json`` must still give back the exact text.
 """
 
 from __future__ import annotations
@@ -173,3 +173,35 @@ def test_sync_issues_status_and_migration_reports_show_file_names_visibly(
     assert "pimem-demo/\\x1b]0;pwned title\\x07" in report.stdout
     exact = json.loads(pimem(env, "migrate-codex", "--cwd", folder, "--dry-run", "--json").stdout)
     assert exact["folder"] == folder
+
+
+def test_sessions_and_file_history_print_prompts_and_paths_visibly(tmp_path: Path) -> None:
+    """A prompt and a touched file name holding escapes: `pimem sessions` and `pimem file-history`
+    show them as text; --json keeps them exactly."""
+    base = tmp_path / "history"
+    session = (base / "pi/agent/sessions/--work-app--"
+               / "2026-12-01T00-00-00-000Z_01a22bd8-0000-7000-8000-00000000e5c0.jsonl")
+    session.parent.mkdir(parents=True)
+    hostile_file = f"notes {TITLE}{C1_CSI}.md"
+    lines = [
+        {"type": "session", "version": 3, "id": "01a22bd8-0000-7000-8000-00000000e5c0",
+         "timestamp": "2026-12-01T00:00:00.000Z", "cwd": "/work/app"},
+        {"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-12-01T00:00:01.000Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": HOSTILE}], "timestamp": 1796083201000}},
+        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2026-12-01T00:00:02.000Z",
+         "message": {"role": "assistant", "timestamp": 1796083202000, "content": [
+             {"type": "toolCall", "id": "c1", "name": "write", "arguments": {"path": hostile_file, "content": ""}}]}},
+    ]
+    session.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    env = env_for(base, tmp_path / "memory.db")
+    assert pimem(env, "sync").returncode == 0
+    listing = pimem(env, "sessions")
+    assert listing.returncode == 0, listing.stderr
+    assert_clean(listing.stdout)
+    assert "\\x1b]52;c;" in listing.stdout
+    history = pimem(env, "file-history", f"/work/app/{hostile_file}")
+    assert history.returncode == 0, history.stderr
+    assert_clean(history.stdout)
+    assert "\\x1b]0;pwned title\\x07\\x9b2J.md" in history.stdout and "\\x1b]52;c;" in history.stdout
+    exact = json.loads(pimem(env, "file-history", f"/work/app/{hostile_file}", "--json").stdout)
+    assert exact["path"] == f"/work/app/{hostile_file}" and exact["sessions"][0]["prompt"] == HOSTILE

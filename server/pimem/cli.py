@@ -1,4 +1,4 @@
-"""The ``pimem`` command line: sync, recall, show, migrate-codex, status, serve, mcp.
+"""The ``pimem`` command line: sync, recall, show, sessions, file-history, migrate-codex, status, serve, mcp.
 
 Exit status: 0 on success (isolated import issues are reported on stderr but do not fail a sync),
 1 when the store or a folder cannot be used (or ``show`` finds no such turn), 2 for bad arguments
@@ -94,8 +94,25 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("turn_id", metavar="TURN_ID", help="a turn id, as in recall's output (\"Turn:\", turnId)")
     show.add_argument("--json", action="store_true", help="print the turn as JSON")
 
+    listing = commands.add_parser("sessions", help="the sessions of some folders, newest first")
+    _add_db(listing)
+    listing.add_argument("--cwd", metavar="DIR", action="append",
+                         help="only sessions whose folder is DIR or below (repeatable; default: all)")
+    listing.add_argument("--source", action="append", choices=SOURCES, help="only this agent (repeatable)")
+    listing.add_argument("--limit", type=int, default=20, help="sessions, 1..500 (default 20)")
+    listing.add_argument("--offset", type=int, default=0, help="skip the first OFFSET sessions")
+    listing.add_argument("--json", action="store_true", help="print {sessions, total} as JSON (pimem/sessions)")
+
+    touched = commands.add_parser("file-history", help="the conversations whose tool calls touched a file")
+    _add_db(touched)
+    touched.add_argument("path", metavar="PATH", help="the file (relative to the current directory, or absolute)")
+    touched.add_argument("--limit", type=int, default=20, help="sessions, 1..200 (default 20)")
+    touched.add_argument("--json", action="store_true", help="print the history as JSON (pimem/fileHistory)")
+
     migrate = commands.add_parser("migrate-codex", help="convert a folder's Codex sessions into Pi sessions")
     migrate.add_argument("--cwd", metavar="DIR", default=None, help="the project folder (default: current directory)")
+    migrate.add_argument("--session", metavar="SESSION_ID", default=None,
+                         help="only this Codex session (codex:<thread id>), into the Pi folder of its own cwd")
     migrate.add_argument("--dry-run", action="store_true", help="report what would be written, write nothing")
     migrate.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -266,12 +283,83 @@ def _recall_text(args: argparse.Namespace) -> int:
     return 0
 
 
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M")
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from pimem.recall import normalize_folder
+    from pimem.sessions import MAX_SESSIONS, list_sessions
+
+    if not 1 <= args.limit <= MAX_SESSIONS or args.offset < 0:
+        _err(f"pimem sessions: --limit must be within 1..{MAX_SESSIONS} and --offset at least 0")
+        return 2
+    folders = [normalize_folder(folder) for folder in args.cwd] if args.cwd else None
+    conn = connect(_db(args), create=False, for_writing=False)
+    _warn_upgrade(conn)
+    try:
+        page = list_sessions(conn, folders, args.source, args.limit, args.offset)
+    finally:
+        conn.close()
+    if args.json:
+        print(json_text(page.to_dict()))
+        return 0
+    _out(f"{page.total} session(s)" + (f", {len(page.sessions)} shown from {args.offset + 1}" if page.sessions else ""))
+    for summary in page.sessions:
+        wire = summary.to_dict()
+        prompt = str(wire["firstPrompt"]).replace("\n", " ") + ("…" if wire["truncated"] else "")
+        _out(f"\n{_when(summary.last_ts)}  {summary.source}  {summary.turn_count} turn(s)  {summary.cwd}\n"
+             f"  {prompt}\n  Session: {summary.session_id}")
+        if wire["resumeCommand"]:
+            _out(f"  Resume: {wire['resumeCommand']}")
+    return 0
+
+
+def cmd_file_history(args: argparse.Namespace) -> int:
+    from pimem.filehistory import MAX_SESSIONS, file_history
+
+    if not 1 <= args.limit <= MAX_SESSIONS:
+        _err(f"pimem file-history: --limit must be within 1..{MAX_SESSIONS}")
+        return 2
+    conn = connect(_db(args), create=False, for_writing=False)
+    _warn_upgrade(conn)
+    try:
+        history = file_history(conn, os.path.abspath(args.path), args.limit)
+    finally:
+        conn.close()
+    if args.json:
+        print(json_text(history.to_dict()))
+        return 0
+    _out(f"{history.path}: {history.total} past conversation(s) touched it, {history.edited} changed it")
+    for session in history.sessions:
+        wire = session.to_dict()
+        prompt = str(wire["prompt"]).replace("\n", " ") + ("…" if wire["truncated"] else "")
+        _out(f"\n{_when(session.last_ts)}  {session.source}  {', '.join(sorted(session.actions))}  "
+             f"{len(session.turns)} turn(s)\n  {prompt}\n  Turn: {session.turn_id}")
+        if wire["resumeCommand"]:
+            _out(f"  Resume: {wire['resumeCommand']}")
+    return 0
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from pimem.migrate import MigrationError, format_report, migrate_codex_sessions
+    from pimem.migrate import (
+        MigrationError,
+        UnknownSession,
+        format_report,
+        migrate_codex_session,
+        migrate_codex_sessions,
+    )
 
     folder = args.cwd or os.getcwd()
     try:
-        report = migrate_codex_sessions(folder, dry_run=args.dry_run)
+        if args.session is not None:
+            native = args.session.removeprefix("codex:")
+            report = migrate_codex_session(native, dry_run=args.dry_run)
+        else:
+            report = migrate_codex_sessions(folder, dry_run=args.dry_run)
+    except UnknownSession as error:
+        _err(f"pimem migrate-codex: {error}")
+        return 2
     except MigrationError as error:
         _err(f"pimem migrate-codex: {error}")
         return 1
@@ -358,7 +446,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     log_handler = logging.StreamHandler(sys.stderr)
     log_handler.setFormatter(VisibleFormatter("pimem %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[log_handler])
-    handlers = {"sync": cmd_sync, "recall": cmd_recall, "show": cmd_show, "migrate-codex": cmd_migrate,
+    handlers = {"sync": cmd_sync, "recall": cmd_recall, "show": cmd_show, "sessions": cmd_sessions,
+                "file-history": cmd_file_history, "migrate-codex": cmd_migrate,
                 "status": cmd_status, "serve": cmd_serve, "mcp": cmd_mcp}
     try:
         return handlers[args.command](args)

@@ -286,6 +286,9 @@ def _remove_stale_temporaries(target_dir: Path) -> None:
                 os.unlink(target_dir / name)
 
 
+_THREAD_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
 class UnknownSession(LookupError):
     """No Codex session with that thread id among the rollouts (or it cannot be migrated on its own)."""
 
@@ -300,6 +303,8 @@ def migrate_codex_session(codex_id: str, dry_run: bool = False, *,
                           env: dict[str, str] | None = None) -> MigrationReport:
     """Convert one Codex session (its thread id) into a Pi session; its cwd decides the Pi folder.
     UnknownSession when no readable rollout holds it, or it has no cwd or is a sub-agent thread."""
+    if not _THREAD_ID.fullmatch(codex_id):
+        raise UnknownSession(f"{codex_id!r} is not a Codex thread id (a UUID)")
     issues: list[SyncIssue] = []
     for path in _rollouts_of(codex_id, env, issues):
         try:
