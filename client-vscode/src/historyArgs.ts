@@ -48,7 +48,9 @@ export function piResumeCommand(piPath: string): string | undefined {
 export function migratedResume(report: MigrationReport): { command: string | undefined; fresh: boolean; reason?: string } | undefined {
   const written: MigratedSession | undefined = report.migrated[0];
   if (written !== undefined) {
-    return { command: written.resumeCommand ?? piResumeCommand(written.piPath), fresh: true };
+    // null: the server refused the path for a resume command (a server without the field: the same rules here)
+    const command = written.resumeCommand === undefined ? piResumeCommand(written.piPath) : (written.resumeCommand ?? undefined);
+    return { command, fresh: true };
   }
   const skipped = report.skipped[0];
   if (skipped !== undefined) {

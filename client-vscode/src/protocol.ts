@@ -323,7 +323,7 @@ export interface MigratedSession {
   codexPath: string;
   piPath: string;
   messages: number;
-  resumeCommand?: string | null; // `pi --session <the Pi session file>`
+  resumeCommand?: string | null; // `pi --session <the Pi session file>`; null: a path resume commands refuse
 }
 
 export interface SyncStatusParams {

@@ -83,6 +83,14 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
     }
     throw new Error(`the ${title} view never showed what was expected: ${JSON.stringify(texts)}`);
   }
+  /** Drags the sash at the sidebar's right edge by `dx` pixels. */
+  async function resizeSidebar(dx) {
+    const sidebar = await page.locator('.part.sidebar').boundingBox();
+    await page.mouse.move(sidebar.x + sidebar.width + 1, sidebar.y + sidebar.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(sidebar.x + sidebar.width + 1 + dx, sidebar.y + sidebar.height / 2, { steps: 8 });
+    await page.mouse.up();
+  }
   async function quickOpen(name) {
     await page.keyboard.press('Control+P');
     const input = page.locator('.quick-input-widget .quick-input-box input');
@@ -101,12 +109,7 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
     await page.locator('.statusbar-item', { hasText: /^\s*\d+ turns?\s*$/ }).waitFor({ timeout: 120_000 });
     await runCommand(page, 'View: Show Pi Memory');
     await pane('Sessions').waitFor({ timeout: 30_000 });
-    // a wider sidebar, so that the screenshots show the rows' descriptions (agent, what was done, when)
-    const sidebar = await page.locator('.part.sidebar').boundingBox();
-    await page.mouse.move(sidebar.x + sidebar.width + 1, sidebar.y + sidebar.height / 2);
-    await page.mouse.down();
-    await page.mouse.move(sidebar.x + sidebar.width + 240, sidebar.y + sidebar.height / 2, { steps: 8 });
-    await page.mouse.up();
+    await resizeSidebar(240); // wider, so that the screenshots show the rows' descriptions (agent, what was done, when)
 
     // by day (the default): one group per day, newest first, each session labelled with its first prompt and agent
     const byDay = await waitForRows('Sessions', (t) => t.some((r) => r.includes(PI_EDIT_PROMPT)) && t.length >= 8);
@@ -164,6 +167,7 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
   });
 
   it('opens a conversation rendered (not JSON) beside the code editor, the hit turn highlighted', async () => {
+    await resizeSidebar(-240); // back to its width: room for the code and the conversation
     await rows('File History').filter({ hasText: CLAUDE_EDIT_PROMPT }).first().click();
     const wv = conversationFrame();
     const hit = wv.locator('article.turn.hit');

@@ -82,6 +82,9 @@ test('migratedResume: the server command of a written session; for one migrated 
   const report = (over) => ({ folder: '/w', dryRun: false, migrated: [], skipped: [], issues: [], ...over });
   assert.deepEqual(a.migratedResume(report({ migrated: [{ codexSessionId: 'x', codexPath: '/c', piPath: '/p/s.jsonl', messages: 4, resumeCommand: 'pi --session /p/s.jsonl' }] })),
     { command: 'pi --session /p/s.jsonl', fresh: true });
+  // the server refused the path: no command made here either
+  assert.deepEqual(a.migratedResume(report({ migrated: [{ codexSessionId: 'x', codexPath: '/c', piPath: '/p/s.jsonl', messages: 4, resumeCommand: null }] })),
+    { command: undefined, fresh: true });
   assert.deepEqual(a.migratedResume(report({ skipped: [{ codexSessionId: 'x', piPath: '/p/s.jsonl', reason: 'already migrated' }] })),
     { command: 'pi --session /p/s.jsonl', fresh: false, reason: 'already migrated' });
   assert.deepEqual(a.migratedResume(report({ skipped: [{ codexSessionId: 'x', piPath: '/p/s.jsonl', reason: 'no user or assistant text to migrate' }] })),
