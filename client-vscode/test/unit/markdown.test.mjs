@@ -25,6 +25,7 @@ test('inline code, strong and emphasis; snake_case and a lone asterisk stay text
     { kind: 'em', children: [{ kind: 'text', text: 'please' }] },
   ]);
   assert.deepEqual(parseInline('zeta_ratelimit and snake_case_name'), [{ kind: 'text', text: 'zeta_ratelimit and snake_case_name' }]);
+  assert.deepEqual(parseInline('set MAX_RETRIES_ to 3'), [{ kind: 'text', text: 'set MAX_RETRIES_ to 3' }]);
   assert.deepEqual(parseInline('2 * 3 = 6'), [{ kind: 'text', text: '2 * 3 = 6' }]);
   assert.deepEqual(parseInline('``a ` b``'), [{ kind: 'code', text: 'a ` b' }]);
   assert.deepEqual(parseInline('\\*literal\\*'), [{ kind: 'text', text: '*literal*' }]);
