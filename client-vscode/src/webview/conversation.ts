@@ -230,7 +230,10 @@ function render(state: ConversationState): void {
     shownId = state.id;
     const hit = state.turns.find((t) => t.hit);
     const target = hit === undefined ? undefined : document.getElementById(`turn-${String(hit.index)}`);
-    target?.scrollIntoView({ block: 'start' });
+    if (target !== null && target !== undefined) {
+      // below the sticky header (agent, folder, date), which stays in view
+      window.scrollTo({ top: target.getBoundingClientRect().top + window.scrollY - header.offsetHeight - 8 });
+    }
     status.textContent = hit === undefined ? `${state.agent} conversation opened` : `${state.agent} conversation opened at turn ${String(hit.position)}`;
   }
 }

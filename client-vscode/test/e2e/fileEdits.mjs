@@ -8,6 +8,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 export const FILE = 'src/cart.py';
+export const CLAUDE_FIRST_PROMPT = 'Show me how the order lines are priced, all of it.';
+const CLAUDE_FIRST_REPLY = `Here are the order lines:\n\n\`\`\`text\n${Array.from({ length: 80 }, (_, i) => `line ${i + 1}: 1 × book at 9.99`).join('\n')}\n\`\`\``;
+export const CLAUDE_LAST_PROMPT = 'Thanks, that fixed it.';
 export const CLAUDE_EDIT_PROMPT = 'The cart total is wrong for discounted items: fix total() in src/cart.py.';
 export const CODEX_EDIT_PROMPT = 'Round the cart total to cents in src/cart.py, please.';
 export const PI_EDIT_PROMPT = 'Add a docstring to total() in src/cart.py.';
@@ -32,20 +35,32 @@ const write = (file, text) => {
   writeFileSync(file, text);
 };
 
-function claudeSession(home, cwd, id, start, prompt, tool, input, reply) {
+/** A Claude Code session of `turns` ({prompt, tool?, input?, reply}), one minute apart. */
+function claudeSession(home, cwd, id, start, turns) {
   const common = { isSidechain: false, userType: 'external', cwd, sessionId: id, version: '2.1.332', gitBranch: 'main' };
-  const user = { ...common, parentUuid: null, type: 'user', uuid: `${id.slice(0, 8)}-0000-4000-8000-000000000001`,
-    timestamp: iso(start), message: { role: 'user', content: prompt } };
-  const call = { ...common, parentUuid: user.uuid, type: 'assistant', uuid: `${id.slice(0, 8)}-0000-4000-8000-000000000002`,
-    timestamp: iso(start + 1000), message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-opus-5-5',
-      content: [{ type: 'tool_use', id: 'toolu_01', name: tool, input }], stop_reason: 'tool_use' } };
-  const result = { ...common, parentUuid: call.uuid, type: 'user', uuid: `${id.slice(0, 8)}-0000-4000-8000-000000000003`,
-    timestamp: iso(start + 2000), message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: 'ok' }] },
-    toolUseResult: { type: 'text' } };
-  const answer = { ...common, parentUuid: result.uuid, type: 'assistant', uuid: `${id.slice(0, 8)}-0000-4000-8000-000000000004`,
-    timestamp: iso(start + 3000), message: { id: 'msg_2', type: 'message', role: 'assistant', model: 'claude-opus-5-5',
-      content: [{ type: 'text', text: reply }], stop_reason: 'end_turn' } };
-  write(join(home, '.claude', 'projects', cwd.replaceAll('/', '-'), `${id}.jsonl`), jsonl([user, call, result, answer]));
+  const records = [];
+  let parentUuid = null;
+  let n = 0;
+  const add = (record, ts) => {
+    n += 1;
+    const uuid = `${id.slice(0, 8)}-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    records.push({ ...common, ...record, parentUuid, uuid, timestamp: iso(ts) });
+    parentUuid = uuid;
+  };
+  turns.forEach(({ prompt, tool, input, reply }, t) => {
+    const at = start + t * 60_000;
+    add({ type: 'user', message: { role: 'user', content: prompt } }, at);
+    if (tool !== undefined) {
+      const callId = `toolu_0${t}`;
+      add({ type: 'assistant', message: { id: `msg_${t}a`, type: 'message', role: 'assistant', model: 'claude-opus-5-5',
+        content: [{ type: 'tool_use', id: callId, name: tool, input }], stop_reason: 'tool_use' } }, at + 1000);
+      add({ type: 'user', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: callId, content: 'ok' }] },
+        toolUseResult: { type: 'text' } }, at + 2000);
+    }
+    add({ type: 'assistant', message: { id: `msg_${t}b`, type: 'message', role: 'assistant', model: 'claude-opus-5-5',
+      content: [{ type: 'text', text: reply }], stop_reason: 'end_turn' } }, at + 3000);
+  });
+  write(join(home, '.claude', 'projects', cwd.replaceAll('/', '-'), `${id}.jsonl`), jsonl(records));
 }
 
 function piSession(home, cwd, id, start, prompt, tool, args, reply) {
@@ -98,16 +113,22 @@ export function writeFileEditHistory(home) {
   const file = join(workspace, FILE);
   const day = (d, h) => Date.UTC(2026, 10, d, h, 0, 0);
 
-  claudeSession(home, workspace, CLAUDE_READ_ID, day(27, 9), CLAUDE_READ_PROMPT, 'Read', { file_path: file },
-    'It adds up the prices of the items.');
+  claudeSession(home, workspace, CLAUDE_READ_ID, day(27, 9), [
+    { prompt: CLAUDE_READ_PROMPT, tool: 'Read', input: { file_path: file }, reply: 'It adds up the prices of the items.' },
+  ]);
   piSession(home, workspace, PI_ID, day(28, 10), PI_EDIT_PROMPT, 'edit',
     { path: FILE, oldText: 'def total(items):\n', newText: 'def total(items):\n    """The sum of the prices."""\n' },
     'Added the docstring.');
   codexSession(home, workspace, CODEX_ID, day(29, 11), CODEX_EDIT_PROMPT,
     `*** Begin Patch\n*** Update File: ${FILE}\n@@\n-    return sum(i.price for i in items)\n+    return round(sum(i.price for i in items), 2)\n*** End Patch\n`,
     'The total is now rounded to cents with `round(..., 2)`.');
-  claudeSession(home, workspace, CLAUDE_EDIT_ID, day(30, 12), CLAUDE_EDIT_PROMPT, 'Edit',
-    { file_path: file, old_string: 'i.price for', new_string: 'i.price * (1 - i.discount) for' }, CLAUDE_REPLY);
+  // the edit is the second of three turns, after a long one: the conversation must scroll down to it
+  claudeSession(home, workspace, CLAUDE_EDIT_ID, day(30, 12), [
+    { prompt: CLAUDE_FIRST_PROMPT, reply: CLAUDE_FIRST_REPLY },
+    { prompt: CLAUDE_EDIT_PROMPT, tool: 'Edit', input: { file_path: file, old_string: 'i.price for', new_string: 'i.price * (1 - i.discount) for' },
+      reply: CLAUDE_REPLY },
+    { prompt: CLAUDE_LAST_PROMPT, reply: 'You are welcome.' },
+  ]);
   piSession(home, other, PI_OTHER_ID, day(30, 13), OTHER_PROMPT, 'edit', { path: FILE, oldText: 'a', newText: 'b' }, 'Renamed.');
   return { workspace, file };
 }

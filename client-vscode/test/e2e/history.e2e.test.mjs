@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import {
   CLAUDE_EDIT_PROMPT,
+  CLAUDE_FIRST_PROMPT,
   CLAUDE_READ_PROMPT,
   CLAUDE_REPLY_HOSTILE,
   CODEX_EDIT_PROMPT,
@@ -115,7 +116,8 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
     const byDay = await waitForRows('Sessions', (t) => t.some((r) => r.includes(PI_EDIT_PROMPT)) && t.length >= 8);
     const groups = byDay.filter((t) => /^\d{4}-\d{2}-\d{2} · \d+$/.test(t)).map((t) => t.split(' ')[0]);
     assert.deepEqual(groups, ['2026-11-30', '2026-11-29', '2026-11-28', '2026-11-27'], byDay.join(' | '));
-    for (const [prompt, agent] of [[CLAUDE_EDIT_PROMPT, 'Claude Code'], [CODEX_EDIT_PROMPT, 'Codex'], [PI_EDIT_PROMPT, 'Pi'], [CLAUDE_READ_PROMPT, 'Claude Code']]) {
+    // (a session is labelled with its first prompt: the Claude Code session that edited the file began otherwise)
+    for (const [prompt, agent] of [[CLAUDE_FIRST_PROMPT, 'Claude Code'], [CODEX_EDIT_PROMPT, 'Codex'], [PI_EDIT_PROMPT, 'Pi'], [CLAUDE_READ_PROMPT, 'Claude Code']]) {
       const row = byDay.find((t) => t.includes(prompt));
       assert.ok(row !== undefined && row.includes(` · ${agent} · `), `${prompt} with ${agent}: ${byDay.join(' | ')}`);
     }
@@ -145,6 +147,14 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
     const lens = page.locator('.editor-instance .codelens-decoration', { hasText: 'past conversations edited this file' });
     await lens.first().waitFor({ timeout: 60_000 });
     assert.equal((await lens.first().innerText()).trim(), '3 past conversations edited this file');
+    // the CodeLens opens the File History view (focus moves from the editor into it)
+    const focusedPane = () => page.evaluate(() => document.activeElement?.closest('.pane')?.querySelector('.pane-header h3.title')?.textContent ?? null);
+    assert.equal(await focusedPane(), null, 'the editor has the focus');
+    await lens.first().locator('a').first().click();
+    for (let i = 0; i < 40 && (await focusedPane()) !== 'File History'; i++) {
+      await page.waitForTimeout(250);
+    }
+    assert.equal(await focusedPane(), 'File History');
 
     await pane('File History').waitFor({ timeout: 30_000 });
     const history = await waitForRows('File History', (t) => t.length === 4);
@@ -175,6 +185,19 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
     const csp = await wv.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
     assert.match(csp, /default-src 'none'/);
     assert.match(csp, /script-src 'nonce-/);
+
+    // the session's three turns; the second, which edited the file, is the hit, scrolled to below the long first one
+    assert.equal(await wv.locator('article.turn').count(), 3);
+    assert.deepEqual(await wv.locator('article.turn').evaluateAll((els) => els.map((e) => e.classList.contains('hit'))), [false, true, false]);
+    assert.equal(await hit.getAttribute('aria-current'), 'true');
+    assert.match(await hit.locator('.meta').innerText(), /Turn 2/);
+    const place = await hit.evaluate((el) => ({
+      top: el.getBoundingClientRect().top, height: window.innerHeight, scrolled: window.scrollY,
+      header: document.querySelector('header').getBoundingClientRect().bottom,
+    }));
+    // scrolled down to it, just below the header that stays in view
+    assert.ok(place.scrolled > 0 && place.top >= place.header && place.top < place.height / 2, `the hit turn is scrolled to: ${JSON.stringify(place)}`);
+    assert.equal((await wv.locator('article.turn').nth(0).locator('.part.user .markdown').innerText()).trim(), CLAUDE_FIRST_PROMPT);
 
     // the prompt as text, the reply's code block as code, the tool and the file it edited
     assert.equal((await hit.locator('.part.user .markdown').innerText()).trim(), CLAUDE_EDIT_PROMPT);
