@@ -48,15 +48,19 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, required=True, help="a bench/generate.py output directory")
     parser.add_argument("--work", type=Path, required=True, help="where the store is written")
     parser.add_argument("--db", type=Path, help="start from a copy of this store (an upgrade)")
+    parser.add_argument("--reuse", action="store_true", help="keep WORK/memory.db from an earlier run")
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--scale", type=int, default=10,
+                        help="also time the lookups with every touch copied SCALE-1 times under new turn and "
+                             "session ids (the touches of a history SCALE times larger), rolled back after")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     home = args.corpus / "home"
     args.work.mkdir(parents=True, exist_ok=True)
     db = args.work / "memory.db"
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm") if not args.reuse else ():
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    if args.db is not None:
+    if args.db is not None and not args.reuse:
         shutil.copyfile(args.db, db)
     roots = source_roots({"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
                           "CODEX_HOME": str(home / ".codex"), "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent")})
@@ -80,6 +84,25 @@ def main() -> int:
         figures[f"lookup {label}"] = {"touches": count, "sessions": history.total, "p50Ms": round(p50, 3),
                                       "p95Ms": round(p95, 3)}
     conn.close()
+
+    if args.scale > 1:
+        # The lookup reads one path's rows (and the shown sessions'), so a larger history costs it the
+        # touches of that path and a deeper B-tree: both are reproduced by copying every touch.
+        scaled = connect(db)
+        scaled.execute("BEGIN")
+        for copy in range(1, args.scale):
+            scaled.execute("INSERT INTO pimem_touches SELECT path, turn_id || ?, action, session_id || ?, ts - ? "
+                           "FROM pimem_touches WHERE turn_id NOT LIKE '%#%'", (f"#{copy}", f"#{copy}", copy))
+        scaled_touches = scaled.execute("SELECT count(*) FROM pimem_touches").fetchone()[0]
+        for label, (path, count) in cases.items():
+            history = file_history(scaled, path)
+            p50, p95 = timed_ms(lambda path=path: file_history(scaled, path), args.runs)
+            rows.append((f"{label}, x{args.scale} ({scaled_touches:,} touches)", count * args.scale, history.total,
+                         p50, p95))
+            figures[f"lookup {label} x{args.scale}"] = {"touches": count * args.scale, "sessions": history.total,
+                                                        "p50Ms": round(p50, 3), "p95Ms": round(p95, 3)}
+        scaled.execute("ROLLBACK")
+        scaled.close()
 
     writer = connect(db)
     statements: list[str] = []

@@ -126,7 +126,8 @@ def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
 
 
 ALL = ("SELECT t.turn_id, t.user_text, t.reply_text, t.tool_names FROM turns t",
-       "SELECT path, turn_id, action FROM pimem_touches")
+       "SELECT path, turn_id, action, session_id, ts FROM pimem_touches")
+TOUCHES = "SELECT path, turn_id, action FROM pimem_touches"
 
 
 def test_an_importer_whose_rules_changed_has_its_files_parsed_again_once(base: Path, tmp_path: Path) -> None:
@@ -141,8 +142,8 @@ def test_an_importer_whose_rules_changed_has_its_files_parsed_again_once(base: P
     with conn:
         conn.execute("UPDATE turns SET user_text = 'as an older pimem stored it' WHERE turn_id LIKE 'claude:%'")
         conn.execute("DELETE FROM pimem_touches WHERE turn_id LIKE 'claude:%'")
-        conn.execute("INSERT INTO pimem_touches SELECT '/what/older/rules/saw', turn_id, 'read' FROM turns "
-                     "WHERE turn_id LIKE 'claude:%'")   # parsed again, a turn's touches are replaced
+        conn.execute("INSERT INTO pimem_touches SELECT '/what/older/rules/saw', turn_id, 'read', session_id, ts "
+                     "FROM turns WHERE turn_id LIKE 'claude:%'")   # parsed again, a turn's touches are replaced
         conn.execute("UPDATE pimem_meta SET value = ? WHERE key = ?",
                      (json.dumps({**RULES_VERSIONS, "claude": RULES_VERSIONS["claude"] - 1}), META_KEY))
     conn.close()
@@ -207,13 +208,15 @@ def test_touches_follow_appends_and_a_forced_sync_changes_nothing(tmp_path: Path
     db = tmp_path / "memory.db"
     sync(base, db)
     turn = "pi:01a22bd8-0000-7000-8000-000000000001:u1"
-    assert rows(db, ALL[1]) == [("/work/app/src/parser.py", turn, "read")]
+    assert rows(db, TOUCHES) == [("/work/app/src/parser.py", turn, "read")]
     more = message("a2", "a1", "assistant", [{"type": "toolCall", "id": "c2", "name": "edit",
                                               "arguments": {"path": "/work/app/src/parser.py"}}])
     with session.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(more) + "\n")
     assert sync(base, db)[0] == 1
-    expected = [("/work/app/src/parser.py", turn, "edit"), ("/work/app/src/parser.py", turn, "read")]
+    session_id, ts = "pi:01a22bd8-0000-7000-8000-000000000001", 1796083201000
+    expected = [("/work/app/src/parser.py", turn, "edit", session_id, ts),
+                ("/work/app/src/parser.py", turn, "read", session_id, ts)]   # the turn's session and time
     assert rows(db, ALL[1]) == expected
     sync(base, db, force=True)
     assert rows(db, ALL[1]) == expected

@@ -39,7 +39,8 @@ def snapshot(conn: sqlite3.Connection) -> dict[str, object]:
             "FROM turns ORDER BY turn_id").fetchall(),
         "sessions": conn.execute("SELECT * FROM sessions ORDER BY session_id").fetchall(),
         "lines": conn.execute("SELECT turn_id, line FROM pimem_docs ORDER BY turn_id").fetchall(),
-        "touches": conn.execute("SELECT path, turn_id, action FROM pimem_touches ORDER BY 1, 2, 3").fetchall(),
+        "touches": conn.execute(
+            "SELECT path, turn_id, action, session_id, ts FROM pimem_touches ORDER BY 1, 2, 3").fetchall(),
     }
 
 

@@ -334,8 +334,8 @@ def cmd_file_history(args: argparse.Namespace) -> int:
     for session in history.sessions:
         wire = session.to_dict()
         prompt = str(wire["prompt"]).replace("\n", " ") + ("…" if wire["truncated"] else "")
-        _out(f"\n{_when(session.last_ts)}  {session.source}  {', '.join(sorted(session.actions))}  "
-             f"{len(session.turns)} turn(s)\n  {prompt}\n  Turn: {session.turn_id}")
+        _out(f"\n{_when(session.last_ts)}  {session.source}  {', '.join(session.actions)}  "
+             f"{session.turns} turn(s)\n  {prompt}\n  Turn: {session.turn_id}")
         if wire["resumeCommand"]:
             _out(f"  Resume: {wire['resumeCommand']}")
     return 0

@@ -1,8 +1,9 @@
 """Memory of each file: the conversations whose tool calls read, wrote, edited or deleted one file
 (``pimem/fileHistory``, ``pimem file-history``), from ``pimem_touches`` (pimem.store.touches).
 
-A lookup is one range of the table's primary key (the path) joined to the touching turns: its cost
-follows how often the file was touched, not the size of the store (``bench/file_history.py``).
+A lookup is one range of the table's primary key (the path), aggregated per session in SQL, then the
+rows of the sessions shown: its cost follows how often the file was touched, not the size of the
+store (``bench/file_history.py``).
 """
 
 from __future__ import annotations
@@ -10,15 +11,15 @@ from __future__ import annotations
 import os
 import posixpath
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pimem.recall import MAX_PATH_CHARS, MAX_TURN_ID_CHARS
 from pimem.sessions import cut_prompt, read_snapshot, resume_command
+from pimem.store.batches import chunks, placeholders
+from pimem.store.touches import sessions_touching
 
 MAX_SESSIONS = 200
 DEFAULT_SESSIONS = 50
-# The actions that change a file (what "N past conversations edited this file" counts).
-CHANGING = frozenset({"write", "edit", "delete"})
 _ACTION_ORDER = ("read", "write", "edit", "delete")
 
 
@@ -36,19 +37,19 @@ class FileSession:
     source: str
     cwd: str
     jsonl_path: str
-    actions: set[str] = field(default_factory=set)
-    turns: set[str] = field(default_factory=set)
-    last_ts: int = 0
-    turn_id: str = ""            # the newest touching turn
+    actions: list[str]           # in the order read, write, edit, delete
+    turns: int                   # touching turns
+    last_ts: int
+    turn_id: str                 # the newest touching turn
     prompt: str = ""             # its user text
 
     def to_dict(self) -> dict[str, object]:
         prompt, cut = cut_prompt(self.prompt)
         return {"sessionId": self.session_id[:MAX_TURN_ID_CHARS], "source": self.source,
                 "cwd": self.cwd[:MAX_PATH_CHARS], "jsonlPath": self.jsonl_path[:MAX_PATH_CHARS],
-                "actions": [action for action in _ACTION_ORDER if action in self.actions],
-                "turns": len(self.turns), "lastTs": self.last_ts, "turnId": self.turn_id[:MAX_TURN_ID_CHARS],
-                "prompt": prompt, "truncated": cut or len(self.turn_id) > MAX_TURN_ID_CHARS,
+                "actions": self.actions, "turns": self.turns, "lastTs": self.last_ts,
+                "turnId": self.turn_id[:MAX_TURN_ID_CHARS], "prompt": prompt,
+                "truncated": cut or len(self.turn_id) > MAX_TURN_ID_CHARS,
                 "resumeCommand": resume_command(self.source, self.session_id, self.cwd, self.jsonl_path)}
 
 
@@ -65,29 +66,31 @@ class FileHistory:
 
 
 def file_history(conn: sqlite3.Connection, path: str, limit: int = DEFAULT_SESSIONS) -> FileHistory:
-    """The sessions whose tool calls touched ``path`` (normalised with :func:`normalize_file_path`)."""
+    """The sessions whose tool calls touched ``path`` (normalised with :func:`normalize_file_path`):
+    one range of ``pimem_touches``, then the shown sessions' rows and prompts (at most ``limit``)."""
     if not 1 <= limit <= MAX_SESSIONS:
         raise ValueError(f"limit must be within 1..{MAX_SESSIONS}")
     path = normalize_file_path(path)
     with read_snapshot(conn):
-        sessions: dict[str, FileSession] = {}
-        for session_id, source, cwd, jsonl_path, turn_id, ts, action in conn.execute(
-                "SELECT t.session_id, s.source, s.cwd, s.jsonl_path, t.turn_id, t.ts, f.action "
-                "FROM pimem_touches f JOIN turns t ON t.turn_id = f.turn_id "
-                "JOIN sessions s ON s.session_id = t.session_id WHERE f.path = ?", (path,)):
-            session = sessions.get(session_id)
-            if session is None:
-                session = sessions[session_id] = FileSession(str(session_id), str(source), str(cwd or ""),
-                                                             str(jsonl_path or ""))
-            session.actions.add(str(action))
-            session.turns.add(str(turn_id))
-            ts = ts if isinstance(ts, int) else 0
-            if (ts, turn_id) > (session.last_ts, session.turn_id) or not session.turn_id:
-                session.last_ts, session.turn_id = ts, str(turn_id)
-        ordered = sorted(sessions.values(), key=lambda session: (-session.last_ts, session.session_id))
-        page = ordered[:limit]
-        for session in page:   # only the shown turns' prompts are read
-            row = conn.execute("SELECT user_text FROM turns WHERE turn_id = ?", (session.turn_id,)).fetchone()
-            session.prompt = str(row[0] or "") if row else ""
-    return FileHistory(path, len(sessions), sum(1 for session in sessions.values() if session.actions & CHANGING),
-                       page)
+        found = sessions_touching(conn, path)
+        found.sort(key=lambda item: (-item[2], item[0]))
+        page = found[:limit]
+        info: dict[str, tuple[str, str, str]] = {}
+        prompts: dict[str, str] = {}
+        for batch in chunks([item[0] for item in page]):
+            for session_id, source, cwd, jsonl_path in conn.execute(
+                    f"SELECT session_id, source, cwd, jsonl_path FROM sessions WHERE session_id IN "
+                    f"({placeholders(len(batch))})", batch):
+                info[str(session_id)] = (str(source), str(cwd or ""), str(jsonl_path or ""))
+        for batch in chunks([item[3] for item in page]):
+            for turn_id, user_text in conn.execute(
+                    f"SELECT turn_id, user_text FROM turns WHERE turn_id IN ({placeholders(len(batch))})", batch):
+                prompts[str(turn_id)] = str(user_text or "")
+    sessions = []
+    for session_id, turns, last_ts, turn_id, actions, _changed in page:
+        source, cwd, jsonl_path = info.get(session_id, (session_id.split(":", 1)[0], "", ""))
+        done = set(actions.split(","))
+        sessions.append(FileSession(session_id, source, cwd, jsonl_path,
+                                    [action for action in _ACTION_ORDER if action in done], turns, last_ts, turn_id,
+                                    prompts.get(turn_id, "")))
+    return FileHistory(path, len(found), sum(1 for item in found if item[5]), sessions)

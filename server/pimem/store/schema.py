@@ -285,7 +285,8 @@ def hide_pimem_tables(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TEMP VIEW pimem_docs AS SELECT NULL AS doc_key, NULL AS turn_id, NULL AS line, "
                  "NULL AS ts WHERE 0")
     conn.execute("CREATE TEMP VIEW pimem_pending AS SELECT NULL AS doc_key WHERE 0")
-    conn.execute("CREATE TEMP VIEW pimem_touches AS SELECT NULL AS path, NULL AS turn_id, NULL AS action WHERE 0")
+    conn.execute("CREATE TEMP VIEW pimem_touches AS SELECT NULL AS path, NULL AS turn_id, NULL AS action, "
+                 "NULL AS session_id, NULL AS ts WHERE 0")
 
 
 def _split_sql(script: str) -> list[str]:

@@ -526,13 +526,8 @@ class _FileImport:
         touches: list[TouchRow] = []
         for turn_id, delta in zip(ids, deltas, strict=True):
             previous = stored.get(turn_id)
-            if previous is not None or delta.is_new:
-                if delta.is_new and previous is not None:
-                    restarted.append(turn_id)
-                for raw_path, action in delta.files:
-                    path = absolute_touch_path(raw_path, cwd)
-                    if path is not None:
-                        touches.append((path, turn_id, action))
+            if delta.is_new and previous is not None:
+                restarted.append(turn_id)
             if delta.is_new:
                 user_text, ts, turn_index = delta.user_text, delta.ts, delta.turn_index
                 reply_text, tools = join_parts(delta.reply_parts), list(delta.tools)
@@ -542,6 +537,10 @@ class _FileImport:
                 user_text, ts, turn_index = previous.user_text, previous.ts, previous.turn_index
                 reply_text = join_parts([previous.reply_text, *delta.reply_parts])
                 tools = merge_names(previous.tool_names, delta.tools)
+            for raw_path, action in delta.files:
+                path = absolute_touch_path(raw_path, cwd)
+                if path is not None:
+                    touches.append((path, turn_id, action, session_id, ts))
             before = None if previous is None else (previous.ts, previous.user_text, previous.reply_text)
             items.append(index.IndexItem(turn_id, ts, user_text, reply_text, delta.line if delta.is_new else None,
                                          before))
