@@ -22,5 +22,13 @@ await Promise.all([
     format: 'iife',
     target: 'es2022',
   }),
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/webview/conversation.ts'],
+    outfile: 'dist/conversation.js',
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+  }),
 ]);
-console.log('built dist/extension.js and dist/webview.js');
+console.log('built dist/extension.js, dist/webview.js and dist/conversation.js');

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { registerAgentTools } from './agents';
 import { Commands, PimemCommands } from './commands';
 import { RESTART_SETTINGS, SECTION } from './config';
+import { registerHistoryViews } from './historyViews';
 import { SelectionHoverProvider } from './hover';
 import { TurnRequest } from './protocol';
 import { watchPythonExtension } from './python';
@@ -30,6 +31,8 @@ export function activate(context: vscode.ExtensionContext): void {
     ...commands.register(),
     // the language-model tool is registered at activation, so that it answers outside a chat too
     ...registerAgentTools(server, context.extensionPath, log),
+    // the Sessions and File History views, the file CodeLens, the rendered conversation (issue 15)
+    ...registerHistoryViews(context, server, log),
     vscode.languages.registerHoverProvider([{ scheme: 'file' }, { scheme: 'untitled' }], hover),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (RESTART_SETTINGS.some((key) => e.affectsConfiguration(key))) {

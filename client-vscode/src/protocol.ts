@@ -215,3 +215,117 @@ export interface AgentRecallResult {
 }
 
 export const AgentRecallRequest = new RequestType<AgentRecallParams, AgentRecallResult, void>(Methods.AGENT_RECALL);
+
+// ---- sessions, one session, the memory of each file (issue 15) --------------------------------------------
+// A block of its own, like the one above, so that it merges cleanly with concurrent changes.
+
+export namespace Methods {
+  export const SESSIONS = 'pimem/sessions';
+  export const SESSION = 'pimem/session';
+  export const FILE_HISTORY = 'pimem/fileHistory';
+}
+
+export type FileAction = 'read' | 'write' | 'edit' | 'delete';
+
+// ---- pimem/sessions --------------------------------------------------------------------------------------
+
+export interface SessionsParams {
+  folders?: string[]; // paths or file:// URIs: sessions whose cwd is one of them or below (default: all)
+  sources?: Source[];
+  limit?: number; // 1..500, default 200
+  offset?: number;
+}
+
+export interface SessionSummary {
+  sessionId: string;
+  source: Source;
+  cwd: string;
+  jsonlPath: string;
+  startedAt: number;
+  lastTs: number; // its newest turn (the order: lastTs desc, then sessionId)
+  turnCount: number;
+  firstPrompt: string; // cut to 300 characters ("" when it has none)
+  truncated: boolean;
+  resumeCommand: string | null;
+}
+
+export interface SessionsResult {
+  sessions: SessionSummary[];
+  total: number; // all that match, not only this page
+}
+
+export const SessionsRequest = new RequestType<SessionsParams, SessionsResult, void>(Methods.SESSIONS);
+
+// ---- pimem/session ---------------------------------------------------------------------------------------
+
+export interface SessionParams {
+  sessionId: string;
+  turnId?: string; // centre the window on this turn (default: start at the first turn)
+  before?: number; // 0..200, default 50
+  after?: number; // 0..200, default 50
+}
+
+/** A RecallRow without hits and matched (long fields cut, `truncated`), with the files its tool calls touched. */
+export type SessionTurn = Omit<RecallRow, 'hits' | 'matched'> & { files: { path: string; action: FileAction }[] };
+
+export interface SessionResult {
+  sessionId: string;
+  source: Source;
+  cwd: string;
+  jsonlPath: string;
+  startedAt: number;
+  turnCount: number;
+  firstPosition: number; // 0-based position of turns[0] in the session
+  resumeCommand: string | null;
+  turns: SessionTurn[];
+}
+
+export const SessionRequest = new RequestType<SessionParams, SessionResult, void>(Methods.SESSION);
+
+// ---- pimem/fileHistory -----------------------------------------------------------------------------------
+
+export interface FileHistoryParams {
+  path: string; // absolute path or file:// URI
+  limit?: number; // 1..200 sessions, default 50
+}
+
+export interface FileSession {
+  sessionId: string;
+  source: Source;
+  cwd: string;
+  jsonlPath: string;
+  actions: FileAction[]; // what this session's calls did to the file
+  turns: number; // touching turns in this session
+  lastTs: number; // the newest touching turn
+  turnId: string; // that turn
+  prompt: string; // that turn's user text, cut to 300 characters
+  truncated: boolean;
+  resumeCommand: string | null;
+}
+
+export interface FileHistoryResult {
+  path: string; // as matched (normalised)
+  total: number; // distinct sessions that touched the file
+  edited: number; // of them, those whose calls wrote, edited or deleted it
+  sessions: FileSession[]; // newest touching turn first
+}
+
+export const FileHistoryRequest = new RequestType<FileHistoryParams, FileHistoryResult, void>(Methods.FILE_HISTORY);
+
+// ---- pimem/migrateCodex for one session, pimem/syncStatus error ------------------------------------------
+
+export interface MigrateCodexParams {
+  sessionId?: string; // "codex:<thread id>": migrate only this session (its cwd decides the Pi folder)
+}
+
+export interface MigratedSession {
+  codexSessionId: string;
+  codexPath: string;
+  piPath: string;
+  messages: number;
+  resumeCommand?: string | null; // `pi --session <the Pi session file>`; null: a path resume commands refuse
+}
+
+export interface SyncStatusParams {
+  error?: string; // one line: the sync stopped because the store could not be used
+}

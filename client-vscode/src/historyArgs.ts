@@ -1,0 +1,76 @@
+// Arguments of the history commands (pimem.openConversation, pimem.continueInPi) and the resume command of a
+// migrated session: checked here, because command arguments come from command links, tree rows and other
+// extensions. No `vscode` import (unit-tested under plain Node).
+import type { MigratedSession, MigrationReport } from './protocol';
+
+export interface OpenConversationArgs {
+  sessionId: string;
+  turnId?: string;
+}
+
+/** Arguments of pimem.openConversation as a command link, a tree item or another extension gives them. */
+export function parseOpenConversationArgs(raw: unknown): OpenConversationArgs | undefined {
+  const first: unknown = Array.isArray(raw) ? raw[0] : raw;
+  if (typeof first !== 'object' || first === null) {
+    return undefined;
+  }
+  const { sessionId, turnId } = first as Record<string, unknown>;
+  if (typeof sessionId !== 'string' || sessionId.length === 0 || sessionId.length > 1024) {
+    return undefined;
+  }
+  if (turnId !== undefined && (typeof turnId !== 'string' || turnId.length === 0 || turnId.length > 1024)) {
+    return undefined;
+  }
+  return turnId === undefined ? { sessionId } : { sessionId, turnId };
+}
+
+/** A Codex session id as pimem/migrateCodex takes it: "codex:" and the thread's UUID. */
+const CODEX_SESSION_ID = /^codex:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+export function isCodexSessionId(value: unknown): value is string {
+  return typeof value === 'string' && CODEX_SESSION_ID.test(value);
+}
+
+/**
+ * `pi --session <file>` for a Pi session file, by the server's rules for resume commands (an absolute path free of
+ * control characters, quoted for a POSIX shell); undefined for any other path. Used when the session was migrated
+ * before, whose report names the Pi file but carries no command.
+ */
+export function piResumeCommand(piPath: string): string | undefined {
+  if (!piPath.startsWith('/') || /[\p{Cc}\u2028\u2029]/u.test(piPath)) {
+    return undefined;
+  }
+  const quoted = /^[\w@%+=:,./-]+$/u.test(piPath) ? piPath : `'${piPath.replaceAll("'", `'"'"'`)}'`;
+  return `pi --session ${quoted}`;
+}
+
+/** The resume command of the one session a report is about, and whether it was written now. */
+export function migratedResume(report: MigrationReport): { command: string | undefined; fresh: boolean; reason?: string } | undefined {
+  const written: MigratedSession | undefined = report.migrated[0];
+  if (written !== undefined) {
+    // null: the server refused the path for a resume command (a server without the field: the same rules here)
+    const command = written.resumeCommand === undefined ? piResumeCommand(written.piPath) : (written.resumeCommand ?? undefined);
+    return { command, fresh: true };
+  }
+  const skipped = report.skipped[0];
+  if (skipped !== undefined) {
+    return { command: skipped.reason === 'already migrated' ? piResumeCommand(skipped.piPath) : undefined, fresh: false, reason: skipped.reason };
+  }
+  return undefined;
+}
+
+/**
+ * The session id a command got: the id itself, {sessionId} (a command link, another extension), or a row of the
+ * Sessions / File History views ({session: {sessionId}}).
+ */
+export function sessionIdArgument(raw: unknown): unknown {
+  const first: unknown = Array.isArray(raw) ? raw[0] : raw;
+  if (typeof first !== 'object' || first === null) {
+    return first;
+  }
+  const { sessionId, session } = first as { sessionId?: unknown; session?: unknown };
+  if (sessionId !== undefined) {
+    return sessionId;
+  }
+  return typeof session === 'object' && session !== null ? (session as { sessionId?: unknown }).sessionId : undefined;
+}
