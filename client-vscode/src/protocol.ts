@@ -215,3 +215,15 @@ export interface AgentRecallResult {
 }
 
 export const AgentRecallRequest = new RequestType<AgentRecallParams, AgentRecallResult, void>(Methods.AGENT_RECALL);
+
+// ---- recall paging (issue 15; a server without it ignores offset/withTotal and answers no total) ---------
+
+export interface RecallParams {
+  offset?: number; // ≥ 0: skip the first `offset` results (same order); offset + limit ≤ 1,000
+  withTotal?: boolean; // also count the matching turns
+}
+
+export interface RecallResult {
+  total?: number; // with withTotal: matching turns (copies collapsed), exact up to 1,000
+  totalCapped?: boolean; // true: more than `total` match ("1,000+")
+}

@@ -22,6 +22,8 @@ export class SyncUi implements vscode.Disposable {
   /** pimem/status `upgradeRequired`: the store is a newer pimem's, which this one reads but does not sync. */
   private upgradeRequired: string | null = null;
   private sync: SyncStatusParams | undefined;
+  /** Counts pimem/syncStatus notifications, so that a finished sync's late refresh cannot end a newer one. */
+  private syncEvents = 0;
   private notifyTimer: ReturnType<typeof setTimeout> | undefined;
   private notification: OpenNotification | undefined;
 
@@ -65,11 +67,18 @@ export class SyncUi implements vscode.Disposable {
   }
 
   private onSyncStatus(p: SyncStatusParams): void {
+    this.syncEvents += 1;
     if (!p.syncing) {
-      this.sync = undefined;
       this.endNotification();
-      void this.refreshTotal();
-      this.render();
+      // The item keeps its "syncing" text until pimem/status has the new count: rendering now would show the
+      // count from before the sync (on a first sync "0 turns") for a moment.
+      const event = this.syncEvents;
+      void this.refreshTotal().finally(() => {
+        if (event === this.syncEvents) {
+          this.sync = undefined;
+          this.render();
+        }
+      });
       return;
     }
     this.sync = p;
