@@ -45,6 +45,9 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
   private generation = 0;
   private searches = 0;
   private pendingQuery: string | undefined;
+  /** The box is to get the focus once the webview has loaded (messages before its `ready` are lost). */
+  private pendingFocus = false;
+  private ready = false;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -86,12 +89,11 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     const first: unknown = Array.isArray(args) ? args[0] : args;
     const stored = isShowResultsArgs(first) ? this.hover.take(first.hoverId) : undefined;
     await vscode.commands.executeCommand(`${SEARCH_VIEW_ID}.focus`);
-    if (stored !== undefined) {
-      if (this.view === undefined) {
-        this.pendingQuery = stored.query;
-      } else {
-        this.post({ type: 'setQuery', query: stored.query });
-      }
+    if (!this.ready) {
+      this.pendingQuery = stored?.query;
+      this.pendingFocus = stored === undefined;
+    } else if (stored !== undefined) {
+      this.post({ type: 'setQuery', query: stored.query });
     } else {
       this.post({ type: 'focus' });
     }
@@ -99,6 +101,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
+    this.ready = false;
     const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
     const media = vscode.Uri.joinPath(this.extensionUri, 'media');
     view.webview.options = { enableScripts: true, enableCommandUris: false, localResourceRoots: [dist, media] };
@@ -107,6 +110,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     view.onDidDispose(() => {
       if (this.view === view) {
         this.view = undefined;
+        this.ready = false;
       }
     });
   }
@@ -141,12 +145,16 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     }
     switch (message.type) {
       case 'ready':
+        this.ready = true;
         this.post({ type: 'settings', settings: this.settings() });
         void this.postHistory();
         if (this.pendingQuery !== undefined) {
           this.post({ type: 'setQuery', query: this.pendingQuery });
-          this.pendingQuery = undefined;
+        } else if (this.pendingFocus) {
+          this.post({ type: 'focus' });
         }
+        this.pendingQuery = undefined;
+        this.pendingFocus = false;
         return;
       case 'search':
         await this.state.update(WORKSPACE_ONLY_KEY, message.workspaceOnly);
