@@ -128,6 +128,14 @@ export function highlightTerms(row: { matched?: readonly string[] }, searched: r
   return row.matched !== undefined && row.matched.length > 0 ? row.matched : searched;
 }
 
+/**
+ * A row's accessible name: agent, folder, date and the start of the prompt ("Claude Code, webshop, 2026-11-30
+ * 09:45: Why does the flamingo bug…"), so that the cards and their buttons have distinct names.
+ */
+export function rowName(row: { source: string; cwd: string; ts: number; userText: string }): string {
+  return `${sourceLabel(row.source)}, ${folderName(row.cwd)}, ${formatDate(row.ts)}: ${truncate(oneLine(row.userText), 48)}`;
+}
+
 /** "2026-11-30 09:40" in the local time zone. */
 export function formatDate(ts: number): string {
   const d = new Date(ts);

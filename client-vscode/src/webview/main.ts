@@ -1,7 +1,7 @@
 // Script of the results webview. It renders the state the extension posts and handles filtering by agent and
 // expanding long texts; every action on a row is sent back to the extension by row index.
 // All text is put into the DOM with textContent / createTextNode: no HTML is ever parsed from data.
-import { folderName, formatDate, highlightSegments, highlightTerms, sourceLabel, turnsEstimate, type Segment } from '../render';
+import { formatDate, highlightSegments, highlightTerms, rowName, sourceLabel, turnsEstimate, type Segment } from '../render';
 import type { FromWebview, PanelRow, PanelState, RestorableRecall, SearchedTerm, ToWebview } from '../panelProtocol';
 import { snippetSegments } from '../snippet';
 
@@ -202,7 +202,7 @@ class ResultsView {
   private renderRow(row: PanelRow, entities: string[]): HTMLElement {
     const item = el('article', 'result');
     item.dataset.source = row.source;
-    const name = `${sourceLabel(row.source)}, ${folderName(row.cwd)}, ${formatDate(row.ts)}`;
+    const name = rowName(row);
     item.setAttribute('role', 'listitem');
     item.setAttribute('aria-label', name);
     const meta = el('div', 'meta');

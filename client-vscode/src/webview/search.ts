@@ -1,7 +1,7 @@
 // Script of the sidebar search (webview view). Builds its controls once (so that focus stays where it is when a
 // filter changes), renders the rows the extension posts with textContent only, and sends back what the user
 // typed and chose; actions on a row go to the extension by row index.
-import { folderName, formatDate, highlightSegments, sourceLabel, turnsEstimate, type Segment } from '../render';
+import { folderName, formatDate, highlightSegments, rowName, sourceLabel, turnsEstimate, type Segment } from '../render';
 import type { SearchedTerm } from '../panelProtocol';
 import type { Source } from '../protocol';
 import type { FromSearchView, SearchRow, SearchRowAction, SearchSettings, SearchStatus, ToSearchView } from '../searchProtocol';
@@ -226,10 +226,10 @@ class SearchPanel {
 
   private card(row: SearchRow, searched: readonly string[]): HTMLLIElement {
     const terms = row.matched.length > 0 ? row.matched : searched;
-    const name = `${sourceLabel(row.source)}, ${folderName(row.cwd)}, ${formatDate(row.ts)}`;
+    const name = rowName(row);
     const item = el('li', 'card');
     item.setAttribute('role', 'listitem');
-    item.setAttribute('aria-label', `${name}, score ${row.hits}`);
+    item.setAttribute('aria-label', name);
     item.dataset.index = String(row.index);
     item.dataset.source = row.source;
     item.tabIndex = -1;

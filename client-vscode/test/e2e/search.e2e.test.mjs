@@ -159,7 +159,11 @@ describe('Pi Memory sidebar in VS Code', { timeout: 600_000 }, () => {
     // every card has an "Open…" action and distinct accessible names
     const opens = await sf().locator('#results button.open').evaluateAll((els) => els.map((e) => [e.textContent, e.getAttribute('aria-label')]));
     assert.ok(opens.every(([label]) => label.startsWith('Open')), JSON.stringify(opens));
-    assert.equal(new Set(opens.map(([, name]) => name)).size, new Set(await cards().evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')))).size);
+    const cardNames = await cards().evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')));
+    assert.deepEqual(opens.map(([, name]) => name), cardNames.map((n) => `Open conversation: ${n}`));
+    assert.ok(cardNames.some((n) => n.includes(': Why does the flamingo bug happen?')), cardNames.join(' | '));
+    const oneCard = await cards().first().locator('button').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')));
+    assert.equal(new Set(oneCard).size, oneCard.length, `distinct names in a card: ${oneCard}`);
 
     // keyboard: down from the box to the first card, down again to the second
     await sf().locator('#query').press('ArrowDown');
@@ -304,8 +308,10 @@ describe('Pi Memory sidebar in VS Code', { timeout: 600_000 }, () => {
     await page.waitForTimeout(500);
     await readmeScreenshot(page, 'panel-beside.png');
 
-    await page.reload();
-    await page.locator('.explorer-folders-view .monaco-list-row, .activitybar', { hasText: '' }).first().waitFor({ timeout: 90_000 });
+    // as a user reloads: the workbench saves its state (editors, webview state) and loads again
+    await runCommand(page, 'Developer: Reload Window');
+    await page.waitForURL(/.*/, { waitUntil: 'load', timeout: 90_000 });
+    await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
     await page.locator('.tabs-container .tab', { hasText: 'Pi Memory: flamingo' }).waitFor({ timeout: 90_000 });
     await resultsFrame(page).locator('article.result').first().waitFor({ timeout: 90_000 });
     assert.ok((await resultsFrame(page).locator('article.result').count()) >= 3);
