@@ -119,10 +119,25 @@ describe('Pi Memory sidebar in VS Code', { timeout: 600_000 }, () => {
     await until(page, () => sf().locator('#results').getAttribute('aria-busy'), (v) => v === 'false', `search ${query}`);
   }
 
-  it('syncs, and a Sync Now with nothing new says so', async () => {
+  it('syncs without flashing "0 turns" at the end, and a Sync Now with nothing new says so', async () => {
+    // every text the Pi Memory status bar item shows, from the first paint on
+    await page.addInitScript(() => {
+      window.__pimemStatus = [];
+      new window.MutationObserver(() => {
+        const texts = [...document.querySelectorAll('.statusbar-item')].map((e) => e.textContent.trim());
+        const text = texts.find((t) => /Pi Memory|^\d+ turns?$/.test(t));
+        if (text !== undefined && text !== window.__pimemStatus[window.__pimemStatus.length - 1]) {
+          window.__pimemStatus.push(text);
+        }
+      }).observe(document, { subtree: true, childList: true, characterData: true });
+    });
     await page.goto(folderUrl(vs.port, WORKSPACE));
     await page.locator('.explorer-folders-view .monaco-list-row', { hasText: NOTES }).waitFor({ timeout: 90_000 });
     await page.locator('.statusbar-item', { hasText: /^\s*\d+ turns?\s*$/ }).waitFor({ timeout: 120_000 });
+    const shown = await page.evaluate(() => window.__pimemStatus);
+    const syncing = shown.findIndex((t) => /syncing|indexing/.test(t));
+    assert.ok(syncing >= 0, `the item showed the sync: ${JSON.stringify(shown)}`);
+    assert.deepEqual(shown.slice(syncing).filter((t) => /^0 turns$/.test(t)), [], `no "0 turns" after the sync began: ${JSON.stringify(shown)}`);
     await runCommand(page, 'Pi Memory: Sync Now');
     const text = await notificationText(page, /Pi Memory: nothing new to sync/);
     assert.match(text, /Pi Memory: nothing new to sync: \d+ transcript files checked, none changed \(\d+\.\d s\)\./);

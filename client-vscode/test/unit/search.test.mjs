@@ -172,3 +172,22 @@ test('messages from the search webview are validated', () => {
     assert.equal(p(bad), undefined, JSON.stringify(bad));
   }
 });
+
+test('the status bar keeps showing a finished sync until the new count is known (no "0 turns" flash)', () => {
+  const { SyncState } = load('syncState.ts');
+  const status = (syncing) => ({ syncing, filesDone: 1, filesTotal: 2, turnsIndexed: 0, turnsToIndex: 0, force: false, token: 't' });
+  const s = new SyncState();
+  assert.equal(s.update(status(true)), undefined);
+  const ended = s.update(status(false));
+  assert.notEqual(s.current, undefined, 'still "syncing" while pimem/status is asked for the count');
+  s.countKnown(ended);
+  assert.equal(s.current, undefined, 'then the count');
+  // a newer sync began before the old one's count came: it keeps showing
+  s.update(status(true));
+  const first = s.update(status(false));
+  s.update(status(true));
+  s.countKnown(first);
+  assert.notEqual(s.current, undefined);
+  s.clear();
+  assert.equal(s.current, undefined);
+});
