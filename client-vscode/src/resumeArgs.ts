@@ -106,3 +106,12 @@ export function findExecutable(
 export function programLabel(program: ResumeCommand['program']): string {
   return program === 'claude' ? 'Claude Code' : program === 'codex' ? 'Codex' : 'Pi';
 }
+
+/**
+ * Whether `args` reach `executable` as they are. A Windows `.cmd`/`.bat` (how npm installs `claude` and `codex`
+ * there) is run by cmd.exe, which reads its command line as syntax: an argument with a cmd.exe metacharacter,
+ * a quote or a space (a Pi session path can hold any of them) is then refused, and the user can copy the command.
+ */
+export function argumentsPassIntact(executable: string, args: readonly string[]): boolean {
+  return !/\.(cmd|bat)$/i.test(executable) || args.every((a) => !/[\s&|<>^%!"()]/.test(a));
+}

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { RecallRow } from './protocol';
 import { folderName, plainText } from './render';
-import { findExecutable, programLabel, resumeCommand } from './resumeArgs';
+import { argumentsPassIntact, findExecutable, programLabel, resumeCommand } from './resumeArgs';
 
 /** The rendered conversation (pimem/session), registered by src/conversation code when present. */
 export const OPEN_CONVERSATION_COMMAND = 'pimem.openConversation';
@@ -64,6 +64,16 @@ export class RowActions {
     if (executable === undefined) {
       void vscode.window
         .showWarningMessage(`Pi Memory: \`${command.program}\` (${label}) is not on PATH.`, 'Copy Resume Command')
+        .then((choice) => {
+          if (choice === 'Copy Resume Command') {
+            void this.copyResume(row);
+          }
+        });
+      return;
+    }
+    if (!argumentsPassIntact(executable, command.args)) {
+      void vscode.window
+        .showWarningMessage(`Pi Memory: ${label} is a batch file here and this session's arguments would not reach it intact.`, 'Copy Resume Command')
         .then((choice) => {
           if (choice === 'Copy Resume Command') {
             void this.copyResume(row);

@@ -151,6 +151,13 @@ test('findExecutable: the first on PATH, never a relative entry or one inside th
   assert.equal(resume.findExecutable('claude', '/opt/c', [], probe, 'win32', '.EXE;.CMD'), '/opt/c/claude.cmd');
 });
 
+test('a Windows batch file gets only arguments that cmd.exe cannot read as syntax', () => {
+  assert.equal(resume.argumentsPassIntact('/usr/bin/pi', ['--session', '/a b&c.jsonl']), true);
+  assert.equal(resume.argumentsPassIntact('C:\\npm\\claude.cmd', ['--resume', '1ed4dd9a-5989-4487-9ac3-d2b870816ee8']), true);
+  assert.equal(resume.argumentsPassIntact('C:\\npm\\pi.CMD', ['--session', 'C:\\Users\\me\\a&calc.jsonl']), false);
+  assert.equal(resume.argumentsPassIntact('C:\\npm\\pi.bat', ['--session', 'C:\\My Sessions\\x.jsonl']), false);
+});
+
 test('a restored panel state is checked field by field', () => {
   assert.deepEqual(panelProtocol.parseRestorable({ restore: { query: 'q', fromText: true, request: { text: 'q', limit: 20, sources: ['pi', 'evil'], cwd: '/w' } } }),
     { query: 'q', fromText: true, request: { text: 'q', limit: 20, sources: ['pi'], cwd: '/w' } });
