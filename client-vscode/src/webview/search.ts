@@ -134,6 +134,7 @@ class SearchPanel {
       this.timer = undefined;
     }
     this.vscode.setState({ query: this.query.value });
+    this.list.setAttribute('aria-busy', 'true'); // until the answer (tests wait on it, screen readers too)
     const sources = SOURCES.filter((_s, i) => this.agents[i]?.checked === true);
     this.vscode.postMessage({ type: 'search', query: this.query.value, workspaceOnly: this.workspaceOnly.checked, sources });
   }
