@@ -1,4 +1,4 @@
-// Bundles the extension (Node, CommonJS) and the results webview script (browser, IIFE) into dist/.
+// Bundles the extension (Node, CommonJS) and the webview scripts (browser, IIFE: results panel, sidebar search) into dist/.
 import * as esbuild from 'esbuild';
 
 const production = !process.argv.includes('--dev');
@@ -30,5 +30,13 @@ await Promise.all([
     format: 'iife',
     target: 'es2022',
   }),
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/webview/search.ts'],
+    outfile: 'dist/search.js',
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+  }),
 ]);
-console.log('built dist/extension.js, dist/webview.js and dist/conversation.js');
+console.log('built dist/extension.js, dist/webview.js, dist/conversation.js and dist/search.js');

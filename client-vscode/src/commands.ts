@@ -1,6 +1,6 @@
 // The "Pi Memory: …" commands. Each one sends pimem/* requests and shows what comes back.
 import * as vscode from 'vscode';
-import { readSettings } from './config';
+import { openSetting, readSettings } from './config';
 import { isShowResultsArgs, type SelectionHoverProvider } from './hover';
 import {
   BackfillRequest,
@@ -67,7 +67,8 @@ export class PimemCommands {
     this.lastQuery = input.trim();
     const entities = parseEntities(input);
     const limit = readSettings().recallLimit;
-    await this.panel.run(entities.join(', '), () => this.server.request(RecallRequest, { entities, limit }), { fromText: false });
+    const request = { entities, limit };
+    await this.panel.run(entities.join(', '), () => this.server.request(RecallRequest, request), { fromText: false, request });
   }
 
   async recallSelection(): Promise<void> {
@@ -85,7 +86,8 @@ export class PimemCommands {
     }
     const limit = readSettings().recallLimit;
     // free text: the server chooses the terms (the panel shows which); a selection over its limit is cut here
-    await this.panel.run(text, () => this.server.request(RecallRequest, { text: recallText(text), limit }), { fromText: true });
+    const request = { text: recallText(text), limit };
+    await this.panel.run(text, () => this.server.request(RecallRequest, request), { fromText: true, request });
   }
 
   showResults(args: unknown): void {
@@ -93,7 +95,7 @@ export class PimemCommands {
     if (isShowResultsArgs(first)) {
       const stored = this.hover.take(first.hoverId);
       if (stored !== undefined) {
-        this.panel.showResult(stored.query, stored.result, { fromText: true });
+        this.panel.showResult(stored.query, stored.result, { fromText: true, request: { text: stored.query, limit: Math.max(1, stored.result.results.length) } });
         return;
       }
     }
@@ -113,7 +115,14 @@ export class PimemCommands {
     if (stats.cancelled) {
       message = `Pi Memory: ${force ? 'rebuild' : 'sync'} cancelled after ${count(stats.scannedFiles, 'file')}; the next sync finishes it.`;
     } else if (force) {
-      message = `Pi Memory: rebuilt from ${count(stats.scannedFiles, 'transcript file')}: ${count(stats.turns, 'turn')} added or updated (${seconds} s).`;
+      // what the memory holds now, not only what this pass wrote
+      const held = await this.server.request(StatusRequest, {}).then(
+        (s) => `the memory holds ${count(s.totalTurns, 'turn')} in ${count(s.sessions, 'session')}`,
+        () => `${count(stats.turns, 'turn')} added or updated`,
+      );
+      message = `Pi Memory: rebuilt from ${count(stats.scannedFiles, 'transcript file')}: ${held} (${seconds} s).`;
+    } else if (stats.turns === 0 && stats.issues.length === 0) {
+      message = `Pi Memory: nothing new to sync: ${count(stats.scannedFiles, 'transcript file')} checked, none changed (${seconds} s).`;
     } else {
       message =
         `Pi Memory: synced ${count(stats.scannedFiles, 'transcript file')}: ${count(stats.turns, 'turn')} added or updated; ` +
@@ -194,8 +203,13 @@ export class PimemCommands {
     const state = this.server.current;
     if (state.kind !== 'running') {
       const text = state.kind === 'failed' ? `not running: ${plainText(state.message)}` : state.kind;
-      const choice = await vscode.window.showWarningMessage(`Pi Memory server ${text}.`, 'Restart Server', 'Show Log');
-      if (choice === 'Restart Server') {
+      // a setting that caused the failure (an unusable interpreter): the button that fixes it comes first
+      const setting = state.kind === 'failed' ? state.setting : undefined;
+      const buttons = setting !== undefined ? ['Open Setting', 'Restart Server', 'Show Log'] : ['Restart Server', 'Show Log'];
+      const choice = await vscode.window.showWarningMessage(`Pi Memory server ${text}.`, ...buttons);
+      if (choice === 'Open Setting' && setting !== undefined) {
+        await openSetting(setting);
+      } else if (choice === 'Restart Server') {
         await this.server.restart();
       } else if (choice === 'Show Log') {
         this.server.showLog();

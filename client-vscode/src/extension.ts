@@ -7,9 +7,11 @@ import { Commands, PimemCommands } from './commands';
 import { RESTART_SETTINGS, SECTION } from './config';
 import { registerHistoryViews } from './historyViews';
 import { SelectionHoverProvider } from './hover';
-import { TurnRequest } from './protocol';
+import { RecallRequest, TurnRequest } from './protocol';
 import { watchPythonExtension } from './python';
-import { ResultsPanel } from './resultsPanel';
+import { RESULTS_VIEW_TYPE, ResultsPanel } from './resultsPanel';
+import { RowActions } from './rowActions';
+import { FOCUS_SEARCH_COMMAND, SearchView } from './searchView';
 import { PimemServer } from './server';
 import { SyncUi } from './syncUi';
 
@@ -18,8 +20,10 @@ let active: PimemServer | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Pi Memory', { log: true });
   const server = new PimemServer(context.extensionPath, log);
-  const panel = new ResultsPanel(context.extensionUri, log, async (turnId) => (await server.request(TurnRequest, { turnId })).turn);
-  const hover = new SelectionHoverProvider(server, Commands.showResults, log);
+  const actions = new RowActions(log);
+  const panel = new ResultsPanel(context.extensionUri, log, async (turnId) => (await server.request(TurnRequest, { turnId })).turn, actions);
+  const hover = new SelectionHoverProvider(server, Commands.showResults, log, FOCUS_SEARCH_COMMAND);
+  const search = new SearchView(context.extensionUri, server, actions, hover, context.workspaceState, log);
   const commands = new PimemCommands(server, panel, hover, log);
   active = server;
 
@@ -29,6 +33,10 @@ export function activate(context: vscode.ExtensionContext): void {
     panel,
     new SyncUi(server, Commands.showStatus),
     ...commands.register(),
+    search,
+    ...search.register(),
+    // the results panel comes back after a window reload, with its recall run again
+    vscode.window.registerWebviewPanelSerializer(RESULTS_VIEW_TYPE, panel.serializer((request) => server.request(RecallRequest, request))),
     // the language-model tool is registered at activation, so that it answers outside a chat too
     ...registerAgentTools(server, context.extensionPath, log),
     // the Sessions and File History views, the file CodeLens, the rendered conversation (issue 15)

@@ -34,6 +34,8 @@ export class SelectionHoverProvider implements vscode.HoverProvider {
     private readonly server: PimemServer,
     private readonly showResultsCommand: string,
     private readonly log: vscode.LogOutputChannel,
+    /** The sidebar search's command: the hover's second link searches the same text there. */
+    private readonly searchCommand?: string,
   ) {}
 
   /** A recall shown in a hover, by the id in its link. */
@@ -73,11 +75,19 @@ export class SelectionHoverProvider implements vscode.HoverProvider {
     }
     const hoverId = this.remember({ query: text, result });
     const args: ShowResultsArgs[] = [{ hoverId }];
-    const uri = `command:${this.showResultsCommand}?${encodeURIComponent(JSON.stringify(args))}`;
+    // Both links are built here, from this extension's own command ids and the id of the stored recall: nothing
+    // of the transcript or the selection is in them.
+    const encoded = encodeURIComponent(JSON.stringify(args));
+    const uri = `command:${this.showResultsCommand}?${encoded}`;
+    const searchUri = this.searchCommand === undefined ? undefined : `command:${this.searchCommand}?${encoded}`;
     const markdown = new vscode.MarkdownString(
-      hoverMarkdown(result.entities, result.results.slice(0, HOVER_ROWS), { showResultsUri: uri, searched: searchedTerms(result) }),
+      hoverMarkdown(result.entities, result.results.slice(0, HOVER_ROWS), {
+        showResultsUri: uri,
+        searched: searchedTerms(result),
+        ...(searchUri === undefined ? {} : { searchUri }),
+      }),
     );
-    markdown.isTrusted = { enabledCommands: [this.showResultsCommand] };
+    markdown.isTrusted = { enabledCommands: [this.showResultsCommand, ...(this.searchCommand === undefined ? [] : [this.searchCommand])] };
     markdown.supportHtml = false;
     markdown.supportThemeIcons = false;
     return new vscode.Hover(markdown, selection);

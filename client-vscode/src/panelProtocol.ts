@@ -1,6 +1,9 @@
 // Messages between the extension and the results webview. The webview renders what it is sent and asks the
 // extension to act on a row by index; it never receives a path or a command it could act on by itself.
-import type { Source } from './protocol';
+import type { RecallParams, Source } from './protocol';
+
+// protocol.ts's SOURCES, without its runtime import of vscode-languageclient (this module is bundled into a webview)
+const SOURCES: readonly Source[] = ['pi', 'claude', 'codex'];
 
 export interface PanelRow {
   index: number;
@@ -12,6 +15,8 @@ export interface PanelRow {
   replyText: string;
   toolNames: string[];
   canOpen: boolean;
+  /** "Resume in terminal" can run the agent for this session. */
+  canResume: boolean;
   resumeCommand: string | null;
   /** The entities / terms found in this turn (why it was found). */
   matched: string[];
@@ -46,10 +51,53 @@ export type PanelState =
 export interface ToWebview {
   type: 'state';
   state: PanelState;
+  /** The request behind the state, for the webview to keep (vscode.setState) across a window reload. */
+  restore?: RestorableRecall;
 }
 
-/** What the webview can ask for a row: open its transcript, copy its resume command, fetch the whole turn. */
-const ROW_ACTIONS = ['open', 'copyResume', 'wholeTurn'] as const;
+/** What the webview keeps (vscode.setState) so that the panel can come back after a window reload. */
+export interface RestorableRecall {
+  query: string;
+  fromText: boolean;
+  request: RecallParams;
+}
+
+/** A webview state as RestorableRecall, or undefined (it is read back from storage: checked field by field). */
+export function parseRestorable(saved: unknown): RestorableRecall | undefined {
+  const restore = (saved as { restore?: unknown } | null | undefined)?.restore;
+  if (typeof restore !== 'object' || restore === null) {
+    return undefined;
+  }
+  const r = restore as Record<string, unknown>;
+  const q = r.request as Record<string, unknown> | null | undefined;
+  if (typeof r.query !== 'string' || typeof r.fromText !== 'boolean' || typeof q !== 'object' || q === null) {
+    return undefined;
+  }
+  const request: RecallParams = {};
+  if (typeof q.text === 'string') {
+    request.text = q.text;
+  } else if (Array.isArray(q.entities) && q.entities.every((e): e is string => typeof e === 'string')) {
+    request.entities = q.entities;
+  } else {
+    return undefined;
+  }
+  if (Number.isSafeInteger(q.limit)) {
+    request.limit = q.limit as number;
+  }
+  if (typeof q.cwd === 'string') {
+    request.cwd = q.cwd;
+  }
+  if (Array.isArray(q.sources)) {
+    request.sources = SOURCES.filter((s) => (q.sources as unknown[]).includes(s));
+  }
+  return { query: r.query, fromText: r.fromText, request };
+}
+
+/**
+ * What the webview can ask for a row: open its conversation or raw transcript, resume it in a terminal, copy its
+ * resume command, fetch the whole turn.
+ */
+const ROW_ACTIONS = ['open', 'raw', 'resume', 'copyResume', 'wholeTurn'] as const;
 export type RowAction = (typeof ROW_ACTIONS)[number];
 
 export type FromWebview = { type: 'ready' } | { type: RowAction; index: number };

@@ -329,3 +329,15 @@ export interface MigratedSession {
 export interface SyncStatusParams {
   error?: string; // one line: the sync stopped because the store could not be used
 }
+
+// ---- recall paging (issue 15; a server without it ignores offset/withTotal and answers no total) ---------
+
+export interface RecallParams {
+  offset?: number; // ≥ 0: skip the first `offset` results (same order); offset + limit ≤ 1,000
+  withTotal?: boolean; // also count the matching turns
+}
+
+export interface RecallResult {
+  total?: number; // with withTotal: matching turns (copies collapsed), exact up to 1,000
+  totalCapped?: boolean; // true: more than `total` match ("1,000+")
+}

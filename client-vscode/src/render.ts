@@ -97,10 +97,26 @@ export function plainText(text: string, max = 300): string {
   return truncate(line, max).replace(/([\]$])(?=\()/g, `$1${ZERO_WIDTH_SPACE}`);
 }
 
-/** Markdown of `text` cut to `max` code points, with the entities in bold. */
+/** A match's letters and digits, from the first to the last, and the punctuation or spaces around them. */
+const ALNUM_CORE = /^([^\p{L}\p{N}\p{M}]*)([\s\S]*?)([^\p{L}\p{N}\p{M}]*)$/u;
+
+/**
+ * Markdown of `text` cut to `max` code points, with the entities in bold. Every piece is escaped first; the `**`
+ * then go around the letters-and-digits core of each match only: a `**` between a letter and punctuation (as
+ * in `x**\_price**y` or `a**100\%**b`) is no emphasis delimiter in CommonMark, and the asterisks would show.
+ * Between letters (`validate**Price**Ids`) or next to spaces they always are.
+ */
 export function highlightMarkdown(text: string, entities: readonly string[], max: number): string {
   return highlightSegments(truncate(oneLine(text), max), entities)
-    .map((s) => (s.hit ? `**${escapeMarkdown(s.text)}**` : escapeMarkdown(s.text)))
+    .map((s) => {
+      if (!s.hit) {
+        return escapeMarkdown(s.text);
+      }
+      const [, lead = '', core = '', trail = ''] = ALNUM_CORE.exec(s.text) ?? [];
+      return core.length === 0
+        ? escapeMarkdown(s.text)
+        : `${escapeMarkdown(lead)}**${escapeMarkdown(core)}**${escapeMarkdown(trail)}`;
+    })
     .join('');
 }
 
@@ -110,6 +126,14 @@ export function highlightMarkdown(text: string, entities: readonly string[], max
  */
 export function highlightTerms(row: { matched?: readonly string[] }, searched: readonly string[]): readonly string[] {
   return row.matched !== undefined && row.matched.length > 0 ? row.matched : searched;
+}
+
+/**
+ * A row's accessible name: agent, folder, date and the start of the prompt ("Claude Code, webshop, 2026-11-30
+ * 09:45: Why does the flamingo bug…"), so that the cards and their buttons have distinct names.
+ */
+export function rowName(row: { source: string; cwd: string; ts: number; userText: string }): string {
+  return `${sourceLabel(row.source)}, ${folderName(row.cwd)}, ${formatDate(row.ts)}: ${truncate(oneLine(row.userText), 48)}`;
 }
 
 /** "2026-11-30 09:40" in the local time zone. */
@@ -154,6 +178,8 @@ export function searchedMarkdown(searched: readonly SearchedTerm[]): string {
 export interface HoverMarkdownOptions {
   /** A `command:` URI that opens these results in the panel. */
   showResultsUri: string;
+  /** A `command:` URI that searches the same text in the sidebar (a second link, when given). */
+  searchUri?: string;
   /** Code points of user text / reply text to show per row. */
   maxChars?: number;
   /** What was searched (searchedTerms); default: the entities, without estimates. */
@@ -163,7 +189,7 @@ export interface HoverMarkdownOptions {
 /**
  * The hover for a recall: what was searched, one short paragraph per row (with the terms it matched) plus a link
  * to the panel. All transcript-derived text (user text, reply, folder, entities, terms) goes through
- * `escapeMarkdown`; the only link is `showResultsUri`.
+ * `escapeMarkdown`; the only links are `showResultsUri` and `searchUri`.
  */
 export function hoverMarkdown(entities: readonly string[], rows: readonly RecallRow[], opts: HoverMarkdownOptions): string {
   const max = opts.maxChars ?? 160;
@@ -184,6 +210,7 @@ export function hoverMarkdown(entities: readonly string[], rows: readonly Recall
     const reply = highlightMarkdown(row.replyText, terms, max);
     parts.push(`${meta}  \n*You:* ${user}  \n*Reply:* ${reply.length > 0 ? reply : '—'}`);
   }
-  parts.push(`[Open in the Pi Memory panel](${opts.showResultsUri})`);
+  const search = opts.searchUri === undefined ? '' : ` · [Search in the sidebar](${opts.searchUri})`;
+  parts.push(`[Open in the Pi Memory panel](${opts.showResultsUri})${search}`);
   return parts.join('\n\n---\n\n');
 }

@@ -2,9 +2,10 @@
 // as data and rendered by dist/webview.js with textContent only, under a strict Content-Security-Policy.
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
-import { parseFromWebview, type PanelRow, type PanelState, type ToWebview } from './panelProtocol';
-import type { RecallResult, RecallRow, TurnRow } from './protocol';
+import { parseFromWebview, parseRestorable, type PanelRow, type PanelState, type RestorableRecall, type ToWebview } from './panelProtocol';
+import { type RecallParams, type RecallResult, type RecallRow, type TurnRow } from './protocol';
 import { oneLine, plainText, searchedTerms, truncate } from './render';
+import type { RowActions } from './rowActions';
 
 export const RESULTS_VIEW_TYPE = 'pimem.results';
 /** Code points of the query shown in the panel (a selection can be long). */
@@ -13,7 +14,12 @@ const QUERY_DISPLAY_CHARS = 80;
 export interface RecallOptions {
   /** The query is free text (a selection): the server chose the terms. */
   fromText: boolean;
+  /** The request that gave these results: kept in the webview's state, run again when a reload restores it. */
+  request?: RecallParams;
 }
+
+/** Runs a recall for a restored panel. */
+export type Recaller = (request: RecallParams) => Promise<RecallResult>;
 
 /** `pimem/turn`: the whole turn, or null when it is no longer stored. */
 export type TurnFetcher = (turnId: string) => Promise<TurnRow | null>;
@@ -25,20 +31,49 @@ export class ResultsPanel implements vscode.Disposable {
   /** Increases with every new state, so that a slow recall cannot overwrite a newer one. */
   private generation = 0;
   private resultsShown = 0;
+  private restorable: RestorableRecall | undefined;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly log: vscode.LogOutputChannel,
     private readonly fetchTurn: TurnFetcher,
+    private readonly actions: RowActions,
   ) {}
 
-  /** Shows the panel with the last state (or the idle hint). */
+  /** Shows the panel with the last state (or the idle hint), beside the current editor, which keeps the focus. */
   reveal(): void {
-    this.ensurePanel().reveal(undefined, false);
+    const panel = this.ensurePanel();
+    if (!panel.visible) {
+      panel.reveal(undefined, true);
+    }
+  }
+
+  /** Brings back a panel VS Code restored after a window reload (its webview state: `saved`). */
+  restore(panel: vscode.WebviewPanel, saved: unknown, recall: Recaller): void {
+    if (this.panel !== undefined) {
+      panel.dispose(); // one results panel: the live one wins
+      return;
+    }
+    this.adopt(panel);
+    const again = parseRestorable(saved);
+    if (again !== undefined) {
+      void this.run(again.query, () => recall(again.request), { fromText: again.fromText, request: again.request });
+    }
+  }
+
+  /** The serializer that lets the panel survive a window reload. */
+  serializer(recall: Recaller): vscode.WebviewPanelSerializer {
+    return {
+      deserializeWebviewPanel: (panel: vscode.WebviewPanel, state: unknown) => {
+        this.restore(panel, state, recall);
+        return Promise.resolve();
+      },
+    };
   }
 
   /** Shows a loading state, runs `recall`, then shows its rows or its error. */
   async run(query: string, recall: () => Promise<RecallResult>, options: RecallOptions): Promise<void> {
+    this.restorable = options.request === undefined ? undefined : { query, fromText: options.fromText, request: options.request };
     const generation = this.setState({ kind: 'loading', query: displayQuery(query) }, []);
     this.reveal();
     try {
@@ -56,6 +91,9 @@ export class ResultsPanel implements vscode.Disposable {
 
   /** Shows rows that are already known (from a hover). */
   showResult(query: string, result: RecallResult, options: RecallOptions): void {
+    if (options.request !== undefined) {
+      this.restorable = { query, fromText: options.fromText, request: options.request };
+    }
     const rows = result.results;
     this.setState(
       {
@@ -65,7 +103,7 @@ export class ResultsPanel implements vscode.Disposable {
         fromText: options.fromText,
         entities: result.entities,
         searched: searchedTerms(result),
-        rows: rows.map(toPanelRow),
+        rows: rows.map((row, index) => this.toPanelRow(row, index)),
       },
       rows,
     );
@@ -88,7 +126,7 @@ export class ResultsPanel implements vscode.Disposable {
   }
 
   private post(): void {
-    const message: ToWebview = { type: 'state', state: this.state };
+    const message: ToWebview = { type: 'state', state: this.state, ...(this.restorable === undefined ? {} : { restore: this.restorable }) };
     void this.panel?.webview.postMessage(message);
   }
 
@@ -96,14 +134,26 @@ export class ResultsPanel implements vscode.Disposable {
     if (this.panel !== undefined) {
       return this.panel;
     }
+    // beside the editor the user is reading, which keeps the focus (issue 15 §3)
+    const panel = vscode.window.createWebviewPanel(
+      RESULTS_VIEW_TYPE,
+      panelTitle(this.state),
+      { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+      this.webviewOptions(),
+    );
+    this.adopt(panel);
+    return panel;
+  }
+
+  private webviewOptions(): vscode.WebviewPanelOptions & vscode.WebviewOptions {
     const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
     const media = vscode.Uri.joinPath(this.extensionUri, 'media');
-    const panel = vscode.window.createWebviewPanel(RESULTS_VIEW_TYPE, panelTitle(this.state), vscode.ViewColumn.Active, {
-      enableScripts: true,
-      enableCommandUris: false,
-      enableFindWidget: true,
-      localResourceRoots: [dist, media],
-    });
+    return { enableScripts: true, enableCommandUris: false, enableFindWidget: true, localResourceRoots: [dist, media] };
+  }
+
+  private adopt(panel: vscode.WebviewPanel): void {
+    panel.webview.options = this.webviewOptions();
+    panel.title = panelTitle(this.state);
     panel.webview.html = this.html(panel.webview);
     panel.webview.onDidReceiveMessage((raw: unknown) => this.onMessage(raw));
     panel.onDidDispose(() => {
@@ -112,7 +162,6 @@ export class ResultsPanel implements vscode.Disposable {
       }
     });
     this.panel = panel;
-    return panel;
   }
 
   private html(webview: vscode.Webview): string {
@@ -138,7 +187,7 @@ export class ResultsPanel implements vscode.Disposable {
 <title>Pi Memory</title>
 </head>
 <body>
-<div id="root" aria-live="polite"></div>
+<div id="root"></div>
 <script nonce="${nonce}" src="${script.toString()}"></script>
 </body>
 </html>`;
@@ -158,12 +207,22 @@ export class ResultsPanel implements vscode.Disposable {
     if (row === undefined) {
       return;
     }
-    if (message.type === 'open') {
-      void this.openTranscript(row);
-    } else if (message.type === 'copyResume') {
-      void this.copyResume(row);
-    } else {
-      void this.showWholeTurn(message.index, row);
+    switch (message.type) {
+      case 'open':
+        void this.actions.openConversation(row);
+        break;
+      case 'raw':
+        void this.actions.openRaw(row);
+        break;
+      case 'resume':
+        this.actions.resumeInTerminal(row);
+        break;
+      case 'copyResume':
+        void this.actions.copyResume(row);
+        break;
+      case 'wholeTurn':
+        void this.showWholeTurn(message.index, row);
+        break;
     }
   }
 
@@ -190,52 +249,29 @@ export class ResultsPanel implements vscode.Disposable {
     const whole: RecallRow = { ...row, ...turn, truncated: false };
     this.rows[index] = whole;
     const rows = [...this.state.rows];
-    rows[index] = { ...toPanelRow(whole, index), whole: true };
+    rows[index] = { ...this.toPanelRow(whole, index), whole: true };
     this.state = { ...this.state, rows };
     this.post();
   }
 
-  private async openTranscript(row: RecallRow): Promise<void> {
-    try {
-      const document = await vscode.workspace.openTextDocument(vscode.Uri.file(row.jsonlPath));
-      const line = row.line !== null && row.line >= 1 ? Math.min(row.line, document.lineCount) - 1 : 0;
-      const range = new vscode.Range(line, 0, line, 0);
-      await vscode.window.showTextDocument(document, { selection: range, preview: true, viewColumn: vscode.ViewColumn.Beside });
-    } catch (error) {
-      // The path and the error (which quotes it) come from the store: the log gets them, the notification not.
-      this.log.warn(`Could not open ${row.jsonlPath}: ${error instanceof Error ? error.message : String(error)}`);
-      void vscode.window
-        .showErrorMessage('Could not open the transcript (see the Pi Memory log).', 'Show Log')
-        .then((choice) => choice === 'Show Log' && this.log.show(true));
-    }
+  private toPanelRow(row: RecallRow, index: number): PanelRow {
+    return {
+      index,
+      source: row.source,
+      cwd: row.cwd,
+      ts: row.ts,
+      hits: row.hits,
+      userText: row.userText,
+      replyText: row.replyText,
+      toolNames: row.toolNames,
+      canOpen: row.jsonlPath.length > 0,
+      canResume: this.actions.canResume(row),
+      resumeCommand: row.resumeCommand,
+      matched: row.matched,
+      truncated: row.truncated,
+      whole: false,
+    };
   }
-
-  private async copyResume(row: RecallRow): Promise<void> {
-    if (row.resumeCommand === null) {
-      return;
-    }
-    await vscode.env.clipboard.writeText(row.resumeCommand);
-    // Not quoted: a resume command is built from stored data, and notifications render links.
-    void vscode.window.showInformationMessage('Pi Memory: resume command copied to the clipboard.');
-  }
-}
-
-function toPanelRow(row: RecallRow, index: number): PanelRow {
-  return {
-    index,
-    source: row.source,
-    cwd: row.cwd,
-    ts: row.ts,
-    hits: row.hits,
-    userText: row.userText,
-    replyText: row.replyText,
-    toolNames: row.toolNames,
-    canOpen: row.jsonlPath.length > 0,
-    resumeCommand: row.resumeCommand,
-    matched: row.matched,
-    truncated: row.truncated,
-    whole: false,
-  };
 }
 
 function displayQuery(query: string): string {

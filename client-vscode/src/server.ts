@@ -39,7 +39,7 @@ export type ServerState =
   | { kind: 'stopped' }
   | { kind: 'starting' }
   | { kind: 'running'; python: string; version: string }
-  | { kind: 'failed'; message: string };
+  | { kind: 'failed'; message: string; setting?: string }; // setting: the one to fix (Show Status offers it)
 
 const RESTART_DELAY_MS = 1000;
 
@@ -218,7 +218,7 @@ export class PimemServer implements vscode.Disposable {
         `Pi Memory needs Python ${MIN_PYTHON.join('.')} or newer to run its server, but "${interpreter.command}" ` +
         `(from ${interpreter.origin}) ${check.problem}. Set "pimem.python" to a suitable interpreter.`;
       this.log.error(message);
-      this.setState({ kind: 'failed', message: `no usable Python (${interpreter.command} ${check.problem})` });
+      this.setState({ kind: 'failed', message: `no usable Python (${interpreter.command} ${check.problem})`, setting: 'pimem.python' });
       void vscode.window.showErrorMessage(plainText(message, 600), 'Open Setting').then((choice) => {
         if (choice === 'Open Setting') {
           void openSetting('pimem.python');

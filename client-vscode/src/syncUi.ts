@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import { StatusRequest, type IndexChangedParams, type SyncStatusParams } from './protocol';
 import { plainText } from './render';
+import { SyncState } from './syncState';
 import type { PimemServer, ServerState } from './server';
 
 /** A sync running longer than this gets a cancellable progress notification. */
@@ -21,7 +22,7 @@ export class SyncUi implements vscode.Disposable {
   private totalTurns: number | undefined;
   /** pimem/status `upgradeRequired`: the store is a newer pimem's, which this one reads but does not sync. */
   private upgradeRequired: string | null = null;
-  private sync: SyncStatusParams | undefined;
+  private readonly syncState = new SyncState();
   private notifyTimer: ReturnType<typeof setTimeout> | undefined;
   private notification: OpenNotification | undefined;
 
@@ -53,7 +54,7 @@ export class SyncUi implements vscode.Disposable {
     if (state.kind === 'running') {
       void this.refreshTotal();
     } else {
-      this.sync = undefined;
+      this.syncState.clear();
       this.endNotification();
     }
     this.render();
@@ -65,20 +66,22 @@ export class SyncUi implements vscode.Disposable {
   }
 
   private onSyncStatus(p: SyncStatusParams): void {
-    if (!p.syncing) {
-      this.sync = undefined;
+    const ended = this.syncState.update(p);
+    if (ended !== undefined) {
       this.endNotification();
-      void this.refreshTotal();
-      this.render();
+      // "syncing" stays until pimem/status has the new count (src/syncState.ts)
+      void this.refreshTotal().finally(() => {
+        this.syncState.countKnown(ended);
+        this.render();
+      });
       return;
     }
-    this.sync = p;
     if (this.notification !== undefined) {
       this.reportProgress(this.notification, p);
     } else {
       this.notifyTimer ??= setTimeout(() => {
         this.notifyTimer = undefined;
-        if (this.sync !== undefined) {
+        if (this.syncState.current !== undefined) {
           this.openNotification();
         }
       }, NOTIFY_AFTER_MS);
@@ -107,14 +110,14 @@ export class SyncUi implements vscode.Disposable {
     } else if (state.kind !== 'running') {
       this.item.text = '$(loading~spin) Pi Memory';
       this.item.tooltip = 'Pi Memory: starting the server';
-    } else if (this.sync !== undefined) {
-      const { filesDone, filesTotal, turnsIndexed, turnsToIndex } = this.sync;
+    } else if (this.syncState.current !== undefined) {
+      const { filesDone, filesTotal, turnsIndexed, turnsToIndex } = this.syncState.current;
       if (turnsToIndex > 0) {
         this.item.text = `$(sync~spin) Pi Memory: indexing ${turnsIndexed}/${turnsToIndex}`;
         this.item.tooltip = `Pi Memory: indexing stored turns (already searchable), ${turnsIndexed} of ${turnsToIndex}`;
       } else {
         this.item.text = `$(sync~spin) Pi Memory: syncing ${filesDone}/${filesTotal}`;
-        this.item.tooltip = `Pi Memory: ${this.sync.force ? 'rebuilding' : 'syncing'} transcripts, ${filesDone} of ${filesTotal} files`;
+        this.item.tooltip = `Pi Memory: ${this.syncState.current.force ? 'rebuilding' : 'syncing'} transcripts, ${filesDone} of ${filesTotal} files`;
       }
     } else if (this.totalTurns !== undefined && this.upgradeRequired !== null) {
       this.item.text = `$(warning) ${this.totalTurns} ${this.totalTurns === 1 ? 'turn' : 'turns'}`;
@@ -130,7 +133,7 @@ export class SyncUi implements vscode.Disposable {
   }
 
   private openNotification(): void {
-    const first = this.sync;
+    const first = this.syncState.current;
     void vscode.window.withProgress(
       {
         location: vscode.ProgressLocation.Notification,
@@ -142,7 +145,7 @@ export class SyncUi implements vscode.Disposable {
           const open: OpenNotification = { progress, percent: 0, done: resolve };
           this.notification = open;
           cancel.onCancellationRequested(() => {
-            const token = this.sync?.token ?? first?.token ?? null;
+            const token = this.syncState.current?.token ?? first?.token ?? null;
             if (token !== null) {
               this.server.cancelSync(token);
             }
@@ -151,8 +154,8 @@ export class SyncUi implements vscode.Disposable {
             }
             resolve();
           });
-          if (this.sync !== undefined) {
-            this.reportProgress(open, this.sync);
+          if (this.syncState.current !== undefined) {
+            this.reportProgress(open, this.syncState.current);
           }
         }),
     );

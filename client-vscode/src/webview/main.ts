@@ -1,8 +1,9 @@
 // Script of the results webview. It renders the state the extension posts and handles filtering by agent and
 // expanding long texts; every action on a row is sent back to the extension by row index.
 // All text is put into the DOM with textContent / createTextNode: no HTML is ever parsed from data.
-import { formatDate, highlightSegments, highlightTerms, sourceLabel, turnsEstimate } from '../render';
-import type { FromWebview, PanelRow, PanelState, SearchedTerm, ToWebview } from '../panelProtocol';
+import { formatDate, highlightSegments, highlightTerms, rowName, sourceLabel, turnsEstimate, type Segment } from '../render';
+import type { FromWebview, PanelRow, PanelState, RestorableRecall, SearchedTerm, ToWebview } from '../panelProtocol';
+import { snippetSegments } from '../snippet';
 
 interface VsCodeApi {
   postMessage(message: FromWebview): void;
@@ -17,6 +18,8 @@ const COLLAPSE_LINES = 6;
 
 interface Saved {
   hiddenSources: string[];
+  /** The request behind the shown results: the extension runs it again when a window reload restores the panel. */
+  restore?: RestorableRecall;
 }
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
@@ -30,16 +33,25 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, t
   return node;
 }
 
+function appendSegments(parent: HTMLElement, segments: readonly Segment[]): void {
+  for (const segment of segments) {
+    parent.appendChild(segment.hit ? el('mark', undefined, segment.text) : document.createTextNode(segment.text));
+  }
+}
+
+/** A text with its matches marked: whole (`body`), and as a snippet around the matches (`snippet`, shown collapsed). */
 function highlighted(className: string, label: string, text: string, entities: readonly string[]): HTMLElement {
   const block = el('div', `text ${className}`);
   block.appendChild(el('span', 'label', label));
+  const snippet = el('div', 'snippet');
+  appendSegments(snippet, snippetSegments(text, entities));
   const body = el('div', 'body');
-  for (const segment of highlightSegments(text, entities)) {
-    body.appendChild(segment.hit ? el('mark', undefined, segment.text) : document.createTextNode(segment.text));
-  }
+  appendSegments(body, highlightSegments(text, entities));
   if (text.length === 0) {
     body.appendChild(el('span', 'none', '(no reply)'));
+    snippet.appendChild(el('span', 'none', '(no reply)'));
   }
+  block.appendChild(snippet);
   block.appendChild(body);
   return block;
 }
@@ -56,6 +68,7 @@ class ResultsView {
   /** Rows (by index) the user expanded, kept while the same results are updated (a whole turn fetched). */
   private expanded = new Set<number>();
   private resultsId: number | undefined;
+  private restore: RestorableRecall | undefined;
 
   constructor(
     private readonly vscode: VsCodeApi,
@@ -63,9 +76,18 @@ class ResultsView {
   ) {
     const saved = vscode.getState() as Saved | undefined;
     this.hidden = new Set(Array.isArray(saved?.hiddenSources) ? saved.hiddenSources : []);
+    this.restore = saved?.restore;
   }
 
-  show(state: PanelState): void {
+  private save(): void {
+    this.vscode.setState({ hiddenSources: [...this.hidden], ...(this.restore === undefined ? {} : { restore: this.restore }) } satisfies Saved);
+  }
+
+  show(state: PanelState, restore: RestorableRecall | undefined): void {
+    if (restore !== undefined) {
+      this.restore = restore;
+      this.save();
+    }
     const id = state.kind === 'results' ? state.id : undefined;
     if (id === undefined || id !== this.resultsId) {
       this.expanded = new Set();
@@ -130,10 +152,14 @@ class ResultsView {
       return;
     }
     const visible = rows.filter((r) => !this.hidden.has(r.source));
-    header.appendChild(el('p', 'count', `${visible.length} of ${rows.length} shown`));
+    const count = el('p', 'count', `${visible.length} of ${rows.length} shown`);
+    count.setAttribute('aria-live', 'polite'); // the count is announced, not the whole list
+    header.appendChild(count);
     header.appendChild(this.renderFilters(rows));
     const list = el('div', 'results');
     list.id = 'results';
+    list.setAttribute('role', 'list');
+    list.setAttribute('aria-label', 'Past turns');
     for (const row of visible) {
       list.appendChild(this.renderRow(row, entities));
     }
@@ -161,8 +187,10 @@ class ResultsView {
         } else {
           this.hidden.add(source);
         }
-        this.vscode.setState({ hiddenSources: [...this.hidden] } satisfies Saved);
+        this.save();
         this.render();
+        // the re-rendered checkbox keeps the keyboard focus
+        document.querySelector<HTMLInputElement>(`#filters input[value="${source}"]`)?.focus();
       });
       label.appendChild(box);
       label.appendChild(document.createTextNode(` ${sourceLabel(source)} (${count})`));
@@ -174,6 +202,9 @@ class ResultsView {
   private renderRow(row: PanelRow, entities: string[]): HTMLElement {
     const item = el('article', 'result');
     item.dataset.source = row.source;
+    const name = rowName(row);
+    item.setAttribute('role', 'listitem');
+    item.setAttribute('aria-label', name);
     const meta = el('div', 'meta');
     meta.appendChild(el('span', `agent agent-${row.source}`, sourceLabel(row.source)));
     const cwd = el('span', 'cwd', row.cwd);
@@ -226,17 +257,21 @@ class ResultsView {
       });
       actions.appendChild(whole);
     }
-    const open = el('button', 'open', 'Open transcript');
-    open.disabled = !row.canOpen;
-    open.addEventListener('click', () => this.vscode.postMessage({ type: 'open', index: row.index }));
-    actions.appendChild(open);
-    const copy = el('button', 'copy', 'Copy resume command');
-    copy.disabled = row.resumeCommand === null;
+    const button = (className: string, label: string, type: 'open' | 'raw' | 'resume' | 'copyResume', enabled: boolean): HTMLButtonElement => {
+      const b = el('button', className, label);
+      b.disabled = !enabled;
+      b.setAttribute('aria-label', `${label}: ${name}`); // distinct names for a screen reader's list of buttons
+      b.addEventListener('click', () => this.vscode.postMessage({ type, index: row.index }));
+      actions.appendChild(b);
+      return b;
+    };
+    button('open', 'Open conversation', 'open', row.canOpen);
+    button('raw', 'Open raw transcript', 'raw', row.canOpen);
+    button('resume', 'Resume in terminal', 'resume', row.canResume);
+    const copy = button('copy', 'Copy resume command', 'copyResume', row.resumeCommand !== null);
     if (row.resumeCommand !== null) {
       copy.title = row.resumeCommand;
     }
-    copy.addEventListener('click', () => this.vscode.postMessage({ type: 'copyResume', index: row.index }));
-    actions.appendChild(copy);
     item.appendChild(actions);
     return item;
   }
@@ -270,7 +305,7 @@ function main(): void {
   window.addEventListener('message', (event: MessageEvent<unknown>) => {
     const data = event.data as Partial<ToWebview> | null;
     if (typeof data === 'object' && data !== null && data.type === 'state' && data.state !== undefined) {
-      view.show(data.state);
+      view.show(data.state, data.restore);
     }
   });
   vscode.postMessage({ type: 'ready' });

@@ -281,7 +281,7 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     const dialog = page.locator('.monaco-dialog-box', { hasText: 'Rebuild Pi Memory?' });
     await dialog.waitFor({ state: 'visible', timeout: 30_000 });
     await dialog.locator('.dialog-buttons a.monaco-button, .dialog-buttons button', { hasText: 'Rebuild' }).click();
-    const text = await notificationText(page, /Pi Memory: rebuilt from \d+ transcript files?: \d+ turns? added or updated/);
+    const text = await notificationText(page, /Pi Memory: rebuilt from \d+ transcript files?: the memory holds \d+ turns? in \d+ sessions?/);
     const files = Number(/rebuilt from (\d+) transcript/.exec(text)[1]);
     assert.ok(files >= 10, `a rebuild reads every sample transcript: ${text}`);
     await page.locator('.statusbar-item', { hasText: /^\s*\d+ turns?\s*$/ }).waitFor({ timeout: 60_000 });
@@ -314,8 +314,8 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     assert.match(clipboard, /claude --resume 1ed4dd9a-5989-4487-9ac3-d2b870816ee8/);
     await clearNotifications(page);
 
-    // Open transcript: the Claude .jsonl beside the panel, cursor on that turn's user message
-    await hit.first().locator('button.open').click();
+    // Open raw transcript: the Claude .jsonl beside the panel, cursor on that turn's user message
+    await hit.first().locator('button.raw').click();
     const jsonl = '1ed4dd9a-5989-4487-9ac3-d2b870816ee8.jsonl';
     await page.locator('.tabs-container .tab.active', { hasText: jsonl }).waitFor({ timeout: 30_000 });
     const position = page.locator('.statusbar-item', { hasText: /^\s*Ln \d+, Col \d+/ }).first();
@@ -350,7 +350,14 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     await page.waitForTimeout(2000);
     assert.equal(await error.count(), 1);
     await page.locator('.statusbar-item', { hasText: 'Pi Memory' }).first().waitFor();
-    await error.locator('a.monaco-button, button', { hasText: 'Open Setting' }).first().click();
+    assert.ok((await error.locator('a.monaco-button, button', { hasText: 'Open Setting' }).count()) >= 1);
+    // Show Status says the server is not running and offers the setting that fixes it, first
+    await runCommand(page, 'Pi Memory: Show Status');
+    const status = notification(page, 'Pi Memory server not running: no usable Python');
+    await status.first().waitFor({ timeout: 30_000 });
+    const buttons = await status.first().locator('a.monaco-button, button').allInnerTexts();
+    assert.deepEqual(buttons.map((b) => b.trim()).filter((b) => b.length > 0).slice(0, 3), ['Open Setting', 'Restart Server', 'Show Log']);
+    await status.first().locator('a.monaco-button, button', { hasText: 'Open Setting' }).first().click();
     await page.locator('.settings-editor .setting-item', { hasText: /Python/ }).first().waitFor({ timeout: 15_000 });
     await screenshot(page, 'missing-interpreter.png');
 

@@ -295,10 +295,17 @@ export async function runCommand(page, title, { attempts = 20 } = {}) {
   throw new Error(`command "${title}" not found in the palette`);
 }
 
-/** The results webview of this extension (inner frame). */
+/** The results webview of this extension (inner frame): the editor panel, not a sidebar view. */
 export function resultsFrame(page) {
   return page
-    .frameLocator(`iframe.webview.ready[src*="extensionId=${EXTENSION_ID}"]`)
+    .frameLocator(`iframe.webview.ready[src*="extensionId=${EXTENSION_ID}"]:not([src*="purpose=webviewView"])`)
+    .frameLocator('iframe#active-frame');
+}
+
+/** The sidebar search view of this extension (inner frame). */
+export function searchFrame(page) {
+  return page
+    .frameLocator(`iframe.webview.ready[src*="extensionId=${EXTENSION_ID}"][src*="purpose=webviewView"]`)
     .frameLocator('iframe#active-frame');
 }
 

@@ -1,0 +1,117 @@
+// "Resume in terminal": the agent's own program and arguments for a session, built from the row's validated
+// fields, never from a string a shell would parse. Pure (no `vscode` import), unit-tested under Node.
+//
+// Why not the server's `resumeCommand` typed into a shell (Terminal.sendText): that string is POSIX shell
+// syntax (`cd -- '<cwd>' && claude --resume <uuid>`), which the user's shell (fish, PowerShell, cmd, …) may
+// read otherwise, and typing it runs whatever the shell makes of it. Here the terminal's process IS the agent
+// (createTerminal {shellPath, shellArgs, cwd}): the arguments reach it as they are, and the folder is a
+// path, not text to quote. The same rules as the server's (docs/lsp-extensions.md, resumeCommand) decide
+// what may be resumed: UUIDs for Claude Code and Codex, an absolute path free of control characters for Pi.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { isInsideAny } from './launch';
+import type { Source } from './protocol';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_PATH = 4096;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+export interface ResumeTarget {
+  source: Source;
+  sessionId: string; // "<source>:<native id>"
+  cwd: string;
+  jsonlPath: string;
+}
+
+export interface ResumeCommand {
+  /** The agent's executable name, looked up on PATH (findExecutable). */
+  program: 'claude' | 'codex' | 'pi';
+  args: string[];
+  /** The session's folder, when it is a usable absolute path. */
+  cwd: string | undefined;
+}
+
+function usablePath(p: string): boolean {
+  return p.length > 0 && p.length <= MAX_PATH && path.isAbsolute(p) && !CONTROL.test(p);
+}
+
+/** The program and arguments that resume `target`, or undefined when its ids are not of the agent's shape. */
+export function resumeCommand(target: ResumeTarget): ResumeCommand | undefined {
+  const prefix = `${target.source}:`;
+  if (!target.sessionId.startsWith(prefix)) {
+    return undefined;
+  }
+  const id = target.sessionId.slice(prefix.length);
+  const cwd = usablePath(target.cwd) ? target.cwd : undefined;
+  switch (target.source) {
+    case 'claude':
+      // Claude Code finds a session by the folder it ran in: without it there is nothing to resume
+      return UUID.test(id) && cwd !== undefined ? { program: 'claude', args: ['--resume', id], cwd } : undefined;
+    case 'codex':
+      return UUID.test(id) ? { program: 'codex', args: ['resume', id], cwd } : undefined;
+    case 'pi':
+      return usablePath(target.jsonlPath) ? { program: 'pi', args: ['--session', target.jsonlPath], cwd } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+export interface ExecutableProbe {
+  isExecutableFile(file: string): boolean;
+  realpath(file: string): string;
+}
+
+const nodeProbe: ExecutableProbe = {
+  isExecutableFile(file) {
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return fs.statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  },
+  realpath: (file) => fs.realpathSync.native(file),
+};
+
+/**
+ * The first `name` on `pathEnv` that is an executable file, skipping relative entries and anything inside a
+ * workspace folder (a repository must not be able to plant the `claude` that gets run). On Windows each
+ * PATHEXT extension is tried.
+ */
+export function findExecutable(
+  name: string,
+  pathEnv: string,
+  folders: readonly string[],
+  probe: ExecutableProbe = nodeProbe,
+  platform: string = process.platform,
+  pathExt: string = process.env.PATHEXT ?? '.COM;.EXE;.BAT;.CMD',
+): string | undefined {
+  const delimiter = platform === 'win32' ? ';' : ':';
+  const names = platform === 'win32' ? pathExt.split(';').filter((e) => e.length > 0).map((e) => name + e.toLowerCase()) : [name];
+  for (const dir of pathEnv.split(delimiter)) {
+    if (dir.length === 0 || !path.isAbsolute(dir)) {
+      continue;
+    }
+    for (const candidate of names.map((n) => path.join(dir, n))) {
+      if (probe.isExecutableFile(candidate) && !isInsideAny(candidate, folders, (p) => probe.realpath(p))) {
+        return candidate;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** "Claude Code", "Codex", "Pi": how the program is named in messages. */
+export function programLabel(program: ResumeCommand['program']): string {
+  return program === 'claude' ? 'Claude Code' : program === 'codex' ? 'Codex' : 'Pi';
+}
+
+/**
+ * Whether `args` reach `executable` as they are. A Windows `.cmd`/`.bat` (how npm installs `claude` and `codex`
+ * there) is run by cmd.exe, which reads its command line as syntax: an argument with a cmd.exe metacharacter,
+ * a quote or a space (a Pi session path can hold any of them) is then refused, and the user can copy the command.
+ */
+export function argumentsPassIntact(executable: string, args: readonly string[]): boolean {
+  return !/\.(cmd|bat)$/i.test(executable) || args.every((a) => !/[\s&|<>^%!"()]/.test(a));
+}

@@ -1,0 +1,124 @@
+// What a recall row's buttons do, in the results panel and in the sidebar search alike: open the conversation
+// (rendered, `pimem.openConversation`, when that command exists; else the raw transcript), open the raw
+// transcript, resume the session in a terminal, copy its resume command.
+import * as fs from 'node:fs';
+import * as vscode from 'vscode';
+import type { RecallRow } from './protocol';
+import { folderName, plainText } from './render';
+import { argumentsPassIntact, findExecutable, programLabel, resumeCommand } from './resumeArgs';
+
+/** The rendered conversation (pimem/session), registered by src/conversation code when present. */
+export const OPEN_CONVERSATION_COMMAND = 'pimem.openConversation';
+
+export type ActionRow = Pick<RecallRow, 'turnId' | 'sessionId' | 'source' | 'cwd' | 'jsonlPath' | 'line' | 'resumeCommand'>;
+
+export class RowActions {
+  /** A copy confirms itself once with a notification, then in the status bar: one toast at most. */
+  private copyToastShown = false;
+
+  constructor(private readonly log: vscode.LogOutputChannel) {}
+
+  /** Rows whose session can be resumed from here (the server gave a command and the ids have the agent's shape). */
+  canResume(row: ActionRow): boolean {
+    return row.resumeCommand !== null && resumeCommand(row) !== undefined;
+  }
+
+  async openConversation(row: ActionRow): Promise<void> {
+    const commands = await vscode.commands.getCommands(true);
+    if (commands.includes(OPEN_CONVERSATION_COMMAND)) {
+      await vscode.commands.executeCommand(OPEN_CONVERSATION_COMMAND, { sessionId: row.sessionId, turnId: row.turnId });
+      return;
+    }
+    await this.openRaw(row);
+  }
+
+  /** The transcript file beside the current editor, the cursor on the turn's user message. */
+  async openRaw(row: ActionRow): Promise<void> {
+    try {
+      const document = await vscode.workspace.openTextDocument(vscode.Uri.file(row.jsonlPath));
+      const line = row.line !== null && row.line >= 1 ? Math.min(row.line, document.lineCount) - 1 : 0;
+      const range = new vscode.Range(line, 0, line, 0);
+      await vscode.window.showTextDocument(document, { selection: range, preview: true, viewColumn: vscode.ViewColumn.Beside });
+    } catch (error) {
+      // The path and the error (which quotes it) come from the store: the log gets them, the notification not.
+      this.log.warn(`Could not open ${row.jsonlPath}: ${error instanceof Error ? error.message : String(error)}`);
+      void vscode.window
+        .showErrorMessage('Could not open the transcript (see the Pi Memory log).', 'Show Log')
+        .then((choice) => choice === 'Show Log' && this.log.show(true));
+    }
+  }
+
+  /**
+   * A terminal in the session's folder whose process is the agent itself, resuming the session (see
+   * src/resumeArgs.ts for why no shell reads the command).
+   */
+  resumeInTerminal(row: ActionRow): void {
+    const command = row.resumeCommand === null ? undefined : resumeCommand(row);
+    if (command === undefined) {
+      void vscode.window.showWarningMessage('Pi Memory: this session cannot be resumed from here.');
+      return;
+    }
+    const label = programLabel(command.program);
+    const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+    const executable = findExecutable(command.program, process.env.PATH ?? '', folders);
+    if (executable === undefined) {
+      void vscode.window
+        .showWarningMessage(`Pi Memory: \`${command.program}\` (${label}) is not on PATH.`, 'Copy Resume Command')
+        .then((choice) => {
+          if (choice === 'Copy Resume Command') {
+            void this.copyResume(row);
+          }
+        });
+      return;
+    }
+    if (!argumentsPassIntact(executable, command.args)) {
+      void vscode.window
+        .showWarningMessage(`Pi Memory: ${label} is a batch file here and this session's arguments would not reach it intact.`, 'Copy Resume Command')
+        .then((choice) => {
+          if (choice === 'Copy Resume Command') {
+            void this.copyResume(row);
+          }
+        });
+      return;
+    }
+    let cwd = command.cwd;
+    if (cwd !== undefined && !isDirectory(cwd)) {
+      if (command.program === 'claude') {
+        void vscode.window.showWarningMessage("Pi Memory: the session's folder no longer exists; Claude Code resumes a session only there.");
+        return;
+      }
+      cwd = undefined;
+    }
+    this.log.info(`Resume in terminal: ${executable} ${command.args.join(' ')} (in ${cwd ?? 'the default folder'})`);
+    const terminal = vscode.window.createTerminal({
+      // a terminal's name may render $(icon) syntax: plainText breaks it
+      name: plainText(`${label}: ${cwd === undefined ? 'resume' : folderName(cwd)}`, 60),
+      shellPath: executable,
+      shellArgs: command.args,
+      ...(cwd === undefined ? {} : { cwd }),
+    });
+    terminal.show(false);
+  }
+
+  async copyResume(row: ActionRow): Promise<void> {
+    if (row.resumeCommand === null) {
+      return;
+    }
+    await vscode.env.clipboard.writeText(row.resumeCommand);
+    // Not quoted: a resume command is built from stored data, and notifications render links.
+    if (this.copyToastShown) {
+      vscode.window.setStatusBarMessage('$(check) Resume command copied', 3000);
+      return;
+    }
+    this.copyToastShown = true;
+    void vscode.window.showInformationMessage('Pi Memory: resume command copied to the clipboard.');
+  }
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}

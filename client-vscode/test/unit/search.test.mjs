@@ -1,0 +1,200 @@
+// The pure parts of the sidebar search and of the result cards: snippets, Markdown highlighting, paging,
+// the resume command, and the validation of what the webviews send.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { load } from './load.mjs';
+
+const snippet = load('snippet.ts');
+const render = load('render.ts');
+const model = load('searchModel.ts');
+const resume = load('resumeArgs.ts');
+const panelProtocol = load('panelProtocol.ts');
+const searchProtocol = load('searchProtocol.ts');
+
+const text = (segments) => segments.map((s) => s.text).join('');
+const hits = (segments) => segments.filter((s) => s.hit).map((s) => s.text);
+
+test('a snippet is cut around the first match, not the first lines', () => {
+  const long = `${'intro words '.repeat(30)}the flamingo cache breaks here ${'outro words '.repeat(30)}`;
+  const segs = snippet.snippetSegments(long, ['flamingo'], 20);
+  const shown = text(segs);
+  assert.ok(shown.startsWith('… '), shown);
+  assert.ok(shown.endsWith(' …'), shown);
+  assert.ok(shown.includes('the flamingo cache breaks'), shown);
+  assert.ok(shown.length < 80, `about 20 characters each side: ${shown}`);
+  assert.deepEqual(hits(segs), ['flamingo']);
+  assert.ok(!shown.includes('intro words intro words intro words'), 'the beginning is left out');
+});
+
+test('a snippet has a window per matched term, merged where they overlap, in text order', () => {
+  const t = `alpha ${'x '.repeat(100)}beta ${'y '.repeat(100)}gamma`;
+  const segs = snippet.snippetSegments(t, ['gamma', 'alpha'], 10);
+  assert.deepEqual(hits(segs), ['alpha', 'gamma']);
+  assert.equal((text(segs).match(/…/g) ?? []).length, 1, text(segs)); // alpha starts the text, gamma ends it
+  const near = snippet.snippetSegments('one flamingo two cache three', ['flamingo', 'cache'], 10);
+  assert.equal(text(near), 'one flamingo two cache three');
+  assert.deepEqual(hits(near), ['flamingo', 'cache']);
+});
+
+test('a snippet of a text without a match is its beginning; whitespace is one space; no split characters', () => {
+  assert.equal(text(snippet.snippetSegments('short\n\nreply', ['absent'])), 'short reply');
+  assert.deepEqual(snippet.snippetSegments('', ['x']), []);
+  const emoji = '🦩'.repeat(50) + ' flamingo ' + '🦩'.repeat(50);
+  const shown = text(snippet.snippetSegments(emoji, ['flamingo'], 7));
+  assert.ok(!/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(shown), `no lone surrogate: ${shown}`);
+  assert.deepEqual(snippet.firstMatch('A FLAMINGO', 'flamingo'), { start: 2, end: 10 });
+  assert.equal(snippet.firstMatch('none', 'flamingo'), undefined);
+});
+
+test('hover Markdown: the bold goes around letters and digits, so that no literal asterisks show', () => {
+  // CommonMark: "**" between a letter and punctuation is no delimiter (x**\_price**y showed its asterisks)
+  assert.equal(render.highlightMarkdown('validatePriceIds', ['price'], 100), 'validate**Price**Ids');
+  assert.equal(render.highlightMarkdown('x_price_y', ['_price'], 100), 'x\\_**price**\\_y');
+  assert.equal(render.highlightMarkdown('a100%b', ['100%'], 100), 'a**100**\\%b');
+  assert.equal(render.highlightMarkdown('see __init__.py', ['__init__'], 100), 'see \\_\\_**init**\\_\\_\\.py');
+  assert.equal(render.highlightMarkdown('x %% y', ['%%'], 100), 'x \\%\\% y', 'a match without letters stays plain');
+  assert.equal(render.highlightMarkdown('中文缓存失效', ['缓存'], 100), '中文**缓存**失效');
+  assert.equal(render.highlightMarkdown('f(price) [price]', ['(price)', '[price]'], 100), 'f\\(**price**\\) \\[**price**\\]');
+});
+
+test('the hover has a second link to the sidebar search when given, still nothing from the transcript', () => {
+  const row = {
+    turnId: 't', sessionId: 'claude:s', source: 'claude', cwd: '/w', ts: 0, userText: '[x](command:evil) flamingo', replyText: '',
+    toolNames: [], hits: 2, jsonlPath: '/j', line: 1, resumeCommand: null, matched: ['flamingo'], truncated: false,
+  };
+  const md = render.hoverMarkdown(['flamingo'], [row], { showResultsUri: 'command:pimem.showResults?a', searchUri: 'command:pimem.focusSearch?a' });
+  assert.ok(md.endsWith('[Open in the Pi Memory panel](command:pimem.showResults?a) · [Search in the sidebar](command:pimem.focusSearch?a)'), md);
+  assert.equal([...md.matchAll(/(?<!\\)\]\((?!\\)/g)].length, 2, md);
+});
+
+test('the search box: commas make entities, anything else is free text', () => {
+  assert.deepEqual(model.parseSearch('  '), { kind: 'empty' });
+  assert.deepEqual(model.parseSearch('why does the cache break'), { kind: 'text', text: 'why does the cache break' });
+  assert.deepEqual(model.parseSearch('flamingo, price cache'), { kind: 'entities', entities: ['flamingo', 'price cache'] });
+  assert.deepEqual(model.parseSearch(' , '), { kind: 'empty' });
+  assert.equal(model.parseSearch('a,b,c,d,e,f,g,h,i').kind, 'invalid');
+  assert.deepEqual(model.queryParams({ kind: 'text', text: 'x' }), { text: 'x' });
+});
+
+test('paging with a server that counts: offset pages, "25 turns", "1,000+ turns", done at the total', () => {
+  let p = model.firstPaging(20, 25, false);
+  assert.equal(p.mode, 'offset');
+  assert.equal(model.countText(p), '25 turns');
+  assert.equal(p.done, false);
+  const w = model.nextWindow(p);
+  assert.deepEqual(w, { offset: 20, limit: 20 });
+  p = model.afterMore(p, w, 5);
+  assert.equal(p.shown, 25);
+  assert.equal(p.done, true);
+  const capped = model.firstPaging(20, 1000, true);
+  assert.equal(model.countText(capped), '1,000+ turns');
+  assert.equal(capped.done, false);
+  assert.deepEqual(model.nextWindow({ ...capped, shown: 990 }), { offset: 990, limit: 10 }, 'offset + limit stays within 1,000');
+  assert.equal(model.afterMore({ ...capped, shown: 980 }, { offset: 980, limit: 20 }, 20).done, true);
+  assert.equal(model.countText(model.firstPaging(1, 1, false)), '1 turn');
+  assert.equal(model.firstPaging(3, 3, false).done, true);
+});
+
+test('paging with a server without total: the limit grows to 50, "20+ turns" until the end is known', () => {
+  let p = model.firstPaging(20, undefined, undefined);
+  assert.equal(p.mode, 'limit');
+  assert.equal(model.countText(p), '20+ turns');
+  let w = model.nextWindow(p);
+  assert.deepEqual(w, { offset: 0, limit: 40 });
+  p = model.afterMore(p, w, 40);
+  assert.equal(p.done, false);
+  w = model.nextWindow(p);
+  assert.deepEqual(w, { offset: 0, limit: 50 });
+  p = model.afterMore(p, w, 50);
+  assert.equal(p.done, true, 'recall gives at most 50');
+  assert.equal(model.countText(p), '50+ turns');
+  const fewer = model.afterMore(model.firstPaging(20, undefined, undefined), { offset: 0, limit: 40 }, 31);
+  assert.equal(fewer.done, true);
+  assert.equal(model.countText(fewer), '31 turns');
+  assert.equal(model.firstPaging(7, undefined, undefined).done, true);
+  // several folders at once: one request each, merged, so the limit grows even when the server counts
+  assert.equal(model.firstPaging(20, 60, false, 2).mode, 'limit');
+});
+
+test('mergeRows: best score, then newest, each turn once, cut to the limit', () => {
+  const r = (turnId, hits, ts) => ({ turnId, hits, ts });
+  const merged = model.mergeRows([[r('a', 4, 1), r('b', 2, 5)], [r('a', 4, 1), r('c', 4, 9), r('d', 1, 0)]], 3);
+  assert.deepEqual(merged.map((x) => x.turnId), ['c', 'a', 'b']);
+});
+
+test('resume in terminal: the agent and its arguments from validated ids, never a shell string', () => {
+  const uuid = '1ed4dd9a-5989-4487-9ac3-d2b870816ee8';
+  assert.deepEqual(resume.resumeCommand({ source: 'claude', sessionId: `claude:${uuid}`, cwd: '/w/shop', jsonlPath: '/j.jsonl' }),
+    { program: 'claude', args: ['--resume', uuid], cwd: '/w/shop' });
+  assert.deepEqual(resume.resumeCommand({ source: 'codex', sessionId: `codex:${uuid}`, cwd: '', jsonlPath: '/j' }),
+    { program: 'codex', args: ['resume', uuid], cwd: undefined });
+  assert.deepEqual(resume.resumeCommand({ source: 'pi', sessionId: 'pi:abc', cwd: '/w', jsonlPath: "/h/.pi/it's here.jsonl" }),
+    { program: 'pi', args: ['--session', "/h/.pi/it's here.jsonl"], cwd: '/w' }, 'a quote in a path is an argument, not syntax');
+  for (const bad of [
+    { source: 'claude', sessionId: 'claude:--help', cwd: '/w', jsonlPath: '/j' },
+    { source: 'claude', sessionId: `claude:${uuid}; rm -rf ~`, cwd: '/w', jsonlPath: '/j' },
+    { source: 'claude', sessionId: `claude:${uuid}`, cwd: 'relative', jsonlPath: '/j' },
+    { source: 'codex', sessionId: `claude:${uuid}`, cwd: '/w', jsonlPath: '/j' },
+    { source: 'pi', sessionId: 'pi:x', cwd: '/w', jsonlPath: 'relative.jsonl' },
+    { source: 'pi', sessionId: 'pi:x', cwd: '/w', jsonlPath: '/a\u001b]0;x\u0007.jsonl' },
+  ]) {
+    assert.equal(resume.resumeCommand(bad), undefined, JSON.stringify(bad));
+  }
+  assert.equal(resume.resumeCommand({ source: 'pi', sessionId: 'pi:x', cwd: '/a\nb', jsonlPath: '/j' }).cwd, undefined);
+});
+
+test('findExecutable: the first on PATH, never a relative entry or one inside the workspace', () => {
+  const files = new Set(['/ws/bin/claude', '/usr/bin/claude', '/opt/c/claude.cmd']);
+  const probe = { isExecutableFile: (f) => files.has(f), realpath: (f) => f };
+  assert.equal(resume.findExecutable('claude', 'bin:/ws/bin:/usr/bin', ['/ws'], probe, 'linux'), '/usr/bin/claude');
+  assert.equal(resume.findExecutable('claude', '/nowhere', [], probe, 'linux'), undefined);
+  assert.equal(resume.findExecutable('claude', '/opt/c', [], probe, 'win32', '.EXE;.CMD'), '/opt/c/claude.cmd');
+});
+
+test('a Windows batch file gets only arguments that cmd.exe cannot read as syntax', () => {
+  assert.equal(resume.argumentsPassIntact('/usr/bin/pi', ['--session', '/a b&c.jsonl']), true);
+  assert.equal(resume.argumentsPassIntact('C:\\npm\\claude.cmd', ['--resume', '1ed4dd9a-5989-4487-9ac3-d2b870816ee8']), true);
+  assert.equal(resume.argumentsPassIntact('C:\\npm\\pi.CMD', ['--session', 'C:\\Users\\me\\a&calc.jsonl']), false);
+  assert.equal(resume.argumentsPassIntact('C:\\npm\\pi.bat', ['--session', 'C:\\My Sessions\\x.jsonl']), false);
+});
+
+test('a restored panel state is checked field by field', () => {
+  assert.deepEqual(panelProtocol.parseRestorable({ restore: { query: 'q', fromText: true, request: { text: 'q', limit: 20, sources: ['pi', 'evil'], cwd: '/w' } } }),
+    { query: 'q', fromText: true, request: { text: 'q', limit: 20, sources: ['pi'], cwd: '/w' } });
+  assert.deepEqual(panelProtocol.parseRestorable({ restore: { query: 'a, b', fromText: false, request: { entities: ['a', 'b'] } } }).request, { entities: ['a', 'b'] });
+  for (const bad of [undefined, null, {}, { restore: 1 }, { restore: { query: 1, fromText: true, request: { text: 'x' } } },
+    { restore: { query: 'q', fromText: true, request: { entities: [1] } } }, { restore: { query: 'q', fromText: true, request: null } }]) {
+    assert.equal(panelProtocol.parseRestorable(bad), undefined, JSON.stringify(bad));
+  }
+  assert.deepEqual(panelProtocol.parseFromWebview({ type: 'resume', index: 2 }), { type: 'resume', index: 2 });
+});
+
+test('messages from the search webview are validated', () => {
+  const p = searchProtocol.parseFromSearchView;
+  assert.deepEqual(p({ type: 'search', query: 'x', workspaceOnly: true, sources: ['codex', 'nope'] }), { type: 'search', query: 'x', workspaceOnly: true, sources: ['codex'] });
+  assert.deepEqual(p({ type: 'row', action: 'resume', index: 0 }), { type: 'row', action: 'resume', index: 0 });
+  for (const bad of [null, 'x', { type: 'row', action: 'exec', index: 0 }, { type: 'row', action: 'open', index: -1 },
+    { type: 'row', action: 'open', index: 1.5 }, { type: 'search', query: 1, workspaceOnly: true, sources: [] },
+    { type: 'search', query: 'x', workspaceOnly: 'yes', sources: [] }, { type: 'command', command: 'workbench.action.terminal.new' }]) {
+    assert.equal(p(bad), undefined, JSON.stringify(bad));
+  }
+});
+
+test('the status bar keeps showing a finished sync until the new count is known (no "0 turns" flash)', () => {
+  const { SyncState } = load('syncState.ts');
+  const status = (syncing) => ({ syncing, filesDone: 1, filesTotal: 2, turnsIndexed: 0, turnsToIndex: 0, force: false, token: 't' });
+  const s = new SyncState();
+  assert.equal(s.update(status(true)), undefined);
+  const ended = s.update(status(false));
+  assert.notEqual(s.current, undefined, 'still "syncing" while pimem/status is asked for the count');
+  s.countKnown(ended);
+  assert.equal(s.current, undefined, 'then the count');
+  // a newer sync began before the old one's count came: it keeps showing
+  s.update(status(true));
+  const first = s.update(status(false));
+  s.update(status(true));
+  s.countKnown(first);
+  assert.notEqual(s.current, undefined);
+  s.clear();
+  assert.equal(s.current, undefined);
+});
