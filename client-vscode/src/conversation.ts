@@ -4,7 +4,6 @@
 // Content-Security-Policy; the turns are posted as data (src/conversationProtocol.ts) and built by
 // dist/conversation.js with textContent only. Secondary actions: the raw transcript at a turn's line, a resume
 // command, and "Continue in Pi" for a Codex session (src/continueInPi.ts).
-import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import { continueInPi } from './continueInPi';
 import { conversationState, parseConversationMessage, type ConversationToWebview } from './conversationProtocol';
@@ -12,6 +11,7 @@ import { parseOpenConversationArgs } from './historyArgs';
 import { SessionRequest, TurnRequest, type SessionResult, type SessionTurn } from './protocol';
 import { folderName, plainText, sourceLabel } from './render';
 import { describeError, type PimemServer } from './server';
+import { webviewPage } from './webviewPage';
 
 export const CONVERSATION_VIEW_TYPE = 'pimem.conversation';
 /** Turns loaded on each side of the hit, and per "Show earlier/later turns". */
@@ -112,32 +112,13 @@ export class ConversationPanel implements vscode.Disposable {
   }
 
   private html(webview: vscode.Webview): string {
-    const nonce = crypto.randomBytes(18).toString('base64');
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'conversation.js'));
-    const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'conversation.css'));
-    const csp = [
-      "default-src 'none'",
-      `style-src ${webview.cspSource}`,
-      `script-src 'nonce-${nonce}'`,
-      `font-src ${webview.cspSource}`,
-      "base-uri 'none'",
-      "form-action 'none'",
-    ].join('; ');
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${style.toString()}">
-<title>Pi Memory: Conversation</title>
-</head>
-<body>
-<div id="status" class="visually-hidden" role="status" aria-live="polite"></div>
-<main id="root"></main>
-<script nonce="${nonce}" src="${script.toString()}"></script>
-</body>
-</html>`;
+    return webviewPage(webview, this.extensionUri, {
+      script: 'conversation.js',
+      style: 'conversation.css',
+      title: 'Pi Memory: Conversation',
+      body: `<div id="status" class="visually-hidden" role="status" aria-live="polite"></div>
+<main id="root"></main>`,
+    });
   }
 
   private onMessage(raw: unknown): void {

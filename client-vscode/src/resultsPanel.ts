@@ -1,11 +1,11 @@
 // The results panel: one webview that shows the latest recall. Its HTML is a fixed shell; the rows are posted
 // as data and rendered by dist/webview.js with textContent only, under a strict Content-Security-Policy.
-import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import { parseFromWebview, parseRestorable, type PanelRow, type PanelState, type RestorableRecall, type ToWebview } from './panelProtocol';
 import { type RecallParams, type RecallResult, type RecallRow, type TurnRow } from './protocol';
 import { oneLine, plainText, searchedTerms, truncate } from './render';
 import type { RowActions } from './rowActions';
+import { webviewPage } from './webviewPage';
 
 export const RESULTS_VIEW_TYPE = 'pimem.results';
 /** Code points of the query shown in the panel (a selection can be long). */
@@ -165,32 +165,13 @@ export class ResultsPanel implements vscode.Disposable {
   }
 
   private html(webview: vscode.Webview): string {
-    const nonce = crypto.randomBytes(18).toString('base64');
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview.js'));
-    const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'results.css'));
-    const csp = [
-      "default-src 'none'",
-      `style-src ${webview.cspSource}`,
-      `script-src 'nonce-${nonce}'`,
-      `img-src ${webview.cspSource}`,
-      `font-src ${webview.cspSource}`,
-      "base-uri 'none'",
-      "form-action 'none'",
-    ].join('; ');
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${style.toString()}">
-<title>Pi Memory</title>
-</head>
-<body>
-<div id="root"></div>
-<script nonce="${nonce}" src="${script.toString()}"></script>
-</body>
-</html>`;
+    return webviewPage(webview, this.extensionUri, {
+      script: 'webview.js',
+      style: 'results.css',
+      title: 'Pi Memory',
+      images: true,
+      body: `<div id="root"></div>`,
+    });
   }
 
   private onMessage(raw: unknown): void {

@@ -2,7 +2,6 @@
 // as the user types. The HTML is a fixed shell under a strict Content-Security-Policy; rows are posted as data
 // and rendered by dist/search.js with textContent only. The folder filter ("this workspace only") and the
 // agents are remembered per workspace (workspaceState).
-import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import { isShowResultsArgs, type SelectionHoverProvider } from './hover';
 import { RecallRequest, StatusRequest, type RecallParams, type RecallResult, type RecallRow, type Source } from './protocol';
@@ -21,6 +20,7 @@ import {
   type Paging,
 } from './searchModel';
 import { describeError, type PimemServer } from './server';
+import { webviewPage } from './webviewPage';
 
 export const SEARCH_VIEW_ID = 'pimem.search';
 export const FOCUS_SEARCH_COMMAND = 'pimem.focusSearch';
@@ -315,30 +315,13 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
   }
 
   private html(webview: vscode.Webview): string {
-    const nonce = crypto.randomBytes(18).toString('base64');
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'search.js'));
-    const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'search.css'));
-    const csp = [
-      "default-src 'none'",
-      `style-src ${webview.cspSource}`,
-      `script-src 'nonce-${nonce}'`,
-      `font-src ${webview.cspSource}`,
-      "base-uri 'none'",
-      "form-action 'none'",
-    ].join('; ');
     const agent = (source: Source, label: string): string =>
       `<label><input type="checkbox" id="agent-${source}" value="${source}" checked> ${label}</label>`;
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${style.toString()}">
-<title>Pi Memory: Search</title>
-</head>
-<body>
-<div class="controls" role="search">
+    return webviewPage(webview, this.extensionUri, {
+      script: 'search.js',
+      style: 'search.css',
+      title: 'Pi Memory: Search',
+      body: `<div class="controls" role="search">
 <input id="query" type="search" spellcheck="false" autocomplete="off" aria-label="Search past conversations" placeholder="Search past conversations">
 <div class="options">
 <label><input type="checkbox" id="workspaceOnly"> This workspace only</label>
@@ -349,10 +332,8 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
 </div>
 <div id="welcome" class="welcome"></div>
 <ul id="results" role="list" aria-label="Past turns"></ul>
-<button id="more" hidden>Show more</button>
-<script nonce="${nonce}" src="${script.toString()}"></script>
-</body>
-</html>`;
+<button id="more" hidden>Show more</button>`,
+    });
   }
 }
 
