@@ -39,10 +39,12 @@ _PROBE = TRACK_LIMIT + 1
 _TRIGRAMS_USED = 3            # the rarest trigrams of an entity make its list
 _COLLECT_LIMIT = 20_000       # a short entity's postings up to this many are collected at once
 _OR_TERMS_LIMIT = 200         # beyond this many trigrams, an OR query costs more than walking every turn
+_CORE_OR_TERMS = 8            # a short entity's OR of more trigrams is too dear for a necessary condition
 _BATCH = 64
 # A long entity's list comes from a spread of its trigrams: each one counted costs up to TRACK_LIMIT
 # postings read, and the AND of a few already leaves few false candidates (verification decides).
 _TRIGRAMS_COUNTED = 24
+_PROBE_MIN = 10**9          # a long list is probed for a day when at least this many candidates need it
 _SEED_BUDGET = 256      # candidates of the rarest lists a weighted query verifies before its walk
 
 
@@ -54,11 +56,14 @@ class CandidateList:
     """The doc keys of one index list, newest first, read lazily."""
 
     def __init__(self, keys: Iterator[int], weight: int, size: int | None,
-                 table: str | None = None, expression: str | None = None) -> None:
+                 table: str | None = None, expression: str | None = None, core: str | None = None) -> None:
         self.weight = weight
         self.size = size              # an upper bound on its length; None when unknown (long)
         self.table = table            # with expression: the FTS query that yields exactly these keys
         self.expression = expression
+        # A cheaper FTS query yielding a superset of these keys (an entity's rarest trigrams only), for
+        # the necessary conditions of _threshold_candidates; None: assume the list holds every doc.
+        self.core = core
         self._keys = keys
         self.head: int | None = next(self._keys, None)
 
@@ -96,9 +101,10 @@ class ListBuilder:
         self.conn = conn
         self._vocab: set[str] = set()
 
-    def every_turn(self, weight: int) -> CandidateList:
+    def every_turn(self, table: str, weight: int) -> CandidateList:
+        """Every doc, as the list of ``table`` (no expression: it is assumed to hold every doc)."""
         cursor = self.conn.execute("SELECT doc_key FROM pimem_docs ORDER BY doc_key DESC")
-        return CandidateList(_cursor_keys(cursor), weight, None)
+        return CandidateList(_cursor_keys(cursor), weight, None, table)
 
     def build(self, table: str, entity: str, weight: int) -> CandidateList:
         if len(entity) >= 3:
@@ -127,19 +133,21 @@ class ListBuilder:
             chosen = [gram for _, _, gram in counted[:12]]
             size = None
         expression = " AND ".join(_quote(gram) for gram in chosen)
-        return self.matching(table, expression, weight, size)
+        found = self.matching(table, expression, weight, size)
+        found.core = " AND ".join(_quote(gram) for gram in chosen[:_TRIGRAMS_USED])
+        return found
 
     def matching(self, table: str, expression: str, weight: int, size: int | None) -> CandidateList:
         """The docs of ``table`` matching an FTS5 expression, newest first."""
         cursor = self.conn.execute(
             f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC", (expression,))
-        return CandidateList(_cursor_keys(cursor), weight, size, table, expression)
+        return CandidateList(_cursor_keys(cursor), weight, size, table, expression, expression)
 
     def _prefix_list(self, table: str, entity: str, weight: int) -> CandidateList:
         """Every doc with an indexed trigram starting with ``entity`` (the two sentinel characters
         appended to each text make every occurrence start one)."""
         if len(entity) == 1 and entity.isascii() and entity.isalnum():
-            return self.every_turn(weight)  # a single letter or digit is in nearly every turn
+            return self.every_turn(table, weight)  # a single letter or digit is in nearly every turn
         instances, terms = f"temp.{table}_instances", f"temp.{table}_terms"
         if table not in self._vocab:
             for name, kind in ((instances, "instance"), (terms, "row")):
@@ -161,11 +169,14 @@ class ListBuilder:
         if postings <= _COLLECT_LIMIT:
             # Few postings: collect them in one pass over the vocabulary.
             keys = {doc for (doc,) in self.conn.execute(f"SELECT doc FROM {instances} WHERE {condition}", bounds)}
-            return CandidateList(iter(sorted(keys, reverse=True)), weight, len(keys), table, expression)
+            return CandidateList(iter(sorted(keys, reverse=True)), weight, len(keys), table, expression,
+                                 expression if count <= _CORE_OR_TERMS else None)
         if expression is not None:
             # Many postings over few trigrams: let FTS5 merge them lazily, newest first.
-            return self.matching(table, expression, weight, postings if postings <= TRACK_LIMIT else None)
-        return self.every_turn(weight)  # common and spread over many trigrams: walk every turn
+            found = self.matching(table, expression, weight, postings if postings <= TRACK_LIMIT else None)
+            found.core = expression if count <= _CORE_OR_TERMS else None
+            return found
+        return self.every_turn(table, weight)  # common and spread over many trigrams: walk every turn
 
 
 class _Best:
@@ -241,6 +252,74 @@ def _lists_to_follow(open_lists: Sequence[CandidateList], budget: int) -> list[C
     return [candidate for i, candidate in enumerate(open_lists) if i not in best_left_out]
 
 
+_THRESHOLD_CAP = 600        # necessary-condition sets larger than this are not read (the walk goes on)
+_THRESHOLD_SUBSETS = 16     # at most this many conjunctions in one FTS5 expression
+_THRESHOLD_TRIES = 3        # attempts per query (each one that fails costs FTS5 work)
+
+
+def _at_least(lists: Sequence[CandidateList], need: int) -> str | None:
+    """An FTS5 expression (over the table of ``lists``) matching every doc whose weight over ``lists``
+    is at least ``need``: the OR of the minimal sets of lists that weigh ``need``. "" when no doc can
+    (the lists weigh less), None when no useful expression exists (``need`` ≤ 0, or too many sets:
+    then the longest lists are assumed to hold every doc and left out, which only weakens it)."""
+    usable = sorted((candidate for candidate in lists if candidate.core is not None),
+                    key=lambda candidate: candidate.size if candidate.size is not None else _UNKNOWN_LENGTH)
+    need -= sum(candidate.weight for candidate in lists if candidate.core is None)
+    while usable and need > 0:
+        if sum(candidate.weight for candidate in usable) < need:
+            return ""
+        minimal: list[tuple[CandidateList, ...]] = []
+        for size in range(1, len(usable) + 1):
+            for choice in itertools.combinations(usable, size):
+                total = sum(candidate.weight for candidate in choice)
+                if total >= need and total - min(candidate.weight for candidate in choice) < need:
+                    minimal.append(choice)
+            if len(minimal) > _THRESHOLD_SUBSETS:
+                break
+        if len(minimal) <= _THRESHOLD_SUBSETS:
+            return " OR ".join("(" + " AND ".join(f"({candidate.core})" for candidate in choice) + ")"
+                               for choice in minimal)
+        need -= usable.pop().weight   # the longest list: assumed to hold every doc
+    return None
+
+
+def _threshold_candidates(conn: sqlite3.Connection, open_lists: Sequence[CandidateList], theta_hits: int,
+                          high: int, large: set[tuple[int, tuple[int, ...]]]) -> set[int] | None:
+    """Every doc key ≤ ``high`` that can score above ``theta_hits``, as a small superset, or None when
+    the index cannot give one cheaply.
+
+    A doc's score is at most u + r, the weights of the user lists and of the reply lists that hold it,
+    and r is at most the weight R of all reply lists. So a doc scoring above θ has u ≥ θ + 1 − R: when
+    that is positive, it is one FTS5 expression over the user table (the OR of the smallest sets of
+    entities weighing that much, each an AND), which FTS5 evaluates in C, skipping through the longer
+    lists; user texts are short, so these lists are a fraction of the reply lists. None when the set is
+    larger than ``_THRESHOLD_CAP`` (remembered in ``large``: it is not read again for this query)."""
+    user = [candidate for candidate in open_lists if candidate.table == "pimem_fts_user"]
+    need = theta_hits + 1 - sum(candidate.weight for candidate in open_lists if candidate.table == "pimem_fts_reply")
+    known = (need, tuple(id(candidate) for candidate in user))
+    if need <= 0 or known in large:
+        return None
+    expression = _at_least(user, need)
+    if expression is None:
+        return None
+    if expression == "":
+        return set()
+    keys = {key for (key,) in conn.execute(
+        f"SELECT rowid FROM pimem_fts_user WHERE pimem_fts_user MATCH ? AND rowid <= ? ORDER BY rowid DESC "
+        f"LIMIT {_THRESHOLD_CAP + 1}", (expression, high))}
+    if len(keys) > _THRESHOLD_CAP:
+        large.add(known)
+        return None
+    return keys
+
+
+def _read_for_bounds(candidate: CandidateList) -> bool:
+    """A long list of the user table is read along anyway (user texts are short, so its lists are a
+    fraction of the reply lists): its exact membership keeps candidates that hold a common entity
+    only in the reply from being verified. A list of every turn is not (it holds every candidate)."""
+    return candidate.table == "pimem_fts_user" and candidate.expression is not None
+
+
 def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower: list[str],
                    unindexed: Callable[[], Iterator[Sequence[object]]]) -> list[RecallRow]:
     best = _Best(query.limit)
@@ -314,6 +393,9 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
     def newest_day(candidates: Sequence[CandidateList]) -> int:
         return index.key_day(max(candidate.head for candidate in candidates if candidate.head is not None))
 
+    threshold_tried: int | None = None
+    threshold_tries = 0
+    large_sets: set[tuple[int, tuple[int, ...]]] = set()
     while True:
         theta = best.threshold
         open_lists = [candidate for candidate in lists if not candidate.exhausted]
@@ -331,13 +413,29 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
             break
         day = newest_day(follow)
         low, high = index.day_bounds(day)
+        if (theta is not None and theta.hits != threshold_tried and threshold_tries < _THRESHOLD_TRIES
+                and high < index.day_bounds(index.day_of(theta.ts))[0]
+                and any(not candidate.short for candidate in open_lists)
+                and theta.hits >= sum(candidate.weight for candidate in open_lists
+                                      if candidate.table == "pimem_fts_reply")):
+            # Every key left is older than θ's day, so it enters only with a higher score: the
+            # necessary conditions of _threshold_candidates may then hold few docs over the whole
+            # rest of the history (long lists are intersected in C instead of read day by day).
+            threshold_tried = theta.hits
+            threshold_tries += 1
+            rest = _threshold_candidates(conn, open_lists, theta.hits, high, large_sets)
+            if rest is not None:
+                keys = [key for key, _ in _newest_first(conn, rest.difference(verified))]
+                for start in range(0, len(keys), _BATCH):
+                    verify(keys[start:start + _BATCH])
+                break
         followed = {id(candidate) for candidate in follow}
         bounds: dict[int, int] = {}
         candidates: set[int] = set()
         read_today: list[tuple[CandidateList, list[int]]] = []
         unread: list[CandidateList] = []
         for candidate in open_lists:
-            if id(candidate) in followed or candidate.short:
+            if id(candidate) in followed or candidate.short or _read_for_bounds(candidate):
                 taken = candidate.take(low, high)
                 read_today.append((candidate, taken))
                 for key in taken:
@@ -349,7 +447,9 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
         # A long list that is not read is assumed to hold every candidate, except the keys that a joint
         # list shows it does not hold.
         assumed = sum(candidate.weight for candidate in unread)
-        if unread and best.threshold is not None:
+        theta = best.threshold
+        if unread and theta is not None:
+            excluded: dict[int, set[int]] = {}
             for long_list in unread:
                 not_in_long: set[int] = set()
                 for read_list, read_keys in read_today:
@@ -358,6 +458,27 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
                         not_in_long.update(set(read_keys).difference(both.take(low, high)))
                 for key in not_in_long:
                     bounds[key] -= long_list.weight
+                excluded[id(long_list)] = not_in_long
+            # Candidates whose bound still reaches θ would each cost a text verification (a row read,
+            # two lowercased texts). While several are left, a long list that was not read is probed for
+            # this day alone (one FTS5 query bounded by the day's keys, the heaviest list first): a
+            # candidate it does not hold loses its weight. This also covers lists of the other table,
+            # which no joint list can.
+            for long_list in sorted(unread, key=lambda candidate: -candidate.weight):
+                hopeful = [key for key in candidates if key not in verified and bounds[key] + assumed >= theta.hits]
+                if len(hopeful) < _PROBE_MIN:
+                    break
+                if long_list.expression is None or long_list.table is None:
+                    continue
+                table = long_list.table
+                holding = {key for (key,) in conn.execute(
+                    f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ?",
+                    (long_list.expression, low, high))}
+                gone = excluded[id(long_list)]
+                for key in hopeful:
+                    if key not in holding and key not in gone:
+                        bounds[key] -= long_list.weight
+                        gone.add(key)
         pending = _newest_first(conn, candidates)
         position = 0
         while position < len(pending):
