@@ -34,6 +34,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check server tests bench client-vscode/launcher
+	$(VENV)/bin/vulture  # dead code; paths, threshold and whitelist: [tool.vulture] in pyproject.toml
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

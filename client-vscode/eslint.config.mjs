@@ -17,6 +17,11 @@ export default tseslint.config(
     languageOptions: { globals: { navigator: 'readonly', document: 'readonly', window: 'readonly' } },
   },
   {
+    // the test-only extension that test/e2e installs next to Pi Memory (CommonJS, in the extension host)
+    files: ['test/e2e/**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', exports: 'writable', module: 'writable' } },
+  },
+  {
     files: ['src/**/*.ts'],
     extends: [...tseslint.configs.strictTypeChecked, ...tseslint.configs.stylisticTypeChecked],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pimem import wire
 from pimem.recall import make_query, recall_scan
 from pimem.store import connect
 from support.env import env_for
@@ -38,7 +39,7 @@ def test_sync_recall_status(env: dict[str, str], tmp_path: Path) -> None:
     found = pimem("recall", "flamingo", "--limit", "3", "--json", env=env)
     rows = json.loads(found.stdout)
     oracle = recall_scan(connect(tmp_path / "memory.db"), make_query(["flamingo"], 3))
-    assert rows == [row.to_dict() for row in oracle] and len(rows) == 3
+    assert rows == [wire.recall_row(row) for row in oracle] and len(rows) == 3
 
     text = pimem("recall", "flamingo", "--limit", "1", env=env).stdout
     assert text.startswith("## Relevant past conversations") and "You: " in text and "Resume: " in text

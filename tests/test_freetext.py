@@ -1,4 +1,4 @@
-"""Free text -> terms (pimem/freetext.py, pimem/termstats.py): what a question, a hovered line or a pasted
+"""Free text -> terms (pimem/recall/freetext.py, pimem/recall/termstats.py): what a question, a hovered line or a pasted
 error searches, and that the rarest terms of this store are chosen, not the first words."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pimem import freetext, index, termstats
-from pimem.freetext import candidates, choose_terms, recall_text, stem
-from pimem.recall import RecallError
+from pimem import index
+from pimem.recall import RecallError, freetext, termstats
+from pimem.recall.freetext import candidates, choose_terms, recall_text, stem
 from pimem.store import SessionRow, connect, transaction, upsert_session
 
 
@@ -113,3 +113,18 @@ def test_parse_text_errors_name_the_field() -> None:
     assert error.value.field == "text"
     with pytest.raises(RecallError):
         freetext.parse_text(5)
+
+
+@pytest.mark.parametrize(("line", "column", "word"), [
+    ("the flamingo cache bug", 7, "flamingo"),
+    ("the flamingo cache bug", 4, "flamingo"),            # touching the start
+    ("the flamingo cache bug", 12, "flamingo"),           # touching the end
+    ("run -XX:MaxRAMPercentage=70 now", 6, "-XX:MaxRAMPercentage"),
+    ("see C:\\Users\\me\\a.txt", 8, "C:\\Users\\me\\a.txt"),
+    ("东京タワー 见", 2, "东京タワー"),
+    ("a \U00020001\U00020002 b", 3, "\U00020001\U00020002"),   # a supplementary-plane Han run
+    ("ab  cd", 3, None),                                  # between words
+    ("", 0, None),
+])
+def test_word_at_is_the_word_under_the_cursor(line: str, column: int, word: str | None) -> None:
+    assert freetext.word_at(line, column) == word

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pimem import index
-from pimem.recall import ORPHAN_ROWS_SQL, PENDING_ROWS_SQL, make_query, recall, recall_scan
+from pimem import index, wire
+from pimem.recall import make_query, recall, recall_scan
+from pimem.recall.indexed import ORPHAN_ROWS_SQL, PENDING_ROWS_SQL
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
 from support.history import CLAUDE_INTERACTIVE, LEGACY, SAMPLES, roots_under
@@ -61,7 +62,8 @@ def check_index(conn: sqlite3.Connection, rng: random.Random) -> None:
         start = rng.randrange(len(text))
         entity = text[start:start + rng.randint(1, 8)]
         query = make_query([entity if entity.strip() else "x"], limit=10)
-        assert [r.to_dict() for r in recall(conn, query)] == [r.to_dict() for r in recall_scan(conn, query)]
+        assert [wire.recall_row(r) for r in recall(conn, query)] == [
+            wire.recall_row(r) for r in recall_scan(conn, query)]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -262,7 +264,7 @@ def test_interrupted_parse_is_finished_by_the_next_sync(tmp_path: Path, db_path:
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A sync cancelled (or killed) in the middle of a file, even a forced re-parse of an unchanged
     file, leaves a position the next sync continues from: no turn stays cut."""
-    import pimem.sync as sync_module
+    import pimem.sync.ingest as sync_module
 
     file = next(p for p in SAMPLES.rglob("*.jsonl") if "payroll" in str(p) and "claude" in p.parts)
     _base, relative = _relative_root(file)

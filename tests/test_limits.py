@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pimem import search
-from pimem.freetext import MAX_TERM_CHARS, parse_text
+from pimem import wire
 from pimem.recall import (
     MAX_ENTITIES,
     MAX_ENTITY_CHARS,
@@ -27,13 +26,15 @@ from pimem.recall import (
     TOOL_NAME_CUT_CHARS,
     TOOL_NAMES_CUT,
     RecallError,
+    candidates,
     check_turn_id,
-    format_markdown,
     get_turn,
     make_query,
     recall,
     recall_scan,
 )
+from pimem.recall.format import format_markdown
+from pimem.recall.freetext import MAX_TERM_CHARS, parse_text
 from pimem.store import SessionRow, connect, encode_tool_names, transaction, upsert_session
 from support.env import env_for
 
@@ -98,7 +99,7 @@ def test_a_long_entity_asks_the_index_about_a_bounded_number_of_trigrams(db_path
     conn.set_trace_callback(lambda sql: counts.append(sql) if "count(*)" in sql and "MATCH" in sql else None)
     entity = "".join(chr(0x4E00 + i) for i in range(MAX_ENTITY_CHARS))  # 998 distinct trigrams
     assert recall(conn, make_query([entity])) == []
-    assert 0 < len(counts) <= 2 * search._TRIGRAMS_COUNTED
+    assert 0 < len(counts) <= 2 * candidates._TRIGRAMS_COUNTED
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,14 +113,14 @@ def test_long_fields_are_cut_with_a_flag_and_the_whole_turn_is_on_demand(db_path
     add_turn(conn, "pi:s:short", "quokka short", "a short reply", ts=1000)
     rows = recall(conn, make_query(["quokka"]))
     assert [row.turn_id for row in rows] == ["pi:s:long", "pi:s:short"]
-    cut, whole = rows[0].to_dict(), rows[1].to_dict()
+    cut, whole = wire.recall_row(rows[0]), wire.recall_row(rows[1])
     assert cut["truncated"] is True and whole["truncated"] is False
     assert cut["userText"] == long_user[:TEXT_CUT_CHARS] and cut["replyText"] == long_reply[:TEXT_CUT_CHARS]
     assert whole["userText"] == "quokka short" and whole["replyText"] == "a short reply"
 
     turn = get_turn(conn, "pi:s:long")
     assert turn is not None
-    full = turn.to_dict(full=True)
+    full = wire.turn_row(turn)
     assert full["userText"] == long_user and full["replyText"] == long_reply
     assert "hits" not in full and "truncated" not in full and "matched" not in full
     assert set(full) == set(cut) - {"hits", "truncated", "matched"}
@@ -145,7 +146,7 @@ def test_an_answer_of_rows_crafted_at_every_limit_stays_bounded(db_path: Path) -
     query = make_query(["quokka"], limit=50)
     rows = recall(conn, query)
     assert len(rows) == 50 and all(row.truncated for row in rows)
-    answer = {"entities": list(query.entities), "results": [row.to_dict() for row in rows],
+    answer = {"entities": list(query.entities), "results": [wire.recall_row(row) for row in rows],
               "markdown": format_markdown(rows)}
 
     def characters(value: object) -> int:

@@ -28,6 +28,7 @@ import pytest
 
 import pimem.jsonl
 import pimem.migrate
+from pimem import wire
 from pimem.cli import main as pimem_main
 from pimem.jsonl import open_transcript
 from pimem.migrate import MigrationError, encode_cwd, migrate_codex_sessions
@@ -142,7 +143,7 @@ def tree_state(root: Path) -> dict[str, tuple[str, int, int] | str]:
 def report_of(folder: str, codex_home: Path, agent_dir: Path, dry_run: bool = False) -> dict[str, Any]:
     env = {"CODEX_HOME": str(codex_home), "PI_CODING_AGENT_DIR": str(agent_dir),
            "HOME": str(agent_dir.parent)}
-    return migrate_codex_sessions(folder, dry_run, env=env).to_dict()
+    return wire.migration_report(migrate_codex_sessions(folder, dry_run, env=env))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import pimem.sync as sync_module
+import pimem.sync.ingest as sync_module
 from pimem.recall import make_query, recall
 from pimem.store import connect
 from support.history import REPO

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pimem import index, search
-from pimem.recall import RecallError, RecallQuery, make_query, recall, recall_scan
+from pimem import index, wire
+from pimem.recall import RecallError, RecallQuery, candidates, make_query, recall, recall_scan
 from pimem.store import SessionRow, connect, transaction, upsert_session
 from recall_corpus import CWDS, build_store, random_entities
 
 
 def _rows(rows: list) -> list[dict[str, object]]:
-    return [row.to_dict() for row in rows]
+    return [wire.recall_row(row) for row in rows]
 
 
 def _add(conn: sqlite3.Connection, turn_id: str, user: str, reply: str, ts: int = 1000, session: str = "pi:s",
@@ -131,22 +131,22 @@ def test_invalid_queries_name_the_field(params: dict[str, object], field: str) -
     assert error.value.field == field
 
 
-@pytest.mark.parametrize("track_limit", [search.TRACK_LIMIT, 40, 3])
+@pytest.mark.parametrize("track_limit", [candidates.TRACK_LIMIT, 40, 3])
 def test_random_store_matches_oracle(conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch,
                                      track_limit: int) -> None:
     """With small list limits the lists of this small store are long, as on a million turns: recall then
     leaves lists unread and bounds candidates through joint lists (S ∩ L), which must change nothing."""
-    monkeypatch.setattr(search, "TRACK_LIMIT", track_limit)
+    monkeypatch.setattr(candidates, "TRACK_LIMIT", track_limit)
     joint_lists: list[str] = []
-    matching = search.ListBuilder.matching
+    matching = candidates.ListBuilder.matching
 
-    def counting(builder: search.ListBuilder, table: str, expression: str, weight: int,
-                 size: int | None) -> search.CandidateList:
+    def counting(builder: candidates.ListBuilder, table: str, expression: str, weight: int,
+                 size: int | None) -> candidates.CandidateList:
         if weight == 0:  # only joint lists weigh nothing
             joint_lists.append(expression)
         return matching(builder, table, expression, weight, size)
 
-    monkeypatch.setattr(search.ListBuilder, "matching", counting)
+    monkeypatch.setattr(candidates.ListBuilder, "matching", counting)
     rng = random.Random(20261130)
     build_store(conn, rng, 1500, copies=60, unindexed=40)
     checked = 0

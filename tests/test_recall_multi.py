@@ -1,6 +1,6 @@
 """Multi-entity recall (issue 12): queries of 2-8 common entities over many days, where recall bounds
 candidates by the user-text lists it reads along and, once the walk is older than the k-th result,
-takes the rest of the history from one FTS5 expression (``search._threshold_candidates``). A pruning
+takes the rest of the history from one FTS5 expression (``indexed._threshold_candidates``). A pruning
 bound that is one point too strong drops a row the oracle returns; these tests compare every answer
 with the oracle and check that the pruning paths really ran."""
 
@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pimem import index, search
-from pimem.recall import RecallQuery, recall, recall_scan
+from pimem import index, wire
+from pimem.recall import RecallQuery, candidates, indexed, recall, recall_scan
+from pimem.recall.semantics import score
 from pimem.store import SessionRow, connect, transaction, upsert_session
 
 # Few words, so that every entity is common and turns hold several of them in either field.
@@ -60,7 +61,7 @@ def _store(conn: sqlite3.Connection, rng: random.Random, turns: int, days: int) 
 
 
 def _rows(rows: list) -> list[dict[str, object]]:
-    return [row.to_dict() for row in rows]
+    return [wire.recall_row(row) for row in rows]
 
 
 def _query(rng: random.Random) -> RecallQuery:
@@ -76,12 +77,12 @@ def conn(db_path: Path) -> sqlite3.Connection:
     return connect(db_path)
 
 
-@pytest.mark.parametrize("track_limit", [search.TRACK_LIMIT, 25])
+@pytest.mark.parametrize("track_limit", [candidates.TRACK_LIMIT, 25])
 def test_multi_entity_queries_match_the_oracle(conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch,
                                                track_limit: int) -> None:
-    monkeypatch.setattr(search, "TRACK_LIMIT", track_limit)
+    monkeypatch.setattr(candidates, "TRACK_LIMIT", track_limit)
     taken: list[int] = []
-    threshold = search._threshold_candidates
+    threshold = indexed._threshold_candidates
 
     def counting(*args: object) -> set[int] | None:
         found = threshold(*args)  # type: ignore[arg-type]
@@ -89,13 +90,13 @@ def test_multi_entity_queries_match_the_oracle(conn: sqlite3.Connection, monkeyp
             taken.append(len(found))
         return found
 
-    monkeypatch.setattr(search, "_threshold_candidates", counting)
+    monkeypatch.setattr(indexed, "_threshold_candidates", counting)
     rng = random.Random(20261202)
     _store(conn, rng, 1600, 160)
     for _ in range(250):
         query = _query(rng)
         assert _rows(recall(conn, query)) == _rows(recall_scan(conn, query)), query
-    if track_limit < search.TRACK_LIMIT:
+    if track_limit < candidates.TRACK_LIMIT:
         assert len(taken) > 20   # the rest of the history really came from the user-text condition
 
 
@@ -105,7 +106,7 @@ def test_threshold_candidates_hold_every_doc_that_can_beat_theta(conn: sqlite3.C
     rng = random.Random(7)
     _store(conn, rng, 900, 90)
     index.build_pending(conn)
-    builder = search.ListBuilder(conn)
+    builder = candidates.ListBuilder(conn)
     checked = 0
     for _ in range(60):
         entities = rng.sample(VOCABULARY[:10], rng.randint(2, 6))
@@ -114,13 +115,13 @@ def test_threshold_candidates_hold_every_doc_that_can_beat_theta(conn: sqlite3.C
         high = index.day_bounds(index.day_of(1_700_000_000_000 + 60 * DAY_MS))[1]
         reply_weight = len(entities)
         for theta in range(reply_weight, 3 * len(entities)):
-            found = search._threshold_candidates(conn, lists, theta, high, set())
+            found = indexed._threshold_candidates(conn, lists, theta, high, set())
             if found is None:
                 continue
             for key, user, reply in conn.execute(
                     "SELECT d.doc_key, t.user_text, t.reply_text FROM pimem_docs d "
                     "JOIN turns t ON t.turn_id = d.turn_id WHERE d.doc_key <= ?", (high,)):
-                if search.score(user.lower(), reply.lower(), entities) > theta:
+                if score(user.lower(), reply.lower(), entities) > theta:
                     assert key in found, (entities, theta)
                     checked += 1
     assert checked > 100
@@ -134,9 +135,9 @@ def test_hypothesis_multi_entity_match_oracle(tmp_path_factory: pytest.TempPathF
     conn = connect(tmp_path_factory.mktemp("m") / "m.db")
     _store(conn, random.Random(seed), 400, 50)
     query = RecallQuery(tuple(entities), limit, weights=tuple(weights[:len(entities)]) if weights else None)
-    original = search.TRACK_LIMIT
+    original = candidates.TRACK_LIMIT
     try:
-        search.TRACK_LIMIT = 10   # every list long: the pruning paths of a million turns
+        candidates.TRACK_LIMIT = 10   # every list long: the pruning paths of a million turns
         assert _rows(recall(conn, query)) == _rows(recall_scan(conn, query))
     finally:
-        search.TRACK_LIMIT = original
+        candidates.TRACK_LIMIT = original

@@ -13,14 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pimem import search
-from pimem.recall import RecallQuery, make_query, recall, recall_scan, score
+from pimem import wire
+from pimem.recall import RecallQuery, candidates, indexed, make_query, recall, recall_scan
+from pimem.recall.semantics import score
 from pimem.store import connect
 from recall_corpus import CWDS, build_store, random_entities
 
 
 def _rows(rows: list) -> list[dict[str, object]]:
-    return [row.to_dict() for row in rows]
+    return [wire.recall_row(row) for row in rows]
 
 
 @pytest.fixture
@@ -34,10 +35,10 @@ def test_weighted_score_definition() -> None:
                                                                               ["flamingo", "cache"], [1, 1]) == 3
 
 
-@pytest.mark.parametrize("track_limit", [search.TRACK_LIMIT, 40, 3])
+@pytest.mark.parametrize("track_limit", [candidates.TRACK_LIMIT, 40, 3])
 def test_weighted_random_store_matches_oracle(conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch,
                                               track_limit: int) -> None:
-    monkeypatch.setattr(search, "TRACK_LIMIT", track_limit)
+    monkeypatch.setattr(candidates, "TRACK_LIMIT", track_limit)
     rng = random.Random(20261201)
     build_store(conn, rng, 1500, copies=60, unindexed=40)
     checked = 0
@@ -52,7 +53,7 @@ def test_weighted_random_store_matches_oracle(conn: sqlite3.Connection, monkeypa
         assert _rows(fast) == _rows(oracle), query
         checked += bool(oracle)
         if number == 100:
-            monkeypatch.setattr(search, "_SEED_BUDGET", 5)   # seeds only the shortest lists, or none
+            monkeypatch.setattr(indexed, "_SEED_BUDGET", 5)   # seeds only the shortest lists, or none
     assert checked > 120
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pimem.recall import RecallRow
+from pimem.recall.format import resume_command
 from support.env import env_for
 from support.history import SAMPLES
 
@@ -50,18 +51,18 @@ def row(source: str, native: str, *, cwd: str = "/home/me/alpha", path: str = "/
 
 
 def test_real_ids_give_their_agents_commands() -> None:
-    assert row("claude", CLAUDE_ID).resume_command == f"cd -- /home/me/alpha && claude --resume {CLAUDE_ID}"
-    assert row("claude", CLAUDE_ID, cwd="").resume_command == f"claude --resume {CLAUDE_ID}"
-    assert row("codex", CODEX_ID).resume_command == f"codex resume {CODEX_ID}"
-    assert row("codex", CODEX_V4_ID).resume_command == f"codex resume {CODEX_V4_ID}"
-    assert row("pi", PI_ID).resume_command == "pi --session /home/me/s.jsonl"
-    assert row("pi", "my-session.2").resume_command == "pi --session /home/me/s.jsonl"  # a custom Pi id
+    assert resume_command(row("claude", CLAUDE_ID)) == f"cd -- /home/me/alpha && claude --resume {CLAUDE_ID}"
+    assert resume_command(row("claude", CLAUDE_ID, cwd="")) == f"claude --resume {CLAUDE_ID}"
+    assert resume_command(row("codex", CODEX_ID)) == f"codex resume {CODEX_ID}"
+    assert resume_command(row("codex", CODEX_V4_ID)) == f"codex resume {CODEX_V4_ID}"
+    assert resume_command(row("pi", PI_ID)) == "pi --session /home/me/s.jsonl"
+    assert resume_command(row("pi", "my-session.2")) == "pi --session /home/me/s.jsonl"  # a custom Pi id
 
 
 @pytest.mark.parametrize("native", HOSTILE_IDS)
 @pytest.mark.parametrize("source", ["claude", "codex"])
 def test_an_id_not_shaped_like_a_uuid_gets_no_command(source: str, native: str) -> None:
-    assert row(source, native).resume_command is None
+    assert resume_command(row(source, native)) is None
 
 
 PI_VALID_CUSTOM_IDS = {CLAUDE_ID.replace("-", ""), CLAUDE_ID[:-1] + "g"}  # Pi accepts any such name
@@ -69,15 +70,15 @@ PI_VALID_CUSTOM_IDS = {CLAUDE_ID.replace("-", ""), CLAUDE_ID[:-1] + "g"}  # Pi a
 
 @pytest.mark.parametrize("native", [i for i in HOSTILE_IDS if i not in PI_VALID_CUSTOM_IDS] + ["-x", "a.", "x\n"])
 def test_a_pi_session_whose_id_pi_would_refuse_gets_no_command(native: str) -> None:
-    assert row("pi", native).resume_command is None
+    assert resume_command(row("pi", native)) is None
 
 
 @pytest.mark.parametrize("path", ["", "s.jsonl", "-rf", "--session=x", "./-x", "~/s.jsonl",
                                   "/home/me/a\nb.jsonl", "/home/me/\x1b]52;c;eA==\x07.jsonl", "/home/\u202es.jsonl",
                                   "/home/" + "x" * 5000])
 def test_a_path_that_is_not_a_plain_absolute_path_gets_no_command(path: str) -> None:
-    assert row("pi", PI_ID, path=path).resume_command is None
-    assert row("claude", CLAUDE_ID, cwd=path).resume_command is None if path else True
+    assert resume_command(row("pi", PI_ID, path=path)) is None
+    assert resume_command(row("claude", CLAUDE_ID, cwd=path)) is None if path else True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,7 +124,7 @@ def test_claude_command_reaches_claude_with_exactly_resume_and_the_id(
     project.mkdir(parents=True)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    command = row("claude", CLAUDE_ID, cwd=str(project)).resume_command
+    command = resume_command(row("claude", CLAUDE_ID, cwd=str(project)))
     assert command is not None
     assert run_in_shell(command, stub_bin, tmp_path, elsewhere) == ["claude", str(project), "--resume", CLAUDE_ID]
     assert not list(tmp_path.rglob("pwned"))
@@ -132,14 +133,14 @@ def test_claude_command_reaches_claude_with_exactly_resume_and_the_id(
 @pytest.mark.parametrize("name", AWKWARD_NAMES)
 def test_pi_command_reaches_pi_with_exactly_the_session_path(name: str, stub_bin: Path, tmp_path: Path) -> None:
     session = tmp_path / "sessions" / name / f"-{name}.jsonl"
-    command = row("pi", PI_ID, path=str(session)).resume_command
+    command = resume_command(row("pi", PI_ID, path=str(session)))
     assert command is not None
     assert run_in_shell(command, stub_bin, tmp_path, tmp_path) == ["pi", str(tmp_path), "--session", str(session)]
     assert not list(tmp_path.rglob("pwned"))
 
 
 def test_codex_command_reaches_codex_with_exactly_resume_and_the_id(stub_bin: Path, tmp_path: Path) -> None:
-    command = row("codex", CODEX_ID).resume_command
+    command = resume_command(row("codex", CODEX_ID))
     assert command is not None
     assert run_in_shell(command, stub_bin, tmp_path, tmp_path) == ["codex", str(tmp_path), "resume", CODEX_ID]
 

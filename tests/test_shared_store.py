@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pimem import wire
 from pimem.recall import make_query, recall, recall_scan
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
@@ -72,7 +73,7 @@ def run_race(base: Path, db: Path, timeout_ms: int) -> dict[str, object]:
                         fast, oracle = recall(conn, query), recall_scan(conn, query)
                     finally:
                         conn.execute("COMMIT")
-                    assert [r.to_dict() for r in fast] == [r.to_dict() for r in oracle]
+                    assert [wire.recall_row(r) for r in fast] == [wire.recall_row(r) for r in oracle]
                 recalls[0] += 1
             except Exception as error:  # recorded, asserted below
                 errors.append(f"recall: {type(error).__name__}: {error}")

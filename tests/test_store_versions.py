@@ -57,7 +57,7 @@ def make_newer_pimem(target: Path, *, older_readers_may_read: bool) -> Path:
     assert f'__version__ = "{__version__}"' in text
     init.write_text(text.replace(f'__version__ = "{__version__}"', f'__version__ = "{NEWER_VERSION}"'),
                     encoding="utf-8")
-    store = package / "store.py"
+    store = package / "store" / "schema.py"
     text, count = re.subn(r"^LAYOUT = \d+", f"LAYOUT = {NEWER_LAYOUT}", store.read_text(encoding="utf-8"),
                           flags=re.M)
     assert count == 1

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import pytest
 
 import pimem.sync as sync_module
+import pimem.sync.ingest as ingest_module
 from pimem import jsonl
 from pimem.models import HISTORY_SCHEMA_REFERENCE_VERSIONS, SOURCES, Source, SyncStats
 from pimem.store import StoreError, connect
@@ -142,19 +143,19 @@ def test_broken_line_seen_by_an_interrupted_sync_is_reported_by_the_next(
     target = user_line("pi", lines, 0)
     base, db = tmp_path / "history", tmp_path / "memory.db"
     path = place(base, SAMPLE["pi"], b"".join([*lines[:target], b"{not json\n", *lines[target:]]))
-    monkeypatch.setattr(sync_module, "CHUNK_TURNS", 1)
+    monkeypatch.setattr(ingest_module, "CHUNK_TURNS", 1)
     cancel = threading.Event()
-    real_commit = sync_module._FileImport._commit
+    real_commit = ingest_module._FileImport._commit
 
     def commit_then_cancel(self: Any, *args: Any, **kwargs: Any) -> None:
         real_commit(self, *args, **kwargs)
         if args[3] > target + 2:   # parsed_lines: past the broken line
             cancel.set()
 
-    monkeypatch.setattr(sync_module._FileImport, "_commit", commit_then_cancel)
+    monkeypatch.setattr(ingest_module._FileImport, "_commit", commit_then_cancel)
     stats = run_guarded(lambda: run_sync(SyncRequest(db_path=str(db), roots=roots_under(base)), cancel=cancel))
     assert stats.cancelled and not stats.issues
-    monkeypatch.setattr(sync_module._FileImport, "_commit", real_commit)
+    monkeypatch.setattr(ingest_module._FileImport, "_commit", real_commit)
     stats = sync(base, db)
     assert len(stats.issues) == 1 and f"line {target + 1} could not be read" in stats.issues[0].error
     assert stats.issues[0].jsonl_path == str(path)
@@ -248,7 +249,7 @@ def test_live_update_of_a_path_replaced_by_a_fifo_is_an_issue_not_a_hang(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     base, db = tmp_path / "history", tmp_path / "memory.db"
     target = place(base, SAMPLE["pi"])
-    with swapped_after(monkeypatch, "_stat_paths", target):
+    with swapped_after(monkeypatch, "stat_paths", target):
         stats = run_guarded(lambda: run_sync(SyncRequest(db_path=str(db), roots=roots_under(base),
                                                          paths=[str(target)])), release=target)
     assert len(stats.issues) == 1 and "it is a FIFO, not a regular file" in stats.issues[0].error
@@ -285,7 +286,7 @@ def fail_writes(monkeypatch: pytest.MonkeyPatch, should_fail: Callable[[Any, int
     """After a unit's rows are written (inside the transaction), the write fails with ``error()``
     (by default an error of this write's own data, not of the whole store) when ``should_fail(import,
     n)`` says so, ``n`` counting that file's writes."""
-    real_write = sync_module._FileImport.write
+    real_write = ingest_module._FileImport.write
     calls: list[str] = []
 
     def failing_write(self: Any, unit: Any, *args: Any) -> Any:
@@ -295,15 +296,15 @@ def fail_writes(monkeypatch: pytest.MonkeyPatch, should_fail: Callable[[Any, int
             raise error()
         return result
 
-    monkeypatch.setattr(sync_module._FileImport, "write", failing_write)
+    monkeypatch.setattr(ingest_module._FileImport, "write", failing_write)
     return calls
 
 
 def one_transaction(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every unit of the sync goes into the writer's last flush (one transaction)."""
-    monkeypatch.setattr(sync_module, "CHUNK_TURNS", 10**9)
-    monkeypatch.setattr(sync_module, "CHUNK_BYTES", 1 << 50)
-    monkeypatch.setattr(sync_module, "CHUNK_SECONDS", 1e9)
+    monkeypatch.setattr(ingest_module, "CHUNK_TURNS", 10**9)
+    monkeypatch.setattr(ingest_module, "CHUNK_BYTES", 1 << 50)
+    monkeypatch.setattr(ingest_module, "CHUNK_SECONDS", 1e9)
 
 
 @pytest.fixture
@@ -348,7 +349,7 @@ def test_failure_is_pinned_on_the_failing_file_not_on_the_one_whose_unit_trigger
     first, second = (base / SAMPLE[source].relative_to(SAMPLES) for source in ("pi", "claude"))
     turns_first, turns_second = turns_of(reference, first), turns_of(reference, second)
     one_transaction(monkeypatch)
-    monkeypatch.setattr(sync_module, "CHUNK_TURNS", turns_first + turns_second)   # the second file's unit flushes
+    monkeypatch.setattr(ingest_module, "CHUNK_TURNS", turns_first + turns_second)   # the second file's unit flushes
     fail_writes(monkeypatch, lambda job, _n: job.file.path == str(first))
     db = tmp_path / "memory.db"
     conn = connect(db)
@@ -386,14 +387,14 @@ def test_failure_in_the_middle_of_a_file_keeps_its_committed_part_and_counts_onl
     path.parent.mkdir(parents=True)
     path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
     with monkeypatch.context() as patch:
-        patch.setattr(sync_module, "CHUNK_TURNS", 1)
+        patch.setattr(ingest_module, "CHUNK_TURNS", 1)
 
         def add_in_threes(writer: Any, unit: Any, size: int) -> None:
             writer._units.append(unit)
             if len(writer._units) >= 3:
                 writer.flush()
 
-        patch.setattr(sync_module.Writer, "add", add_in_threes)
+        patch.setattr(ingest_module.Writer, "add", add_in_threes)
         fail_writes(patch, lambda _job, n: n == 5)
         stats = sync(base, db, workers=1)
     assert len(stats.issues) == 1 and "too many SQL variables" in stats.issues[0].error
@@ -410,7 +411,7 @@ def test_begin_failing_names_every_file_of_the_batch_and_counts_nothing(
         samples: tuple[Path, Path, SyncStats], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     base, reference, clean = samples
     db = tmp_path / "memory.db"
-    real_transaction = sync_module.transaction
+    real_transaction = ingest_module.transaction
     refused: list[int] = []
 
     @contextlib.contextmanager
@@ -423,7 +424,7 @@ def test_begin_failing_names_every_file_of_the_batch_and_counts_nothing(
 
     with monkeypatch.context() as patch:
         one_transaction(patch)
-        patch.setattr(sync_module, "transaction", refused_once)
+        patch.setattr(ingest_module, "transaction", refused_once)
         stats = sync(base, db, workers=1)
     assert refused and stats.turns == 0 and (stats.pi, stats.claude, stats.codex) == (0, 0, 0)
     assert len(stats.issues) == clean.scanned_files
@@ -449,7 +450,7 @@ def test_a_failure_of_the_whole_store_stops_the_sync_with_one_line_and_keeps_wha
     db = tmp_path / "memory.db"
     failing = base / SAMPLE["codex"].relative_to(SAMPLES)
     with monkeypatch.context() as patch:
-        patch.setattr(sync_module, "CHUNK_TURNS", 1)   # every unit its own transaction: some commit first
+        patch.setattr(ingest_module, "CHUNK_TURNS", 1)   # every unit its own transaction: some commit first
         fail_writes(patch, lambda job, _n: job.file.path == str(failing), lambda: sqlite_error(message, code))
         with pytest.raises(StoreError, match=says) as raised:
             sync(base, db, workers=1)

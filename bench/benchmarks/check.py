@@ -12,6 +12,7 @@ from queries import CHECK_VARIANTS, QUERIES, Query
 
 from .context import Bench
 from .report import describe_corpus, describe_machine
+from .rows import recall_row
 
 
 def run(bench: Bench) -> None:
@@ -36,8 +37,8 @@ def run(bench: Bench) -> None:
                           "sources": list(query.sources) if query.sources else None, "cwd": query.cwd}
                 params.update(variant)
                 recall_query = make_query(params["entities"], params["limit"], params["sources"], params["cwd"])
-                fast = [row.to_dict() for row in recall(conn, recall_query)]
-                oracle = [row.to_dict() for row in recall_scan(conn, recall_query)]
+                fast = [recall_row(row) for row in recall(conn, recall_query)]
+                oracle = [recall_row(row) for row in recall_scan(conn, recall_query)]
                 bench.compare("pimem.recall.recall", Query(query.name, query.entities, int(str(params["limit"])),
                               _tuple(params["sources"]), _str(params["cwd"])), fast, oracle)
                 compared += 1

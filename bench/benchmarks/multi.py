@@ -22,6 +22,7 @@ from .measure import summary
 from .paths import REPO
 from .pinning import archive_pimem
 from .report import ms, ratio_text
+from .rows import recall_row
 from .seed import seed_recall
 
 
@@ -52,8 +53,8 @@ def run(bench: Bench) -> None:
             begun = time.perf_counter()
             rows = recall_scan(conn, recall_query)
             oracle_seconds.append(time.perf_counter() - begun)
-            oracle.append([row.to_dict() for row in rows])
-            bench.compare("pimem.recall.recall", query, [row.to_dict() for row in recall(conn, recall_query)],
+            oracle.append([recall_row(row) for row in rows])
+            bench.compare("pimem.recall.recall", query, [recall_row(row) for row in recall(conn, recall_query)],
                           oracle[-1])
     finally:
         conn.close()

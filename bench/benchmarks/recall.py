@@ -19,6 +19,7 @@ from .context import Bench
 from .measure import percentile, run_measured, summary, vm_hwm
 from .paths import REPO
 from .report import mb, ms, ratio_text
+from .rows import recall_row
 from .seed import seed_recall
 
 
@@ -37,7 +38,7 @@ def run(bench: Bench) -> None:
         started = time.perf_counter()
         rows = recall_scan(conn, query)
         oracle_seconds.append(time.perf_counter() - started)
-        oracle.append([row.to_dict() for row in rows])
+        oracle.append([recall_row(row) for row in rows])
     # In-process fast path (pimem.recall.recall), for equality and as a reference time
     inproc: list[list[float]] = []
     for index, query in enumerate(recall_queries):
@@ -47,7 +48,7 @@ def run(bench: Bench) -> None:
             rows = recall(conn, query)
             times.append(time.perf_counter() - started)
         inproc.append(times)
-        bench.compare("pimem.recall.recall", queries[index], [row.to_dict() for row in rows], oracle[index])
+        bench.compare("pimem.recall.recall", queries[index], [recall_row(row) for row in rows], oracle[index])
     conn.close()
     warm, server_rss, server_hwm = _warm(bench, queries, oracle)
     cold = _cold(bench, queries, oracle)

@@ -43,9 +43,9 @@ import baseline  # noqa: E402
 import history  # noqa: E402
 from conversations import KINDS, PLANTED  # noqa: E402
 
-from pimem import freetext  # noqa: E402
+from pimem import wire  # noqa: E402
 from pimem.paths import source_roots  # noqa: E402
-from pimem.recall import make_query, recall  # noqa: E402
+from pimem.recall import freetext, make_query, recall  # noqa: E402
 from pimem.store import connect  # noqa: E402
 from pimem.sync import SyncRequest, run_sync  # noqa: E402
 from support.jsonrpc import LspProcess  # noqa: E402
@@ -222,7 +222,7 @@ def variant_outcomes(db: Path, queries: Sequence[LabelledQuery], labels: dict[st
             else:
                 terms = freetext.choose_terms(conn, found)
                 rows = recall(conn, replace(base, entities=tuple(term.text for term in terms)))
-            outcomes.append(Outcome(rank_of([row.to_dict() for row in rows], labels["planted"][query.target])))
+            outcomes.append(Outcome(rank_of([wire.recall_row(row) for row in rows], labels["planted"][query.target])))
     finally:
         conn.close()
     return outcomes
@@ -248,7 +248,7 @@ def in_process(directory: Path, queries: Sequence[LabelledQuery], labels: dict[s
                 rows = recall(conn, weighted) if terms else []
                 choose_ms.append((chosen - started) * 1000)
                 recall_ms.append((time.process_time() - chosen) * 1000)
-            outcomes.append(Outcome(rank_of([row.to_dict() for row in rows], labels["planted"][query.target])))
+            outcomes.append(Outcome(rank_of([wire.recall_row(row) for row in rows], labels["planted"][query.target])))
     finally:
         conn.close()
     print(f"## Free-text recall in process: {len(queries)} queries, {directory.name}\n")

@@ -10,7 +10,7 @@ import {
   type MigrationReport,
   type SyncStats,
 } from './protocol';
-import { parseEntities, validateEntities } from './query';
+import { parseEntities, recallText, validateEntities } from './query';
 import { formatDate, plainText, sourceLabel } from './render';
 import type { ResultsPanel } from './resultsPanel';
 import { describeError, type PimemServer } from './server';
@@ -64,7 +64,7 @@ export class PimemCommands {
     this.lastQuery = input.trim();
     const entities = parseEntities(input);
     const limit = readSettings().recallLimit;
-    await this.panel.run(entities.join(', '), () => this.server.request(RecallRequest, { entities, limit }));
+    await this.panel.run(entities.join(', '), () => this.server.request(RecallRequest, { entities, limit }), { fromText: false });
   }
 
   async recallSelection(): Promise<void> {
@@ -80,9 +80,9 @@ export class PimemCommands {
       void vscode.window.showInformationMessage('Pi Memory: select some text in an editor first.');
       return;
     }
-    const query = text.length > 60 ? `${text.slice(0, 59)}…` : text;
     const limit = readSettings().recallLimit;
-    await this.panel.run(query, () => this.server.request(RecallRequest, { text: text.slice(0, 2000), limit }));
+    // free text: the server chooses the terms (the panel shows which); a selection over its limit is cut here
+    await this.panel.run(text, () => this.server.request(RecallRequest, { text: recallText(text), limit }), { fromText: true });
   }
 
   showResults(args: unknown): void {
@@ -90,7 +90,7 @@ export class PimemCommands {
     if (isShowResultsArgs(first)) {
       const stored = this.hover.take(first.hoverId);
       if (stored !== undefined) {
-        this.panel.showResult(stored.query, stored.result);
+        this.panel.showResult(stored.query, stored.result, { fromText: true });
         return;
       }
     }
@@ -200,6 +200,7 @@ export class PimemCommands {
       return;
     }
     let message: string;
+    let upgradeRequired: string | null = null;
     try {
       const s = await this.server.request(StatusRequest, {});
       const perSource = (['pi', 'claude', 'codex'] as const).map((k) => `${sourceLabel(k)} ${s.turns[k]}`).join(', ');
@@ -209,15 +210,21 @@ export class PimemCommands {
           : `last ${s.lastSync.force ? 'rebuild' : 'sync'} ${formatDate(s.lastSync.finishedAt)}` +
             (s.lastSync.cancelled ? ' (cancelled)' : '') +
             (s.lastSync.issues > 0 ? ` with ${count(s.lastSync.issues, 'issue')}` : '');
+      upgradeRequired = s.upgradeRequired;
       message =
         `Pi Memory: ${count(s.totalTurns, 'turn')} in ${count(s.sessions, 'session')} (${perSource}); ` +
         `${s.syncing ? 'syncing now' : last}. ` +
+        (upgradeRequired !== null ? `Not syncing (recall still works): ${plainText(upgradeRequired, 400)}. ` : '') +
         (s.turnsToIndex > 0 ? `${count(s.turnsToIndex, 'turn')} not indexed yet (found, more slowly). ` : '') +
         `Database: ${plainText(s.dbPath)}. Server: Python ${plainText(state.version, 20)}.`;
     } catch (error) {
       message = `Pi Memory: status failed: ${describeError(error)}`;
     }
-    const choice = await vscode.window.showInformationMessage(message, 'Sync Now', 'Show Results', 'Show Log');
+    // a store only a newer pimem may write: a warning, and no Sync Now (it would be refused)
+    const choice =
+      upgradeRequired !== null
+        ? await vscode.window.showWarningMessage(message, 'Show Results', 'Show Log')
+        : await vscode.window.showInformationMessage(message, 'Sync Now', 'Show Results', 'Show Log');
     if (choice === 'Sync Now') {
       await this.sync(false);
     } else if (choice === 'Show Results') {

@@ -14,6 +14,10 @@ export interface PimemSettings {
   hoverEnabled: boolean;
   recallLimit: number;
   sources: { pi: boolean; claude: boolean; codex: boolean };
+  /** Mask secrets in what the editor's agents get (the pimem_recall tool, the MCP server). */
+  redactSecrets: boolean;
+  /** Offer `pimem mcp` to the editor's agents when an installed pimem has the MCP SDK. */
+  offerMcpServer: boolean;
 }
 
 /** Settings whose change needs a new server process (they are sent as initializationOptions or argv). */
@@ -33,6 +37,9 @@ export function readSettings(): PimemSettings {
       claude: c.get<boolean>('sources.claude', true),
       codex: c.get<boolean>('sources.codex', true),
     },
+    // user settings only: a workspace must not be able to send its reader's secrets to a model
+    redactSecrets: c.inspect<unknown>('agents.redactSecrets')?.globalValue !== false,
+    offerMcpServer: c.get<boolean>('agents.mcpServer', true),
   };
 }
 

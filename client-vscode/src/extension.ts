@@ -1,9 +1,12 @@
-// Entry point of the Pi Memory extension: wires the server, the results panel, the hover, the status bar and
-// the commands together. The only module-level state is the instance deactivate() must stop.
+// Entry point of the Pi Memory extension: wires the server, the results panel, the hover, the status bar, the
+// commands and the tools for the editor's agents together. The only module-level state is the instance
+// deactivate() must stop.
 import * as vscode from 'vscode';
+import { registerAgentTools } from './agents';
 import { Commands, PimemCommands } from './commands';
 import { RESTART_SETTINGS, SECTION } from './config';
 import { SelectionHoverProvider } from './hover';
+import { TurnRequest } from './protocol';
 import { watchPythonExtension } from './python';
 import { ResultsPanel } from './resultsPanel';
 import { PimemServer } from './server';
@@ -14,7 +17,7 @@ let active: PimemServer | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Pi Memory', { log: true });
   const server = new PimemServer(context.extensionPath, log);
-  const panel = new ResultsPanel(context.extensionUri, log);
+  const panel = new ResultsPanel(context.extensionUri, log, async (turnId) => (await server.request(TurnRequest, { turnId })).turn);
   const hover = new SelectionHoverProvider(server, Commands.showResults, log);
   const commands = new PimemCommands(server, panel, hover, log);
   active = server;
@@ -25,6 +28,8 @@ export function activate(context: vscode.ExtensionContext): void {
     panel,
     new SyncUi(server, Commands.showStatus),
     ...commands.register(),
+    // the language-model tool is registered at activation, so that it answers outside a chat too
+    ...registerAgentTools(server, context.extensionPath, log),
     vscode.languages.registerHoverProvider([{ scheme: 'file' }, { scheme: 'untitled' }], hover),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (RESTART_SETTINGS.some((key) => e.affectsConfiguration(key))) {

@@ -1,13 +1,13 @@
-// Hover on a selection: recall the selected text (top three turns) and show them in the hover, with a link
-// that opens them in the results panel. The transcript text is escaped (src/render.ts: hoverMarkdown).
+// Hover on a selection: recall the selected text as free text (`pimem/recall {text}`: the server chooses the
+// terms), show what was searched and the top three turns in the hover, with a link that opens them in the
+// results panel. The transcript text is escaped (src/render.ts: hoverMarkdown).
 import * as vscode from 'vscode';
 import { readSettings } from './config';
 import { ErrorCodes, RecallRequest, type RecallResult } from './protocol';
-import { hoverMarkdown } from './render';
+import { recallText } from './query';
+import { hoverMarkdown, searchedTerms } from './render';
 import type { PimemServer } from './server';
 
-/** Longest selection sent to the server (the server keeps at most 8 entities anyway). */
-const MAX_SELECTION_CHARS = 2000;
 const HOVER_ROWS = 3;
 /** Hover results kept for the "open in panel" link. */
 const KEEP = 20;
@@ -54,7 +54,7 @@ export class SelectionHoverProvider implements vscode.HoverProvider {
     if (selection === undefined) {
       return undefined;
     }
-    const text = document.getText(selection).slice(0, MAX_SELECTION_CHARS);
+    const text = recallText(document.getText(selection));
     if (text.trim().length === 0) {
       return undefined;
     }
@@ -74,7 +74,9 @@ export class SelectionHoverProvider implements vscode.HoverProvider {
     const hoverId = this.remember({ query: text, result });
     const args: ShowResultsArgs[] = [{ hoverId }];
     const uri = `command:${this.showResultsCommand}?${encodeURIComponent(JSON.stringify(args))}`;
-    const markdown = new vscode.MarkdownString(hoverMarkdown(result.entities, result.results.slice(0, HOVER_ROWS), { showResultsUri: uri }));
+    const markdown = new vscode.MarkdownString(
+      hoverMarkdown(result.entities, result.results.slice(0, HOVER_ROWS), { showResultsUri: uri, searched: searchedTerms(result) }),
+    );
     markdown.isTrusted = { enabledCommands: [this.showResultsCommand] };
     markdown.supportHtml = false;
     markdown.supportThemeIcons = false;

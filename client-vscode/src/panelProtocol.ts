@@ -13,12 +13,34 @@ export interface PanelRow {
   toolNames: string[];
   canOpen: boolean;
   resumeCommand: string | null;
+  /** The entities / terms found in this turn (why it was found). */
+  matched: string[];
+  /** A text was cut in the recall answer and the whole turn has not been fetched. */
+  truncated: boolean;
+  /** The whole turn was fetched (pimem/turn): its texts are complete. */
+  whole: boolean;
+}
+
+/** A word that was searched for, with the server's estimate of how many turns hold it (free text only). */
+export interface SearchedTerm {
+  term: string;
+  turns: number | null;
+  weight: number | null;
 }
 
 export type PanelState =
   | { kind: 'idle' }
   | { kind: 'loading'; query: string }
-  | { kind: 'results'; query: string; entities: string[]; rows: PanelRow[] }
+  | {
+      kind: 'results';
+      /** Changes with every recall (not when one of its rows is completed by the whole turn). */
+      id: number;
+      query: string;
+      fromText: boolean;
+      entities: string[];
+      searched: SearchedTerm[];
+      rows: PanelRow[];
+    }
   | { kind: 'error'; query: string; message: string };
 
 export interface ToWebview {
@@ -26,7 +48,15 @@ export interface ToWebview {
   state: PanelState;
 }
 
-export type FromWebview = { type: 'ready' } | { type: 'open'; index: number } | { type: 'copyResume'; index: number };
+/** What the webview can ask for a row: open its transcript, copy its resume command, fetch the whole turn. */
+const ROW_ACTIONS = ['open', 'copyResume', 'wholeTurn'] as const;
+export type RowAction = (typeof ROW_ACTIONS)[number];
+
+export type FromWebview = { type: 'ready' } | { type: RowAction; index: number };
+
+function isRowAction(value: unknown): value is RowAction {
+  return (ROW_ACTIONS as readonly unknown[]).includes(value);
+}
 
 /** Validates a message from the webview (it is untrusted input). */
 export function parseFromWebview(message: unknown): FromWebview | undefined {
@@ -37,7 +67,7 @@ export function parseFromWebview(message: unknown): FromWebview | undefined {
   if (m.type === 'ready') {
     return { type: 'ready' };
   }
-  if ((m.type === 'open' || m.type === 'copyResume') && Number.isSafeInteger(m.index) && (m.index as number) >= 0) {
+  if (isRowAction(m.type) && Number.isSafeInteger(m.index) && (m.index as number) >= 0) {
     return { type: m.type, index: m.index as number };
   }
   return undefined;

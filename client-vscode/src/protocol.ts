@@ -7,7 +7,7 @@ export const SOURCES: readonly Source[] = ['pi', 'claude', 'codex'];
 
 export namespace Methods {
   export const RECALL = 'pimem/recall';
-  export const BACKFILL = 'pimem/backfill';
+  export const SYNC = 'pimem/sync'; // pimem/backfill is its deprecated alias (server side only)
   export const MIGRATE_CODEX = 'pimem/migrateCodex';
   export const STATUS = 'pimem/status';
   export const INDEX_CHANGED = 'pimem/indexChanged';
@@ -56,7 +56,7 @@ export interface RecallResult {
 
 export const RecallRequest = new RequestType<RecallParams, RecallResult, void>(Methods.RECALL);
 
-// ---- pimem/backfill --------------------------------------------------------------------------------------
+// ---- pimem/sync ------------------------------------------------------------------------------------------
 
 export interface BackfillParams {
   force?: boolean;
@@ -81,7 +81,7 @@ export interface SyncStats {
   storedMs: number;
 }
 
-export const BackfillRequest = new RequestType<BackfillParams, SyncStats, void>(Methods.BACKFILL);
+export const BackfillRequest = new RequestType<BackfillParams, SyncStats, void>(Methods.SYNC);
 
 // ---- pimem/migrateCodex ----------------------------------------------------------------------------------
 
@@ -151,3 +151,67 @@ export namespace ErrorCodes {
   export const RequestCancelled = -32800;
   export const RequestFailed = -32803;
 }
+
+// ---- recall explained, whole turns, the agents' recall, store upgrades -----------------------------------
+// Kept in one block of its own (declaration merging extends the interfaces and the Methods namespace above)
+// so that it merges cleanly with concurrent changes to the blocks above; fold it in when convenient.
+
+export namespace Methods {
+  export const TURN = 'pimem/turn';
+  export const AGENT_RECALL = 'pimem/agentRecall';
+}
+
+export interface RecallTerm {
+  term: string;
+  turns: number; // estimated turns holding it (from the index)
+  weight: number; // integer ≥ 1
+}
+
+export interface RecallResult {
+  terms?: RecallTerm[]; // only for `text`: each term of `entities`, in the same order
+}
+
+export interface RecallRow {
+  matched: string[]; // the entities / terms found in this turn, in the order of `entities`
+  truncated: boolean; // a field was cut: pimem/turn {turnId} has the whole turn
+}
+
+export interface StatusResult {
+  upgradeRequired: string | null; // the store was written by a newer pimem: the one-line "please upgrade"
+}
+
+// ---- pimem/turn ------------------------------------------------------------------------------------------
+
+export interface TurnParams {
+  turnId: string;
+}
+
+/** A RecallRow without `hits`, `matched` and `truncated`, every field whole. */
+export type TurnRow = Omit<RecallRow, 'hits' | 'matched' | 'truncated'>;
+
+export interface TurnResult {
+  turn: TurnRow | null; // null: no such turn in the store (any more)
+}
+
+export const TurnRequest = new RequestType<TurnParams, TurnResult, void>(Methods.TURN);
+
+// ---- pimem/agentRecall -----------------------------------------------------------------------------------
+
+/**
+ * recall_memory's arguments (docs/mcp.md: `entities`, `limit`, `sources`, `cwd`) as the model gave them: the
+ * server validates them as `pimem mcp` does; plus `redact`, which is the client's setting and never the model's.
+ */
+export interface AgentRecallParams {
+  [argument: string]: unknown;
+  redact: boolean;
+}
+
+/** A RecallRow as agents get it: without resumeCommand. */
+export type AgentRow = Omit<RecallRow, 'resumeCommand'>;
+
+export interface AgentRecallResult {
+  results: AgentRow[];
+  markdown: string; // recall_memory's content[0] text
+}
+
+export const AgentRecallRequest = new RequestType<AgentRecallParams, AgentRecallResult, void>(Methods.AGENT_RECALL);

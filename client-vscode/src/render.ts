@@ -1,6 +1,7 @@
 // Pure rendering helpers shared by the hover (extension side) and the results webview (browser side).
 // No `vscode` import here: this module is bundled into the webview script and unit-tested under plain Node.
-import type { RecallRow, Source } from './protocol';
+import type { SearchedTerm } from './panelProtocol';
+import type { RecallResult, RecallRow, Source } from './protocol';
 
 export interface Segment {
   text: string;
@@ -103,6 +104,14 @@ export function highlightMarkdown(text: string, entities: readonly string[], max
     .join('');
 }
 
+/**
+ * The words to highlight in a row: the terms the server says it matched (`matched`), so that a text recall does
+ * not mark its other terms where they were not counted; the searched words when a row names none.
+ */
+export function highlightTerms(row: { matched?: readonly string[] }, searched: readonly string[]): readonly string[] {
+  return row.matched !== undefined && row.matched.length > 0 ? row.matched : searched;
+}
+
 /** "2026-11-30 09:40" in the local time zone. */
 export function formatDate(ts: number): string {
   const d = new Date(ts);
@@ -119,30 +128,60 @@ export function folderName(path: string): string {
   return parts[parts.length - 1] ?? path;
 }
 
+/**
+ * What a recall searched for, in the server's order: the entities given, or the terms it chose from a text, with
+ * its estimate of how many turns hold each (`terms`).
+ */
+export function searchedTerms(result: Pick<RecallResult, 'entities' | 'terms'>): SearchedTerm[] {
+  const known = new Map((result.terms ?? []).map((t) => [t.term, t]));
+  return result.entities.map((term) => {
+    const found = known.get(term);
+    return { term, turns: found?.turns ?? null, weight: found?.weight ?? null };
+  });
+}
+
+/** "about 5,105 turns" for an estimate of the server's index. */
+export function turnsEstimate(turns: number): string {
+  return `about ${turns.toLocaleString('en-US')} ${turns === 1 ? 'turn' : 'turns'}`;
+}
+
+/** "searched: timezone (about 3 turns), flaky (about 5,105 turns)" as inline Markdown, every term escaped. */
+export function searchedMarkdown(searched: readonly SearchedTerm[]): string {
+  const terms = searched.map((s) => escapeMarkdown(s.term) + (s.turns === null ? '' : ` (${turnsEstimate(s.turns)})`));
+  return `searched: ${terms.join(', ')}`;
+}
+
 export interface HoverMarkdownOptions {
   /** A `command:` URI that opens these results in the panel. */
   showResultsUri: string;
   /** Code points of user text / reply text to show per row. */
   maxChars?: number;
+  /** What was searched (searchedTerms); default: the entities, without estimates. */
+  searched?: readonly SearchedTerm[];
 }
 
 /**
- * The hover for a recall: one short paragraph per row plus a link to the panel. All transcript-derived text
- * (user text, reply, folder, entities) goes through `escapeMarkdown`; the only link is `showResultsUri`.
+ * The hover for a recall: what was searched, one short paragraph per row (with the terms it matched) plus a link
+ * to the panel. All transcript-derived text (user text, reply, folder, entities, terms) goes through
+ * `escapeMarkdown`; the only link is `showResultsUri`.
  */
 export function hoverMarkdown(entities: readonly string[], rows: readonly RecallRow[], opts: HoverMarkdownOptions): string {
   const max = opts.maxChars ?? 160;
   const words = entities.map((e) => escapeMarkdown(e)).join(', ');
-  const parts: string[] = [`**Pi Memory** — past turns about ${words}`];
+  const searched = opts.searched ?? entities.map((term) => ({ term, turns: null, weight: null }));
+  const parts: string[] = [`**Pi Memory** — past turns about ${words}  \n${searchedMarkdown(searched)}`];
   for (const row of rows) {
+    const matched = row.matched.length > 0 ? [`matched: ${row.matched.map((m) => escapeMarkdown(m)).join(', ')}`] : [];
     const meta = [
       `**${escapeMarkdown(sourceLabel(row.source))}**`,
       escapeMarkdown(folderName(row.cwd)),
       escapeMarkdown(formatDate(row.ts)),
       `score ${row.hits}`,
+      ...matched,
     ].join(' · ');
-    const user = highlightMarkdown(row.userText, entities, max);
-    const reply = highlightMarkdown(row.replyText, entities, max);
+    const terms = highlightTerms(row, entities);
+    const user = highlightMarkdown(row.userText, terms, max);
+    const reply = highlightMarkdown(row.replyText, terms, max);
     parts.push(`${meta}  \n*You:* ${user}  \n*Reply:* ${reply.length > 0 ? reply : '—'}`);
   }
   parts.push(`[Open in the Pi Memory panel](${opts.showResultsUri})`);

@@ -3,10 +3,20 @@
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import { parseFromWebview, type PanelRow, type PanelState, type ToWebview } from './panelProtocol';
-import type { RecallResult, RecallRow } from './protocol';
-import { plainText } from './render';
+import type { RecallResult, RecallRow, TurnRow } from './protocol';
+import { oneLine, plainText, searchedTerms, truncate } from './render';
 
 export const RESULTS_VIEW_TYPE = 'pimem.results';
+/** Code points of the query shown in the panel (a selection can be long). */
+const QUERY_DISPLAY_CHARS = 80;
+
+export interface RecallOptions {
+  /** The query is free text (a selection): the server chose the terms. */
+  fromText: boolean;
+}
+
+/** `pimem/turn`: the whole turn, or null when it is no longer stored. */
+export type TurnFetcher = (turnId: string) => Promise<TurnRow | null>;
 
 export class ResultsPanel implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
@@ -14,10 +24,12 @@ export class ResultsPanel implements vscode.Disposable {
   private rows: RecallRow[] = [];
   /** Increases with every new state, so that a slow recall cannot overwrite a newer one. */
   private generation = 0;
+  private resultsShown = 0;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly log: vscode.LogOutputChannel,
+    private readonly fetchTurn: TurnFetcher,
   ) {}
 
   /** Shows the panel with the last state (or the idle hint). */
@@ -26,26 +38,37 @@ export class ResultsPanel implements vscode.Disposable {
   }
 
   /** Shows a loading state, runs `recall`, then shows its rows or its error. */
-  async run(query: string, recall: () => Promise<RecallResult>): Promise<void> {
-    const generation = this.setState({ kind: 'loading', query }, []);
+  async run(query: string, recall: () => Promise<RecallResult>, options: RecallOptions): Promise<void> {
+    const generation = this.setState({ kind: 'loading', query: displayQuery(query) }, []);
     this.reveal();
     try {
       const result = await recall();
       if (generation === this.generation) {
-        this.showResult(query, result);
+        this.showResult(query, result, options);
       }
     } catch (error) {
       if (generation === this.generation) {
         const message = error instanceof Error ? error.message : String(error);
-        this.setState({ kind: 'error', query, message }, []);
+        this.setState({ kind: 'error', query: displayQuery(query), message }, []);
       }
     }
   }
 
   /** Shows rows that are already known (from a hover). */
-  showResult(query: string, result: RecallResult): void {
+  showResult(query: string, result: RecallResult, options: RecallOptions): void {
     const rows = result.results;
-    this.setState({ kind: 'results', query, entities: result.entities, rows: rows.map(toPanelRow) }, rows);
+    this.setState(
+      {
+        kind: 'results',
+        id: ++this.resultsShown,
+        query: displayQuery(query),
+        fromText: options.fromText,
+        entities: result.entities,
+        searched: searchedTerms(result),
+        rows: rows.map(toPanelRow),
+      },
+      rows,
+    );
     this.reveal();
   }
 
@@ -137,9 +160,39 @@ export class ResultsPanel implements vscode.Disposable {
     }
     if (message.type === 'open') {
       void this.openTranscript(row);
-    } else {
+    } else if (message.type === 'copyResume') {
       void this.copyResume(row);
+    } else {
+      void this.showWholeTurn(message.index, row);
     }
+  }
+
+  /** Replaces a shortened row with the whole turn (`pimem/turn`), in the panel and for its actions. */
+  private async showWholeTurn(index: number, row: RecallRow): Promise<void> {
+    const generation = this.generation;
+    let turn: TurnRow | null;
+    try {
+      turn = await this.fetchTurn(row.turnId);
+    } catch (error) {
+      this.log.warn(`Could not fetch the whole turn: ${error instanceof Error ? error.message : String(error)}`);
+      void vscode.window.showErrorMessage('Pi Memory: could not fetch the whole turn (see the Pi Memory log).');
+      this.post(); // the webview enables its button again
+      return;
+    }
+    if (generation !== this.generation || this.state.kind !== 'results') {
+      return; // another recall replaced these rows meanwhile
+    }
+    if (turn === null) {
+      void vscode.window.showWarningMessage('Pi Memory: this turn is no longer in the memory; recall again.');
+      this.post();
+      return;
+    }
+    const whole: RecallRow = { ...row, ...turn, truncated: false };
+    this.rows[index] = whole;
+    const rows = [...this.state.rows];
+    rows[index] = { ...toPanelRow(whole, index), whole: true };
+    this.state = { ...this.state, rows };
+    this.post();
   }
 
   private async openTranscript(row: RecallRow): Promise<void> {
@@ -179,7 +232,14 @@ function toPanelRow(row: RecallRow, index: number): PanelRow {
     toolNames: row.toolNames,
     canOpen: row.jsonlPath.length > 0,
     resumeCommand: row.resumeCommand,
+    matched: row.matched,
+    truncated: row.truncated,
+    whole: false,
   };
+}
+
+function displayQuery(query: string): string {
+  return truncate(oneLine(query), QUERY_DISPLAY_CHARS);
 }
 
 function panelTitle(state: PanelState): string {

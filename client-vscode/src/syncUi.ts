@@ -19,6 +19,8 @@ export class SyncUi implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
   private totalTurns: number | undefined;
+  /** pimem/status `upgradeRequired`: the store is a newer pimem's, which this one reads but does not sync. */
+  private upgradeRequired: string | null = null;
   private sync: SyncStatusParams | undefined;
   private notifyTimer: ReturnType<typeof setTimeout> | undefined;
   private notification: OpenNotification | undefined;
@@ -88,6 +90,7 @@ export class SyncUi implements vscode.Disposable {
     try {
       const status = await this.server.request(StatusRequest, {});
       this.totalTurns = status.totalTurns;
+      this.upgradeRequired = status.upgradeRequired;
       this.render();
     } catch {
       // The server stopped in between: the state change renders the item.
@@ -113,6 +116,10 @@ export class SyncUi implements vscode.Disposable {
         this.item.text = `$(sync~spin) Pi Memory: syncing ${filesDone}/${filesTotal}`;
         this.item.tooltip = `Pi Memory: ${this.sync.force ? 'rebuilding' : 'syncing'} transcripts, ${filesDone} of ${filesTotal} files`;
       }
+    } else if (this.totalTurns !== undefined && this.upgradeRequired !== null) {
+      this.item.text = `$(warning) ${this.totalTurns} ${this.totalTurns === 1 ? 'turn' : 'turns'}`;
+      this.item.tooltip = `Pi Memory: ${this.totalTurns} remembered turns, not syncing: ${plainText(this.upgradeRequired, 400)}. Click for status.`;
+      this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
     } else if (this.totalTurns !== undefined) {
       this.item.text = `$(history) ${this.totalTurns} ${this.totalTurns === 1 ? 'turn' : 'turns'}`;
       this.item.tooltip = `Pi Memory: ${this.totalTurns} remembered turns. Click for status.`;

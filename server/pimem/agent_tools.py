@@ -8,8 +8,9 @@ result. docs/mcp.md documents them; a test checks it against :data:`TOOLS`.
 Every limit of a schema is checked here too, because clients drop parts of it before a model sees
 it (Codex strips ``maxItems``, ``minimum`` and ``maximum``). A bad argument raises
 :class:`ToolInputError` naming the field. Results are Markdown (for clients that show text) plus
-structured content (what Claude Code and Codex send to the model when it is present); both are
-redacted (:mod:`pimem.redact`) unless the user turned that off.
+structured content (what Claude Code and Codex send to the model when it is present; its views are
+:func:`pimem.wire.agent_row` and :func:`pimem.wire.session_view`); both are redacted
+(:mod:`pimem.redact`) unless the user turned that off.
 
 Plain Python: no MCP SDK, no pygls (tests/test_layers.py).
 """
@@ -22,10 +23,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from pimem import wire
 from pimem.models import SOURCES
-from pimem.recall import MAX_ENTITIES, RecallError, RecallQuery, RecallRow, make_query, recall
+from pimem.recall import MAX_ENTITIES, RecallError, RecallQuery, make_query, recall
 from pimem.redact import redact_value
-from pimem.sessions import MAX_CONTEXT, SessionError, SessionWindow, read_window
+from pimem.sessions import MAX_CONTEXT, SessionError, read_window
 
 RECALL_MEMORY = "recall_memory"
 READ_SESSION = "read_session"
@@ -34,9 +36,6 @@ DEFAULT_RESULTS = 5
 DEFAULT_CONTEXT = 2
 _MARKDOWN_FIELD_CHARS = 2000  # per text field in the Markdown (Pi sends only this to the model; it cuts
                               # results over 20 KB); structured content carries the text whole
-# Fields of a recall row an agent gets. resumeCommand is left out on purpose: it is a shell command
-# built from stored data, and nothing from a transcript is offered to an agent to execute.
-_HIDDEN_FIELDS = ("resumeCommand",)
 
 RECALL_DESCRIPTION = """\
 Search this user's past conversations with their coding agents (Pi, Claude Code and Codex CLI, \
@@ -246,7 +245,7 @@ class RecallCall:
     redact_secrets: bool
 
     def run(self, conn: sqlite3.Connection) -> ToolOutput:
-        rows = [agent_row(row) for row in recall(conn, self.query)]
+        rows = [wire.agent_row(row) for row in recall(conn, self.query)]
         if self.redact_secrets:
             rows = [_redacted(row) for row in rows]
         return ToolOutput(recall_markdown(rows), {"results": rows})
@@ -265,30 +264,10 @@ class ReadSessionCall:
             window = read_window(conn, self.session_id, self.turn_id, self.before, self.after)
         except SessionError as error:
             raise ToolInputError(error.field, str(error)) from None
-        structured = session_view(window)
+        structured = wire.session_view(window)
         if self.redact_secrets:
             structured = _redacted(structured)
         return ToolOutput(session_markdown(structured), structured)
-
-
-def agent_row(row: RecallRow) -> dict[str, Any]:
-    """A recall row as agents get it: the ``pimem recall --json`` row without what is not for them."""
-    view = row.to_dict()
-    for field in _HIDDEN_FIELDS:
-        view.pop(field, None)
-    return view
-
-
-def session_view(window: SessionWindow) -> dict[str, Any]:
-    turns = []
-    for row in window.turns:
-        turn = agent_row(row)
-        turn.pop("hits", None)
-        turn.pop("matched", None)   # a session is read, not searched
-        turns.append(turn)
-    return {"sessionId": window.session_id, "source": window.source, "cwd": window.cwd,
-            "jsonlPath": window.jsonl_path, "turnCount": window.turn_count,
-            "firstPosition": window.first_position, "turns": turns}
 
 
 def _redacted(view: dict[str, Any]) -> dict[str, Any]:

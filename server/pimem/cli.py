@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from pimem import __version__
+from pimem import __version__, wire
 from pimem.models import SOURCES, Source, SyncProgress
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import (
@@ -35,12 +35,11 @@ from pimem.recall import (
     TEXT_CUT_CHARS,
     RecallError,
     check_turn_id,
-    format_text,
-    format_turn_text,
     get_turn,
     make_query,
     recall,
 )
+from pimem.recall.format import format_text, format_turn_text
 from pimem.store import StoreError, connect, store_failure, upgrade_notice
 from pimem.terminal import VisibleFormatter, json_text, visible
 
@@ -186,7 +185,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     for issue in stats.issues:
         _err(f"pimem: {issue.error}")
     if args.json:
-        print(json_text(stats.to_dict()))
+        print(json_text(wire.sync_stats(stats)))
     else:
         print(f"imported {stats.turns} turns from {stats.pi} Pi, {stats.claude} Claude, {stats.codex} Codex "
               f"sessions ({stats.scanned_files} files parsed, {stats.skipped_files} unchanged, "
@@ -212,7 +211,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if args.json:
-        print(json_text([row.to_dict() for row in rows]))
+        print(json_text([wire.recall_row(row) for row in rows]))
     else:
         _out(format_text(rows))
     return 0
@@ -234,7 +233,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         _err(f"pimem show: no turn {turn_id!r} in the store")
         return 1
     if args.json:
-        print(json_text(row.to_dict(full=True)))
+        print(json_text(wire.turn_row(row)))
     else:
         _out(format_turn_text(row))
     return 0
@@ -243,7 +242,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _recall_text(args: argparse.Namespace) -> int:
     """``--text``: JSON is ``{entities, terms, results}`` (the ``pimem/recall {text}`` result without its
     Markdown); the readable form starts with the terms searched."""
-    from pimem.freetext import parse_text, recall_candidates
+    from pimem.recall.freetext import parse_text, recall_candidates
 
     try:
         found = parse_text(args.text)
@@ -258,8 +257,7 @@ def _recall_text(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if args.json:
-        print(json_text({"entities": answer.entities, "terms": [term.to_dict() for term in answer.terms],
-                         "results": [row.to_dict() for row in answer.rows]}))
+        print(json_text(wire.recall_answer(answer.entities, answer.rows, answer.terms)))
     else:
         _out(f"Searched: {', '.join(answer.entities) or '(nothing: no word of the text occurs in the store)'}")
         _out(format_text(answer.rows))
@@ -276,7 +274,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         _err(f"pimem migrate-codex: {error}")
         return 1
     if args.json:
-        print(json_text(report.to_dict()))
+        print(json_text(wire.migration_report(report)))
     else:
         _out(format_report(report))
     return 0
@@ -292,14 +290,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if args.json:
-        print(json_text(status))
+        print(json_text(wire.store_status(status)))
     else:
-        turns = status["turns"]
-        assert isinstance(turns, dict)
-        _out(f"store: {status['dbPath']}")
-        print(f"sessions: {status['sessions']}; turns: {status['totalTurns']} "
+        turns = status.turns
+        _out(f"store: {status.db_path}")
+        print(f"sessions: {status.sessions}; turns: {status.total_turns} "
               f"(pi {turns['pi']}, claude {turns['claude']}, codex {turns['codex']})")
-        last = status["lastSync"]
+        last = status.last_sync
         if isinstance(last, dict):
             when = datetime.fromtimestamp(int(last.get("finishedAt", 0)) / 1000).strftime("%Y-%m-%d %H:%M:%S")
             kind = "full" if last.get("force") else "incremental"
@@ -308,8 +305,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                   f"{last.get('issues', 0)} issues")
         else:
             print("last sync: never")
-        if status["turnsToIndex"]:
-            print(f"not indexed yet: {status['turnsToIndex']} turns (found by recall, more slowly; "
+        if status.turns_to_index:
+            print(f"not indexed yet: {status.turns_to_index} turns (found by recall, more slowly; "
                   "the next sync indexes them)")
     return 0
 

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pimem.store import get_meta, set_meta, transaction
+from pimem.store.batches import chunks, placeholders
 from pimem.textutil import clamp_ms
 
 KEY_SHIFT = 20
@@ -64,10 +65,6 @@ def key_day(doc_key: int) -> int:
 def day_bounds(day: int) -> tuple[int, int]:
     """The first and last doc key of a day."""
     return day << KEY_SHIFT, (day << KEY_SHIFT) | SLOT_MASK
-
-
-def _in_clause(count: int) -> str:
-    return ",".join("?" * count)
 
 
 @dataclass
@@ -101,11 +98,10 @@ def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> 
     item only serves to recognise an unchanged turn."""
     known: dict[str, tuple[int, int | None, bool]] = {}
     ids = [item.turn_id for item in items]
-    for start in range(0, len(ids), 500):
-        batch = ids[start:start + 500]
+    for batch in chunks(ids):
         for turn_id, key, line, pending in conn.execute(
             "SELECT d.turn_id, d.doc_key, d.line, p.doc_key IS NOT NULL FROM pimem_docs d "
-            f"LEFT JOIN pimem_pending p ON p.doc_key = d.doc_key WHERE d.turn_id IN ({_in_clause(len(batch))})", batch
+            f"LEFT JOIN pimem_pending p ON p.doc_key = d.doc_key WHERE d.turn_id IN ({placeholders(len(batch))})", batch
         ):
             known[turn_id] = (int(key), line, bool(pending))
     fresh: list[IndexItem] = []
@@ -146,10 +142,9 @@ def put_many(conn: sqlite3.Connection, items: list[IndexItem], *, fts: bool) -> 
     conn.executemany("INSERT OR IGNORE INTO pimem_docs(doc_key, turn_id, line, ts) VALUES (?, ?, ?, ?)", rows)
     placed: dict[int, str] = {}
     keys = [row[0] for row in rows]
-    for start in range(0, len(keys), 500):
-        key_batch = keys[start:start + 500]
+    for key_batch in chunks(keys):
         placed.update(conn.execute(
-            f"SELECT doc_key, turn_id FROM pimem_docs WHERE doc_key IN ({_in_clause(len(key_batch))})", key_batch))
+            f"SELECT doc_key, turn_id FROM pimem_docs WHERE doc_key IN ({placeholders(len(key_batch))})", key_batch))
     marked: list[tuple[int]] = []
     for key, turn_id, line, ts in rows:
         if placed.get(key) != turn_id:
@@ -190,7 +185,7 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
                                  [(key, index_text(user)) for key, user, _ in live])
                 conn.executemany("INSERT INTO pimem_fts_reply(rowid, text) VALUES (?, ?)",
                                  [(key, index_text(reply or "")) for key, _, reply in live])
-            conn.execute(f"DELETE FROM pimem_pending WHERE doc_key IN ({_in_clause(len(rows))})",
+            conn.execute(f"DELETE FROM pimem_pending WHERE doc_key IN ({placeholders(len(rows))})",
                          [row[0] for row in rows])
         done += len(rows)
         if progress is not None:

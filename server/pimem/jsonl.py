@@ -393,9 +393,14 @@ def open_zst(path: str) -> IO[bytes]:
     return io.BufferedReader(_ZstdProcess(zstd, path), buffer_size=1 << 20)
 
 
+def is_compressed(path: str) -> bool:
+    """Does :func:`open_transcript` decompress this file (so its bytes are not the JSONL text)?"""
+    return path.endswith(".zst")
+
+
 def open_transcript(path: str) -> IO[bytes]:
     """A binary stream of a transcript's JSONL text (decompressed for .zst)."""
-    if path.endswith(".zst"):
+    if is_compressed(path):
         return open_zst(path)
     return open_regular(path, buffering=1 << 20)
 

@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pimem.discovery import discover
 from pimem.importers.base import Chunk, NotThisFormat, feed_line
-from pimem.importers.codex import CodexMessage, CodexParser
-from pimem.jsonl import LineReader, UnsupportedFile, loads, open_regular, open_transcript
+from pimem.importers.codex import FILES as CODEX_FILES
+from pimem.importers.codex import CodexMessage, CodexMessageLog
+from pimem.jsonl import LineReader, UnsupportedFile, open_transcript
 from pimem.models import SyncIssue
-from pimem.paths import make_private_dirs, pi_agent_dir, source_roots
-from pimem.sync import G0_MAX_BYTES, discover
+from pimem.paths import make_private_dirs, normalize_folder, pi_agent_dir, same_folder, source_roots
 
 try:  # what python-zstandard raises for a .zst that is not zstd (a plain Exception subclass)
     from zstandard import ZstdError as _ZstdError
@@ -79,31 +80,7 @@ class MigrationReport:
     dry_run: bool
     migrated: list[Migrated] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    issues: list[SyncIssue] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "folder": self.folder,
-            "dryRun": self.dry_run,
-            "migrated": [{"codexSessionId": m.codex_session_id, "codexPath": m.codex_path, "piPath": m.pi_path,
-                          "messages": m.messages} for m in self.migrated],
-            "skipped": [{"codexSessionId": s.codex_session_id, "piPath": s.pi_path, "reason": s.reason}
-                        for s in self.skipped],
-            "issues": [{"jsonlPath": i.jsonl_path, "error": i.error} for i in self.issues],
-        }
-
-
-def normalize_folder(path: str) -> str:
-    """Absolute, ``..`` resolved, no trailing separator; symlinks kept (Pi does not resolve them)."""
-    normalized = os.path.normpath(os.path.abspath(os.path.expanduser(path)))
-    return normalized.rstrip("/\\") or normalized[:1]
-
-
-def same_folder(a: str, b: str) -> bool:
-    if not a or not b:
-        return False
-    a, b = normalize_folder(a), normalize_folder(b)
-    return a.casefold() == b.casefold() if os.name == "nt" else a == b
+    issues: list[SyncIssue] = field(default_factory=list)   # its JSON view: pimem.wire.migration_report
 
 
 def encode_cwd(cwd: str) -> str:
@@ -138,28 +115,20 @@ class CodexSession:
 
 def read_codex_session(path: str) -> CodexSession:
     """Parse one rollout into its accepted messages (raises NotThisFormat / OSError / UnsupportedFile)."""
-    parser = CodexParser(path, None)
-    parser.messages = []
+    log = CodexMessageLog(path)
     chunk = Chunk()
-    if path.endswith(".json"):
-        with open_regular(path) as handle:   # never blocks on a FIFO swapped in (issue 10 item 17)
-            data = handle.read(G0_MAX_BYTES + 1)
-        if len(data) > G0_MAX_BYTES:
-            raise NotThisFormat("a .json rollout larger than 64 MiB is not read")
-        try:
-            document = loads(data)
-        except (ValueError, RecursionError) as error:
-            raise NotThisFormat(f"not valid JSON ({error})") from None
-        parser.feed_g0(document, chunk)
+    if CODEX_FILES.is_document(path):
+        document, _size = CODEX_FILES.read_document(path)
+        log.feed_document(document, chunk)
     else:
         with contextlib.closing(open_transcript(path)) as stream:
             for line in LineReader(stream):
-                feed_line(parser, line, chunk)
+                feed_line(log, line, chunk)
                 chunk.turns.clear()  # the message log is all we keep: memory stays bounded
-    info = parser.session()
+    info = log.session()
     if info.native_id is None:
         raise NotThisFormat("no session_meta with an id")
-    return CodexSession(info.native_id, path, info.cwd, info.started_at or 0, info.excluded, parser.messages)
+    return CodexSession(info.native_id, path, info.cwd, info.started_at or 0, info.excluded, log.messages)
 
 
 def pi_messages(messages: list[CodexMessage]) -> list[CodexMessage]:

@@ -1,4 +1,4 @@
-"""Plain data shared by the services. No I/O, no third-party imports."""
+"""Plain data shared by the services. No I/O, no third-party imports; their JSON views are in pimem.wire."""
 
 from __future__ import annotations
 
@@ -29,9 +29,6 @@ class SyncIssue:
     source: Source
     jsonl_path: str | None
     error: str
-
-    def to_dict(self) -> dict[str, object]:
-        return {"source": self.source, "jsonlPath": self.jsonl_path, "error": self.error}
 
 
 def import_issue(source: Source, path: str | None, cause: str, *, partly: bool = False) -> SyncIssue:
@@ -83,17 +80,3 @@ class SyncStats:
             self.claude += 1
         else:
             self.codex += 1
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "pi": self.pi,
-            "claude": self.claude,
-            "codex": self.codex,
-            "turns": self.turns,
-            "scannedFiles": self.scanned_files,
-            "skippedFiles": self.skipped_files,
-            "issues": [issue.to_dict() for issue in self.issues],
-            "cancelled": self.cancelled,
-            "durationMs": self.duration_ms,
-            "storedMs": self.stored_ms,
-        }

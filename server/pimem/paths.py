@@ -1,7 +1,10 @@
-"""Where things live: the store file and the three agents' transcript roots.
+"""Where things live: the store file and the three agents' transcript roots; how folders compare.
 
 Every location can be overridden by the same environment variables the agents themselves honour,
 so a test (or a user with a custom setup) points pimem anywhere without code changes.
+
+Folders (a recall's ``cwd`` filter, a migration's workspace folder) are compared in one way only:
+:func:`normalize_folder`, :func:`same_folder`, :func:`in_folder`.
 """
 
 from __future__ import annotations
@@ -42,6 +45,33 @@ def make_private_dirs(directory: Path) -> None:
             os.fchmod(fd, 0o700)
         finally:
             os.close(fd)
+
+
+def normalize_folder(path: str) -> str:
+    """Absolute, ``~`` expanded, ``.`` and ``..`` resolved, no trailing separator (a root stays itself).
+    Symlinks are not resolved: the agents record the path as typed, and so does Pi's migration target.
+    Only the platform's separator is one: on POSIX a backslash is a character of the name."""
+    normalized = os.path.normpath(os.path.abspath(os.path.expanduser(path)))
+    return normalized.rstrip(os.sep) or os.sep
+
+
+def same_folder(a: str, b: str) -> bool:
+    """Whether two paths name the same folder once normalized (case-insensitively on Windows)."""
+    if not a or not b:
+        return False
+    a, b = normalize_folder(a), normalize_folder(b)
+    return a.casefold() == b.casefold() if os.name == "nt" else a == b
+
+
+def in_folder(cwd: str, folder: str) -> bool:
+    """Whether a recorded ``cwd`` is ``folder`` (already normalized) or below it. The recorded path is
+    only cleaned up (``normpath``), never made absolute: a relative cwd is in no folder."""
+    if not cwd:
+        return False
+    cwd = os.path.normpath(cwd)
+    if folder == os.sep:
+        return cwd.startswith(os.sep)
+    return cwd == folder or cwd.startswith(folder + os.sep)
 
 
 def home_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -1,17 +1,30 @@
-"""What the store holds (``pimem status`` and ``pimem/status``)."""
+"""What the store holds (``pimem status`` and ``pimem/status``; the JSON view is pimem.wire.store_status)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import dataclass
 
 from pimem.index import unindexed_count
 from pimem.store import count_turns_by_source, get_meta, upgrade_notice
 
 
-def store_status(conn: sqlite3.Connection, db_path: str) -> dict[str, object]:
-    turns = count_turns_by_source(conn)
-    sessions = int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+@dataclass(frozen=True)
+class StoreStatus:
+    db_path: str
+    sessions: int
+    turns: dict[str, int]           # per source
+    turns_to_index: int             # stored turns not in the index yet (recall scans them)
+    last_sync: object               # what the last sync recorded (its own JSON object), or None
+    upgrade_required: str | None    # a newer pimem's store: the one line asking for an upgrade
+
+    @property
+    def total_turns(self) -> int:
+        return sum(self.turns.values())
+
+
+def store_status(conn: sqlite3.Connection, db_path: str) -> StoreStatus:
     last_sync: object = None
     raw = get_meta(conn, "last_sync")
     if raw:
@@ -19,12 +32,11 @@ def store_status(conn: sqlite3.Connection, db_path: str) -> dict[str, object]:
             last_sync = json.loads(raw)
         except ValueError:
             last_sync = None
-    return {
-        "dbPath": db_path,
-        "sessions": sessions,
-        "turns": turns,
-        "totalTurns": sum(turns.values()),
-        "turnsToIndex": unindexed_count(conn),
-        "lastSync": last_sync,
-        "upgradeRequired": upgrade_notice(conn),
-    }
+    return StoreStatus(
+        db_path=db_path,
+        sessions=int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0]),
+        turns=count_turns_by_source(conn),
+        turns_to_index=unindexed_count(conn),
+        last_sync=last_sync,
+        upgrade_required=upgrade_notice(conn),
+    )

@@ -45,10 +45,6 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def as_str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def nonempty_str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 

@@ -50,10 +50,6 @@ class TranscriptWatcher:
         self._thread = threading.Thread(target=self._run, name="pimem-watch", daemon=True)
         self._thread.start()
 
-    @property
-    def watched_roots(self) -> list[Path]:
-        return sorted(self._watched)
-
     def _schedule_existing_roots(self) -> None:
         from watchdog.events import FileSystemEvent, FileSystemEventHandler
 

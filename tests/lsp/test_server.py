@@ -13,6 +13,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequestCancelled
 
+from pimem import wire
 from pimem.lsp import methods
 from pimem.recall import make_query, recall_scan
 from pimem.store import connect
@@ -56,14 +57,14 @@ async def test_auto_sync_progress_status_and_recall(tmp_path: Path) -> None:
 
         result = plain(await request(client, methods.RECALL, {"entities": ["flamingo"], "limit": 3}))
         oracle = recall_scan(connect(base / "memory.db"), make_query(["flamingo"], 3))
-        assert result["results"] == [row.to_dict() for row in oracle]
+        assert result["results"] == [wire.recall_row(row) for row in oracle]
         assert result["entities"] == ["flamingo"] and "flamingo" in result["markdown"]
         first = result["results"][0]
         assert set(first) == {"turnId", "sessionId", "source", "cwd", "ts", "userText", "replyText", "toolNames",
                               "hits", "jsonlPath", "line", "resumeCommand", "matched", "truncated"}
         assert first["matched"] == ["flamingo"]
 
-        # Free text: stop words dropped, the rarest words searched with weights (pimem/freetext.py).
+        # Free text: stop words dropped, the rarest words searched with weights (pimem/recall/freetext.py).
         from_text = plain(await request(client, methods.RECALL, {"text": "Why does the flamingo bug happen?"}))
         assert "flamingo" in from_text["entities"] and not {"Why", "does", "the"} & set(from_text["entities"])
         assert [term["term"] for term in from_text["terms"]] == from_text["entities"]

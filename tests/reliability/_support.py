@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pimem import wire
 from pimem.models import Source, SyncStats
 from pimem.recall import make_query, recall, recall_scan
 from pimem.store import connect
@@ -142,7 +143,8 @@ def check_store(conn: sqlite3.Connection, rng: random.Random | None = None, quer
         if not entity.strip():
             continue
         query = make_query([entity], limit=10)
-        assert [r.to_dict() for r in recall(conn, query)] == [r.to_dict() for r in recall_scan(conn, query)], entity
+        assert [wire.recall_row(r) for r in recall(conn, query)] == [
+            wire.recall_row(r) for r in recall_scan(conn, query)], entity
 
 
 def stored(path: Path | str) -> str:

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pimem import wire
 from pimem.recall import MAX_ENTITY_CHARS, make_query, recall, recall_scan
 from pimem.store import connect, transaction
 from pimem.sync import SyncRequest, run_sync
@@ -93,7 +94,7 @@ def same(conn: sqlite3.Connection, entities: list[str], limit: int, sources: lis
          cwd: str | None = None) -> int:
     query = make_query(entities, limit, sources, cwd)
     fast, oracle = recall(conn, query), recall_scan(conn, query)
-    assert [row.to_dict() for row in fast] == [row.to_dict() for row in oracle], query
+    assert [wire.recall_row(row) for row in fast] == [wire.recall_row(row) for row in oracle], query
     return len(oracle)
 
 

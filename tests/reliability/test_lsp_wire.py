@@ -353,8 +353,9 @@ def test_exit_codes(work: Path, steps: tuple[str, ...], expected: int) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def test_a_failing_handler_gets_a_one_line_error_without_traceback(work: Path) -> None:
-    """Hover is a pygls-dispatched handler; with a store that cannot be opened it raised, and pygls
-    answered the exception's text with a traceback in ``data`` (and logged it)."""
+    """With a store that cannot be opened, hover (a pygls-dispatched handler) raised, and pygls
+    answered the exception's text with a traceback in ``data`` (and logged it). Now hover has nothing
+    to show (null), and a request that needs the store gets one line without ``data``."""
     (work / "not-a-store").mkdir()
     document = {"uri": (work / "notes.md").as_uri(), "languageId": "markdown", "version": 1,
                 "text": f"flamingo {MARKER}"}
@@ -362,10 +363,12 @@ def test_a_failing_handler_gets_a_one_line_error_without_traceback(work: Path) -
         lsp.notify("textDocument/didOpen", {"textDocument": document})
         reply = lsp.request("textDocument/hover", {"textDocument": {"uri": document["uri"]},
                                                    "position": {"line": 0, "character": 3}})
+        assert "error" not in reply and reply["result"] is None, reply
+        reply = lsp.request(methods.STATUS, {})
         error = reply["error"]
         assert error["code"] == REQUEST_FAILED and "data" not in error, error
         assert "\n" not in error["message"] and "Traceback" not in error["message"], error
-        assert error["message"].startswith("textDocument/hover: "), error
+        assert error["message"].startswith(f"{methods.STATUS}: "), error
         stderr = lsp.stderr()
         assert "Traceback" not in stderr and MARKER not in stderr, stderr
 

@@ -18,7 +18,7 @@ from pimem.cli import main
 
 NAME = os.environ["PIMEM_TEST_FIFO_NAME"]
 _swapped: list[str] = []
-_real_stat_paths = sync_module._stat_paths
+_real_stat_paths = sync_module.stat_paths
 
 
 def _stat_then_swap(*args: Any, **kwargs: Any) -> Any:
@@ -32,5 +32,5 @@ def _stat_then_swap(*args: Any, **kwargs: Any) -> Any:
 
 
 if __name__ == "__main__":   # sync's worker processes (spawn) import this module as __mp_main__
-    sync_module._stat_paths = _stat_then_swap  # type: ignore[assignment]
+    sync_module.stat_paths = _stat_then_swap  # type: ignore[assignment]
     sys.exit(main(["serve", "--stdio"]))

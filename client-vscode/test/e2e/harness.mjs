@@ -2,7 +2,7 @@
 // profile and a temporary HOME, driven by Debian's headless Chromium through playwright-core.
 // Provisioned by scripts/setup-vscode-e2e.sh (cache in <repo>/.cache/vscode-e2e or $PIMEM_E2E_CACHE).
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -18,6 +18,8 @@ const codeServer = join(toolsDir, 'node_modules', '.bin', 'code-server');
 const chromium = process.env.PIMEM_E2E_CHROMIUM ?? '/usr/bin/chromium';
 export const vsix = join(clientDir, 'dist', 'pimem.vsix');
 export const EXTENSION_ID = 'pimem.pimem';
+/** A test-only extension that calls language-model tools through vscode.lm.invokeTool (see its extension.cjs). */
+export const LM_PROBE = join(clientDir, 'test', 'e2e', 'lm-probe');
 
 /** User settings every test starts from: no start page, updates, telemetry, trust prompt or side panels. */
 export const QUIET_WORKBENCH_SETTINGS = {
@@ -68,9 +70,12 @@ async function waitForHealth(url, child, timeoutMs) {
  * Starts code-server with the extension installed and a browser page on it.
  * `prepareHome(home)` fills the temporary HOME (fixture histories); `settings(dirs)` gives the user settings;
  * the logs are kept in artifacts/vscode-e2e/logs/<name>/. `workspaceTrust: true` leaves workspace trust on (the
- * settings must enable it too), so that a folder can open in Restricted Mode.
+ * settings must enable it too), so that a folder can open in Restricted Mode. `extraExtensions` are extension
+ * folders installed next to the vsix (test-only helpers such as LM_PROBE). The extension host gets its PATH from
+ * a login shell in the temporary HOME (VS Code resolves the shell environment), so a test that needs a command
+ * there writes it into `~/.profile`, as a user would.
  */
-export async function startVsCode({ name, settings, prepareHome, workspaceTrust = false }) {
+export async function startVsCode({ name, settings, prepareHome, workspaceTrust = false, extraExtensions = [] }) {
   for (const [what, path] of [['code-server', codeServer], ['Node 24', join(node24Bin, 'node')], ['chromium', chromium]]) {
     if (!existsSync(path)) {
       throw new Error(`${what} not found at ${path}: run scripts/setup-vscode-e2e.sh first`);
@@ -110,6 +115,12 @@ export async function startVsCode({ name, settings, prepareHome, workspaceTrust 
     TMPDIR: dirs.tmp,
   });
   const profile = ['--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
+  for (const folder of extraExtensions) {
+    // linked in before the vsix is installed (which writes extensions.json) and the server starts: then it is
+    // loaded like an installed extension
+    const manifest = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8'));
+    symlinkSync(folder, join(dirs.extensions, `${manifest.publisher}.${manifest.name}-${manifest.version}`));
+  }
   execFileSync(codeServer, [...profile, '--install-extension', vsix], { env, stdio: 'pipe' });
 
   const port = await freePort();
@@ -186,6 +197,61 @@ export async function startVsCode({ name, settings, prepareHome, workspaceTrust 
   }
 
   return { page, port, dirs, stop };
+}
+
+/** What the extension wrote to its "Pi Memory" output channel so far (every extension host of the run). */
+export function extensionLog(dirs) {
+  const found = [];
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        walk(path);
+      } else if (entry.name === 'Pi Memory.log') {
+        found.push(path);
+      }
+    }
+  };
+  const logs = join(dirs.userData, 'logs');
+  if (existsSync(logs)) {
+    walk(logs);
+  }
+  return found.sort().map((file) => readFileSync(file, 'utf8')).join('\n');
+}
+
+/** Waits until the "Pi Memory" log has a line matching `pattern`; returns that line. */
+export async function waitForLogLine(page, dirs, pattern, { timeout = 60_000 } = {}) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const line = extensionLog(dirs).split('\n').find((l) => pattern.test(l));
+    if (line !== undefined) {
+      return line;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`no line matching ${pattern} in the Pi Memory log within ${timeout} ms`);
+    }
+    await page.waitForTimeout(250);
+  }
+}
+
+/**
+ * Calls a language-model tool outside any chat, through LM_PROBE's command (vscode.lm.invokeTool with
+ * toolInvocationToken undefined, as another extension would): {ok, text | error, tool} where `tool` is what
+ * vscode.lm.tools lists for it.
+ */
+export async function invokeLanguageModelTool(page, dirs, tool, input, { timeout = 60_000 } = {}) {
+  const result = join(dirs.home, 'lm-tool-result.json');
+  rmSync(result, { force: true });
+  writeFileSync(join(dirs.home, 'lm-tool-request.json'), JSON.stringify({ tool, input }));
+  await runCommand(page, 'Pi Memory E2E: Invoke Language-Model Tool');
+  const deadline = Date.now() + timeout;
+  while (!existsSync(result)) {
+    if (Date.now() > deadline) {
+      throw new Error(`${tool} gave no result within ${timeout} ms`);
+    }
+    await page.waitForTimeout(250);
+  }
+  return JSON.parse(readFileSync(result, 'utf8'));
 }
 
 function groupAlive(pgid) {

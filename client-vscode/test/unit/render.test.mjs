@@ -7,7 +7,8 @@ const r = load('render.ts');
 const row = (over = {}) => ({
   turnId: 'claude:s:u', sessionId: 'claude:s', source: 'claude', cwd: '/tmp/pimem-demo/webshop',
   ts: Date.UTC(2026, 10, 30, 9, 45), userText: 'Why does the flamingo bug happen?', replyText: 'Because the Flamingo cache…',
-  toolNames: [], hits: 3, jsonlPath: '/h/.claude/projects/x.jsonl', line: 4, resumeCommand: 'claude --resume s', ...over,
+  toolNames: [], hits: 3, jsonlPath: '/h/.claude/projects/x.jsonl', line: 4, resumeCommand: 'claude --resume s',
+  matched: ['flamingo'], truncated: false, ...over,
 });
 
 test('highlightSegments marks case-insensitive matches and gives the text back', () => {
@@ -63,6 +64,31 @@ test('hoverMarkdown escapes every transcript field and has exactly one link', ()
   assert.match(md, /\*Reply:\* —/);
 });
 
+test('searchedTerms: the terms a text recall chose, with the estimates; the entities of an entity recall', () => {
+  const fromText = { entities: ['timezone', 'flaky'], terms: [{ term: 'timezone', turns: 3, weight: 17 }, { term: 'flaky', turns: 5105, weight: 3 }] };
+  assert.deepEqual(r.searchedTerms(fromText), [{ term: 'timezone', turns: 3, weight: 17 }, { term: 'flaky', turns: 5105, weight: 3 }]);
+  assert.deepEqual(r.searchedTerms({ entities: ['flamingo', 'cache'] }), [
+    { term: 'flamingo', turns: null, weight: null }, { term: 'cache', turns: null, weight: null },
+  ]);
+  assert.equal(r.searchedMarkdown(r.searchedTerms(fromText)), 'searched: timezone (about 3 turns), flaky (about 5,105 turns)');
+  assert.equal(r.searchedMarkdown(r.searchedTerms({ entities: ['flamingo'] })), 'searched: flamingo');
+  assert.equal(r.turnsEstimate(1), 'about 1 turn');
+});
+
+test('hoverMarkdown says what was searched and what each turn matched, escaped, still with one link', () => {
+  const searched = [{ term: 'zeta_ratelimit', turns: 12, weight: 9 }, { term: '[x](command:evil)', turns: 1, weight: 20 }];
+  const md = r.hoverMarkdown(['zeta_ratelimit', '[x](command:evil)'], [
+    row({ userText: 'What does zeta_ratelimit do?', matched: ['zeta_ratelimit', '[x](command:evil)'] }),
+    row({ matched: [] }),
+  ], { showResultsUri: 'command:pimem.showResults?%5B%5D', searched });
+  assert.match(md, /^\*\*Pi Memory\*\* — past turns about zeta\\_ratelimit, \\\[x\\\]\\\(command\\:evil\\\) {2}\nsearched: zeta\\_ratelimit \(about 12 turns\), \\\[x\\\]\\\(command\\:evil\\\) \(about 1 turn\)\n/);
+  assert.match(md, /score 3 · matched: zeta\\_ratelimit, \\\[x\\\]\\\(command\\:evil\\\) {2}\n\*You:\*/);
+  assert.equal((md.match(/matched:/g) ?? []).length, 1, 'a row without matched terms says nothing');
+  assert.equal([...md.matchAll(/(?<!\\)\]\((?!\\)/g)].length, 1, md);
+  // without `searched`, the entities are what was searched
+  assert.match(r.hoverMarkdown(['flamingo'], [row()], { showResultsUri: 'command:x' }), /\nsearched: flamingo\n/);
+});
+
 test('truncate, oneLine, folderName, sourceLabel, formatDate', () => {
   assert.equal(r.truncate('abcdef', 3), 'abc…');
   assert.equal(r.truncate('abc', 3), 'abc');
@@ -104,4 +130,15 @@ test('plainText makes one line without control or direction-override characters,
   assert.equal(r.plainText('🦩🦩🦩', 2), '🦩🦩…');
   // a cut right after "]" cannot leave a link behind either
   assert.equal(r.plainText('[a](command:x)', 3).match(NOTIFICATION_LINK), null);
+});
+
+test('highlightTerms: a row highlights the terms it matched, not every searched one', () => {
+  assert.deepEqual(r.highlightTerms(row({ matched: ['timezone'] }), ['timezone', 'flaky']), ['timezone']);
+  assert.deepEqual(r.highlightTerms(row({ matched: [] }), ['timezone', 'flaky']), ['timezone', 'flaky']);
+  assert.deepEqual(r.highlightTerms({}, ['flamingo']), ['flamingo']);
+  // in the hover: "flaky" is in the text but this turn was not found by it, so it stays plain
+  const md = r.hoverMarkdown(['timezone', 'flaky'], [
+    row({ userText: 'the flaky timezone test', replyText: 'pin the timezone', matched: ['timezone'] }),
+  ], { showResultsUri: 'command:x' });
+  assert.match(md, /\*You:\* the flaky \*\*timezone\*\* test {2}\n\*Reply:\* pin the \*\*timezone\*\*/);
 });

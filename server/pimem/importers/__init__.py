@@ -1,16 +1,17 @@
-"""Transcript parsers, one per agent. Each module documents the record format it reads."""
+"""Transcript parsers, one per agent. Each module documents the record format it reads and declares
+which files are its transcripts (``FILES``, a :class:`~pimem.importers.base.TranscriptFiles`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pimem.importers.base import NodeLookup, StoredTurnLookup, TranscriptParser
-from pimem.importers.claude import ClaudeParser
-from pimem.importers.codex import CodexParser
-from pimem.importers.pi import PiParser
+from pimem.importers import claude, codex, pi
+from pimem.importers.base import NodeLookup, StoredTurnLookup, TranscriptFiles, TranscriptParser
 from pimem.models import Source
 
-PARSERS: dict[Source, type[TranscriptParser]] = {"pi": PiParser, "claude": ClaudeParser, "codex": CodexParser}
+PARSERS: dict[Source, type[TranscriptParser]] = {"pi": pi.PiParser, "claude": claude.ClaudeParser,
+                                                 "codex": codex.CodexParser}
+TRANSCRIPT_FILES: dict[Source, TranscriptFiles] = {"pi": pi.FILES, "claude": claude.FILES, "codex": codex.FILES}
 
 
 def make_parser(source: Source, path: str, state: dict[str, Any] | None,

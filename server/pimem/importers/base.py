@@ -8,6 +8,11 @@ that one full parse of the final file would (tested property-style in tests/test
 Output goes into a :class:`Chunk`: turns that start in this chunk (``is_new``) carry the whole user
 text; replies to turns that started in an earlier chunk are appended to the stored row by the sync
 engine. A reply is the ``"\\n"``-join of its parts; each part is one assistant message's text.
+
+Each importer also declares which files are its transcripts (:class:`TranscriptFiles`): pimem.discovery
+walks the agents' roots with these rules, and a transcript that is one JSON document rather than JSONL
+is read whole through them (:meth:`TranscriptFiles.read_document`, then
+:meth:`TranscriptParser.feed_document`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pimem.jsonl import Line, loads
+from pimem.jsonl import Line, loads, open_regular
 from pimem.models import Source
 
 # Looks up the nearest user-message ancestor of an entry parsed in an earlier chunk (Pi trees).
@@ -85,10 +90,6 @@ class Chunk:
         if self.first_bad_line is None:
             self.first_bad_line = line_number
 
-    @property
-    def empty(self) -> bool:
-        return not self.turns and not self.nodes
-
 
 @dataclass
 class SessionInfo:
@@ -113,6 +114,52 @@ class SessionInfo:
 
 class NotThisFormat(Exception):
     """The file is not a transcript this parser understands; it becomes an isolated issue."""
+
+
+class TranscriptFiles:
+    """Which files under an agent's roots are its transcripts, by name (no I/O: discovery asks about
+    every file, 150k of them in a large history). This default takes every ``.jsonl`` file."""
+
+    skip_dirs: frozenset[str] = frozenset()
+    """Folders that are never entered: what they hold is not the agent's conversations."""
+
+    document_max_bytes = 0
+    """A transcript that is one JSON document is read whole, so its size is bounded: a larger one is an
+    issue, not read."""
+
+    document_name = "a JSON transcript"
+    """How an issue names a document transcript."""
+
+    def wants(self, name: str) -> bool:
+        """Is a file of this name a transcript (or a compressed copy of one)?"""
+        return name.endswith(".jsonl")
+
+    def plain_twin(self, name: str) -> str | None:
+        """For a compressed copy (``x.jsonl.zst``): the name of the plain file, which is read instead
+        when both are in the same folder. None for any other name."""
+        return None
+
+    def is_document(self, path: str) -> bool:
+        """Is this transcript one JSON document (read whole, then :meth:`TranscriptParser.feed_document`)
+        rather than JSONL (read line by line, resumable)? By its name."""
+        return False
+
+    def read_document(self, path: str, size: int | None = None) -> tuple[Any, int]:
+        """The whole document and the number of bytes it took. NotThisFormat when it is larger than
+        :attr:`document_max_bytes` (``size``: the size discovery saw; a file known to be larger is not
+        even opened) or is not JSON. Opened without blocking, as a regular file only."""
+        limit = self.document_max_bytes
+        too_large = NotThisFormat(f"{self.document_name} larger than {limit >> 20} MiB is not read")
+        if size is not None and size > limit:
+            raise too_large
+        with open_regular(path) as handle:
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise too_large
+        try:
+            return loads(data), len(data)
+        except (ValueError, RecursionError) as error:
+            raise NotThisFormat(f"not valid JSON ({error})") from None
 
 
 class TranscriptParser(ABC):
@@ -145,6 +192,10 @@ class TranscriptParser(ABC):
     @abstractmethod
     def state(self) -> dict[str, Any]:
         """A JSON-serialisable snapshot from which a new parser continues after the last line fed."""
+
+    def feed_document(self, document: Any, chunk: Chunk) -> None:
+        """Handle a transcript that is one JSON document (see TranscriptFiles.is_document)."""
+        raise NotThisFormat("not a transcript of this agent (it is JSONL, not one JSON document)")
 
 
 def feed_line(parser: TranscriptParser, line: Line, chunk: Chunk) -> None:

@@ -12,8 +12,8 @@ Format facts this parser relies on (docs/formats.md section 1):
   prompt kept;
 * assistant responses are split one content block per line; each text line is one reply part, and
   it belongs to the latest turn before it, with the three exceptions below;
-* sub-agent transcripts (``subagents/agent-*.jsonl``, legacy ``agent-*.jsonl``) are skipped by the
-  scanner (see pimem/sync.py); their lines are also ``isSidechain``.
+* sub-agent transcripts (``subagents/agent-*.jsonl``, legacy ``agent-*.jsonl``) are not
+  transcripts of their own (:data:`FILES`: discovery skips them); their lines are also ``isSidechain``.
 
 What the interactive client (2.1.x) adds, and what pimem makes of it:
 
@@ -44,9 +44,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pimem.importers.base import Chunk, SessionInfo, TranscriptParser, version_hint
+from pimem.importers.base import Chunk, SessionInfo, TranscriptFiles, TranscriptParser, version_hint
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, strip_system_reminders
+
+
+class ClaudeFiles(TranscriptFiles):
+    """``<project>/<session>.jsonl``, without sub-agent transcripts: those under a ``subagents`` folder
+    (>= 2.1.2) or named ``agent-*.jsonl`` (older)."""
+
+    skip_dirs = frozenset({"subagents"})
+
+    def wants(self, name: str) -> bool:
+        return name.endswith(".jsonl") and not name.startswith("agent-")
+
+
+FILES = ClaudeFiles()
 
 _CONVERSATION = re.compile(rb'"type"\s*:\s*"(?:user|assistant|queued_command)"')
 _TOOL_RESULT_LINE = re.compile(rb'"toolUseResult"\s*:')
@@ -269,8 +282,3 @@ class ClaudeParser(TranscriptParser):
     def state(self) -> dict[str, Any]:
         return {**self._info.to_state(), "turns": self._turns, "current": self._current, "latest": self._latest,
                 "background": dict(self._background), "bash": self._bash}
-
-
-def is_claude_sidechain_path(parts: tuple[str, ...], name: str) -> bool:
-    """Sub-agent transcripts: under a ``subagents`` directory (>= 2.1.2) or ``agent-*.jsonl`` (older)."""
-    return "subagents" in parts or name.startswith("agent-")

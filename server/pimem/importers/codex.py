@@ -3,7 +3,8 @@
 Four generations are read, detected per file (docs/formats.md section 2):
 
 * G0, the 2025 TypeScript CLI: ``rollout-YYYY-MM-DD-<uuid>.json``, one JSON object
-  ``{"session": {...}, "items": [ResponseItem…]}`` (handled by :meth:`CodexParser.feed_g0`);
+  ``{"session": {...}, "items": [ResponseItem…]}``, read whole (at most 64 MiB) and handled by
+  :meth:`CodexParser.feed_document`;
 * G1: bare JSONL, first line ``{"id", "timestamp", "instructions"}`` without ``type``, then bare
   ResponseItems and ``{"record_type": "state"}`` lines; no ids, no per-line timestamps;
 * G2: envelopes ``{"timestamp", "type", "payload"}``; G3 adds ``ordinal``, item ids and
@@ -13,6 +14,10 @@ Turns come from ``response_item`` messages only: ``event_msg`` duplicates them a
 replays earlier history. Injected user-role context (AGENTS.md, environment, IDE preamble…) is removed;
 ``event_msg/task_started`` closes the current turn, so text produced by a task without a user message
 (a compaction summary) is attached to no turn. Sub-agent threads are skipped as a whole.
+
+Transcripts are the files named ``rollout-*`` (:data:`FILES`); a ``.jsonl.zst`` is skipped when the
+plain ``.jsonl`` is beside it. The Codex → Pi migration reads a rollout's messages through
+:class:`CodexMessageLog`.
 """
 
 from __future__ import annotations
@@ -21,9 +26,30 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser, version_hint
+from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptFiles, TranscriptParser, version_hint
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
+
+
+class CodexFiles(TranscriptFiles):
+    """``rollout-*.jsonl``, ``rollout-*.jsonl.zst`` (compressed; the plain file wins when both exist) and
+    G0's ``rollout-*.json`` documents."""
+
+    document_max_bytes = 64 * 1024 * 1024
+    document_name = "a .json rollout"
+
+    def wants(self, name: str) -> bool:
+        return name.startswith("rollout-") and (name.endswith(".jsonl") or name.endswith(".json")
+                                                or name.endswith(".jsonl.zst"))
+
+    def plain_twin(self, name: str) -> str | None:
+        return name[: -len(".zst")] if name.endswith(".jsonl.zst") else None
+
+    def is_document(self, path: str) -> bool:
+        return path.endswith(".json")
+
+
+FILES = CodexFiles()
 
 INJECTED_PREFIXES = (
     "# AGENTS.md instructions",
@@ -136,8 +162,6 @@ class CodexParser(TranscriptParser):
         self._id_prefix = "L"
         self._model_now: str | None = state.get("modelNow")
         self._provider: str | None = state.get("provider")
-        # When a list is given, every message that makes up a turn is also logged here (migration).
-        self.messages: list[CodexMessage] | None = None
 
     def wants(self, line: Line) -> bool:
         if line.data is None or self._info.excluded:
@@ -227,10 +251,9 @@ class CodexParser(TranscriptParser):
             chunk.add_reply(self._current, "", [name])
 
     def _log(self, role: str, text: str, ts: int) -> None:
-        if self.messages is not None:
-            self.messages.append(CodexMessage(role, text, ts, self._model_now, self._provider))
+        """An accepted user or assistant message (see CodexMessageLog)."""
 
-    def feed_g0(self, document: Any, chunk: Chunk) -> None:
+    def feed_document(self, document: Any, chunk: Chunk) -> None:
         """The 2025 TypeScript CLI's ``.json`` rollout: one object; item ids are ``I<index>``."""
         document = as_dict(document)
         if document is None:
@@ -256,3 +279,15 @@ class CodexParser(TranscriptParser):
     def state(self) -> dict[str, Any]:
         return {**self._info.to_state(), "generation": self._generation, "turns": self._turns,
                 "current": self._current, "modelNow": self._model_now, "provider": self._provider}
+
+
+class CodexMessageLog(CodexParser):
+    """The parser that also keeps every accepted user and assistant message, in order, with the model
+    and provider in use then: what the Codex → Pi migration copies (the same filtering as the turns)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, None)
+        self.messages: list[CodexMessage] = []
+
+    def _log(self, role: str, text: str, ts: int) -> None:
+        self.messages.append(CodexMessage(role, text, ts, self._model_now, self._provider))

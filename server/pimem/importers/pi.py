@@ -18,6 +18,8 @@ Format facts this parser relies on (docs/formats.md section 3):
   n-th turn of a session whose n-th stored turn has a v1 id and the same text is that turn (by
   position, not line: Pi drops blank and unreadable lines when it rewrites). Before/after pairs
   written by the real Pi 1.6.0 are in tests/fixtures/pi-v1-rewrite/.
+
+Transcripts are every ``.jsonl`` file under the sessions folder (:data:`FILES`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptParser
+from pimem.importers.base import Chunk, NotThisFormat, SessionInfo, TranscriptFiles, TranscriptParser
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, number_to_ms
+
+FILES = TranscriptFiles()   # every .jsonl file
 
 # Entry lines Pi writes with these leading keys; lets tool results (most of a file's bytes) be
 # recorded as tree nodes without a JSON parse.

@@ -1,8 +1,10 @@
 """The names of pimem's custom LSP methods: the single place they are spelled on the Python side
-(docs/lsp-extensions.md documents each; client-vscode/src/protocol.ts mirrors them)."""
+(docs/lsp-extensions.md documents each; client-vscode/src/protocol.ts mirrors them, and
+tests/lsp/test_protocol_sync.py checks that the three agree)."""
 
 RECALL = "pimem/recall"
-BACKFILL = "pimem/backfill"
+SYNC = "pimem/sync"
+BACKFILL = "pimem/backfill"   # deprecated: the old name of pimem/sync (same params, same result)
 MIGRATE_CODEX = "pimem/migrateCodex"
 STATUS = "pimem/status"
 TURN = "pimem/turn"
@@ -11,5 +13,6 @@ AGENT_RECALL = "pimem/agentRecall"   # the editor's language-model tool: recall_
 INDEX_CHANGED = "pimem/indexChanged"
 SYNC_STATUS = "pimem/syncStatus"
 
-REQUESTS = (RECALL, BACKFILL, MIGRATE_CODEX, STATUS, TURN, AGENT_RECALL)
+DEPRECATED = {BACKFILL: SYNC}   # an old name -> the method it is an alias of
+REQUESTS = (RECALL, SYNC, BACKFILL, MIGRATE_CODEX, STATUS, TURN, AGENT_RECALL)
 NOTIFICATIONS = (INDEX_CHANGED, SYNC_STATUS)

@@ -13,9 +13,10 @@ from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from pimem.agent_tools import RECALL_MEMORY, ToolCall, ToolInputError, decode_call
-from pimem.freetext import Candidate, parse_text
+from pimem.lsp import methods
 from pimem.models import SOURCES, Source, is_source
 from pimem.recall import MAX_ENTITIES, MAX_PATH_CHARS, RecallError, RecallQuery, check_turn_id, make_query
+from pimem.recall.freetext import Candidate, parse_text
 
 
 class ParamsError(ValueError):
@@ -70,7 +71,7 @@ class RecallRequest:
 
 
 def recall_params(raw: Any) -> RecallRequest:
-    method = "pimem/recall"
+    method = methods.RECALL
     params = _object(method, raw)
     has_entities, has_text = params.get("entities") is not None, params.get("text") is not None
     if has_entities == has_text:
@@ -97,7 +98,7 @@ def recall_params(raw: Any) -> RecallRequest:
 
 def turn_params(raw: Any) -> str:
     """The ``turnId`` of a ``pimem/turn`` request."""
-    method = "pimem/turn"
+    method = methods.TURN
     params = _object(method, raw)
     try:
         turn_id = check_turn_id(params.get("turnId"))
@@ -107,8 +108,9 @@ def turn_params(raw: Any) -> str:
     return turn_id
 
 
-def backfill_params(raw: Any) -> bool:
-    method = "pimem/backfill"
+def sync_params(raw: Any, method: str = methods.SYNC) -> bool:
+    """The ``force`` of a ``pimem/sync`` request (``method``: the name it was called by, for the
+    error message; ``pimem/backfill`` is its deprecated alias)."""
     return _optional_bool(method, _object(method, raw), "force", False)
 
 
@@ -119,7 +121,7 @@ class MigrateRequest:
 
 
 def migrate_params(raw: Any) -> MigrateRequest:
-    method = "pimem/migrateCodex"
+    method = methods.MIGRATE_CODEX
     params = _object(method, raw)
     folder = params.get("workspaceFolder")
     _unicode(method, "workspaceFolder", folder)
@@ -129,7 +131,7 @@ def migrate_params(raw: Any) -> MigrateRequest:
 
 
 def status_params(raw: Any) -> None:
-    _object("pimem/status", raw)
+    _object(methods.STATUS, raw)
 
 
 @dataclass
@@ -188,7 +190,7 @@ def initialization_options(raw: Any) -> tuple[ServerOptions, list[str]]:
 def agent_recall_params(raw: Any) -> ToolCall:
     """``pimem/agentRecall``: the arguments of the agents' ``recall_memory`` tool (validated by
     agent_tools, as in ``pimem mcp``), plus the client's ``redact`` setting (default true)."""
-    method = "pimem/agentRecall"
+    method = methods.AGENT_RECALL
     params = _object(method, raw)
     redact = _optional_bool(method, params, "redact", True)
     arguments = {key: value for key, value in params.items() if key != "redact"}

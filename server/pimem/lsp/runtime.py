@@ -54,6 +54,16 @@ from pygls.protocol import (
     LanguageServerProtocol,
 )
 
+from pimem.lsp.errors import (
+    CLIENT_ERRORS,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    SERVER_NOT_INITIALIZED,
+)
 from pimem.lsp.transport import (
     MAX_MESSAGE_BYTES,
     FrameReader,
@@ -66,18 +76,6 @@ from pimem.lsp.transport import (
 )
 
 log = logging.getLogger("pimem.lsp")
-
-PARSE_ERROR = types.ErrorCodes.ParseError.value                      # -32700
-INVALID_REQUEST = types.ErrorCodes.InvalidRequest.value              # -32600
-METHOD_NOT_FOUND = types.ErrorCodes.MethodNotFound.value             # -32601
-INVALID_PARAMS = types.ErrorCodes.InvalidParams.value                # -32602
-INTERNAL_ERROR = types.ErrorCodes.InternalError.value                # -32603
-SERVER_NOT_INITIALIZED = types.ErrorCodes.ServerNotInitialized.value  # -32002
-REQUEST_CANCELLED = types.LSPErrorCodes.RequestCancelled.value       # -32800
-REQUEST_FAILED = types.LSPErrorCodes.RequestFailed.value             # -32803
-# Errors that answer a bad or cancelled request: the client's business, not worth a log line.
-CLIENT_ERRORS = frozenset({INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, REQUEST_CANCELLED,
-                           SERVER_NOT_INITIALIZED})
 
 EXIT_AFTER_SHUTDOWN = 0      # `exit` (or the end of stdin) after `shutdown`
 EXIT_WITHOUT_SHUTDOWN = 1    # `exit` or the end of stdin without `shutdown` first

@@ -1,8 +1,8 @@
-"""The pimem language server (pygls 2.x, stdio): an adapter between JSON-RPC and the services.
+"""The pimem language server (pygls 2.x, stdio): the state the handlers share, and :func:`serve`.
 
-Handlers decode params (pimem.lsp.params), call a service in a worker thread, encode the result.
-How messages are read, validated, answered and logged (the LSP lifecycle included) is in
-pimem.lsp.runtime; this module is the handlers and the state they share.
+The handlers are in pimem.lsp.handlers (decode params, call a service, encode the result), a sync's
+progress in pimem.lsp.progress, error mapping in pimem.lsp.errors; how messages are read, validated,
+answered and logged (the LSP lifecycle included) is in pimem.lsp.runtime.
 Reads (recall, status, migration) run on a small reader pool, each thread with its own SQLite
 connection; syncs run one at a time on a single writer thread, so a request is never answered from
 a half-written file and never waits on "database is locked" (WAL readers do not block).
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import re
 import sqlite3
 import threading
 import uuid
@@ -22,38 +21,25 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
-from pimem import __version__
-from pimem.freetext import candidates, recall_candidates
-from pimem.lsp import methods
-from pimem.lsp.params import (
-    ParamsError,
-    ServerOptions,
-    agent_recall_params,
-    backfill_params,
-    initialization_options,
-    migrate_params,
-    recall_params,
-    status_params,
-    turn_params,
-    uri_to_path,
-)
-from pimem.lsp.runtime import CLIENT_ERRORS, REQUEST_FAILED, PimemProtocol, configure_logging, run_stdio
-from pimem.migrate import MigrationError, migrate_codex_sessions, normalize_folder, same_folder
-from pimem.models import SyncProgress, SyncStats
+from pimem import __version__, wire
+from pimem.lsp import handlers, methods
+from pimem.lsp.errors import CLIENT_ERRORS
+from pimem.lsp.params import ServerOptions
+from pimem.lsp.progress import SyncReporter
+from pimem.lsp.runtime import PimemProtocol, configure_logging, run_stdio
+from pimem.models import SyncStats
 from pimem.paths import default_db_path, source_roots
-from pimem.recall import format_markdown, get_turn, make_query, recall
 from pimem.status import store_status
-from pimem.store import StoreError, connect, connection_is_stale, store_failure
+from pimem.store import connect, connection_is_stale
 from pimem.sync import SyncRequest, run_sync
 from pimem.watch import TranscriptWatcher
 
 log = logging.getLogger("pimem.lsp")
 T = TypeVar("T")
-_WORD = re.compile(r"[\w.%\\:-]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 
 
 def _converter() -> Any:
@@ -129,7 +115,7 @@ class PimemServer(LanguageServer):
         cancel = threading.Event()
         self._cancels.add(cancel)
         token = await self._begin_progress(cancel) if report else None
-        reporter = _SyncReporter(self, token, force, report)
+        reporter = SyncReporter(self, token, force, report)
         request = SyncRequest(db_path=self.db_path, roots=self.roots, sources=set(self.options.sources),
                               force=force, paths=paths)
 
@@ -174,8 +160,7 @@ class PimemServer(LanguageServer):
 
     async def _announce(self, stats: SyncStats) -> None:
         status = await self.read(lambda: store_status(self.connection(), self.db_path))
-        self.protocol.notify(methods.INDEX_CHANGED, {
-            "turns": stats.turns, "sources": sorted(stats.changed_sources), "totalTurns": status["totalTurns"]})
+        self.protocol.notify(methods.INDEX_CHANGED, wire.index_changed(stats, status.total_turns))
 
     def live_update(self, paths: list[str]) -> None:
         """Called from the watcher thread with changed transcript files."""
@@ -214,207 +199,9 @@ class PimemServer(LanguageServer):
         log.error("server error (%s): %s", getattr(source, "__name__", source), type(error).__name__)
 
 
-class _SyncReporter:
-    """Turns a sync's progress callbacks (on the writer thread) into LSP progress and
-    ``pimem/syncStatus`` notifications (on the event loop), at most four a second."""
-
-    def __init__(self, server: PimemServer, token: str | None, force: bool, report: bool) -> None:
-        self.server, self.token, self.force, self.report = server, token, force, report
-        self.latest = SyncProgress(0, 0)
-
-    def _status(self, syncing: bool) -> None:
-        latest = self.latest
-        self.server.protocol.notify(methods.SYNC_STATUS, {
-            "syncing": syncing, "filesDone": latest.files_done, "filesTotal": latest.files_total,
-            "turnsIndexed": latest.indexed, "turnsToIndex": latest.to_index, "force": self.force,
-            "token": self.token})
-
-    def started(self) -> None:
-        if self.report:
-            self._status(True)
-
-    def threadsafe(self, loop: asyncio.AbstractEventLoop) -> Callable[[SyncProgress], None]:
-        last = [0.0]
-
-        def on_progress(progress: SyncProgress) -> None:
-            now = loop.time()
-            final = progress.files_done == progress.files_total and progress.indexed == progress.to_index
-            if not final and now - last[0] < 0.25:
-                return
-            last[0] = now
-            loop.call_soon_threadsafe(self.progress, progress)
-
-        return on_progress
-
-    def progress(self, progress: SyncProgress) -> None:
-        self.latest = progress
-        if not self.report:
-            return
-        if self.token is not None:
-            if progress.indexing:
-                message = f"indexing {progress.indexed}/{progress.to_index} turns"
-                percentage = 100 * progress.indexed // progress.to_index
-            else:
-                message = f"{progress.files_done}/{progress.files_total} files"
-                percentage = 100 * progress.files_done // progress.files_total if progress.files_total else 100
-            self.server.work_done_progress.report(self.token, types.WorkDoneProgressReport(
-                message=message, percentage=percentage))
-        self._status(True)
-
-    def finished(self, stats: SyncStats | None) -> None:
-        if not self.report:
-            return
-        if self.token is not None:
-            message = "cancelled" if stats is None or stats.cancelled else f"{stats.turns} turns updated"
-            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-        self._status(False)
-
-
-def _failure(method: str, error: Exception, db_path: str | None = None) -> JsonRpcException:
-    if isinstance(error, ParamsError):
-        return JsonRpcInvalidParams(str(error))
-    if isinstance(error, StoreError | MigrationError):
-        return JsonRpcException(f"{method}: {error}", code=REQUEST_FAILED)
-    if isinstance(error, sqlite3.Error):
-        return JsonRpcException(f"{method}: {store_failure(error, db_path)}", code=REQUEST_FAILED)
-    if isinstance(error, OSError):
-        return JsonRpcException(f"{method}: {error.strerror or error}", code=REQUEST_FAILED)
-    log.error("%s failed: %s", method, type(error).__name__)
-    return JsonRpcException(f"{method}: internal error ({type(error).__name__})", code=REQUEST_FAILED)
-
-
-def _guarded(method: str) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
-    """Map every failure of a handler to a clean JSON-RPC error; let cancellation through."""
-
-    def decorate(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        @functools.wraps(handler)
-        async def wrapper(ls: PimemServer, params: Any) -> Any:
-            try:
-                return await handler(ls, params)
-            except (asyncio.CancelledError, JsonRpcException):
-                raise
-            except Exception as error:
-                raise _failure(method, error, ls.db_path) from None
-
-        return wrapper
-
-    return decorate
-
-
 def create_server() -> PimemServer:
     server = PimemServer()
-
-    @server.feature(types.INITIALIZE)
-    def on_initialize(ls: PimemServer, params: types.InitializeParams) -> None:
-        ls.options, problems = initialization_options(params.initialization_options)
-        if ls.options.db_path:
-            ls.db_path = ls.options.db_path
-        ls.problems = problems
-        if ls.options.hover == "word":
-            ls.feature(types.TEXT_DOCUMENT_HOVER)(_guarded(types.TEXT_DOCUMENT_HOVER)(hover))
-
-    @server.feature(types.INITIALIZED)
-    async def on_initialized(ls: PimemServer, _params: types.InitializedParams) -> None:
-        ls.loop = asyncio.get_running_loop()
-        for problem in ls.problems:
-            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"pimem: {problem}"))
-        if ls.options.auto_sync:
-            ls.start_watching()
-            ls.spawn(ls.sync())
-
-    @server.feature(types.SHUTDOWN)
-    def on_shutdown(ls: PimemServer, _params: Any) -> None:
-        ls.close()
-
-    @server.feature(methods.RECALL)
-    @_guarded(methods.RECALL)
-    async def on_recall(ls: PimemServer, params: Any) -> dict[str, Any]:
-        request = recall_params(params)
-
-        def run() -> dict[str, Any]:
-            if request.text is not None:
-                answer = recall_candidates(ls.connection(), request.text, request.query)
-                return {"entities": answer.entities, "terms": [term.to_dict() for term in answer.terms],
-                        "results": [row.to_dict() for row in answer.rows], "markdown": format_markdown(answer.rows)}
-            rows = recall(ls.connection(), request.query)
-            return {"entities": list(request.query.entities), "results": [row.to_dict() for row in rows],
-                    "markdown": format_markdown(rows)}
-
-        return await ls.read(run)
-
-    @server.feature(methods.TURN)
-    @_guarded(methods.TURN)
-    async def on_turn(ls: PimemServer, params: Any) -> dict[str, Any]:
-        turn_id = turn_params(params)
-        row = await ls.read(lambda: get_turn(ls.connection(), turn_id))
-        return {"turn": row.to_dict(full=True) if row is not None else None}
-    @server.feature(methods.AGENT_RECALL)
-    @_guarded(methods.AGENT_RECALL)
-    async def on_agent_recall(ls: PimemServer, params: Any) -> dict[str, Any]:
-        call = agent_recall_params(params)
-        output = await ls.read(lambda: call.run(ls.connection()))
-        return {**output.structured, "markdown": output.markdown}
-
-    @server.feature(methods.BACKFILL)
-    @_guarded(methods.BACKFILL)
-    async def on_backfill(ls: PimemServer, params: Any) -> dict[str, Any]:
-        force = backfill_params(params)
-        stats = await ls.sync(force=force)
-        return stats.to_dict()
-
-    @server.feature(methods.MIGRATE_CODEX)
-    @_guarded(methods.MIGRATE_CODEX)
-    async def on_migrate(ls: PimemServer, params: Any) -> dict[str, Any]:
-        request = migrate_params(params)
-        folders = [path for folder in ls.workspace.folders.values() if (path := uri_to_path(folder.uri))]
-        if request.folder_uri is not None:
-            wanted = uri_to_path(request.folder_uri) or ""
-            matching = [folder for folder in folders if same_folder(folder, wanted)]
-            if not matching:
-                raise ParamsError(methods.MIGRATE_CODEX, "workspaceFolder",
-                                  '"workspaceFolder" is not one of the current workspace folders')
-            folders = matching[:1]
-        if not folders:
-            raise ParamsError(methods.MIGRATE_CODEX, "workspaceFolder", "there is no workspace folder to migrate")
-
-        def run() -> dict[str, Any]:
-            reports = [migrate_codex_sessions(normalize_folder(folder), dry_run=request.dry_run) for folder in folders]
-            return {"reports": [report.to_dict() for report in reports]}
-
-        return await ls.read(run)
-
-    @server.feature(methods.STATUS)
-    @_guarded(methods.STATUS)
-    async def on_status(ls: PimemServer, params: Any) -> dict[str, Any]:
-        status_params(params)
-        status = await ls.read(lambda: store_status(ls.connection(), ls.db_path))
-        return {**status, "syncing": ls.syncing > 0}
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def on_folders_changed(ls: PimemServer, _params: types.DidChangeWorkspaceFoldersParams) -> None:
-        # pygls has already applied the change to ls.workspace.folders; migrateCodex reads it.
-        log.info("workspace folders: %d", len(ls.workspace.folders))
-
-    async def hover(ls: PimemServer, params: types.HoverParams) -> types.Hover | None:
-        try:
-            document = ls.workspace.get_text_document(params.text_document.uri)
-            line = document.lines[params.position.line] if params.position.line < len(document.lines) else ""
-        except Exception:
-            return None
-        word = next((m.group(0) for m in _WORD.finditer(line)
-                     if m.start() <= params.position.character <= m.end()), None)
-        found = candidates(word) if word and len(word.strip(".:-")) >= 2 else []
-        if not found:
-            return None
-        base = make_query([found[0].term], 3)
-        try:
-            rows = await ls.read(lambda: recall_candidates(ls.connection(), found, base).rows)
-        except (StoreError, sqlite3.Error):   # no store to recall from: no hover (requests say why)
-            return None
-        if not rows:
-            return None
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=format_markdown(rows)))
-
+    handlers.register(server)
     return server
 
 

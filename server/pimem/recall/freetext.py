@@ -10,9 +10,9 @@ instead, so this module decides which of its words to search, in two steps:
    itself when short); keep katakana words whole and drop hiragana (particles, endings); drop the stop
    words of English, German, French, Spanish, Chinese and Japanese, the phrasing of a question about a
    past conversation ("how did we … last spring") and the keywords of the main programming languages,
-   unless nothing else is left. Lists: ``pimem/stopwords/*.txt``.
+   unless nothing else is left. Lists: ``pimem/recall/stopwords/*.txt``.
 2. :func:`choose_terms` (needs the store): estimate how many turns hold each candidate
-   (:mod:`pimem.termstats`, from the trigram index), drop those no turn holds, and keep the at most
+   (:mod:`pimem.recall.termstats`, from the trigram index), drop those no turn holds, and keep the at most
    eight rarest, each with an integer weight that grows with its rarity (:func:`weight_for`). Terms in
    most turns (weight 1) and costly terms (:data:`COSTLY_CANDIDATES`) only when nothing else is there;
    never a term under a quarter of the rarest one's weight, nor a part that occurs only where its
@@ -32,8 +32,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from pimem import termstats
-from pimem.recall import MAX_TEXT_CHARS, RecallError, RecallQuery, RecallRow, make_query, recall
+from pimem.recall import MAX_TEXT_CHARS, RecallError, RecallQuery, RecallRow, make_query, recall, termstats
 
 MAX_TERMS = 8
 STOPWORDS = Path(__file__).resolve().parent / "stopwords"   # package data (pyproject: package-data)
@@ -57,6 +56,9 @@ _KANA = re.compile(f"[{_HIRAGANA}{_KATAKANA}]")
 _SPLIT = re.compile(r"[\s()\[\]{}<>\"'`,;!?¡¿|\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
 _EDGE = ".:-/\\|=*#~^+&@$%,"
 _OPTION = re.compile(r"-{1,2}[A-Za-z]")
+# A hovered word: a run of word characters and the punctuation inside identifiers, paths and options
+# (``.``, ``%``, ``\\``, ``:``, ``-``), or a run of CJK (the same ranges as the words above).
+_HOVER_WORD = re.compile(rf"[\w.%\\:-]+|[{_CJK}]+")
 # Inside an identifier: the separators between its parts, then camelCase humps (digits stay attached:
 # TS2345, utf8, s3, base64).
 _PART_SEPARATORS = re.compile(r"[^0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]+")
@@ -216,6 +218,12 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
     return [c for c in everything if not (len(c.term) == 1 and c.term.isascii())] or everything
 
 
+def word_at(line: str, column: int) -> str | None:
+    """The word of ``line`` under the cursor at ``column`` (touching its start or end), or None: what
+    the server-side word hover (``hover: "word"``) recalls, through :func:`candidates`."""
+    return next((m.group(0) for m in _HOVER_WORD.finditer(line) if m.start() <= column <= m.end()), None)
+
+
 def _noise(word: str) -> bool:
     """Words that match nearly anything as a substring: one ASCII character, and short numbers (line
     numbers, counts)."""
@@ -238,9 +246,6 @@ class Term:
     text: str
     turns: int
     weight: int
-
-    def to_dict(self) -> dict[str, object]:
-        return {"term": self.text, "turns": self.turns, "weight": self.weight}
 
 
 # A term whose index lists yield at least this many turns, four times more than hold it, is costly:
@@ -292,12 +297,6 @@ def choose_terms(conn: sqlite3.Connection, found: Iterable[Candidate], limit: in
             break  # far lighter than the rarest term (see MIN_WEIGHT_SHARE_INVERSE)
         chosen.append(Term(candidate.term, turns, weight))
     return chosen
-
-
-def terms_for_text(conn: sqlite3.Connection, text: str, limit: int = MAX_TERMS,
-                   segment: Segmenter = bigram_segments) -> list[Term]:
-    """:func:`candidates` then :func:`choose_terms`: what ``recall {text}`` searches."""
-    return choose_terms(conn, candidates(text, segment), limit)
 
 
 @dataclass

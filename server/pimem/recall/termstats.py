@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pimem import index
+from pimem.recall.candidates import fts_phrase, prefix_range
 
 CAP = 2000
 WINDOW = 1000
@@ -33,7 +34,6 @@ SAMPLE = 16
 CHECKED = 400
 _RECENT_ENOUGH = 10
 PROBE = 64
-TABLES = index.FTS_TABLES
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,6 @@ class Estimate:
     turns: dict[str, int]        # lower-cased term -> estimated turns holding it (0: none)
     candidates: dict[str, int]   # lower-cased term -> docs its index lists yield (what recalling it reads)
     total: int                   # turns in the store
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
 
 
 class _Counter:
@@ -100,7 +96,7 @@ class _Counter:
             return None
         rare = [gram for docs, _, gram in counted if docs < PROBE][:3]
         chosen = rare or [gram for _, _, gram in counted[:4]]
-        return " AND ".join(_quote(gram) for gram in chosen)
+        return " AND ".join(fts_phrase(gram) for gram in chosen)
 
     def _gram_docs(self, table: str, gram: str) -> int:
         """Docs holding a trigram, counted up to PROBE (shared by every term of one estimate)."""
@@ -108,7 +104,7 @@ class _Counter:
         if key not in self._grams:
             self._grams[key] = int(self.conn.execute(
                 f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT {PROBE})",
-                (_quote(gram),)).fetchone()[0])
+                (fts_phrase(gram),)).fetchone()[0])
         return self._grams[key]
 
     def _sample(self, table: str, term: str, expression: str) -> tuple[int, int]:
@@ -136,11 +132,7 @@ class _Counter:
         if table not in self._vocab:
             self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {rows} USING fts5vocab(main, {table}, row)")
             self._vocab.add(table)
-        if ord(term[-1]) < 0x10FFFF:
-            bounds: tuple[str, ...] = (term, term[:-1] + chr(ord(term[-1]) + 1))
-            condition = "term >= ? AND term < ?"
-        else:
-            bounds, condition = (term,), "term >= ?"
+        condition, bounds = prefix_range(term)
         value = self.conn.execute(f"SELECT sum(doc) FROM {rows} WHERE {condition}", bounds).fetchone()[0]
         turns = min(int(value or 0), self.total)
         return turns, turns

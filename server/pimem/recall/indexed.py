@@ -1,10 +1,8 @@
-"""Indexed execution of a recall query: the same results as ``recall.recall_scan``, fast.
+"""Indexed execution of a recall query: the same results as the oracle
+(:func:`pimem.recall.semantics.recall_scan`), fast.
 
-Each entity gives two candidate lists (user text, weight 2w; reply, weight w; w = 1 unless the query
-weighs its entities) from the trigram index
-(see pimem/index.py): for 3+ characters, the AND of its rarest trigrams; for 1-2 characters, every
-indexed trigram that starts with it (read in one pass from the index's vocabulary), or, when that is
-most of the store, "every turn". Lists are supersets; every candidate is verified against the stored
+Each entity gives two candidate lists (:mod:`pimem.recall.candidates`: user text, weight 2w; reply,
+weight w; w = 1 unless the query weighs its entities). Every candidate is verified against the stored
 text with the oracle's scoring, so the index never decides a result.
 
 The lists run newest day first. Once ``limit`` results are held, ``θ`` is the worst of them; a turn can
@@ -21,7 +19,8 @@ only enter with a higher score, or the same score and a later time. So, day by d
 * the search stops when the lists not yet exhausted cannot reach ``θ``.
 
 That is MaxScore with a better choice of the lists to iterate; its cost follows what the top results
-need, not how many turns match.
+need, not how many turns match. Turns not in the index yet (pending docs, rows written behind pimem's
+back) are scanned exactly first (:data:`PENDING_ROWS_SQL`, :data:`ORPHAN_ROWS_SQL`).
 """
 
 from __future__ import annotations
@@ -32,151 +31,50 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
 from pimem import index
-from pimem.recall import ROW_COLUMNS, RecallQuery, RecallRow, admit, score, top_rows
+from pimem.recall.candidates import CandidateList, ListBuilder
+from pimem.recall.query import RecallQuery
+from pimem.recall.rows import ROW_COLUMNS, RecallRow
+from pimem.recall.semantics import ALL_ROWS_SQL, admit, score, top_rows
+from pimem.store.batches import chunks, placeholders
 
-TRACK_LIMIT = 5000            # lists at most this long are followed exactly
-_PROBE = TRACK_LIMIT + 1
-_TRIGRAMS_USED = 3            # the rarest trigrams of an entity make its list
-_COLLECT_LIMIT = 20_000       # a short entity's postings up to this many are collected at once
-_OR_TERMS_LIMIT = 200         # beyond this many trigrams, an OR query costs more than walking every turn
-_CORE_OR_TERMS = 8            # a short entity's OR of more trigrams is too dear for a necessary condition
 _BATCH = 64
-# A long entity's list comes from a spread of its trigrams: each one counted costs up to TRACK_LIMIT
-# postings read, and the AND of a few already leaves few false candidates (verification decides).
-_TRIGRAMS_COUNTED = 24
-_PROBE_MIN = 10**9          # a long list is probed for a day when at least this many candidates need it
 _SEED_BUDGET = 256      # candidates of the rarest lists a weighted query verifies before its walk
 
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-class CandidateList:
-    """The doc keys of one index list, newest first, read lazily."""
-
-    def __init__(self, keys: Iterator[int], weight: int, size: int | None,
-                 table: str | None = None, expression: str | None = None, core: str | None = None) -> None:
-        self.weight = weight
-        self.size = size              # an upper bound on its length; None when unknown (long)
-        self.table = table            # with expression: the FTS query that yields exactly these keys
-        self.expression = expression
-        # A cheaper FTS query yielding a superset of these keys (an entity's rarest trigrams only), for
-        # the necessary conditions of _threshold_candidates; None: assume the list holds every doc.
-        self.core = core
-        self._keys = keys
-        self.head: int | None = next(self._keys, None)
-
-    @property
-    def exhausted(self) -> bool:
-        return self.head is None
-
-    @property
-    def short(self) -> bool:
-        return self.size is not None and self.size <= TRACK_LIMIT
-
-    def take(self, low: int, high: int) -> list[int]:
-        """Pop every key ≥ ``low``; return those ≤ ``high`` (newer ones belong to days already done)."""
-        taken = []
-        while self.head is not None and self.head >= low:
-            if self.head <= high:
-                taken.append(self.head)
-            self.head = next(self._keys, None)
-        return taken
+# The two sets of turns the index cannot answer yet. Both must cost nothing when they are empty, which
+# is almost always: CROSS JOIN pins pimem_pending as the outer loop (with a plain JOIN SQLite scanned
+# every doc on each query, 90 ms at 100k turns), and the watermark bounds the orphan search by rowid.
+PENDING_ROWS_SQL = (
+    f"SELECT {ROW_COLUMNS} FROM pimem_pending p CROSS JOIN pimem_docs d ON d.doc_key = p.doc_key "
+    "JOIN turns t ON t.turn_id = d.turn_id JOIN sessions s ON s.session_id = t.session_id")
+ORPHAN_ROWS_SQL = (
+    f"SELECT {ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+    "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id WHERE t.rowid > ? AND d.turn_id IS NULL")
 
 
-def _cursor_keys(cursor: sqlite3.Cursor) -> Iterator[int]:
-    while True:
-        rows = cursor.fetchmany(512)
-        if not rows:
-            return
-        for row in rows:
-            yield row[0]
+def index_cannot_answer(entities_lower: Sequence[str]) -> bool:
+    """Control characters that the index uses itself (sentinels) or cannot store are answered exactly
+    by the scan; no real entity contains them."""
+    return any("\x00" in entity or "\x01" in entity for entity in entities_lower)
 
 
-class ListBuilder:
-    """Candidate lists for an entity in one field (one FTS table)."""
+def recall_with_index(conn: sqlite3.Connection, query: RecallQuery, entities_lower: list[str]) -> list[RecallRow]:
+    """:func:`recall_indexed` on one snapshot of the store (the caller's, when it holds one), the turns
+    not in the index yet included."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self._vocab: set[str] = set()
+    def unindexed() -> Iterator[Sequence[object]]:
+        """Turns not in the index yet, scanned exactly: docs whose postings are pending, and rows
+        written behind pimem's back that have no doc yet."""
+        pending = conn.execute(PENDING_ROWS_SQL)
+        orphans = conn.execute(ORPHAN_ROWS_SQL, (index.watermark(conn),))
+        return itertools.chain(pending, orphans)
 
-    def every_turn(self, table: str, weight: int) -> CandidateList:
-        """Every doc, as the list of ``table`` (no expression: it is assumed to hold every doc)."""
-        cursor = self.conn.execute("SELECT doc_key FROM pimem_docs ORDER BY doc_key DESC")
-        return CandidateList(_cursor_keys(cursor), weight, None, table)
-
-    def build(self, table: str, entity: str, weight: int) -> CandidateList:
-        if len(entity) >= 3:
-            return self._trigram_list(table, entity, weight)
-        return self._prefix_list(table, entity, weight)
-
-    def _count(self, table: str, term: str) -> int:
-        return int(self.conn.execute(
-            f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT {_PROBE})",
-            (_quote(term),)).fetchone()[0])
-
-    def _trigram_list(self, table: str, entity: str, weight: int) -> CandidateList:
-        grams = list(dict.fromkeys(entity[i:i + 3] for i in range(len(entity) - 2)))
-        if len(grams) > _TRIGRAMS_COUNTED:
-            step = len(grams) / _TRIGRAMS_COUNTED
-            grams = [grams[int(number * step)] for number in range(_TRIGRAMS_COUNTED)]
-        counted = sorted((self._count(table, gram), position, gram) for position, gram in enumerate(grams))
-        if counted[0][0] == 0:
-            return CandidateList(iter(()), weight, 0)
-        if counted[0][0] <= TRACK_LIMIT:
-            # A rare trigram decides the list; a few more only trim false candidates.
-            chosen = [gram for _, _, gram in counted[:_TRIGRAMS_USED]]
-            size: int | None = counted[0][0]
-        else:
-            # Only common trigrams: all of them (up to 12) keep the candidates close to the matches.
-            chosen = [gram for _, _, gram in counted[:12]]
-            size = None
-        expression = " AND ".join(_quote(gram) for gram in chosen)
-        found = self.matching(table, expression, weight, size)
-        found.core = " AND ".join(_quote(gram) for gram in chosen[:_TRIGRAMS_USED])
-        return found
-
-    def matching(self, table: str, expression: str, weight: int, size: int | None) -> CandidateList:
-        """The docs of ``table`` matching an FTS5 expression, newest first."""
-        cursor = self.conn.execute(
-            f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC", (expression,))
-        return CandidateList(_cursor_keys(cursor), weight, size, table, expression, expression)
-
-    def _prefix_list(self, table: str, entity: str, weight: int) -> CandidateList:
-        """Every doc with an indexed trigram starting with ``entity`` (the two sentinel characters
-        appended to each text make every occurrence start one)."""
-        if len(entity) == 1 and entity.isascii() and entity.isalnum():
-            return self.every_turn(table, weight)  # a single letter or digit is in nearly every turn
-        instances, terms = f"temp.{table}_instances", f"temp.{table}_terms"
-        if table not in self._vocab:
-            for name, kind in ((instances, "instance"), (terms, "row")):
-                self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab(main, {table}, {kind})")
-            self._vocab.add(table)
-        bounds: tuple[str, ...] = (entity,)
-        condition = "term >= ?"
-        if ord(entity[-1]) < 0x10FFFF:
-            bounds = (entity, entity[:-1] + chr(ord(entity[-1]) + 1))
-            condition = "term >= ? AND term < ?"
-        count, postings = self.conn.execute(
-            f"SELECT count(*), sum(doc) FROM {terms} WHERE {condition}", bounds).fetchone()
-        if not count:
-            return CandidateList(iter(()), weight, 0)
-        expression = None
-        if count <= _OR_TERMS_LIMIT:
-            expression = "(" + " OR ".join(_quote(term) for (term,) in self.conn.execute(
-                f"SELECT term FROM {terms} WHERE {condition}", bounds)) + ")"
-        if postings <= _COLLECT_LIMIT:
-            # Few postings: collect them in one pass over the vocabulary.
-            keys = {doc for (doc,) in self.conn.execute(f"SELECT doc FROM {instances} WHERE {condition}", bounds)}
-            return CandidateList(iter(sorted(keys, reverse=True)), weight, len(keys), table, expression,
-                                 expression if count <= _CORE_OR_TERMS else None)
-        if expression is not None:
-            # Many postings over few trigrams: let FTS5 merge them lazily, newest first.
-            found = self.matching(table, expression, weight, postings if postings <= TRACK_LIMIT else None)
-            found.core = expression if count <= _CORE_OR_TERMS else None
-            return found
-        return self.every_turn(table, weight)  # common and spread over many trigrams: walk every turn
+    if conn.in_transaction:  # the caller holds the snapshot
+        return recall_indexed(conn, query, entities_lower, unindexed)
+    conn.execute("BEGIN")  # one snapshot for the whole query
+    try:
+        return recall_indexed(conn, query, entities_lower, unindexed)
+    finally:
+        conn.execute("COMMIT")
 
 
 class _Best:
@@ -447,9 +345,7 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
         # A long list that is not read is assumed to hold every candidate, except the keys that a joint
         # list shows it does not hold.
         assumed = sum(candidate.weight for candidate in unread)
-        theta = best.threshold
-        if unread and theta is not None:
-            excluded: dict[int, set[int]] = {}
+        if unread and best.threshold is not None:
             for long_list in unread:
                 not_in_long: set[int] = set()
                 for read_list, read_keys in read_today:
@@ -458,27 +354,6 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
                         not_in_long.update(set(read_keys).difference(both.take(low, high)))
                 for key in not_in_long:
                     bounds[key] -= long_list.weight
-                excluded[id(long_list)] = not_in_long
-            # Candidates whose bound still reaches θ would each cost a text verification (a row read,
-            # two lowercased texts). While several are left, a long list that was not read is probed for
-            # this day alone (one FTS5 query bounded by the day's keys, the heaviest list first): a
-            # candidate it does not hold loses its weight. This also covers lists of the other table,
-            # which no joint list can.
-            for long_list in sorted(unread, key=lambda candidate: -candidate.weight):
-                hopeful = [key for key in candidates if key not in verified and bounds[key] + assumed >= theta.hits]
-                if len(hopeful) < _PROBE_MIN:
-                    break
-                if long_list.expression is None or long_list.table is None:
-                    continue
-                table = long_list.table
-                holding = {key for (key,) in conn.execute(
-                    f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ?",
-                    (long_list.expression, low, high))}
-                gone = excluded[id(long_list)]
-                for key in hopeful:
-                    if key not in holding and key not in gone:
-                        bounds[key] -= long_list.weight
-                        gone.add(key)
         pending = _newest_first(conn, candidates)
         position = 0
         while position < len(pending):
@@ -500,20 +375,15 @@ def recall_by_scan(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
     """Every turn scored, keeping only the best ``limit`` (memory stays small on a million turns).
     Used when there is no index (SQLite without FTS5 trigram) or for entities the index cannot take."""
     best = _Best(query.limit)
-    for values in conn.execute(
-        f"SELECT {ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
-        "LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id"
-    ):
+    for values in conn.execute(ALL_ROWS_SQL):
         best.consider(admit(values, query, entities_lower))
     return top_rows(best.rows, query.limit)
 
 
 def _newest_first(conn: sqlite3.Connection, keys: set[int]) -> list[tuple[int, int]]:
     pairs: list[tuple[int, int]] = []
-    key_list = list(keys)
-    for start in range(0, len(key_list), 500):
-        batch = key_list[start:start + 500]
-        pairs.extend(conn.execute(
-            f"SELECT doc_key, ts FROM pimem_docs WHERE doc_key IN ({','.join('?' * len(batch))})", batch))
+    for batch in chunks(list(keys)):
+        pairs.extend(conn.execute(f"SELECT doc_key, ts FROM pimem_docs WHERE doc_key IN ({placeholders(len(batch))})",
+                                  batch))
     pairs.sort(key=lambda pair: (-pair[1], pair[0]))
     return pairs

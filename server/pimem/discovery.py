@@ -1,0 +1,170 @@
+"""Finding the agents' transcripts on disk: which files under the roots are transcripts, with their stat.
+
+Which names are transcripts, which compressed copies give way to a plain twin, and which folders are
+never entered is each importer's rule (``importers.TRANSCRIPT_FILES``); this module only walks. Used
+by the sync (every root, or the few paths of a live update) and by the Codex → Pi migration.
+
+* Symlinked directories are followed (as Pi's own listing does), but a directory is walked once per
+  agent, another root of the same agent is only walked as itself, and a file reached twice (by two
+  paths) is taken once, under the first path, so nothing is parsed twice.
+* Only regular files are taken (a FIFO, socket or device is passed by silently); an unreadable
+  directory or file becomes an issue, a missing root is not one.
+* Cheap over 150k files: one ``scandir`` per directory, one stat per candidate, names checked without
+  I/O (a compressed copy costs one more ``exists``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from pimem.importers import TRANSCRIPT_FILES
+from pimem.importers.base import TranscriptFiles
+from pimem.models import SOURCES, Source, SyncIssue, import_issue
+from pimem.paths import SourceRoots
+from pimem.textutil import storable_path
+
+
+class SourceFile(NamedTuple):
+    """A transcript file found on disk, with its stat (a tuple: discovery makes 150k of them)."""
+
+    source: Source
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+    key: str
+    """The path as stored (pimem_files, sessions, issues): see textutil.storable_path."""
+
+    @classmethod
+    def at(cls, source: Source, path: str, info: os.stat_result) -> SourceFile:
+        return cls(source, path, info.st_size, info.st_mtime_ns, info.st_ino, storable_path(path))
+
+
+def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) -> list[SourceFile]:
+    """All transcript files under the roots of ``sources``, with their stat. Unreadable parts become issues."""
+    found: list[SourceFile] = []
+    for source in SOURCES:
+        if source not in sources:
+            continue
+        rules = TRANSCRIPT_FILES[source]
+        wants, plain_twin = rules.wants, rules.plain_twin
+        root_keys: set[tuple[int, int]] = set()
+        for root in roots.for_source(source):
+            with contextlib.suppress(OSError):
+                info = os.stat(root)
+                root_keys.add((info.st_dev, info.st_ino))
+        visited: set[tuple[int, int]] = set()
+        seen_files: set[tuple[int, int]] = set()
+        for root in roots.for_source(source):
+            root_str = str(root)
+            if not os.path.isdir(root_str):
+                continue  # a missing root is not an error
+            for dirpath, entry in _walk(root_str, visited, root_keys - _key_set(root_str), source, rules, issues):
+                name = entry.name
+                if not wants(name):
+                    continue
+                twin = plain_twin(name)
+                if twin is not None and os.path.exists(os.path.join(dirpath, twin)):
+                    continue
+                try:
+                    info = entry.stat()
+                except OSError as error:
+                    issues.append(import_issue(source, storable_path(entry.path),
+                                               f"cannot read the file ({error.strerror})"))
+                    continue
+                if stat.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) not in seen_files:
+                    seen_files.add((info.st_dev, info.st_ino))
+                    found.append(SourceFile.at(source, entry.path, info))
+    return found
+
+
+def stat_paths(paths: list[str], roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) -> list[SourceFile]:
+    """:func:`discover` for a few paths (a live update): those that are transcripts of ``sources``
+    under their roots, with their stat. A path that is gone is passed by; an unreadable one is an issue."""
+    files = []
+    for path in paths:
+        source = source_of(path, roots)
+        if source is None or source not in sources:
+            continue
+        root = next((str(r) for r in roots.for_source(source) if _is_under(path, str(r))), None)
+        if root is None or not _wanted(TRANSCRIPT_FILES[source], root, path):
+            continue
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            issues.append(import_issue(source, storable_path(path), f"cannot read the file ({error.strerror})"))
+            continue
+        if stat.S_ISREG(info.st_mode):
+            files.append(SourceFile.at(source, path, info))
+    return files
+
+
+def source_of(path: str, roots: SourceRoots) -> Source | None:
+    """The agent under one of whose roots ``path`` lies."""
+    for source, source_roots in roots.items():
+        if any(_is_under(path, str(root)) for root in source_roots):
+            return source
+    return None
+
+
+def _wanted(rules: TranscriptFiles, root: str, path: str) -> bool:
+    """Would :func:`discover` take this file under ``root``? (It never enters a skipped folder.)"""
+    dirpath, name = os.path.split(path)
+    if rules.skip_dirs:
+        relative = os.path.relpath(dirpath, root)
+        if relative != "." and not rules.skip_dirs.isdisjoint(Path(relative).parts):
+            return False
+    if not rules.wants(name):
+        return False
+    twin = rules.plain_twin(name)
+    return twin is None or not os.path.exists(os.path.join(dirpath, twin))
+
+
+def _is_under(path: str, root: str) -> bool:
+    root = root.rstrip(os.sep)
+    return path == root or path.startswith(root + os.sep)
+
+
+def _key_set(path: str) -> set[tuple[int, int]]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return set()
+    return {(info.st_dev, info.st_ino)}
+
+
+def _walk(directory: str, visited: set[tuple[int, int]], other_roots: set[tuple[int, int]], source: Source,
+          rules: TranscriptFiles, issues: list[SyncIssue]) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    try:
+        info = os.stat(directory)
+    except OSError as error:
+        issues.append(import_issue(source, storable_path(directory), f"cannot read the directory ({error.strerror})"))
+        return
+    key = (info.st_dev, info.st_ino)
+    if key in visited or key in other_roots:
+        return  # a symlink loop, a directory reached twice, or another root (walked as itself)
+    visited.add(key)
+    try:
+        with os.scandir(directory) as entries:
+            children = list(entries)
+    except OSError as error:
+        issues.append(import_issue(source, storable_path(directory), f"cannot read the directory ({error.strerror})"))
+        return
+    for entry in children:
+        try:
+            is_dir = entry.is_dir()  # follows symlinks, like Pi's own listing
+        except OSError:
+            continue
+        if is_dir:
+            if entry.name in rules.skip_dirs:
+                continue
+            yield from _walk(entry.path, visited, other_roots, source, rules, issues)
+        else:
+            yield directory, entry

@@ -1,0 +1,59 @@
+"""Recall past turns from a few entity words (or free text: :mod:`pimem.recall.freetext`).
+
+One module per concern, imported in this order (no module imports one above it):
+
+* :mod:`~pimem.recall.query`: the request (:class:`RecallQuery`, :func:`make_query`), its validation and
+  every limit;
+* :mod:`~pimem.recall.rows`: a result row (:class:`RecallRow`), the columns it is read from, :func:`get_turn`;
+* :mod:`~pimem.recall.semantics`: **the semantics**: scoring, filters, order, copies, and the oracle
+  :func:`recall_scan` that defines them;
+* :mod:`~pimem.recall.candidates` and :mod:`~pimem.recall.indexed`: the fast path (trigram-index
+  candidate lists, a MaxScore-style walk verified with the oracle's scoring: identical results);
+* :mod:`~pimem.recall.format`: rows as text and Markdown;
+* :mod:`~pimem.recall.termstats` and :mod:`~pimem.recall.freetext`: free text to weighted terms,
+  recalled with :func:`recall`.
+
+This module is :func:`recall`, which picks the way to answer a query, and the names callers use.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from pimem import index
+from pimem.recall.indexed import index_cannot_answer, recall_by_scan, recall_with_index
+from pimem.recall.query import (
+    DEFAULT_LIMIT,
+    MAX_ENTITIES,
+    MAX_ENTITY_CHARS,
+    MAX_LIMIT,
+    MAX_PATH_CHARS,
+    MAX_TEXT_CHARS,
+    MAX_TURN_ID_CHARS,
+    TEXT_CUT_CHARS,
+    TOOL_NAME_CUT_CHARS,
+    TOOL_NAMES_CUT,
+    RecallError,
+    RecallQuery,
+    check_turn_id,
+    make_query,
+)
+from pimem.recall.rows import RecallRow, get_turn
+from pimem.recall.semantics import recall_scan, with_matches
+
+__all__ = [
+    "DEFAULT_LIMIT", "MAX_ENTITIES", "MAX_ENTITY_CHARS", "MAX_LIMIT", "MAX_PATH_CHARS", "MAX_TEXT_CHARS",
+    "MAX_TURN_ID_CHARS", "TEXT_CUT_CHARS", "TOOL_NAMES_CUT", "TOOL_NAME_CUT_CHARS", "RecallError", "RecallQuery",
+    "RecallRow", "check_turn_id", "get_turn", "make_query", "recall", "recall_scan",
+]
+
+
+def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
+    """The best ``query.limit`` rows: with the index when the store has one (the same results as
+    :func:`recall_scan`), else by a scan that keeps only the best rows."""
+    entities_lower = [entity.lower() for entity in query.entities]
+    if not index.fts_enabled(conn) or index_cannot_answer(entities_lower):
+        rows = recall_by_scan(conn, query, entities_lower)
+    else:
+        rows = recall_with_index(conn, query, entities_lower)
+    return with_matches(rows, query)

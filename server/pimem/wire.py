@@ -1,0 +1,158 @@
+"""The JSON views of pimem's results: the one place that spells the protocol's field names.
+
+The services return plain dataclasses; every client gets them through the functions here, so one
+wire format serves ``pimem … --json``, the language server's results and notifications
+(docs/lsp-extensions.md defines each object) and the agent tools' structured content (docs/mcp.md).
+Keys are camelCase; a function per object, named after it. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pimem.models import SyncIssue, SyncProgress, SyncStats
+from pimem.recall.format import resume_command
+from pimem.recall.query import MAX_PATH_CHARS, MAX_TURN_ID_CHARS, TEXT_CUT_CHARS, TOOL_NAME_CUT_CHARS, TOOL_NAMES_CUT
+from pimem.recall.rows import RecallRow
+
+if TYPE_CHECKING:   # the types only: the CLI's recall must not import the migration (nor its sync engine)
+    from pimem.migrate import MigrationReport
+    from pimem.recall.freetext import Term
+    from pimem.sessions import SessionWindow
+    from pimem.status import StoreStatus
+
+JSON = dict[str, Any]
+
+# Fields of a recall row an agent gets. resumeCommand is left out on purpose: it is a shell command
+# built from stored data, and nothing from a transcript is offered to an agent to execute.
+AGENT_HIDDEN_FIELDS = ("resumeCommand",)
+
+
+def sync_issue(issue: SyncIssue) -> JSON:
+    return {"source": issue.source, "jsonlPath": issue.jsonl_path, "error": issue.error}
+
+
+def sync_stats(stats: SyncStats) -> JSON:
+    """``SyncStats``: the result of ``pimem/sync`` and of ``pimem sync --json``."""
+    return {
+        "pi": stats.pi,
+        "claude": stats.claude,
+        "codex": stats.codex,
+        "turns": stats.turns,
+        "scannedFiles": stats.scanned_files,
+        "skippedFiles": stats.skipped_files,
+        "issues": [sync_issue(issue) for issue in stats.issues],
+        "cancelled": stats.cancelled,
+        "durationMs": stats.duration_ms,
+        "storedMs": stats.stored_ms,
+    }
+
+
+def _row_fields(row: RecallRow) -> JSON:
+    return {
+        "turnId": row.turn_id, "sessionId": row.session_id, "source": row.source, "cwd": row.cwd,
+        "ts": row.ts, "userText": row.user_text, "replyText": row.reply_text, "toolNames": row.tool_names,
+        "hits": row.hits, "jsonlPath": row.jsonl_path, "line": row.line,
+        "resumeCommand": resume_command(row), "matched": row.matched, "truncated": False,
+    }
+
+
+def recall_row(row: RecallRow) -> JSON:
+    """``RecallRow``, a row of a recall answer: every long field cut to its limit (a prefix;
+    ``truncated`` is then true; :attr:`RecallRow.truncated`)."""
+    result = _row_fields(row)
+    if not row.truncated:
+        return result
+    result.update(
+        turnId=row.turn_id[:MAX_TURN_ID_CHARS], sessionId=row.session_id[:MAX_TURN_ID_CHARS],
+        cwd=row.cwd[:MAX_PATH_CHARS], jsonlPath=row.jsonl_path[:MAX_PATH_CHARS],
+        userText=row.user_text[:TEXT_CUT_CHARS], replyText=row.reply_text[:TEXT_CUT_CHARS],
+        toolNames=[name[:TOOL_NAME_CUT_CHARS] for name in row.tool_names[:TOOL_NAMES_CUT]],
+        truncated=True)
+    return result
+
+
+def turn_row(row: RecallRow) -> JSON:
+    """``TurnRow``, the whole turn (``pimem/turn``, ``pimem show --json``): nothing cut, no ``hits``,
+    ``matched`` or ``truncated``."""
+    result = _row_fields(row)
+    del result["hits"], result["truncated"], result["matched"]
+    return result
+
+
+def term(chosen: Term) -> JSON:
+    """``RecallTerm``: a term a free-text recall searched."""
+    return {"term": chosen.text, "turns": chosen.turns, "weight": chosen.weight}
+
+
+def recall_answer(entities: Sequence[str], rows: Sequence[RecallRow], terms: Sequence[Term] | None = None) -> JSON:
+    """``RecallResult`` without its Markdown (what ``pimem recall --text --json`` prints): what was
+    searched, the terms of a free-text recall, the rows."""
+    answer: JSON = {"entities": list(entities)}
+    if terms is not None:
+        answer["terms"] = [term(chosen) for chosen in terms]
+    answer["results"] = [recall_row(row) for row in rows]
+    return answer
+
+
+def store_status(status: StoreStatus, *, syncing: bool | None = None) -> JSON:
+    """``StatusResult`` (``pimem/status``; ``syncing`` is the server's) and ``pimem status --json``."""
+    result: JSON = {
+        "dbPath": status.db_path,
+        "sessions": status.sessions,
+        "turns": status.turns,
+        "totalTurns": status.total_turns,
+        "turnsToIndex": status.turns_to_index,
+        "lastSync": status.last_sync,
+        "upgradeRequired": status.upgrade_required,
+    }
+    if syncing is not None:
+        result["syncing"] = syncing
+    return result
+
+
+def migration_report(report: MigrationReport) -> JSON:
+    """``MigrationReport`` (``pimem/migrateCodex``, ``pimem migrate-codex --json``)."""
+    return {
+        "folder": report.folder,
+        "dryRun": report.dry_run,
+        "migrated": [{"codexSessionId": m.codex_session_id, "codexPath": m.codex_path, "piPath": m.pi_path,
+                      "messages": m.messages} for m in report.migrated],
+        "skipped": [{"codexSessionId": s.codex_session_id, "piPath": s.pi_path, "reason": s.reason}
+                    for s in report.skipped],
+        "issues": [{"jsonlPath": i.jsonl_path, "error": i.error} for i in report.issues],
+    }
+
+
+def agent_row(row: RecallRow) -> JSON:
+    """A recall row as agents get it (``recall_memory``, ``pimem/agentRecall``): the ``pimem recall
+    --json`` row without what is not for them (:data:`AGENT_HIDDEN_FIELDS`)."""
+    view = recall_row(row)
+    for field in AGENT_HIDDEN_FIELDS:
+        view.pop(field, None)
+    return view
+
+
+def session_view(window: SessionWindow) -> JSON:
+    """``read_session``'s structured content: the session and its turns (agent rows, not scored)."""
+    turns = []
+    for row in window.turns:
+        turn = agent_row(row)
+        turn.pop("hits", None)
+        turn.pop("matched", None)   # a session is read, not searched
+        turns.append(turn)
+    return {"sessionId": window.session_id, "source": window.source, "cwd": window.cwd,
+            "jsonlPath": window.jsonl_path, "turnCount": window.turn_count,
+            "firstPosition": window.first_position, "turns": turns}
+
+
+def sync_status(progress: SyncProgress, *, syncing: bool, force: bool, token: str | None) -> JSON:
+    """``SyncStatusParams`` (the ``pimem/syncStatus`` notification)."""
+    return {"syncing": syncing, "filesDone": progress.files_done, "filesTotal": progress.files_total,
+            "turnsIndexed": progress.indexed, "turnsToIndex": progress.to_index, "force": force, "token": token}
+
+
+def index_changed(stats: SyncStats, total_turns: int) -> JSON:
+    """``IndexChangedParams`` (the ``pimem/indexChanged`` notification)."""
+    return {"turns": stats.turns, "sources": sorted(stats.changed_sources), "totalTurns": total_turns}
