@@ -311,7 +311,8 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
             break
         day = newest_day(follow)
         low, high = index.day_bounds(day)
-        if (theta is not None and theta.hits != threshold_tried and threshold_tries < _THRESHOLD_TRIES
+        if (theta is not None and len(weight_of) > 1 and theta.hits != threshold_tried
+                and threshold_tries < _THRESHOLD_TRIES
                 and high < index.day_bounds(index.day_of(theta.ts))[0]
                 and any(not candidate.short for candidate in open_lists)
                 and theta.hits >= sum(candidate.weight for candidate in open_lists
@@ -328,12 +329,15 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
                     verify(keys[start:start + _BATCH])
                 break
         followed = {id(candidate) for candidate in follow}
+        # Long user lists are read along only when the candidates come from long lists too; with a rare
+        # pivot the joint lists bound them for far less than reading a common list.
+        along = any(not candidate.short for candidate in follow)
         bounds: dict[int, int] = {}
         candidates: set[int] = set()
         read_today: list[tuple[CandidateList, list[int]]] = []
         unread: list[CandidateList] = []
         for candidate in open_lists:
-            if id(candidate) in followed or candidate.short or _read_for_bounds(candidate):
+            if id(candidate) in followed or candidate.short or (along and _read_for_bounds(candidate)):
                 taken = candidate.take(low, high)
                 read_today.append((candidate, taken))
                 for key in taken:
