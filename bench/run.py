@@ -32,13 +32,14 @@ from benchmarks.pinning import pin_pimem  # noqa: E402 - imports no pimem
 PIMEM_SRC, PIMEM_SHA = pin_pimem(sys.argv)   # before anything imports pimem
 
 import generate  # noqa: E402
-from benchmarks import check, full_import, recall, sync, targets  # noqa: E402
+from benchmarks import check, full_import, multi, recall, sync, targets  # noqa: E402
 from benchmarks.context import Bench  # noqa: E402
 from benchmarks.paths import NODE_DEFAULT  # noqa: E402
 from benchmarks.report import machine_info  # noqa: E402
 
-BENCHMARKS = ("import", "recall", "sync")
-RUNS: dict[str, Callable[[Bench], None]] = {"import": full_import.run, "recall": recall.run, "sync": sync.run}
+BENCHMARKS = ("import", "recall", "multi", "sync")
+RUNS: dict[str, Callable[[Bench], None]] = {"import": full_import.run, "recall": recall.run, "multi": multi.run,
+                                            "sync": sync.run}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,6 +70,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-seed", action="store_true", help="skip the seed's import and LIKE scan")
     parser.add_argument("--pimem-rev", help="measure pimem as committed at this git revision (default: the working "
                                             "tree)")
+    parser.add_argument("--baseline-rev", help="multi: also serve pimem as committed at this revision, on the same "
+                                               "store, requests interleaved with the measured one")
     parser.add_argument("--results", type=Path, help="write the results as JSON here")
     parser.add_argument("--log", type=Path, help="write everything printed here")
     parser.add_argument("--summarize", type=Path, metavar="RESULTS",

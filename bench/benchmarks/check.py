@@ -1,11 +1,13 @@
 """``--check-only`` (CI, tests/test_bench_small.py): import the corpus, check the generator's planted
-counts, and compare every query of the set (and its variants) with the oracle; no timing."""
+counts, and compare every query of the set (and its variants) and the multi-entity shapes with the
+oracle; no timing."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
 
+from multi_queries import load_terms, multi_queries
 from pimem.recall import make_query, recall, recall_scan
 from pimem.store import connect
 from queries import CHECK_VARIANTS, QUERIES, Query
@@ -42,6 +44,13 @@ def run(bench: Bench) -> None:
                 bench.compare("pimem.recall.recall", Query(query.name, query.entities, int(str(params["limit"])),
                               _tuple(params["sources"]), _str(params["cwd"])), fast, oracle)
                 compared += 1
+        # The multi-entity shapes (bench/multi_queries.py), terms measured on this store.
+        for _, query, _ in multi_queries(load_terms(bench.db, bench.work / "multi-terms.json")):
+            recall_query = make_query(list(query.entities), query.limit, list(query.sources) if query.sources else None,
+                                      query.cwd)
+            bench.compare("pimem.recall.recall", query, [recall_row(row) for row in recall(conn, recall_query)],
+                          [recall_row(row) for row in recall_scan(conn, recall_query)])
+            compared += 1
     finally:
         conn.close()
     say(f"compared {compared} queries with the oracle in {time.perf_counter() - started:.1f} s: "

@@ -93,6 +93,8 @@ class Bench:
             parts.append("--no-seed")
         if self.args.pimem_rev:
             parts.append(f"--pimem-rev {self.pimem_sha}")
+        if only == "multi" and getattr(self.args, "baseline_rev", None):
+            parts.append(f"--baseline-rev {self.args.baseline_rev}")
         if only == "import" and self.args.import_runs:
             parts.append(f"--import-runs {self.args.import_runs}")
         return " ".join(parts)

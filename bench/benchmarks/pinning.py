@@ -23,6 +23,14 @@ def pin_pimem(argv: Sequence[str]) -> tuple[Path | None, str | None]:
             rev = arg.split("=", 1)[1]
     if rev is None:
         return None, None
+    source, sha = archive_pimem(rev)
+    sys.path.insert(0, str(source))
+    return source, sha
+
+
+def archive_pimem(rev: str) -> tuple[Path, str]:
+    """``git archive`` of server/ at ``rev`` into bench/out/src-<sha>/ (once); returns (that server/
+    folder, the full sha). Also used for ``--baseline-rev``, a second pimem served in the same run."""
     sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"], capture_output=True,
                          text=True, check=True).stdout.strip()
     target = REPO / "bench" / "out" / f"src-{sha[:12]}"
@@ -30,6 +38,4 @@ def pin_pimem(argv: Sequence[str]) -> tuple[Path | None, str | None]:
         target.mkdir(parents=True, exist_ok=True)
         archive = subprocess.run(["git", "-C", str(REPO), "archive", sha, "server"], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
-    source = target / "server"
-    sys.path.insert(0, str(source))
-    return source, sha
+    return target / "server", sha

@@ -32,12 +32,15 @@ from pimem.recall import (
     MAX_ENTITIES,
     MAX_ENTITY_CHARS,
     MAX_LIMIT,
+    MAX_PAGE_END,
     TEXT_CUT_CHARS,
+    TOTAL_CAP,
     RecallError,
+    RecallPage,
     check_turn_id,
     get_turn,
     make_query,
-    recall,
+    recall_page,
 )
 from pimem.recall.format import format_text, format_turn_text
 from pimem.store import StoreError, connect, store_failure, upgrade_notice
@@ -86,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--limit", type=int, default=5, help=f"results, 1..{MAX_LIMIT} (default 5)")
     rec.add_argument("--source", action="append", choices=SOURCES, help="only this agent (repeatable)")
     rec.add_argument("--cwd", metavar="DIR", help="only sessions whose folder is DIR or below")
+    rec.add_argument("--offset", type=int, default=0,
+                     help=f"skip this many of the best rows (paging; offset + limit at most {MAX_PAGE_END})")
+    rec.add_argument("--total", action="store_true",
+                     help=f"also count the matching turns (exactly up to {TOTAL_CAP:,}); with --json the "
+                          "output is then {results, total, totalCapped}")
     rec.add_argument("--json", action="store_true", help="print the rows as JSON")
 
     show = commands.add_parser("show", help="print one whole turn (the turn id that recall prints)")
@@ -217,21 +225,30 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if args.text is not None:
         return _recall_text(args)
     try:
-        query = make_query(args.entities, args.limit, args.source, args.cwd)
+        query = make_query(args.entities, args.limit, args.source, args.cwd, args.offset, args.total)
     except RecallError as error:
         _err(f"pimem recall: {error}")
         return 2
     conn = connect(_db(args), create=False, for_writing=False)
     _warn_upgrade(conn)
     try:
-        rows = recall(conn, query)
+        page = recall_page(conn, query)
     finally:
         conn.close()
-    if args.json:
-        print(json_text([wire.recall_row(row) for row in rows]))
+    if args.json and page.total is not None:
+        print(json_text({"results": [wire.recall_row(row) for row in page.rows], "total": page.total,
+                         "totalCapped": page.total_capped}))
+    elif args.json:
+        print(json_text([wire.recall_row(row) for row in page.rows]))
     else:
-        _out(format_text(rows))
+        _out(format_text(page.rows))
+        _say_total(page)
     return 0
+
+
+def _say_total(page: RecallPage) -> None:
+    if page.total is not None:
+        _out(f"Matching turns: {'more than ' if page.total_capped else ''}{page.total:,}")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -263,7 +280,8 @@ def _recall_text(args: argparse.Namespace) -> int:
 
     try:
         found = parse_text(args.text)
-        base = make_query([candidate.term for candidate in found[:MAX_ENTITIES]], args.limit, args.source, args.cwd)
+        base = make_query([candidate.term for candidate in found[:MAX_ENTITIES]], args.limit, args.source, args.cwd,
+                          args.offset, args.total)
     except RecallError as error:
         _err(f"pimem recall: {error}")
         return 2
@@ -274,10 +292,12 @@ def _recall_text(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if args.json:
-        print(json_text(wire.recall_answer(answer.entities, answer.rows, answer.terms)))
+        print(json_text(wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total,
+                                           answer.total_capped)))
     else:
         _out(f"Searched: {', '.join(answer.entities) or '(nothing: no word of the text occurs in the store)'}")
         _out(format_text(answer.rows))
+        _say_total(RecallPage(answer.rows, answer.total, answer.total_capped))
     return 0
 
 

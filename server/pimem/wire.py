@@ -87,13 +87,17 @@ def term(chosen: Term) -> JSON:
     return {"term": chosen.text, "turns": chosen.turns, "weight": chosen.weight}
 
 
-def recall_answer(entities: Sequence[str], rows: Sequence[RecallRow], terms: Sequence[Term] | None = None) -> JSON:
+def recall_answer(entities: Sequence[str], rows: Sequence[RecallRow], terms: Sequence[Term] | None = None,
+                  total: int | None = None, total_capped: bool | None = None) -> JSON:
     """``RecallResult`` without its Markdown (what ``pimem recall --text --json`` prints): what was
-    searched, the terms of a free-text recall, the rows."""
+    searched, the terms of a free-text recall, the rows, and the count when one was asked for."""
     answer: JSON = {"entities": list(entities)}
     if terms is not None:
         answer["terms"] = [term(chosen) for chosen in terms]
     answer["results"] = [recall_row(row) for row in rows]
+    if total is not None:
+        answer["total"] = total
+        answer["totalCapped"] = bool(total_capped)
     return answer
 
 

@@ -29,7 +29,7 @@ from pimem.lsp.params import (
 from pimem.lsp.server import PimemServer
 from pimem.migrate import UnknownSession, migrate_codex_session, migrate_codex_sessions
 from pimem.paths import normalize_folder, same_folder
-from pimem.recall import get_turn, make_query, recall
+from pimem.recall import get_turn, make_query, recall_page
 from pimem.recall.format import format_markdown
 from pimem.recall.freetext import candidates, recall_candidates, word_at
 from pimem.status import store_status
@@ -71,10 +71,12 @@ def register(server: PimemServer) -> None:
         def run() -> dict[str, Any]:
             if request.text is not None:
                 answer = recall_candidates(ls.connection(), request.text, request.query)
-                return {**wire.recall_answer(answer.entities, answer.rows, answer.terms),
+                return {**wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total,
+                                             answer.total_capped),
                         "markdown": format_markdown(answer.rows)}
-            rows = recall(ls.connection(), request.query)
-            return {**wire.recall_answer(request.query.entities, rows), "markdown": format_markdown(rows)}
+            page = recall_page(ls.connection(), request.query)
+            return {**wire.recall_answer(request.query.entities, page.rows, None, page.total, page.total_capped),
+                    "markdown": format_markdown(page.rows)}
 
         return await ls.read(run)
 

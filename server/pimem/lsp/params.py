@@ -87,9 +87,10 @@ def recall_params(raw: Any) -> RecallRequest:
             # The candidates stand in for the entities while the other fields are checked; the terms
             # themselves are chosen against the store when the request runs.
             query = make_query([candidate.term for candidate in found[:MAX_ENTITIES]], params.get("limit"),
-                               params.get("sources"), cwd)
+                               params.get("sources"), cwd, params.get("offset"), params.get("withTotal"))
         else:
-            query = make_query(params["entities"], params.get("limit"), params.get("sources"), cwd)
+            query = make_query(params["entities"], params.get("limit"), params.get("sources"), cwd,
+                               params.get("offset"), params.get("withTotal"))
     except RecallError as error:
         raise ParamsError(method, error.field, f'"{error.field}": {error}') from None
     for name in ("entities", "text", "cwd"):

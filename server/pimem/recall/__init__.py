@@ -19,6 +19,7 @@ This module is :func:`recall`, which picks the way to answer a query, and the na
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 
 from pimem import index
 from pimem.recall.indexed import index_cannot_answer, recall_by_scan, recall_with_index
@@ -27,33 +28,46 @@ from pimem.recall.query import (
     MAX_ENTITIES,
     MAX_ENTITY_CHARS,
     MAX_LIMIT,
+    MAX_PAGE_END,
     MAX_PATH_CHARS,
     MAX_TEXT_CHARS,
     MAX_TURN_ID_CHARS,
     TEXT_CUT_CHARS,
     TOOL_NAME_CUT_CHARS,
     TOOL_NAMES_CUT,
+    TOTAL_CAP,
     RecallError,
     RecallQuery,
     check_turn_id,
     make_query,
 )
 from pimem.recall.rows import RecallRow, get_turn
-from pimem.recall.semantics import recall_scan, with_matches
+from pimem.recall.semantics import RecallPage, page_of, ranked_limit, recall_scan, recall_scan_page, with_matches
 
 __all__ = [
-    "DEFAULT_LIMIT", "MAX_ENTITIES", "MAX_ENTITY_CHARS", "MAX_LIMIT", "MAX_PATH_CHARS", "MAX_TEXT_CHARS",
-    "MAX_TURN_ID_CHARS", "TEXT_CUT_CHARS", "TOOL_NAMES_CUT", "TOOL_NAME_CUT_CHARS", "RecallError", "RecallQuery",
-    "RecallRow", "check_turn_id", "get_turn", "make_query", "recall", "recall_scan",
+    "DEFAULT_LIMIT", "MAX_ENTITIES", "MAX_ENTITY_CHARS", "MAX_LIMIT", "MAX_PAGE_END", "MAX_PATH_CHARS",
+    "MAX_TEXT_CHARS", "MAX_TURN_ID_CHARS", "TEXT_CUT_CHARS", "TOOL_NAMES_CUT", "TOOL_NAME_CUT_CHARS", "TOTAL_CAP",
+    "RecallError", "RecallPage", "RecallQuery", "RecallRow", "check_turn_id", "get_turn", "make_query", "recall",
+    "recall_page", "recall_scan", "recall_scan_page",
 ]
 
 
 def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
-    """The best ``query.limit`` rows: with the index when the store has one (the same results as
-    :func:`recall_scan`), else by a scan that keeps only the best rows."""
+    """The ``query.limit`` best rows from ``query.offset`` on: with the index when the store has one
+    (the same results as :func:`recall_scan`), else by a scan that keeps only the best rows."""
+    return recall_page(conn, query).rows
+
+
+def recall_page(conn: sqlite3.Connection, query: RecallQuery) -> RecallPage:
+    """:func:`recall` with the count of matching turns when ``query.with_total`` (the same page and
+    count as :func:`recall_scan_page`). A page and its count are one top-k search: the best
+    ``offset + limit`` rows, or TOTAL_CAP + 1 of them when counting (fewer are all the matches)."""
     entities_lower = [entity.lower() for entity in query.entities]
+    ranked = replace(query, limit=ranked_limit(query), offset=0, with_total=False)
     if not index.fts_enabled(conn) or index_cannot_answer(entities_lower):
-        rows = recall_by_scan(conn, query, entities_lower)
+        rows = recall_by_scan(conn, ranked, entities_lower)
     else:
-        rows = recall_with_index(conn, query, entities_lower)
-    return with_matches(rows, query)
+        rows = recall_with_index(conn, ranked, entities_lower)
+    page = page_of(rows, query)
+    with_matches(page.rows, query)
+    return page

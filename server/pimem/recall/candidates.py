@@ -17,6 +17,7 @@ _PROBE = TRACK_LIMIT + 1
 _TRIGRAMS_USED = 3            # the rarest trigrams of an entity make its list
 _COLLECT_LIMIT = 20_000       # a short entity's postings up to this many are collected at once
 _OR_TERMS_LIMIT = 200         # beyond this many trigrams, an OR query costs more than walking every turn
+_CORE_OR_TERMS = 8            # a short entity's OR of more trigrams is too dear for a necessary condition
 # A long entity's list comes from a spread of its trigrams: each one counted costs up to TRACK_LIMIT
 # postings read, and the AND of a few already leaves few false candidates (verification decides).
 _TRIGRAMS_COUNTED = 24
@@ -39,11 +40,14 @@ class CandidateList:
     """The doc keys of one index list, newest first, read lazily."""
 
     def __init__(self, keys: Iterator[int], weight: int, size: int | None,
-                 table: str | None = None, expression: str | None = None) -> None:
+                 table: str | None = None, expression: str | None = None, core: str | None = None) -> None:
         self.weight = weight
         self.size = size              # an upper bound on its length; None when unknown (long)
         self.table = table            # with expression: the FTS query that yields exactly these keys
         self.expression = expression
+        # A cheaper FTS query yielding a superset of these keys (an entity's rarest trigrams only), for
+        # the necessary condition of indexed._threshold_candidates; None: assume it holds every doc.
+        self.core = core
         self._keys = keys
         self.head: int | None = next(self._keys, None)
 
@@ -81,9 +85,10 @@ class ListBuilder:
         self.conn = conn
         self._vocab: set[str] = set()
 
-    def every_turn(self, weight: int) -> CandidateList:
+    def every_turn(self, table: str, weight: int) -> CandidateList:
+        """Every doc, as the list of ``table`` (no expression: it is assumed to hold every doc)."""
         cursor = self.conn.execute("SELECT doc_key FROM pimem_docs ORDER BY doc_key DESC")
-        return CandidateList(_cursor_keys(cursor), weight, None)
+        return CandidateList(_cursor_keys(cursor), weight, None, table)
 
     def build(self, table: str, entity: str, weight: int) -> CandidateList:
         if len(entity) >= 3:
@@ -112,19 +117,21 @@ class ListBuilder:
             chosen = [gram for _, _, gram in counted[:12]]
             size = None
         expression = " AND ".join(fts_phrase(gram) for gram in chosen)
-        return self.matching(table, expression, weight, size)
+        found = self.matching(table, expression, weight, size)
+        found.core = " AND ".join(fts_phrase(gram) for gram in chosen[:_TRIGRAMS_USED])
+        return found
 
     def matching(self, table: str, expression: str, weight: int, size: int | None) -> CandidateList:
         """The docs of ``table`` matching an FTS5 expression, newest first."""
         cursor = self.conn.execute(
             f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC", (expression,))
-        return CandidateList(_cursor_keys(cursor), weight, size, table, expression)
+        return CandidateList(_cursor_keys(cursor), weight, size, table, expression, expression)
 
     def _prefix_list(self, table: str, entity: str, weight: int) -> CandidateList:
         """Every doc with an indexed trigram starting with ``entity`` (the two sentinel characters
         appended to each text make every occurrence start one)."""
         if len(entity) == 1 and entity.isascii() and entity.isalnum():
-            return self.every_turn(weight)  # a single letter or digit is in nearly every turn
+            return self.every_turn(table, weight)  # a single letter or digit is in nearly every turn
         instances, terms = f"temp.{table}_instances", f"temp.{table}_terms"
         if table not in self._vocab:
             for name, kind in ((instances, "instance"), (terms, "row")):
@@ -142,8 +149,11 @@ class ListBuilder:
         if postings <= _COLLECT_LIMIT:
             # Few postings: collect them in one pass over the vocabulary.
             keys = {doc for (doc,) in self.conn.execute(f"SELECT doc FROM {instances} WHERE {condition}", bounds)}
-            return CandidateList(iter(sorted(keys, reverse=True)), weight, len(keys), table, expression)
+            return CandidateList(iter(sorted(keys, reverse=True)), weight, len(keys), table, expression,
+                                 expression if count <= _CORE_OR_TERMS else None)
         if expression is not None:
             # Many postings over few trigrams: let FTS5 merge them lazily, newest first.
-            return self.matching(table, expression, weight, postings if postings <= TRACK_LIMIT else None)
-        return self.every_turn(weight)  # common and spread over many trigrams: walk every turn
+            found = self.matching(table, expression, weight, postings if postings <= TRACK_LIMIT else None)
+            found.core = expression if count <= _CORE_OR_TERMS else None
+            return found
+        return self.every_turn(table, weight)  # common and spread over many trigrams: walk every turn

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from pimem.recall import MAX_TEXT_CHARS, RecallError, RecallQuery, RecallRow, make_query, recall, termstats
+from pimem.recall import MAX_TEXT_CHARS, RecallError, RecallQuery, RecallRow, make_query, recall_page, termstats
 
 MAX_TERMS = 8
 STOPWORDS = Path(__file__).resolve().parent / "stopwords"   # package data (pyproject: package-data)
@@ -306,6 +306,8 @@ class TextRecall:
     terms: list[Term]
     query: RecallQuery
     rows: list[RecallRow]
+    total: int | None = None           # with query.with_total: the matching turns (RecallPage)
+    total_capped: bool | None = None
 
     @property
     def entities(self) -> list[str]:
@@ -330,7 +332,8 @@ def recall_candidates(conn: sqlite3.Connection, found: Sequence[Candidate], base
     terms = choose_terms(conn, found)
     query = replace(base, entities=tuple(term.text for term in terms),
                     weights=tuple(term.weight for term in terms))
-    return TextRecall(terms, query, recall(conn, query))
+    page = recall_page(conn, query)
+    return TextRecall(terms, query, page.rows, page.total, page.total_capped)
 
 
 def recall_text(conn: sqlite3.Connection, text: object, limit: object = None, sources: object = None,

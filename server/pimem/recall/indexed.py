@@ -150,6 +150,74 @@ def _lists_to_follow(open_lists: Sequence[CandidateList], budget: int) -> list[C
     return [candidate for i, candidate in enumerate(open_lists) if i not in best_left_out]
 
 
+_THRESHOLD_CAP = 600        # necessary-condition sets larger than this are not read (the walk goes on)
+_THRESHOLD_SUBSETS = 16     # at most this many conjunctions in one FTS5 expression
+_THRESHOLD_TRIES = 3        # attempts per query (each one that fails costs FTS5 work)
+
+
+def _at_least(lists: Sequence[CandidateList], need: int) -> str | None:
+    """An FTS5 expression (over the table of ``lists``) matching every doc whose weight over ``lists``
+    is at least ``need``: the OR of the minimal sets of lists that weigh ``need``. "" when no doc can
+    (the lists weigh less), None when no useful expression exists (``need`` ≤ 0, or too many sets:
+    then the longest lists are assumed to hold every doc and left out, which only weakens it)."""
+    usable = sorted((candidate for candidate in lists if candidate.core is not None),
+                    key=lambda candidate: candidate.size if candidate.size is not None else _UNKNOWN_LENGTH)
+    need -= sum(candidate.weight for candidate in lists if candidate.core is None)
+    while usable and need > 0:
+        if sum(candidate.weight for candidate in usable) < need:
+            return ""
+        minimal: list[tuple[CandidateList, ...]] = []
+        for size in range(1, len(usable) + 1):
+            for choice in itertools.combinations(usable, size):
+                total = sum(candidate.weight for candidate in choice)
+                if total >= need and total - min(candidate.weight for candidate in choice) < need:
+                    minimal.append(choice)
+            if len(minimal) > _THRESHOLD_SUBSETS:
+                break
+        if len(minimal) <= _THRESHOLD_SUBSETS:
+            return " OR ".join("(" + " AND ".join(f"({candidate.core})" for candidate in choice) + ")"
+                               for choice in minimal)
+        need -= usable.pop().weight   # the longest list: assumed to hold every doc
+    return None
+
+
+def _threshold_candidates(conn: sqlite3.Connection, open_lists: Sequence[CandidateList], theta_hits: int,
+                          high: int, large: set[tuple[int, tuple[int, ...]]]) -> set[int] | None:
+    """Every doc key ≤ ``high`` that can score above ``theta_hits``, as a small superset, or None when
+    the index cannot give one cheaply.
+
+    A doc's score is at most u + r, the weights of the user lists and of the reply lists that hold it,
+    and r is at most the weight R of all reply lists. So a doc scoring above θ has u ≥ θ + 1 − R: when
+    that is positive, it is one FTS5 expression over the user table (the OR of the smallest sets of
+    entities weighing that much, each an AND), which FTS5 evaluates in C, skipping through the longer
+    lists; user texts are short, so these lists are a fraction of the reply lists. None when the set is
+    larger than ``_THRESHOLD_CAP`` (remembered in ``large``: it is not read again for this query)."""
+    user = [candidate for candidate in open_lists if candidate.table == "pimem_fts_user"]
+    need = theta_hits + 1 - sum(candidate.weight for candidate in open_lists if candidate.table == "pimem_fts_reply")
+    known = (need, tuple(id(candidate) for candidate in user))
+    if need <= 0 or known in large:
+        return None
+    expression = _at_least(user, need)
+    if expression is None:
+        return None
+    if expression == "":
+        return set()
+    keys = {key for (key,) in conn.execute(
+        f"SELECT rowid FROM pimem_fts_user WHERE pimem_fts_user MATCH ? AND rowid <= ? ORDER BY rowid DESC "
+        f"LIMIT {_THRESHOLD_CAP + 1}", (expression, high))}
+    if len(keys) > _THRESHOLD_CAP:
+        large.add(known)
+        return None
+    return keys
+
+
+def _read_for_bounds(candidate: CandidateList) -> bool:
+    """A long list of the user table is read along anyway (user texts are short, so its lists are a
+    fraction of the reply lists): its exact membership keeps candidates that hold a common entity
+    only in the reply from being verified. A list of every turn is not (it holds every candidate)."""
+    return candidate.table == "pimem_fts_user" and candidate.expression is not None
+
+
 def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower: list[str],
                    unindexed: Callable[[], Iterator[Sequence[object]]]) -> list[RecallRow]:
     best = _Best(query.limit)
@@ -223,6 +291,9 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
     def newest_day(candidates: Sequence[CandidateList]) -> int:
         return index.key_day(max(candidate.head for candidate in candidates if candidate.head is not None))
 
+    threshold_tried: int | None = None
+    threshold_tries = 0
+    large_sets: set[tuple[int, tuple[int, ...]]] = set()
     while True:
         theta = best.threshold
         open_lists = [candidate for candidate in lists if not candidate.exhausted]
@@ -240,13 +311,33 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
             break
         day = newest_day(follow)
         low, high = index.day_bounds(day)
+        if (theta is not None and len(weight_of) > 1 and theta.hits != threshold_tried
+                and threshold_tries < _THRESHOLD_TRIES
+                and high < index.day_bounds(index.day_of(theta.ts))[0]
+                and any(not candidate.short for candidate in open_lists)
+                and theta.hits >= sum(candidate.weight for candidate in open_lists
+                                      if candidate.table == "pimem_fts_reply")):
+            # Every key left is older than θ's day, so it enters only with a higher score: the
+            # necessary conditions of _threshold_candidates may then hold few docs over the whole
+            # rest of the history (long lists are intersected in C instead of read day by day).
+            threshold_tried = theta.hits
+            threshold_tries += 1
+            rest = _threshold_candidates(conn, open_lists, theta.hits, high, large_sets)
+            if rest is not None:
+                keys = [key for key, _ in _newest_first(conn, rest.difference(verified))]
+                for start in range(0, len(keys), _BATCH):
+                    verify(keys[start:start + _BATCH])
+                break
         followed = {id(candidate) for candidate in follow}
+        # Long user lists are read along only when the candidates come from long lists too; with a rare
+        # pivot the joint lists bound them for far less than reading a common list.
+        along = any(not candidate.short for candidate in follow)
         bounds: dict[int, int] = {}
         candidates: set[int] = set()
         read_today: list[tuple[CandidateList, list[int]]] = []
         unread: list[CandidateList] = []
         for candidate in open_lists:
-            if id(candidate) in followed or candidate.short:
+            if id(candidate) in followed or candidate.short or (along and _read_for_bounds(candidate)):
                 taken = candidate.take(low, high)
                 read_today.append((candidate, taken))
                 for key in taken:

@@ -18,6 +18,10 @@ from pimem.paths import normalize_folder
 MAX_ENTITIES = 8
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 5
+# Paging (an editor's sidebar): rows from ``offset`` on, ``offset + limit`` at most MAX_PAGE_END; the
+# matching turns are counted exactly up to TOTAL_CAP (``totalCapped`` says there are more).
+MAX_PAGE_END = 1_000
+TOTAL_CAP = 1_000
 # Request limits. An entity costs a lowercase and a substring search per candidate turn, a text is
 # split into words: both stay in milliseconds at these sizes (bench/limits.py has the figures).
 MAX_ENTITY_CHARS = 1_000
@@ -45,10 +49,12 @@ class RecallQuery:
     sources: frozenset[Source] | None = None
     cwd: str | None = None
     weights: tuple[int, ...] | None = None    # one positive integer per entity; None: all 1
+    offset: int = 0               # the rows from this one on (0: the best)
+    with_total: bool = False      # also count the matching turns (up to TOTAL_CAP)
 
 
 def make_query(entities: object, limit: object = None, sources: object = None,
-               cwd: object = None) -> RecallQuery:
+               cwd: object = None, offset: object = None, with_total: object = None) -> RecallQuery:
     """Validate raw parameters (from the CLI or a JSON request) into a query, or raise RecallError."""
     if not isinstance(entities, list | tuple) or not entities:
         raise RecallError("entities", f"entities must be a list of 1 to {MAX_ENTITIES} strings")
@@ -81,7 +87,17 @@ def make_query(entities: object, limit: object = None, sources: object = None,
         if len(cwd) > MAX_PATH_CHARS:
             raise RecallError("cwd", f"cwd is longer than {MAX_PATH_CHARS} characters ({len(cwd)})")
         folder = normalize_folder(cwd)
-    return RecallQuery(tuple(entities), limit, source_set, folder)
+    if offset is None:
+        offset = 0
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise RecallError("offset", "offset must be an integer of at least 0")
+    if offset + limit > MAX_PAGE_END:
+        raise RecallError("offset", f"offset + limit must be at most {MAX_PAGE_END} (got {offset + limit})")
+    if with_total is None:
+        with_total = False
+    if not isinstance(with_total, bool):
+        raise RecallError("withTotal", "withTotal must be true or false")
+    return RecallQuery(tuple(entities), limit, source_set, folder, offset=offset, with_total=with_total)
 
 
 def check_turn_id(turn_id: object) -> str:

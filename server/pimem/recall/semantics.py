@@ -10,16 +10,20 @@
 * a copy of an exchange (same user text, reply text and ts: forks, clones, migrated sessions) is
   returned once (its first row in that order);
 * ``sources`` keeps those agents; ``cwd`` keeps turns whose session cwd is that folder or below it
-  (:func:`pimem.paths.in_folder`).
+  (:func:`pimem.paths.in_folder`);
+* a page is the ``limit`` rows from ``offset`` on in that order; its total (``with_total``) is the
+  number of turns with a score above 0 that the filters keep, copies counted once, exact up to
+  ``TOTAL_CAP`` (:class:`RecallPage`).
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from pimem.paths import in_folder
-from pimem.recall.query import RecallQuery
+from pimem.recall.query import TOTAL_CAP, RecallQuery
 from pimem.recall.rows import ROW_COLUMNS, RecallRow, make_row
 
 # Every stored turn, with the columns of a row (the oracle's scan, and the fast path's without an index).
@@ -76,7 +80,31 @@ def top_rows(rows: Iterable[RecallRow], limit: int) -> list[RecallRow]:
     return chosen
 
 
-def recall_scan(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
+@dataclass
+class RecallPage:
+    """``query.limit`` rows from ``query.offset`` on; with ``query.with_total``, how many turns match
+    (copies counted once), exactly up to TOTAL_CAP, and whether more do."""
+
+    rows: list[RecallRow]
+    total: int | None = None
+    total_capped: bool | None = None
+
+
+def page_of(ranked: list[RecallRow], query: RecallQuery) -> RecallPage:
+    """The page of ``query`` from the best max(offset + limit, TOTAL_CAP + 1 when counting) rows in
+    recall's order (:func:`ranked_limit`): fewer than that many rows are all the matching turns."""
+    rows = ranked[query.offset:query.offset + query.limit]
+    if not query.with_total:
+        return RecallPage(rows)
+    return RecallPage(rows, min(len(ranked), TOTAL_CAP), len(ranked) > TOTAL_CAP)
+
+
+def ranked_limit(query: RecallQuery) -> int:
+    """How many of the best rows :func:`page_of` needs."""
+    return max(query.offset + query.limit, TOTAL_CAP + 1 if query.with_total else 0)
+
+
+def recall_scan_page(conn: sqlite3.Connection, query: RecallQuery) -> RecallPage:
     """The reference implementation: score every stored turn. Defines the semantics."""
     entities_lower = [entity.lower() for entity in query.entities]
     rows = []
@@ -84,7 +112,14 @@ def recall_scan(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]
         row = admit(values, query, entities_lower)
         if row is not None:
             rows.append(row)
-    return with_matches(top_rows(rows, query.limit), query)
+    page = page_of(top_rows(rows, ranked_limit(query)), query)
+    with_matches(page.rows, query)
+    return page
+
+
+def recall_scan(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
+    """The oracle's rows (:func:`recall_scan_page` without the count)."""
+    return recall_scan_page(conn, query).rows
 
 
 def with_matches(rows: list[RecallRow], query: RecallQuery) -> list[RecallRow]:
