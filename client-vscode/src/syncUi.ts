@@ -25,10 +25,12 @@ export class SyncUi implements vscode.Disposable {
   private readonly syncState = new SyncState();
   private notifyTimer: ReturnType<typeof setTimeout> | undefined;
   private notification: OpenNotification | undefined;
+  /** The store failure last told to the user (pimem/syncStatus `error`): said once, not on every live update. */
+  private toldError: string | undefined;
 
   constructor(
     private readonly server: PimemServer,
-    statusCommand: string,
+    private readonly statusCommand: string,
   ) {
     this.item = vscode.window.createStatusBarItem('pimem.status', vscode.StatusBarAlignment.Left, 10);
     this.item.name = 'Pi Memory';
@@ -66,6 +68,7 @@ export class SyncUi implements vscode.Disposable {
   }
 
   private onSyncStatus(p: SyncStatusParams): void {
+    this.tellStoreFailure(p);
     const ended = this.syncState.update(p);
     if (ended !== undefined) {
       this.endNotification();
@@ -87,6 +90,29 @@ export class SyncUi implements vscode.Disposable {
       }, NOTIFY_AFTER_MS);
     }
     this.render();
+  }
+
+  /** A sync (an automatic or live one too) stopped because the store could not be used: say so once per
+   *  distinct failure; a sync that ends without one clears it. The server's line is stored-path data: plainText. */
+  private tellStoreFailure(p: SyncStatusParams): void {
+    if (p.syncing) {
+      return;
+    }
+    if (p.error === undefined) {
+      this.toldError = undefined;
+      return;
+    }
+    if (p.error === this.toldError) {
+      return;
+    }
+    this.toldError = p.error;
+    void vscode.window
+      .showWarningMessage(`Pi Memory could not sync: ${plainText(p.error)}`, 'Show Status')
+      .then((choice) => {
+        if (choice === 'Show Status') {
+          void vscode.commands.executeCommand(this.statusCommand);
+        }
+      });
   }
 
   private async refreshTotal(): Promise<void> {
