@@ -11,6 +11,10 @@ disk, a read-only store. What was stored before stays stored.
 
 Human output goes through :func:`pimem.terminal.visible` (stored text, file names and paths never
 reach the terminal as escapes); ``--json`` output is exact JSON (:func:`pimem.terminal.json_text`).
+
+Over ~400 lines for a reason: one small function per command, each only parsing its arguments,
+calling a service and printing through :mod:`pimem.terminal`; the shared exit-status and store-failure
+rules above are what keeps them consistent, so they stay in one file.
 """
 
 from __future__ import annotations

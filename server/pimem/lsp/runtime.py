@@ -21,6 +21,10 @@ issues (openlawlibrary/pygls) are named where pygls is at fault.
 - Logs: at the default levels no record carries params, results or message bodies; other libraries'
   records (pygls, asyncio) keep their template, not their arguments or tracebacks.
   ``PIMEM_LOG_LEVEL=DEBUG`` shows everything, pygls' own debug output included.
+
+Over ~400 lines for a reason: each rule above replaces one piece of pygls' read loop, and they
+only make sense together (which message gets which answer, in which lifecycle state, logged how);
+split, a reader would follow one message through several files.
 """
 
 from __future__ import annotations
