@@ -102,7 +102,10 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
     await page.locator('.tabs-container .tab.active', { hasText: name }).waitFor({ timeout: 30_000 });
   }
   const conversationFrame = () =>
-    page.frameLocator(`iframe.webview.ready[src*="extensionId=${EXTENSION_ID}"]`).frameLocator('iframe#active-frame');
+    // the conversation is an editor panel; the sidebar's search view is a webview too (purpose=webviewView)
+    page
+      .frameLocator(`iframe.webview.ready[src*="extensionId=${EXTENSION_ID}"]:not([src*="purpose=webviewView"])`)
+      .frameLocator('iframe#active-frame');
 
   it('lists the sessions of the workspace folder in the Sessions view, by day and by agent', async () => {
     await page.goto(folderUrl(vs.port, fixture.workspace));
