@@ -20,12 +20,13 @@ rules above are what keeps them consistent, so they stay in one file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sqlite3
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -164,6 +165,18 @@ def _warn_upgrade(conn: sqlite3.Connection) -> None:
         _err(f"pimem: {notice} (reading it still works)")
 
 
+@contextlib.contextmanager
+def _reading(args: argparse.Namespace) -> Iterator[sqlite3.Connection]:
+    """The store opened for a read-only command: never created, a newer pimem's store read with a
+    warning, closed afterwards."""
+    conn = connect(_db(args), create=False, for_writing=False)
+    _warn_upgrade(conn)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
 def _sources(args: argparse.Namespace) -> set[Source]:
     return set(args.source) if args.source else set(SOURCES)
 
@@ -233,12 +246,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     except RecallError as error:
         _err(f"pimem recall: {error}")
         return 2
-    conn = connect(_db(args), create=False, for_writing=False)
-    _warn_upgrade(conn)
-    try:
+    with _reading(args) as conn:
         page = recall_page(conn, query)
-    finally:
-        conn.close()
     if args.json and page.total is not None:
         print(json_text({"results": [wire.recall_row(row) for row in page.rows], "total": page.total,
                          "totalCapped": page.total_capped}))
@@ -261,12 +270,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     except RecallError as error:
         _err(f"pimem show: {error}")
         return 2
-    conn = connect(_db(args), create=False, for_writing=False)
-    _warn_upgrade(conn)
-    try:
+    with _reading(args) as conn:
         row = get_turn(conn, turn_id)
-    finally:
-        conn.close()
     if row is None:
         _err(f"pimem show: no turn {turn_id!r} in the store")
         return 1
@@ -289,12 +294,8 @@ def _recall_text(args: argparse.Namespace) -> int:
     except RecallError as error:
         _err(f"pimem recall: {error}")
         return 2
-    conn = connect(_db(args), create=False, for_writing=False)
-    _warn_upgrade(conn)
-    try:
+    with _reading(args) as conn:
         answer = recall_candidates(conn, found, base)
-    finally:
-        conn.close()
     if args.json:
         print(json_text(wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total,
                                            answer.total_capped)))
@@ -317,12 +318,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         _err(f"pimem sessions: --limit must be within 1..{MAX_SESSIONS} and --offset at least 0")
         return 2
     folders = [normalize_folder(folder) for folder in args.cwd] if args.cwd else None
-    conn = connect(_db(args), create=False, for_writing=False)
-    _warn_upgrade(conn)
-    try:
+    with _reading(args) as conn:
         page = list_sessions(conn, folders, args.source, args.limit, args.offset)
-    finally:
-        conn.close()
     if args.json:
         print(json_text(wire.sessions_page(page)))
         return 0
@@ -343,12 +340,8 @@ def cmd_file_history(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= MAX_SESSIONS:
         _err(f"pimem file-history: --limit must be within 1..{MAX_SESSIONS}")
         return 2
-    conn = connect(_db(args), create=False, for_writing=False)
-    _warn_upgrade(conn)
-    try:
+    with _reading(args) as conn:
         history = file_history(conn, os.path.abspath(args.path), args.limit)
-    finally:
-        conn.close()
     if args.json:
         print(json_text(wire.file_history(history)))
         return 0
@@ -395,12 +388,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from pimem.status import store_status
 
-    conn = connect(_db(args), create=False, for_writing=False)
-    _warn_upgrade(conn)
-    try:
+    with _reading(args) as conn:
         status = store_status(conn, str(_db(args)))
-    finally:
-        conn.close()
     if args.json:
         print(json_text(wire.store_status(status)))
     else:
