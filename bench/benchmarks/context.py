@@ -166,9 +166,12 @@ class Bench:
         """The imported store the recall and sync benchmarks use (built untimed if missing)."""
         marker = self.work / "pimem.db.corpus.json"
         key = self.db_key()
-        if self.db.exists() and marker.exists() and json.loads(marker.read_text()) == key:
+        stored = json.loads(marker.read_text()) if self.db.exists() and marker.exists() else None
+        if stored == key or (stored is not None and getattr(self.args, "keep_store", False)
+                             and {**stored, "pimem": None} == {**key, "pimem": None}):
             stats = run_sync(SyncRequest(db_path=str(self.db), roots=source_roots({"HOME": str(self.home)})))
-            self.report.say(f"(reusing {self.db}: a no-change sync found {stats.turns} turns to update)")
+            self.report.say(f"(reusing {self.db}, imported by pimem {stored['pimem']}: a no-change sync found "
+                            f"{stats.turns} turns to update)")
             self.report.say()
             return
         self.report.say(f"(importing the corpus into {self.db}, untimed)")

@@ -25,6 +25,10 @@ they can only add candidates, which recall verifies against the current text, ne
 old text is never needed, so nothing that changes a row behind pimem's back can corrupt the index.
 Such leftovers are counted (``index_garbage``) and the index is rebuilt when they pile up. Rows the
 extension inserts get a doc at the next sync (:func:`catch_up`); until then recall scans them too.
+
+Every doc whose postings are written is appended to ``pimem_index_log`` in the same transaction (the
+newest LOG_KEEP entries are kept): a process holding index lists in memory
+(:mod:`pimem.recall.dense`) reads from it which docs changed since.
 """
 
 from __future__ import annotations
@@ -185,16 +189,40 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
                                  [(key, index_text(user)) for key, user, _ in live])
                 conn.executemany("INSERT INTO pimem_fts_reply(rowid, text) VALUES (?, ?)",
                                  [(key, index_text(reply or "")) for key, _, reply in live])
+                conn.executemany("INSERT INTO pimem_index_log(doc_key) VALUES (?)", [(key,) for key, _, _ in live])
             conn.execute(f"DELETE FROM pimem_pending WHERE doc_key IN ({placeholders(len(rows))})",
                          [row[0] for row in rows])
         done += len(rows)
         if progress is not None:
             progress(done, total)
+    if done:
+        with transaction(conn):
+            _trim_log(conn)
     if in_bulk(conn) and not conn.execute("SELECT 1 FROM pimem_pending LIMIT 1").fetchone():
         with transaction(conn):
             optimize(conn)
             set_bulk(conn, False)
     return done
+
+
+LOG_KEEP = 100_000   # the newest entries of pimem_index_log kept (older readers of it start afresh)
+
+
+def log_position(conn: sqlite3.Connection) -> tuple[int, int]:
+    """The oldest and newest sequence numbers in ``pimem_index_log`` ((0, 0) when empty)."""
+    low, high = conn.execute("SELECT min(seq), max(seq) FROM pimem_index_log").fetchone()
+    return int(low or 0), int(high or 0)
+
+
+def logged_since(conn: sqlite3.Connection, seq: int) -> list[int]:
+    """The docs whose postings were written after ``seq`` (each once)."""
+    return [int(key) for (key,) in conn.execute(
+        "SELECT DISTINCT doc_key FROM pimem_index_log WHERE seq > ?", (seq,))]
+
+
+def _trim_log(conn: sqlite3.Connection) -> None:
+    newest = log_position(conn)[1]
+    conn.execute("DELETE FROM pimem_index_log WHERE seq <= ?", (newest - LOG_KEEP,))
 
 
 def _garbage(conn: sqlite3.Connection) -> int:

@@ -9,9 +9,11 @@ from pimem.lsp import handlers, history
 from pimem.lsp.errors import guarded
 from pimem.lsp.runtime import configure_logging, run_stdio
 from pimem.lsp.server import PimemServer
+from pimem.recall import dense
 
 
 def create_server() -> PimemServer:
+    dense.enable()   # a long-lived process: keep the index lists of multi-entity queries (pimem.recall.dense)
     server = PimemServer()
     handlers.register(server)
     history.register(server, guarded)   # pimem/sessions, pimem/session, pimem/fileHistory

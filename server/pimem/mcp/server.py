@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 
 from pimem import __version__
 from pimem.agent_tools import TOOLS, ToolCall, ToolInputError, ToolOutput, decode_call
+from pimem.recall import dense
 from pimem.store import StoreError, connect
 
 log = logging.getLogger("pimem.mcp")
@@ -87,6 +88,7 @@ class ToolRunner:
 
 
 def create_server(db_path: Path, *, redact_secrets: bool = True) -> Server[Any]:
+    dense.enable()   # a long-lived process: keep the index lists of multi-entity queries (pimem.recall.dense)
     runner = ToolRunner(db_path, redact_secrets=redact_secrets)
 
     async def on_list_tools(_ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None,

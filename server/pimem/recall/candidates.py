@@ -13,7 +13,9 @@ import sqlite3
 from collections.abc import Iterator
 
 TRACK_LIMIT = 5000            # lists at most this long are followed exactly
+EVERY_TURN = "*"              # the source of a list assumed to hold every doc
 _PROBE = TRACK_LIMIT + 1
+_QUICK_PROBE = 256
 _TRIGRAMS_USED = 3            # the rarest trigrams of an entity make its list
 _COLLECT_LIMIT = 20_000       # a short entity's postings up to this many are collected at once
 _OR_TERMS_LIMIT = 200         # beyond this many trigrams, an OR query costs more than walking every turn
@@ -40,8 +42,12 @@ class CandidateList:
     """The doc keys of one index list, newest first, read lazily."""
 
     def __init__(self, keys: Iterator[int], weight: int, size: int | None,
-                 table: str | None = None, expression: str | None = None, core: str | None = None) -> None:
+                 table: str | None = None, expression: str | None = None, core: str | None = None,
+                 source: tuple[str, ...] | None = None) -> None:
         self.weight = weight
+        # What the keys are, independent of the weight: the same source gives the same keys on the same
+        # index (pimem.recall.dense keeps whole lists by it). None: an empty list.
+        self.source = source if source is not None else ((table, expression) if table and expression else None)
         self.size = size              # an upper bound on its length; None when unknown (long)
         self.table = table            # with expression: the FTS query that yields exactly these keys
         self.expression = expression
@@ -88,24 +94,34 @@ class ListBuilder:
     def every_turn(self, table: str, weight: int) -> CandidateList:
         """Every doc, as the list of ``table`` (no expression: it is assumed to hold every doc)."""
         cursor = self.conn.execute("SELECT doc_key FROM pimem_docs ORDER BY doc_key DESC")
-        return CandidateList(_cursor_keys(cursor), weight, None, table)
+        return CandidateList(_cursor_keys(cursor), weight, None, table, source=(table, EVERY_TURN))
 
     def build(self, table: str, entity: str, weight: int) -> CandidateList:
         if len(entity) >= 3:
             return self._trigram_list(table, entity, weight)
         return self._prefix_list(table, entity, weight)
 
-    def _count(self, table: str, term: str) -> int:
+    def _count(self, table: str, term: str, limit: int = _PROBE) -> int:
+        """The docs holding a trigram, counted up to ``limit`` (the cost grows with the count)."""
         return int(self.conn.execute(
-            f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT {_PROBE})",
+            f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT {limit})",
             (fts_phrase(term),)).fetchone()[0])
+
+    def _rarest_first(self, table: str, grams: list[str]) -> list[tuple[int, int, str]]:
+        """(count, position, trigram), rarest first. Counted up to _QUICK_PROBE first: when one of them
+        is rarer than that, the others only need to be known as commoner (most entities have such a
+        trigram, and a common trigram costs up to _PROBE postings to count)."""
+        quick = sorted((self._count(table, gram, _QUICK_PROBE), position, gram) for position, gram in enumerate(grams))
+        if quick[0][0] < _QUICK_PROBE:
+            return quick
+        return sorted((self._count(table, gram), position, gram) for position, gram in enumerate(grams))
 
     def _trigram_list(self, table: str, entity: str, weight: int) -> CandidateList:
         grams = list(dict.fromkeys(entity[i:i + 3] for i in range(len(entity) - 2)))
         if len(grams) > _TRIGRAMS_COUNTED:
             step = len(grams) / _TRIGRAMS_COUNTED
             grams = [grams[int(number * step)] for number in range(_TRIGRAMS_COUNTED)]
-        counted = sorted((self._count(table, gram), position, gram) for position, gram in enumerate(grams))
+        counted = self._rarest_first(table, grams)
         if counted[0][0] == 0:
             return CandidateList(iter(()), weight, 0)
         if counted[0][0] <= TRACK_LIMIT:
@@ -150,7 +166,7 @@ class ListBuilder:
             # Few postings: collect them in one pass over the vocabulary.
             keys = {doc for (doc,) in self.conn.execute(f"SELECT doc FROM {instances} WHERE {condition}", bounds)}
             return CandidateList(iter(sorted(keys, reverse=True)), weight, len(keys), table, expression,
-                                 expression if count <= _CORE_OR_TERMS else None)
+                                 expression if count <= _CORE_OR_TERMS else None, source=(table, "prefix", entity))
         if expression is not None:
             # Many postings over few trigrams: let FTS5 merge them lazily, newest first.
             found = self.matching(table, expression, weight, postings if postings <= TRACK_LIMIT else None)

@@ -31,6 +31,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
 from pimem import index
+from pimem.recall import dense
 from pimem.recall.candidates import CandidateList, ListBuilder
 from pimem.recall.query import RecallQuery
 from pimem.recall.rows import ROW_COLUMNS, RecallRow
@@ -211,6 +212,12 @@ def _threshold_candidates(conn: sqlite3.Connection, open_lists: Sequence[Candida
     return keys
 
 
+def _common_entities(lists: Sequence[CandidateList]) -> int:
+    """How many entities have a list longer than the walk follows exactly (lists come in pairs:
+    user text, reply)."""
+    return sum(1 for user, reply in zip(lists[::2], lists[1::2], strict=True) if not (user.short and reply.short))
+
+
 def _read_for_bounds(candidate: CandidateList) -> bool:
     """A long list of the user table is read along anyway (user texts are short, so its lists are a
     fraction of the reply lists): its exact membership keeps candidates that hold a common entity
@@ -229,10 +236,20 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
     weight_of: dict[str, int] = {}
     for entity, weight in zip(entities_lower, query.weights or [1] * len(entities_lower), strict=True):
         weight_of[entity] = weight_of.get(entity, 0) + weight
+    cache = dense.cache_for(conn) if len(weight_of) >= dense.MIN_COMMON_ENTITIES else None
+    snapshot = cache.snapshot(conn) if cache is not None else None
     lists: list[CandidateList] = []
+    kept: list[tuple[int, bool] | None] = []
     for entity, weight in weight_of.items():
-        lists.append(builder.build("pimem_fts_user", entity, 2 * weight))
-        lists.append(builder.build("pimem_fts_reply", entity, weight))
+        for table, list_weight in (("pimem_fts_user", 2 * weight), ("pimem_fts_reply", weight)):
+            known = cache.known(snapshot, table, entity) if cache is not None and snapshot is not None else None
+            kept.append(known)
+            if known is None:
+                lists.append(builder.build(table, entity, list_weight))
+                if cache is not None and snapshot is not None:
+                    cache.remember(snapshot, table, entity, lists[-1])
+            else:
+                lists.append(CandidateList(iter(()), list_weight, 0 if known[1] else None))
 
     def verify(keys: list[int]) -> None:
         theta = best.threshold   # only rises: a row scoring below it now can never enter
@@ -245,6 +262,25 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
                                            entities_lower, query.weights) < theta.hits:
                 continue
             best.consider(admit(values, query, entities_lower))
+
+    if cache is not None and snapshot is not None and (
+            _common_entities(lists) >= dense.MIN_COMMON_ENTITIES
+            or all(known is not None or dense.affordable(conn, candidate)
+                   for candidate, known in zip(lists, kept, strict=True))):
+        # Several common entities (no rare list can pivot), or lists that are cheap to read whole:
+        # bound every doc at once (pimem.recall.dense).
+        changed = sorted(snapshot.delta)
+        for start in range(0, len(changed), _BATCH):
+            verify(changed[start:start + _BATCH])
+        bitmaps = [known[0] if known is not None else cache.bitmap(snapshot, candidate)
+                   for candidate, known in zip(lists, kept, strict=True)]
+        dense.walk_levels(snapshot, [(bits, candidate.weight) for bits, candidate in zip(bitmaps, lists, strict=True)],
+                          lambda: best.threshold, verify)
+        return top_rows(best.rows, query.limit)
+    if any(known is not None for known in kept):
+        # Kept bitmaps stand in for lists the walk needs whole: build those lists after all.
+        lists = [builder.build(table, entity, list_weight) for entity, weight in weight_of.items()
+                 for table, list_weight in (("pimem_fts_user", 2 * weight), ("pimem_fts_reply", weight))]
 
     # A weighted (free-text) query mixes rare terms of high weight with common ones of low weight. Its
     # rarest lists are verified first, whole: the turns holding the rare terms then set θ from the

@@ -37,7 +37,7 @@ from pimem.store.meta import set_meta
 from pimem.store.touches import TOUCHES_SCHEMA
 
 BASE_LAYOUT = 3            # the tables below; what pimem 0.1.0 called schema_version "3"
-LAYOUT = 4                 # the layout this pimem writes
+LAYOUT = 5                 # the layout this pimem writes
 MIN_READER_LAYOUT = 3      # the oldest layout whose pimem can read what this one writes
 LEGACY_SCHEMA_VERSION = "3"
 
@@ -152,8 +152,26 @@ def _layout_3_to_4(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# Every doc whose postings were written, in the order they were written (pimem.index.build_pending):
+# a process that keeps index lists in memory (pimem.recall.dense) learns from it which docs changed
+# since it read them, instead of dropping everything whenever the index grows.
+INDEX_LOG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pimem_index_log (
+  seq     INTEGER PRIMARY KEY,
+  doc_key INTEGER NOT NULL
+);
+"""
+
+
+def _layout_4_to_5(conn: sqlite3.Connection) -> None:
+    """``pimem_index_log``. Older readers ignore it (MIN_READER_LAYOUT stays 3), and older writers
+    refuse a newer layout, so every index write from now on is logged."""
+    for statement in _split_sql(INDEX_LOG_SCHEMA):
+        conn.execute(statement)
+
+
 # MIGRATIONS[n] brings a store from layout n to n + 1, inside the caller's transaction.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _layout_3_to_4}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _layout_3_to_4, 4: _layout_4_to_5}
 
 
 @dataclass(frozen=True)

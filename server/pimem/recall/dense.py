@@ -1,0 +1,327 @@
+"""Recall of several common entities from whole index lists held in memory as bitmaps.
+
+The walk of :mod:`pimem.recall.indexed` follows the top results when a rare list can pivot. When two
+or more entities each match thousands of turns it cannot: presence scores are small integers with
+many ties, so proving that no older turn scores higher means bounding every turn of the history, and
+reading common lists through FTS5 costs about a microsecond per posting, day after day. Here each
+list becomes one bitmap over the docs (read once, then kept by the process), the bound of every doc
+is summed over the bitmaps at once (bit-sliced integers: a handful of big-int operations per list),
+and docs are verified level by level, highest bound first, newest first within a level, with the
+oracle's scoring, until the k-th result cannot be beaten. Results are exactly the oracle's: a list's
+bitmap holds every doc its FTS5 expression matches (a superset of the true matches), so a bound is
+never below a doc's score, and every result is verified against the stored text.
+
+**Coordinates.** A doc's bit is ``base[day] + slot`` (:data:`pimem.index.KEY_SHIFT`): days are laid
+end to end, each as long as its highest slot, so mapping a key is one dict lookup.
+
+**Staying exact as the index grows.** A :class:`Snapshot` records the position of
+``pimem_index_log`` when it read the docs. Every doc indexed after that (new, grown, re-keyed) is in
+the log: those docs form the *delta*, scored exactly from their rows before the bitmaps are used,
+and their bits, stale or missing, can only add verified candidates. Pending docs and rows written
+behind pimem's back are scanned exactly by the caller as before. When the delta grows past
+:data:`MAX_DELTA`, or the log was trimmed past the snapshot, the snapshot and its lists are dropped
+and read again.
+
+Only processes that answer many queries keep lists (:func:`enable`: ``pimem serve``, ``pimem mcp``);
+the memory is bounded (:data:`DEFAULT_MAX_BYTES`, least recently used lists go first). Without it the
+walk answers, as for every query of fewer than two common entities.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pimem import index
+from pimem.recall.candidates import EVERY_TURN, CandidateList
+
+DEFAULT_MAX_BYTES = 48 << 20   # bitmaps kept per store (1M turns: 125 KB per list, ~380 lists)
+MAX_DELTA = 5000               # docs indexed since the snapshot, scored exactly each query, at most
+MIN_COMMON_ENTITIES = 2        # fewer common entities: the walk is cheaper (a rare list pivots)...
+AFFORDABLE = 30_000            # ... unless its one long list is this short (read whole in a few ms)
+
+_NONZERO = re.compile(rb"[^\x00]")
+_BITS_OF = tuple(tuple(bit for bit in range(8) if value >> bit & 1) for value in range(256))
+
+
+@dataclass
+class Snapshot:
+    """The docs of one index state, laid out as bit coordinates, and the lists read on it."""
+
+    seq: int                          # pimem_index_log position when the docs were read
+    base: dict[int, int]              # day -> its first coordinate
+    slots: dict[int, int]             # day -> its number of slots (highest slot + 1)
+    keys: array[int]                  # coordinate -> doc key (0: no doc)
+    ts: array[int]                    # coordinate -> ts of the doc
+    present: int                      # bitmap of the coordinates that hold a doc
+    delta: set[int] = field(default_factory=set)
+    delta_seq: int = 0
+    lists: OrderedDict[tuple[str, ...], int] = field(default_factory=OrderedDict)
+    list_bytes: int = 0
+    # (table, entity) -> (source of its list, whether the walk follows it exactly): a known entity
+    # needs no FTS5 work at all
+    entities: dict[tuple[str, str], tuple[tuple[str, ...] | None, bool]] = field(default_factory=dict)
+
+    @property
+    def width(self) -> int:
+        return len(self.keys)
+
+    def coordinate(self, key: int) -> int | None:
+        day = key >> index.KEY_SHIFT
+        slot = key & index.SLOT_MASK
+        start = self.base.get(day)
+        if start is None or slot >= self.slots[day]:
+            return None
+        return start + slot
+
+    def bitmap(self, keys: Sequence[int] | CandidateList) -> int:
+        """The bitmap of doc keys (keys outside the snapshot, i.e. in the delta, are left out)."""
+        bits = bytearray((self.width + 7) >> 3)
+        base, slots, shift, mask = self.base, self.slots, index.KEY_SHIFT, index.SLOT_MASK
+        for key in _keys_of(keys):
+            day = key >> shift
+            start = base.get(day)
+            if start is None:
+                continue
+            slot = key & mask
+            if slot < slots[day]:
+                where = start + slot
+                bits[where >> 3] |= 1 << (where & 7)
+        return int.from_bytes(bits, "little")
+
+
+def _keys_of(keys: Sequence[int] | CandidateList) -> Sequence[int] | list[int]:
+    if not isinstance(keys, CandidateList):
+        return keys
+    taken: list[int] = []
+    while keys.head is not None:
+        taken.extend(keys.take(-1, 1 << 62))
+    return taken
+
+
+def read_snapshot(conn: sqlite3.Connection) -> Snapshot:
+    """Every doc's coordinate and ts, at the current log position (inside the caller's snapshot)."""
+    seq = index.log_position(conn)[1]
+    rows = conn.execute("SELECT doc_key, ts FROM pimem_docs ORDER BY doc_key").fetchall()
+    slots: dict[int, int] = {}
+    for key, _ in rows:
+        day = key >> index.KEY_SHIFT
+        slots[day] = (key & index.SLOT_MASK) + 1   # ascending keys: the last one of a day is its highest
+    base: dict[int, int] = {}
+    width = 0
+    for day in sorted(slots):
+        base[day] = width
+        width += slots[day]
+    keys = array("q", bytes(8 * width))
+    stamps = array("q", bytes(8 * width))
+    present = bytearray((width + 7) >> 3)
+    for key, ts in rows:
+        where = base[key >> index.KEY_SHIFT] + (key & index.SLOT_MASK)
+        keys[where] = key
+        stamps[where] = ts
+        present[where >> 3] |= 1 << (where & 7)
+    return Snapshot(seq, base, slots, keys, stamps, int.from_bytes(present, "little"), delta_seq=seq)
+
+
+class ListCache:
+    """The snapshot and lists of one store, shared by a process's reader threads."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._snapshot: Snapshot | None = None
+
+    def snapshot(self, conn: sqlite3.Connection) -> Snapshot:
+        """The snapshot, brought up to the log of the caller's transaction (read again when the
+        delta grew too large or the log no longer reaches back to it)."""
+        with self._lock:
+            current = self._snapshot
+        low, high = index.log_position(conn)
+        if current is not None and high != current.delta_seq:
+            if high < current.delta_seq or (low > current.seq + 1 and high > current.seq):
+                current = None        # a rebuilt log, or trimmed past the snapshot
+            else:
+                changed = index.logged_since(conn, current.delta_seq)
+                with self._lock:
+                    current.delta.update(changed)
+                    current.delta_seq = max(current.delta_seq, high)
+                if len(current.delta) > MAX_DELTA:
+                    current = None
+        if current is None:
+            current = read_snapshot(conn)
+            with self._lock:
+                self._snapshot = current
+        return current
+
+    def known(self, snapshot: Snapshot, table: str, entity: str) -> tuple[int, bool] | None:
+        """The bitmap of an entity's list in ``table`` and whether it is short, when kept."""
+        with self._lock:
+            entry = snapshot.entities.get((table, entity))
+            if entry is None:
+                return None
+            source, short = entry
+            if source is None:
+                return 0, short
+            if source[-1] == EVERY_TURN:
+                return snapshot.present, short
+            bits = snapshot.lists.get(source)
+            if bits is None:
+                return None
+            snapshot.lists.move_to_end(source)
+            return bits, short
+
+    def remember(self, snapshot: Snapshot, table: str, entity: str, candidate: CandidateList) -> None:
+        with self._lock:
+            snapshot.entities[(table, entity)] = (candidate.source if candidate.size != 0 else None,
+                                                  candidate.short)
+
+    def bitmap(self, snapshot: Snapshot, candidate: CandidateList) -> int:
+        """The bitmap of a fresh candidate list: kept, or read whole and kept."""
+        if candidate.size == 0 or candidate.source is None:
+            return snapshot.bitmap(candidate)
+        if candidate.source[-1] == EVERY_TURN:
+            return snapshot.present
+        with self._lock:
+            kept = snapshot.lists.get(candidate.source)
+            if kept is not None:
+                snapshot.lists.move_to_end(candidate.source)
+                return kept
+        bits = snapshot.bitmap(candidate)
+        size = (snapshot.width + 7) >> 3
+        with self._lock:
+            if candidate.source not in snapshot.lists and size <= self.max_bytes:
+                snapshot.lists[candidate.source] = bits
+                snapshot.list_bytes += size
+                while snapshot.list_bytes > self.max_bytes:
+                    snapshot.lists.popitem(last=False)
+                    snapshot.list_bytes -= size
+        return bits
+
+
+_caches: dict[object, ListCache] = {}
+_caches_lock = threading.Lock()
+_enabled_bytes: int | None = None
+
+
+def enable(max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Keep index lists in this process (a long-lived server: ``pimem serve``, ``pimem mcp``)."""
+    global _enabled_bytes
+    _enabled_bytes = max_bytes
+
+
+def cache_for(conn: sqlite3.Connection) -> ListCache | None:
+    """This process's cache for the store of ``conn``, when :func:`enable` was called."""
+    if _enabled_bytes is None:
+        return None
+    identity = (getattr(conn, "path", None), getattr(conn, "identity", None))
+    with _caches_lock:
+        cache = _caches.get(identity)
+        if cache is None:
+            cache = _caches[identity] = ListCache(_enabled_bytes)
+        return cache
+
+
+def affordable(conn: sqlite3.Connection, candidate: CandidateList) -> bool:
+    """Whether a list is cheap to read whole: short, every doc (or none), or at most AFFORDABLE long."""
+    if candidate.short or candidate.size == 0 or (candidate.source is not None and candidate.source[-1] == EVERY_TURN):
+        return True
+    if candidate.table is None or candidate.expression is None:
+        return False
+    table = candidate.table
+    counted = conn.execute(f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
+                           f"LIMIT {AFFORDABLE + 1})", (candidate.expression,)).fetchone()[0]
+    return int(counted) <= AFFORDABLE
+
+
+def positions(mask: int) -> list[int]:
+    """The set bits of ``mask``, lowest first."""
+    data = mask.to_bytes((mask.bit_length() + 7) >> 3, "little")
+    found: list[int] = []
+    for match in _NONZERO.finditer(data):
+        start = match.start()
+        found.extend((start << 3) + bit for bit in _BITS_OF[data[start]])
+    return found
+
+
+def add_weighted(planes: list[int], bits: int, weight: int) -> None:
+    """planes (a bit-sliced integer per doc, lowest plane first) += weight × bits."""
+    plane = 0
+    while weight:
+        if weight & 1:
+            carry, level = bits, plane
+            while carry:
+                if level >= len(planes):
+                    planes.extend([0] * (level - len(planes)))
+                    planes.append(carry)
+                    break
+                current = planes[level]
+                planes[level] = current ^ carry
+                carry &= current
+                level += 1
+        weight >>= 1
+        plane += 1
+
+
+def highest_level(planes: Sequence[int], among: int) -> tuple[int, int]:
+    """The highest value the planes give a doc of ``among``, and the docs that have it."""
+    chosen, level = among, 0
+    for plane in range(len(planes) - 1, -1, -1):
+        narrowed = chosen & planes[plane]
+        if narrowed:
+            chosen = narrowed
+            level |= 1 << plane
+    return level, chosen
+
+
+class Threshold(Protocol):
+    """The k-th result so far (a RecallRow)."""
+
+    @property
+    def hits(self) -> int: ...
+
+    @property
+    def ts(self) -> int: ...
+
+
+def walk_levels(snapshot: Snapshot, lists: Sequence[tuple[int, int]],
+                threshold: Callable[[], Threshold | None], verify: Callable[[list[int]], None],
+                batch: int = 64) -> int:
+    """Verify docs highest bound first (newest first within a bound) until none left can enter:
+    a doc enters with a score above the k-th result's, or equal to it and at least as new. ``lists``
+    are (bitmap, weight). Returns how many docs were handed to ``verify``."""
+    planes: list[int] = []
+    for bits, weight in lists:
+        if bits and weight:
+            add_weighted(planes, bits, weight)
+    remaining = snapshot.present
+    handed = 0
+    while remaining:
+        level, docs = highest_level(planes, remaining)
+        if level == 0:
+            break
+        theta = threshold()
+        if theta is not None and level < theta.hits:
+            break
+        remaining ^= docs
+        stamps = snapshot.ts
+        order = sorted(positions(docs), key=lambda where: -stamps[where])
+        for start in range(0, len(order), batch):
+            theta = threshold()
+            chunk = order[start:start + batch]
+            if theta is not None:
+                if level < theta.hits:
+                    break
+                if level == theta.hits:   # only as new as the k-th result or newer can still enter
+                    chunk = [where for where in chunk if stamps[where] >= theta.ts]
+                    if not chunk:
+                        break
+            keys = [snapshot.keys[where] for where in chunk]
+            handed += len(keys)
+            verify(keys)
+    return handed
