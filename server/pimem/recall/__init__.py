@@ -7,8 +7,9 @@ One module per concern, imported in this order (no module imports one above it):
 * :mod:`~pimem.recall.rows`: a result row (:class:`RecallRow`), the columns it is read from, :func:`get_turn`;
 * :mod:`~pimem.recall.semantics`: **the semantics**: scoring, filters, order, copies, and the oracle
   :func:`recall_scan` that defines them;
-* :mod:`~pimem.recall.candidates` and :mod:`~pimem.recall.indexed`: the fast path (trigram-index
-  candidate lists, a MaxScore-style walk verified with the oracle's scoring: identical results);
+* :mod:`~pimem.recall.candidates`, :mod:`~pimem.recall.dense` and :mod:`~pimem.recall.indexed`: the fast
+  path (trigram-index candidate lists; a MaxScore-style walk, or, in long-lived processes, whole lists
+  kept as bitmaps for several common entities; both verified with the oracle's scoring: identical results);
 * :mod:`~pimem.recall.format`: rows as text and Markdown;
 * :mod:`~pimem.recall.termstats` and :mod:`~pimem.recall.freetext`: free text to weighted terms,
   recalled with :func:`recall`.
@@ -22,6 +23,7 @@ import sqlite3
 from dataclasses import replace
 
 from pimem import index
+from pimem.recall import dense
 from pimem.recall.indexed import index_cannot_answer, recall_by_scan, recall_with_index
 from pimem.recall.query import (
     DEFAULT_LIMIT,
@@ -47,9 +49,22 @@ from pimem.recall.semantics import RecallPage, page_of, ranked_limit, recall_sca
 __all__ = [
     "DEFAULT_LIMIT", "MAX_ENTITIES", "MAX_ENTITY_CHARS", "MAX_LIMIT", "MAX_PAGE_END", "MAX_PATH_CHARS",
     "MAX_TEXT_CHARS", "MAX_TURN_ID_CHARS", "TEXT_CUT_CHARS", "TOOL_NAMES_CUT", "TOOL_NAME_CUT_CHARS", "TOTAL_CAP",
-    "RecallError", "RecallPage", "RecallQuery", "RecallRow", "check_turn_id", "get_turn", "make_query", "recall",
-    "recall_page", "recall_scan", "recall_scan_page",
+    "RecallError", "RecallPage", "RecallQuery", "RecallRow", "check_turn_id", "get_turn", "make_query", "prime_recall",
+    "recall", "recall_page", "recall_scan", "recall_scan_page",
 ]
+
+
+def prime_recall(conn: sqlite3.Connection) -> None:
+    """Read ahead what a long-lived process keeps for multi-entity recall (:mod:`pimem.recall.dense`),
+    so that the first such query does not wait for it. Nothing when the process keeps nothing."""
+    cache = dense.cache_for(conn)
+    if cache is None or not index.fts_enabled(conn):
+        return
+    conn.execute("BEGIN")
+    try:
+        cache.snapshot(conn)
+    finally:
+        conn.execute("COMMIT")
 
 
 def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:

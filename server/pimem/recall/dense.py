@@ -41,7 +41,7 @@ from typing import Protocol
 from pimem import index
 from pimem.recall.candidates import EVERY_TURN, CandidateList
 
-DEFAULT_MAX_BYTES = 48 << 20   # bitmaps kept per store (1M turns: 125 KB per list, ~380 lists)
+DEFAULT_MAX_BYTES = 32 << 20   # bitmaps kept per store (1M turns: 125 KB per list, ~250 lists)
 MAX_DELTA = 5000               # docs indexed since the snapshot, scored exactly each query, at most
 MIN_COMMON_ENTITIES = 2        # fewer common entities: the walk is cheaper (a rare list pivots)...
 AFFORDABLE = 30_000            # ... unless its one long list is this short (read whole in a few ms)
