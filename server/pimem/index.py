@@ -309,6 +309,14 @@ def rebuild(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
     conn.execute("INSERT OR IGNORE INTO pimem_pending(doc_key) SELECT doc_key FROM pimem_docs")
     set_meta(conn, "index_garbage", "0")
+    set_meta(conn, "index_epoch", str(epoch(conn) + 1))
+
+
+def epoch(conn: sqlite3.Connection) -> int:
+    """Raised by :func:`rebuild`, the only writer that removes postings: within one epoch the
+    postings of a doc only grow (what kept index lists rely on, with ``pimem_index_log``)."""
+    value = get_meta(conn, "index_epoch")
+    return int(value) if value else 0
 
 
 def set_bulk(conn: sqlite3.Connection, bulk: bool) -> None:

@@ -153,7 +153,7 @@ def test_a_small_memory_bound_evicts_lists_and_stays_exact(conn: sqlite3.Connect
     cache = dense.cache_for(conn)
     assert cache is not None
     snapshot = cache.snapshot(conn)
-    assert 0 < len(snapshot.lists) <= 3 and snapshot.list_bytes <= 3 * width_bytes
+    assert snapshot is not None and 0 < len(snapshot.lists) <= 3 and snapshot.list_bytes <= 3 * width_bytes
 
 
 def test_without_enable_the_walk_answers(conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -227,3 +227,32 @@ def test_ties_on_score_and_time_are_broken_by_turn_id(conn: sqlite3.Connection, 
         _same_as_oracle(conn, query)
         assert [row.turn_id for row in recall(conn, query)][:2] == ["pi:s:m0001", "pi:s:m0002"][:limit]
     assert kept
+
+
+def test_an_older_reader_never_uses_lists_read_on_a_newer_index(db_path: Path, kept: list[int],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reader threads share the kept lists but not their transactions: one that still sees the index as
+    it was before turns moved, went away and the index was rebuilt must not be answered from lists read
+    after that (a moved turn's old key is not in them)."""
+    monkeypatch.setattr(candidates, "TRACK_LIMIT", 10)
+    writer = connect(db_path)
+    rng = random.Random(17)
+    _store(writer, rng, 700, 90)
+    index.build_pending(writer)
+    queries = [_query(rng) for _ in range(10)]
+    older = connect(db_path)
+    older.execute("BEGIN")
+    older.execute("SELECT count(*) FROM turns").fetchone()    # its view is fixed from here on
+    for step in (1, 2, 4):
+        _grow(writer, rng, step)
+    with transaction(writer):
+        index.rebuild(writer)
+    index.build_pending(writer)
+    _grow(writer, rng, 5)
+    for query in queries:
+        _same_as_oracle(writer, query)        # lists read on the newest index
+    for query in queries:
+        assert _rows(recall(older, query)) == _rows(recall_scan(older, query)), query
+    older.execute("COMMIT")
+    for query in queries:
+        _same_as_oracle(older, query)

@@ -54,13 +54,14 @@ _BITS_OF = tuple(tuple(bit for bit in range(8) if value >> bit & 1) for value in
 class Snapshot:
     """The docs of one index state, laid out as bit coordinates, and the lists read on it."""
 
+    epoch: int                        # index.epoch: postings are only ever added within one epoch
     seq: int                          # pimem_index_log position when the docs were read
     base: dict[int, int]              # day -> its first coordinate
     slots: dict[int, int]             # day -> its number of slots (highest slot + 1)
     keys: array[int]                  # coordinate -> doc key (0: no doc)
     ts: array[int]                    # coordinate -> ts of the doc
     present: int                      # bitmap of the coordinates that hold a doc
-    delta: set[int] = field(default_factory=set)
+    delta: frozenset[int] = frozenset()   # docs indexed since (replaced whole: reader threads share it)
     delta_seq: int = 0
     lists: OrderedDict[tuple[str, ...], int] = field(default_factory=OrderedDict)
     list_bytes: int = 0
@@ -99,15 +100,12 @@ class Snapshot:
 def _keys_of(keys: Sequence[int] | CandidateList) -> Sequence[int] | list[int]:
     if not isinstance(keys, CandidateList):
         return keys
-    taken: list[int] = []
-    while keys.head is not None:
-        taken.extend(keys.take(-1, 1 << 62))
-    return taken
+    return keys.take(-1, 1 << 62)   # every key left
 
 
 def read_snapshot(conn: sqlite3.Connection) -> Snapshot:
     """Every doc's coordinate and ts, at the current log position (inside the caller's snapshot)."""
-    seq = index.log_position(conn)[1]
+    epoch, seq = index.epoch(conn), index.log_position(conn)[1]
     rows = conn.execute("SELECT doc_key, ts FROM pimem_docs ORDER BY doc_key").fetchall()
     slots: dict[int, int] = {}
     for key, _ in rows:
@@ -126,7 +124,7 @@ def read_snapshot(conn: sqlite3.Connection) -> Snapshot:
         keys[where] = key
         stamps[where] = ts
         present[where >> 3] |= 1 << (where & 7)
-    return Snapshot(seq, base, slots, keys, stamps, int.from_bytes(present, "little"), delta_seq=seq)
+    return Snapshot(epoch, seq, base, slots, keys, stamps, int.from_bytes(present, "little"), delta_seq=seq)
 
 
 class ListCache:
@@ -137,27 +135,32 @@ class ListCache:
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
 
-    def snapshot(self, conn: sqlite3.Connection) -> Snapshot:
-        """The snapshot, brought up to the log of the caller's transaction (read again when the
-        delta grew too large or the log no longer reaches back to it)."""
+    def snapshot(self, conn: sqlite3.Connection) -> Snapshot | None:
+        """The snapshot, its delta brought up to the caller's transaction; read again when the index
+        was rebuilt, the delta grew past MAX_DELTA or the log no longer reaches back to it. None when
+        the caller's transaction sees an older index than the kept lists (another reader thread read
+        them later): the walk answers it."""
+        epoch = index.epoch(conn)
+        low, high = index.log_position(conn)
         with self._lock:
             current = self._snapshot
-        low, high = index.log_position(conn)
-        if current is not None and high != current.delta_seq:
-            if high < current.delta_seq or (low > current.seq + 1 and high > current.seq):
-                current = None        # a rebuilt log, or trimmed past the snapshot
-            else:
-                changed = index.logged_since(conn, current.delta_seq)
-                with self._lock:
-                    current.delta.update(changed)
-                    current.delta_seq = max(current.delta_seq, high)
-                if len(current.delta) > MAX_DELTA:
-                    current = None
-        if current is None:
-            current = read_snapshot(conn)
-            with self._lock:
-                self._snapshot = current
-        return current
+        if current is not None:
+            if (epoch, high) < (current.epoch, current.seq):
+                return None
+            if epoch == current.epoch and low <= current.seq + 1:
+                if high > current.delta_seq:
+                    changed = frozenset(index.logged_since(conn, current.delta_seq))
+                    with self._lock:
+                        current.delta = current.delta | changed
+                        current.delta_seq = max(current.delta_seq, high)
+                if len(current.delta) <= MAX_DELTA:
+                    return current
+        fresh = read_snapshot(conn)
+        with self._lock:
+            kept = self._snapshot
+            if kept is None or (fresh.epoch, fresh.seq) >= (kept.epoch, kept.seq):
+                self._snapshot = fresh
+        return fresh
 
     def known(self, snapshot: Snapshot, table: str, entity: str) -> tuple[int, bool] | None:
         """The bitmap of an entity's list in ``table`` and whether it is short, when kept."""
