@@ -73,8 +73,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--baseline-rev", help="multi: also serve pimem as committed at this revision, on the same "
                                                "store, requests interleaved with the measured one")
     parser.add_argument("--keep-store", action="store_true",
-                        help="reuse the imported store of this corpus whichever pimem revision imported it (for "
-                             "recall-only changes; the importing revision is reported)")
+                        help="reuse the imported store of this corpus as it is, whichever pimem revision imported "
+                             "it (no sync; for recall-only changes; the importing revision is reported)")
     parser.add_argument("--results", type=Path, help="write the results as JSON here")
     parser.add_argument("--log", type=Path, help="write everything printed here")
     parser.add_argument("--summarize", type=Path, metavar="RESULTS",

@@ -95,6 +95,10 @@ class Bench:
             parts.append(f"--pimem-rev {self.pimem_sha}")
         if only == "multi" and getattr(self.args, "baseline_rev", None):
             parts.append(f"--baseline-rev {self.args.baseline_rev}")
+        if self.args.seed_runs:
+            parts.append(f"--seed-runs {self.args.seed_runs}")
+        if getattr(self.args, "keep_store", False):
+            parts.append("--keep-store")
         if only == "import" and self.args.import_runs:
             parts.append(f"--import-runs {self.args.import_runs}")
         return " ".join(parts)
@@ -167,11 +171,15 @@ class Bench:
         marker = self.work / "pimem.db.corpus.json"
         key = self.db_key()
         stored = json.loads(marker.read_text()) if self.db.exists() and marker.exists() else None
-        if stored == key or (stored is not None and getattr(self.args, "keep_store", False)
-                             and {**stored, "pimem": None} == {**key, "pimem": None}):
+        if (stored is not None and getattr(self.args, "keep_store", False)
+                and {**stored, "pimem": None} == {**key, "pimem": None}):
+            # As it is: an older revision may not write a store a newer one migrated.
+            self.report.say(f"(reusing {self.db} as it is, imported by pimem {stored['pimem']}; --keep-store)")
+            self.report.say()
+            return
+        if stored == key:
             stats = run_sync(SyncRequest(db_path=str(self.db), roots=source_roots({"HOME": str(self.home)})))
-            self.report.say(f"(reusing {self.db}, imported by pimem {stored['pimem']}: a no-change sync found "
-                            f"{stats.turns} turns to update)")
+            self.report.say(f"(reusing {self.db}: a no-change sync found {stats.turns} turns to update)")
             self.report.say()
             return
         self.report.say(f"(importing the corpus into {self.db}, untimed)")
