@@ -5,22 +5,21 @@ machine), and the seed's LIKE scan. Every answer of every server is compared wit
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 from multi_queries import describe, load_terms, multi_queries
-from pimem.recall import make_query, recall, recall_scan
+from pimem.recall import make_query, recall
 from pimem.store import connect
 from queries import Query
 from support.jsonrpc import LspError, LspProcess
 
 from .context import Bench
 from .measure import summary
+from .oracle import oracle_answers
 from .paths import REPO
 from .pinning import archive_pimem
 from .report import ms, ratio_text
@@ -47,28 +46,13 @@ def run(bench: Bench) -> None:
     bench.report.table(["shape", "entities", "terms (share of turns holding each, measured)"], term_rows)
 
     conn = connect(bench.db)
-    oracle: list[list[dict[str, Any]]] = []
-    oracle_seconds: list[float] = []
-    cache_path = bench.work / "multi-oracle.json"
-    store_state = _store_state(bench, conn)
-    cache = _load_oracle_cache(cache_path, store_state)
     try:
-        for query in queries:
+        oracle, oracle_seconds = oracle_answers(bench, conn, "multi",
+                                                [(query.params(), _recall_query(query)) for query in queries])
+        for index, query in enumerate(queries):
             recall_query = _recall_query(query)
-            cached = cache.get(json.dumps(query.params(), sort_keys=True))
-            if cached is not None:
-                oracle_seconds.append(cached["seconds"])
-                oracle.append(cached["rows"])
-            else:
-                begun = time.perf_counter()
-                rows = recall_scan(conn, recall_query)
-                oracle_seconds.append(time.perf_counter() - begun)
-                oracle.append([recall_row(row) for row in rows])
-                cache[json.dumps(query.params(), sort_keys=True)] = {"rows": oracle[-1],
-                                                                     "seconds": oracle_seconds[-1]}
-                cache_path.write_text(json.dumps({"store": store_state, "queries": cache}))
             bench.compare("pimem.recall.recall", query, [recall_row(row) for row in recall(conn, recall_query)],
-                          oracle[-1])
+                          oracle[index])
     finally:
         conn.close()
 
@@ -146,25 +130,6 @@ def run(bench: Bench) -> None:
                      "first_s": {name: first[server][index] for server, name in enumerate(names)},
                      "seed_like_s": seed.get(index), "oracle_s": oracle_seconds[index]}
                     for index, (shape, query, _) in enumerate(plan)]}
-
-
-def _store_state(bench: Bench, conn: sqlite3.Connection) -> dict[str, Any]:
-    """What the oracle's answers depend on: the imported store (its marker) and its turns."""
-    marker = bench.work / "pimem.db.corpus.json"
-    count, top = conn.execute("SELECT count(*), max(rowid) FROM turns").fetchone()
-    parsed, revisions = conn.execute("SELECT total(parsed_bytes), total(revision) FROM pimem_files").fetchone()
-    return {"marker": marker.read_text() if marker.exists() else None, "turns": count, "max_rowid": top,
-            "parsed_bytes": parsed, "file_revisions": revisions}
-
-
-def _load_oracle_cache(path: Path, store_state: dict[str, Any]) -> dict[str, Any]:
-    """The oracle's answers from an earlier run on this very store (the scan takes minutes at 1M turns;
-    its answers only change with the store)."""
-    try:
-        cached = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return dict(cached["queries"]) if cached.get("store") == store_state else {}
 
 
 def _recall_query(query: Query) -> Any:

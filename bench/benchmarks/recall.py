@@ -10,13 +10,14 @@ import sys
 import time
 from typing import Any
 
-from pimem.recall import make_query, recall, recall_scan
+from pimem.recall import make_query, recall
 from pimem.store import connect
 from queries import QUERIES, Query
 from support.jsonrpc import LspError, LspProcess
 
 from .context import Bench
 from .measure import percentile, run_measured, summary, vm_hwm
+from .oracle import oracle_answers
 from .paths import REPO
 from .report import mb, ms, ratio_text
 from .rows import recall_row
@@ -32,13 +33,8 @@ def run(bench: Bench) -> None:
     queries = list(QUERIES)
     recall_queries = [make_query(list(q.entities), q.limit, list(q.sources) if q.sources else None, q.cwd)
                       for q in queries]
-    oracle: list[list[dict[str, Any]]] = []
-    oracle_seconds: list[float] = []
-    for query in recall_queries:
-        started = time.perf_counter()
-        rows = recall_scan(conn, query)
-        oracle_seconds.append(time.perf_counter() - started)
-        oracle.append([recall_row(row) for row in rows])
+    oracle, oracle_seconds = oracle_answers(bench, conn, "recall",
+                                            [(q.params(), rq) for q, rq in zip(queries, recall_queries, strict=True)])
     # In-process fast path (pimem.recall.recall), for equality and as a reference time
     inproc: list[list[float]] = []
     for index, query in enumerate(recall_queries):
