@@ -65,6 +65,13 @@ class CandidateList:
     def short(self) -> bool:
         return self.size is not None and self.size <= TRACK_LIMIT
 
+    def remaining(self) -> Iterator[int]:
+        """Every key not taken yet, newest first, consuming the list (streamed: a long list is never
+        held whole)."""
+        while self.head is not None:
+            yield self.head
+            self.head = next(self._keys, None)
+
     def take(self, low: int, high: int) -> list[int]:
         """Pop every key ≥ ``low``; return those ≤ ``high`` (newer ones belong to days already done)."""
         taken = []

@@ -29,19 +29,20 @@ walk answers, as for every query of fewer than two common entities.
 
 from __future__ import annotations
 
+import bisect
 import re
 import sqlite3
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from pimem import index
 from pimem.recall.candidates import EVERY_TURN, CandidateList
 
-DEFAULT_MAX_BYTES = 32 << 20   # bitmaps kept per store (1M turns: 125 KB per list, ~250 lists)
+DEFAULT_MAX_BYTES = 24 << 20   # bitmaps kept per store (1M turns: 125 KB per list, ~190 lists)
 MAX_DELTA = 5000               # docs indexed since the snapshot, scored exactly each query, at most
 MIN_COMMON_ENTITIES = 2        # fewer common entities: the walk is cheaper (a rare list pivots)...
 AFFORDABLE = 30_000            # ... unless its one long list is this short (read whole in a few ms)
@@ -58,7 +59,8 @@ class Snapshot:
     seq: int                          # pimem_index_log position when the docs were read
     base: dict[int, int]              # day -> its first coordinate
     slots: dict[int, int]             # day -> its number of slots (highest slot + 1)
-    keys: array[int]                  # coordinate -> doc key (0: no doc)
+    days: list[int]                   # the days, in coordinate order, and ...
+    starts: list[int]                 # ... their first coordinates (to map a coordinate back to its key)
     ts: array[int]                    # coordinate -> ts of the doc
     present: int                      # bitmap of the coordinates that hold a doc
     delta: frozenset[int] = frozenset()   # docs indexed since (replaced whole: reader threads share it)
@@ -71,21 +73,17 @@ class Snapshot:
 
     @property
     def width(self) -> int:
-        return len(self.keys)
+        return len(self.ts)
 
-    def coordinate(self, key: int) -> int | None:
-        day = key >> index.KEY_SHIFT
-        slot = key & index.SLOT_MASK
-        start = self.base.get(day)
-        if start is None or slot >= self.slots[day]:
-            return None
-        return start + slot
+    def key_at(self, where: int) -> int:
+        position = bisect.bisect_right(self.starts, where) - 1
+        return (self.days[position] << index.KEY_SHIFT) | (where - self.starts[position])
 
-    def bitmap(self, keys: Sequence[int] | CandidateList) -> int:
+    def bitmap(self, keys: Iterable[int]) -> int:
         """The bitmap of doc keys (keys outside the snapshot, i.e. in the delta, are left out)."""
         bits = bytearray((self.width + 7) >> 3)
         base, slots, shift, mask = self.base, self.slots, index.KEY_SHIFT, index.SLOT_MASK
-        for key in _keys_of(keys):
+        for key in keys:
             day = key >> shift
             start = base.get(day)
             if start is None:
@@ -97,34 +95,30 @@ class Snapshot:
         return int.from_bytes(bits, "little")
 
 
-def _keys_of(keys: Sequence[int] | CandidateList) -> Sequence[int] | list[int]:
-    if not isinstance(keys, CandidateList):
-        return keys
-    return keys.take(-1, 1 << 62)   # every key left
-
-
 def read_snapshot(conn: sqlite3.Connection) -> Snapshot:
-    """Every doc's coordinate and ts, at the current log position (inside the caller's snapshot)."""
+    """Every doc's coordinate and ts, at the current log position (inside the caller's snapshot).
+    Streamed: a million docs take 8 bytes each (their ts), not a Python object each."""
     epoch, seq = index.epoch(conn), index.log_position(conn)[1]
-    rows = conn.execute("SELECT doc_key, ts FROM pimem_docs ORDER BY doc_key").fetchall()
-    slots: dict[int, int] = {}
-    for key, _ in rows:
-        day = key >> index.KEY_SHIFT
-        slots[day] = (key & index.SLOT_MASK) + 1   # ascending keys: the last one of a day is its highest
+    slots = {int(day): int(top) + 1 for day, top in conn.execute(
+        f"SELECT doc_key >> {index.KEY_SHIFT}, max(doc_key & {index.SLOT_MASK}) FROM pimem_docs GROUP BY 1")}
     base: dict[int, int] = {}
+    days = sorted(slots)
+    starts: list[int] = []
     width = 0
-    for day in sorted(slots):
+    for day in days:
         base[day] = width
+        starts.append(width)
         width += slots[day]
-    keys = array("q", bytes(8 * width))
     stamps = array("q", bytes(8 * width))
     present = bytearray((width + 7) >> 3)
-    for key, ts in rows:
-        where = base[key >> index.KEY_SHIFT] + (key & index.SLOT_MASK)
-        keys[where] = key
-        stamps[where] = ts
-        present[where >> 3] |= 1 << (where & 7)
-    return Snapshot(epoch, seq, base, slots, keys, stamps, int.from_bytes(present, "little"), delta_seq=seq)
+    cursor = conn.execute("SELECT doc_key, ts FROM pimem_docs")
+    shift, mask = index.KEY_SHIFT, index.SLOT_MASK
+    while rows := cursor.fetchmany(4096):
+        for key, ts in rows:
+            where = base[key >> shift] + (key & mask)
+            stamps[where] = ts
+            present[where >> 3] |= 1 << (where & 7)
+    return Snapshot(epoch, seq, base, slots, days, starts, stamps, int.from_bytes(present, "little"), delta_seq=seq)
 
 
 class ListCache:
@@ -187,7 +181,7 @@ class ListCache:
     def bitmap(self, snapshot: Snapshot, candidate: CandidateList) -> int:
         """The bitmap of a fresh candidate list: kept, or read whole and kept."""
         if candidate.size == 0 or candidate.source is None:
-            return snapshot.bitmap(candidate)
+            return snapshot.bitmap(candidate.remaining())
         if candidate.source[-1] == EVERY_TURN:
             return snapshot.present
         with self._lock:
@@ -195,7 +189,7 @@ class ListCache:
             if kept is not None:
                 snapshot.lists.move_to_end(candidate.source)
                 return kept
-        bits = snapshot.bitmap(candidate)
+        bits = snapshot.bitmap(candidate.remaining())
         size = (snapshot.width + 7) >> 3
         with self._lock:
             if candidate.source not in snapshot.lists and size <= self.max_bytes:
@@ -324,7 +318,7 @@ def walk_levels(snapshot: Snapshot, lists: Sequence[tuple[int, int]],
                     chunk = [where for where in chunk if stamps[where] >= theta.ts]
                     if not chunk:
                         break
-            keys = [snapshot.keys[where] for where in chunk]
+            keys = [snapshot.key_at(where) for where in chunk]
             handed += len(keys)
             verify(keys)
     return handed
