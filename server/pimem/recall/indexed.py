@@ -19,7 +19,9 @@ only enter with a higher score, or the same score and a later time. So, day by d
 * the search stops when the lists not yet exhausted cannot reach ``θ``.
 
 That is MaxScore with a better choice of the lists to iterate; its cost follows what the top results
-need, not how many turns match. Turns not in the index yet (pending docs, rows written behind pimem's
+need, not how many turns match. Except when no rare list can pivot: with two or more common entities (or
+lists that are cheap to read whole), a process that keeps lists answers from them instead
+(:mod:`pimem.recall.dense`: every doc bounded at once, verified highest bound first). Turns not in the index yet (pending docs, rows written behind pimem's
 back) are scanned exactly first (:data:`PENDING_ROWS_SQL`, :data:`ORPHAN_ROWS_SQL`).
 """
 
@@ -236,20 +238,23 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
     weight_of: dict[str, int] = {}
     for entity, weight in zip(entities_lower, query.weights or [1] * len(entities_lower), strict=True):
         weight_of[entity] = weight_of.get(entity, 0) + weight
+    # One list per entity and field: user text (weight 2w) and reply (w).
+    specs = [(table, entity, list_weight) for entity, weight in weight_of.items()
+             for table, list_weight in (("pimem_fts_user", 2 * weight), ("pimem_fts_reply", weight))]
     cache = dense.cache_for(conn) if len(weight_of) >= dense.MIN_COMMON_ENTITIES else None
     snapshot = cache.snapshot(conn) if cache is not None else None
+    # A list kept by this process (pimem.recall.dense) needs no FTS5 work; a placeholder of its length
+    # class stands in for it until the way to answer is chosen.
+    kept = [cache.known(snapshot, table, entity) if cache is not None and snapshot is not None else None
+            for table, entity, _ in specs]
     lists: list[CandidateList] = []
-    kept: list[tuple[int, bool] | None] = []
-    for entity, weight in weight_of.items():
-        for table, list_weight in (("pimem_fts_user", 2 * weight), ("pimem_fts_reply", weight)):
-            known = cache.known(snapshot, table, entity) if cache is not None and snapshot is not None else None
-            kept.append(known)
-            if known is None:
-                lists.append(builder.build(table, entity, list_weight))
-                if cache is not None and snapshot is not None:
-                    cache.remember(snapshot, table, entity, lists[-1])
-            else:
-                lists.append(CandidateList(iter(()), list_weight, 0 if known[1] else None))
+    for (table, entity, list_weight), known in zip(specs, kept, strict=True):
+        if known is not None:
+            lists.append(CandidateList(iter(()), list_weight, 0 if known[1] else None))
+            continue
+        lists.append(builder.build(table, entity, list_weight))
+        if cache is not None and snapshot is not None:
+            cache.remember(snapshot, table, entity, lists[-1])
 
     def verify(keys: list[int]) -> None:
         theta = best.threshold   # only rises: a row scoring below it now can never enter
@@ -277,10 +282,9 @@ def recall_indexed(conn: sqlite3.Connection, query: RecallQuery, entities_lower:
         dense.walk_levels(snapshot, [(bits, candidate.weight) for bits, candidate in zip(bitmaps, lists, strict=True)],
                           lambda: best.threshold, verify)
         return top_rows(best.rows, query.limit)
-    if any(known is not None for known in kept):
-        # Kept bitmaps stand in for lists the walk needs whole: build those lists after all.
-        lists = [builder.build(table, entity, list_weight) for entity, weight in weight_of.items()
-                 for table, list_weight in (("pimem_fts_user", 2 * weight), ("pimem_fts_reply", weight))]
+    # The walk reads lists lazily: the placeholders become real lists.
+    lists = [candidate if known is None else builder.build(table, entity, list_weight)
+             for candidate, known, (table, entity, list_weight) in zip(lists, kept, specs, strict=True)]
 
     # A weighted (free-text) query mixes rare terms of high weight with common ones of low weight. Its
     # rarest lists are verified first, whole: the turns holding the rare terms then set θ from the
