@@ -58,13 +58,8 @@ def prime_recall(conn: sqlite3.Connection) -> None:
     """Read ahead what a long-lived process keeps for multi-entity recall (:mod:`pimem.recall.dense`),
     so that the first such query does not wait for it. Nothing when the process keeps nothing."""
     cache = dense.cache_for(conn)
-    if cache is None or not index.fts_enabled(conn):
-        return
-    conn.execute("BEGIN")
-    try:
+    if cache is not None and index.fts_enabled(conn):
         cache.snapshot(conn)
-    finally:
-        conn.execute("COMMIT")
 
 
 def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:

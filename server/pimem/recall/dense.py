@@ -41,8 +41,9 @@ from typing import Protocol
 
 from pimem import index
 from pimem.recall.candidates import EVERY_TURN, CandidateList
+from pimem.store import connect
 
-DEFAULT_MAX_BYTES = 24 << 20   # bitmaps kept per store (1M turns: 125 KB per list, ~190 lists)
+DEFAULT_MAX_BYTES = 16 << 20   # bitmaps kept per store (1M turns: 125 KB per list, 128 lists)
 MAX_DELTA = 5000               # docs indexed since the snapshot, scored exactly each query, at most
 MIN_COMMON_ENTITIES = 2        # fewer common entities: the walk is cheaper (a rare list pivots)...
 AFFORDABLE = 30_000            # ... unless its one long list is this short (read whole in a few ms)
@@ -121,6 +122,25 @@ def read_snapshot(conn: sqlite3.Connection) -> Snapshot:
     return Snapshot(epoch, seq, base, slots, days, starts, stamps, int.from_bytes(present, "little"), delta_seq=seq)
 
 
+def _read_apart(conn: sqlite3.Connection) -> Snapshot:
+    """:func:`read_snapshot` on a connection of its own with a small page cache: the scan touches every
+    doc's page, which would otherwise stay in a reader's cache (16 MB at a million turns). Its view may
+    be newer than the caller's (then the caller's query is answered by the walk)."""
+    path = getattr(conn, "path", None)
+    if not path:
+        return read_snapshot(conn)
+    apart = connect(path, create=False, for_writing=False)
+    try:
+        apart.execute("PRAGMA cache_size = -1024")
+        apart.execute("BEGIN")
+        try:
+            return read_snapshot(apart)
+        finally:
+            apart.execute("COMMIT")
+    finally:
+        apart.close()
+
+
 class ListCache:
     """The snapshot and lists of one store, shared by a process's reader threads."""
 
@@ -149,12 +169,12 @@ class ListCache:
                         current.delta_seq = max(current.delta_seq, high)
                 if len(current.delta) <= MAX_DELTA:
                     return current
-        fresh = read_snapshot(conn)
+        fresh = _read_apart(conn)
         with self._lock:
             kept = self._snapshot
             if kept is None or (fresh.epoch, fresh.seq) >= (kept.epoch, kept.seq):
                 self._snapshot = fresh
-        return fresh
+        return fresh if (epoch, high) >= (fresh.epoch, fresh.seq) else None
 
     def known(self, snapshot: Snapshot, table: str, entity: str) -> tuple[int, bool] | None:
         """The bitmap of an entity's list in ``table`` and whether it is short, when kept."""

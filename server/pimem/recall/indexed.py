@@ -21,8 +21,10 @@ only enter with a higher score, or the same score and a later time. So, day by d
 That is MaxScore with a better choice of the lists to iterate; its cost follows what the top results
 need, not how many turns match. Except when no rare list can pivot: with two or more common entities (or
 lists that are cheap to read whole), a process that keeps lists answers from them instead
-(:mod:`pimem.recall.dense`: every doc bounded at once, verified highest bound first). Turns not in the index yet (pending docs, rows written behind pimem's
-back) are scanned exactly first (:data:`PENDING_ROWS_SQL`, :data:`ORPHAN_ROWS_SQL`).
+(:mod:`pimem.recall.dense`: every doc bounded at once, verified highest bound first).
+
+Turns not in the index yet (pending docs, rows written behind pimem's back) are scanned exactly first
+(:data:`PENDING_ROWS_SQL`, :data:`ORPHAN_ROWS_SQL`).
 """
 
 from __future__ import annotations
