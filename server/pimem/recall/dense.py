@@ -148,12 +148,13 @@ class ListCache:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
+        self._reading = False
 
     def snapshot(self, conn: sqlite3.Connection) -> Snapshot | None:
         """The snapshot, its delta brought up to the caller's transaction; read again when the index
         was rebuilt, the delta grew past MAX_DELTA or the log no longer reaches back to it. None when
         the caller's transaction sees an older index than the kept lists (another reader thread read
-        them later): the walk answers it."""
+        them later), or while another thread reads them: the walk answers it."""
         epoch = index.epoch(conn)
         low, high = index.log_position(conn)
         with self._lock:
@@ -169,7 +170,15 @@ class ListCache:
                         current.delta_seq = max(current.delta_seq, high)
                 if len(current.delta) <= MAX_DELTA:
                     return current
-        fresh = _read_apart(conn)
+        with self._lock:
+            if self._reading:      # another thread reads them (a second at a million turns): walk meanwhile
+                return None
+            self._reading = True
+        try:
+            fresh = _read_apart(conn)
+        finally:
+            with self._lock:
+                self._reading = False
         with self._lock:
             kept = self._snapshot
             if kept is None or (fresh.epoch, fresh.seq) >= (kept.epoch, kept.seq):
