@@ -209,13 +209,16 @@ def test_bit_sliced_sums_equal_plain_sums(columns: list[tuple[list[bool], int]],
 
 
 
-def test_ties_on_score_and_time_are_broken_by_turn_id(conn: sqlite3.Connection, kept: list[int]) -> None:
+@pytest.mark.parametrize("numbers", [range(300, 0, -1), range(1, 301)], ids=["keys-descend", "keys-ascend"])
+def test_ties_on_score_and_time_are_broken_by_turn_id(conn: sqlite3.Connection, kept: list[int],
+                                                       numbers: range) -> None:
     """More docs than one verification batch with the same bound and the same ts: the k-th result's
-    equals must still be verified (turn_id decides), though they come after it in the walk."""
+    equals must still be verified (turn_id decides), wherever they come in the walk (the newest slots
+    of a day first: with keys ascending with the turn ids, the best come last)."""
     ts = 1_700_000_000_000 + 5 * DAY_MS
     with transaction(conn):
         upsert_session(conn, SessionRow("pi:s", "pi", "/w", 0, None, "/x"))
-        for number in range(300, 0, -1):     # keys ascend as turn ids descend
+        for number in numbers:
             turn_id = f"pi:s:m{number:04d}"
             user, reply = f"alpha beta note {number}", "gamma"
             conn.execute("INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text) "

@@ -12,7 +12,8 @@ bitmap holds every doc its FTS5 expression matches (a superset of the true match
 never below a doc's score, and every result is verified against the stored text.
 
 **Coordinates.** A doc's bit is ``base[day] + slot`` (:data:`pimem.index.KEY_SHIFT`): days are laid
-end to end, each as long as its highest slot, so mapping a key is one dict lookup.
+end to end in order, each as long as its highest slot, so mapping a key is one dict lookup, and a higher
+coordinate is a later day (the order recall breaks ties by). Reading them is one GROUP BY per store.
 
 **Staying exact as the index grows.** A :class:`Snapshot` records the position of
 ``pimem_index_log`` when it read the docs. Every doc indexed after that (new, grown, re-keyed) is in
@@ -33,7 +34,6 @@ import bisect
 import re
 import sqlite3
 import threading
-from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -62,7 +62,7 @@ class Snapshot:
     slots: dict[int, int]             # day -> its number of slots (highest slot + 1)
     days: list[int]                   # the days, in coordinate order, and ...
     starts: list[int]                 # ... their first coordinates (to map a coordinate back to its key)
-    ts: array[int]                    # coordinate -> ts of the doc
+    width: int                        # coordinates in all
     present: int                      # bitmap of the coordinates that hold a doc
     delta: frozenset[int] = frozenset()   # docs indexed since (replaced whole: reader threads share it)
     delta_seq: int = 0
@@ -72,9 +72,10 @@ class Snapshot:
     # needs no FTS5 work at all
     entities: dict[tuple[str, str], tuple[tuple[str, ...] | None, bool]] = field(default_factory=dict)
 
-    @property
-    def width(self) -> int:
-        return len(self.ts)
+    def first_of_day(self, day: int) -> int:
+        """The first coordinate of ``day`` or of the first later day in the snapshot (width if none)."""
+        position = bisect.bisect_left(self.days, day)
+        return self.starts[position] if position < len(self.days) else self.width
 
     def key_at(self, where: int) -> int:
         position = bisect.bisect_right(self.starts, where) - 1
@@ -97,29 +98,46 @@ class Snapshot:
 
 
 def read_snapshot(conn: sqlite3.Connection) -> Snapshot:
-    """Every doc's coordinate and ts, at the current log position (inside the caller's snapshot).
-    Streamed: a million docs take 8 bytes each (their ts), not a Python object each."""
+    """The docs' coordinates, at the current log position (inside the caller's snapshot): one row per
+    day from SQLite; a day's docs are read one by one only when a slot of it is free (a turn of that
+    day moved or went away)."""
     epoch, seq = index.epoch(conn), index.log_position(conn)[1]
-    slots = {int(day): int(top) + 1 for day, top in conn.execute(
-        f"SELECT doc_key >> {index.KEY_SHIFT}, max(doc_key & {index.SLOT_MASK}) FROM pimem_docs GROUP BY 1")}
+    per_day = conn.execute(f"SELECT doc_key >> {index.KEY_SHIFT}, max(doc_key & {index.SLOT_MASK}) + 1, count(*) "
+                           "FROM pimem_docs GROUP BY 1 ORDER BY 1").fetchall()
     base: dict[int, int] = {}
-    days = sorted(slots)
+    slots: dict[int, int] = {}
+    days: list[int] = []
     starts: list[int] = []
     width = 0
-    for day in days:
-        base[day] = width
+    for day, size, _ in per_day:
+        base[day], slots[day] = width, size
+        days.append(day)
         starts.append(width)
-        width += slots[day]
-    stamps = array("q", bytes(8 * width))
+        width += size
     present = bytearray((width + 7) >> 3)
-    cursor = conn.execute("SELECT doc_key, ts FROM pimem_docs")
-    shift, mask = index.KEY_SHIFT, index.SLOT_MASK
-    while rows := cursor.fetchmany(4096):
-        for key, ts in rows:
-            where = base[key >> shift] + (key & mask)
-            stamps[where] = ts
+    for day, size, count in per_day:
+        if count == size:
+            _set_range(present, base[day], base[day] + size)
+            continue
+        low, high = index.day_bounds(day)
+        for (key,) in conn.execute("SELECT doc_key FROM pimem_docs WHERE doc_key BETWEEN ? AND ?", (low, high)):
+            where = base[day] + (key & index.SLOT_MASK)
             present[where >> 3] |= 1 << (where & 7)
-    return Snapshot(epoch, seq, base, slots, days, starts, stamps, int.from_bytes(present, "little"), delta_seq=seq)
+    return Snapshot(epoch, seq, base, slots, days, starts, width, int.from_bytes(present, "little"), delta_seq=seq)
+
+
+def _set_range(bits: bytearray, low: int, high: int) -> None:
+    """Set bits low..high-1 (whole bytes at once)."""
+    while low < high and low & 7:
+        bits[low >> 3] |= 1 << (low & 7)
+        low += 1
+    whole_end = high & ~7
+    if low < whole_end:
+        bits[low >> 3:whole_end >> 3] = b"\xff" * ((whole_end - low) >> 3)
+        low = whole_end
+    while low < high:
+        bits[low >> 3] |= 1 << (low & 7)
+        low += 1
 
 
 def _read_apart(conn: sqlite3.Connection) -> Snapshot:
@@ -318,7 +336,7 @@ class Threshold(Protocol):
 def walk_levels(snapshot: Snapshot, lists: Sequence[tuple[int, int]],
                 threshold: Callable[[], Threshold | None], verify: Callable[[list[int]], None],
                 batch: int = 64) -> int:
-    """Verify docs highest bound first (newest first within a bound) until none left can enter:
+    """Verify docs highest bound first (newest day first within a bound) until none left can enter:
     a doc enters with a score above the k-th result's, or equal to it and at least as new. ``lists``
     are (bitmap, weight). Returns how many docs were handed to ``verify``."""
     planes: list[int] = []
@@ -335,16 +353,19 @@ def walk_levels(snapshot: Snapshot, lists: Sequence[tuple[int, int]],
         if theta is not None and level < theta.hits:
             break
         remaining ^= docs
-        stamps = snapshot.ts
-        order = sorted(positions(docs), key=lambda where: -stamps[where])
+        order = positions(docs)
+        order.reverse()          # newest day first (a day's coordinates follow the older days')
         for start in range(0, len(order), batch):
             theta = threshold()
             chunk = order[start:start + batch]
             if theta is not None:
                 if level < theta.hits:
                     break
-                if level == theta.hits:   # only as new as the k-th result or newer can still enter
-                    chunk = [where for where in chunk if stamps[where] >= theta.ts]
+                if level == theta.hits:
+                    # Only as new as the k-th result or newer can still enter: not a doc of an older day
+                    # (a doc's key is the day of its ts; verify decides within the k-th result's day).
+                    oldest = snapshot.first_of_day(index.day_of(theta.ts))
+                    chunk = [where for where in chunk if where >= oldest]
                     if not chunk:
                         break
             keys = [snapshot.key_at(where) for where in chunk]
