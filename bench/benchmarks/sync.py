@@ -37,7 +37,10 @@ def run(bench: Bench) -> None:
         tiny_db = bench.work / "tiny.db"
         marker = bench.work / "tiny.db.corpus.json"
         key = {"corpus": str(bench.corpus), "tiny": tiny, "pimem": bench.machine["pimem_commit"]}
-        if not (tiny_db.exists() and marker.exists() and json.loads(marker.read_text()) == key):
+        stored = json.loads(marker.read_text()) if tiny_db.exists() and marker.exists() else None
+        reuse = stored == key or (stored is not None and getattr(bench.args, "keep_store", False)
+                                  and {**stored, "pimem": None} == {**key, "pimem": None})
+        if not reuse:
             # The first import of the one-turn files is slow (one file at a time); it is measured once
             # and the store is kept for later runs of the same corpus and pimem version.
             marker.unlink(missing_ok=True)

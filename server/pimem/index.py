@@ -210,7 +210,10 @@ LOG_KEEP = 100_000   # the newest entries of pimem_index_log kept (older readers
 
 def log_position(conn: sqlite3.Connection) -> tuple[int, int]:
     """The oldest and newest sequence numbers in ``pimem_index_log`` ((0, 0) when empty)."""
-    low, high = conn.execute("SELECT min(seq), max(seq) FROM pimem_index_log").fetchone()
+    # Two statements: SQLite answers a lone min() or max() of the rowid from the b-tree's ends, but
+    # scans the whole table for both in one SELECT (15 ms at 260k entries).
+    low = conn.execute("SELECT min(seq) FROM pimem_index_log").fetchone()[0]
+    high = conn.execute("SELECT max(seq) FROM pimem_index_log").fetchone()[0]
     return int(low or 0), int(high or 0)
 
 

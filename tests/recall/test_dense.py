@@ -259,3 +259,17 @@ def test_an_older_reader_never_uses_lists_read_on_a_newer_index(db_path: Path, k
     older.execute("COMMIT")
     for query in queries:
         _same_as_oracle(older, query)
+
+
+def test_the_log_position_is_read_from_the_ends_of_the_log_not_by_a_scan(conn: sqlite3.Connection) -> None:
+    """Every build and every kept-list query reads it: one SELECT of min() and max() together made SQLite
+    scan the whole log (15 ms per appended turn after a first import of 260k turns)."""
+    with transaction(conn):
+        conn.executemany("INSERT INTO pimem_index_log(doc_key) VALUES (?)", [(key,) for key in range(60_000)])
+    steps: list[int] = []
+    conn.set_progress_handler(lambda: steps.append(1) or 0, 1000)
+    try:
+        assert index.log_position(conn) == (1, 60_000)
+    finally:
+        conn.set_progress_handler(None, 0)
+    assert len(steps) < 5, len(steps)      # a scan of the 60,000 entries takes hundreds
