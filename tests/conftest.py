@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from pimem.recall import dense
 from support.history import copy_samples
+
+
+@pytest.fixture(autouse=True)
+def _kept_lists_do_not_outlive_a_test() -> Iterator[None]:
+    """Building a server in process turns on kept index lists for the whole process
+    (pimem.recall.dense.enable): the next test must get the walk it asks for."""
+    yield
+    dense.disable()
 
 
 @pytest.fixture

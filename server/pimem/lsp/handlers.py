@@ -29,7 +29,7 @@ from pimem.lsp.params import (
 from pimem.lsp.server import PimemServer
 from pimem.migrate import UnknownSession, migrate_codex_session, migrate_codex_sessions
 from pimem.paths import normalize_folder, same_folder
-from pimem.recall import get_turn, make_query, prime_recall, recall_page
+from pimem.recall import get_turn, make_query, prime_recall_at, recall_page
 from pimem.recall.format import format_markdown
 from pimem.recall.freetext import candidates, recall_candidates, word_at
 from pimem.status import store_status
@@ -60,19 +60,13 @@ def register(server: PimemServer) -> None:
         ls.spawn(_sync_then_prime(ls))
 
     async def _sync_then_prime(ls: PimemServer) -> None:
-        """The startup sync, then the docs of the store read for multi-entity recall (about a second
-        at a million turns) before a user waits for them (pimem.recall.dense)."""
+        """The startup sync, then the docs' coordinates read for multi-entity recall (pimem.recall.dense),
+        before a user's first query needs them."""
         try:
             if ls.options.auto_sync:
                 await ls.sync()
         finally:
-            await ls.read(_prime, ls)
-
-    def _prime(ls: PimemServer) -> None:
-        try:
-            prime_recall(ls.connection())
-        except (StoreError, sqlite3.Error) as error:   # no store yet, or one recall will report on
-            log.debug("recall lists not read ahead: %s", type(error).__name__)
+            await ls.read(prime_recall_at, ls.db_path)
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: PimemServer, _params: Any) -> None:

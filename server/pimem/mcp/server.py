@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from pimem import __version__
 from pimem.agent_tools import TOOLS, ToolCall, ToolInputError, ToolOutput, decode_call
-from pimem.recall import dense, prime_recall
+from pimem.recall import dense, prime_recall_at
 from pimem.store import StoreError, connect
 
 log = logging.getLogger("pimem.mcp")
@@ -60,19 +60,6 @@ class ToolRunner:
     def __init__(self, db_path: Path, *, redact_secrets: bool) -> None:
         self.db_path = db_path
         self.redact_secrets = redact_secrets
-
-    def prime(self) -> None:
-        """Read ahead what multi-entity recall keeps (pimem.recall.prime_recall), before the first call."""
-        try:
-            conn = connect(self.db_path, create=False, for_writing=False)
-        except (StoreError, sqlite3.Error):
-            return              # no store yet: the first call says so
-        try:
-            prime_recall(conn)
-        except (StoreError, sqlite3.Error) as error:
-            log.debug("recall lists not read ahead: %s", type(error).__name__)
-        finally:
-            conn.close()
 
     def run(self, call: ToolCall) -> ToolOutput:
         conn: sqlite3.Connection = connect(self.db_path, create=False, for_writing=False)
@@ -125,6 +112,5 @@ async def _serve_stdio(server: Server[Any]) -> None:
 def serve(db_path: Path, *, redact_secrets: bool = True) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
     server = create_server(db_path, redact_secrets=redact_secrets)   # keeps lists from here on
-    threading.Thread(target=ToolRunner(db_path, redact_secrets=redact_secrets).prime, name="pimem-prime",
-                     daemon=True).start()
+    threading.Thread(target=prime_recall_at, args=(db_path,), name="pimem-prime", daemon=True).start()
     anyio.run(_serve_stdio, server)

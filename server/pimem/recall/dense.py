@@ -222,6 +222,14 @@ def enable(max_bytes: int = DEFAULT_MAX_BYTES) -> None:
     _enabled_bytes = max_bytes
 
 
+def disable() -> None:
+    """Keep nothing from now on and forget what was kept (tests that built a server in process)."""
+    global _enabled_bytes
+    _enabled_bytes = None
+    with _caches_lock:
+        _caches.clear()
+
+
 def cache_for(conn: sqlite3.Connection) -> ListCache | None:
     """This process's cache for the store of ``conn``, when :func:`enable` was called."""
     if _enabled_bytes is None:
