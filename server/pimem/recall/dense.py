@@ -6,7 +6,7 @@ many ties, so proving that no older turn scores higher means bounding every turn
 reading common lists through FTS5 costs about a microsecond per posting, day after day. Here each
 list becomes one bitmap over the docs (read once, then kept by the process), the bound of every doc
 is summed over the bitmaps at once (bit-sliced integers: a handful of big-int operations per list),
-and docs are verified level by level, highest bound first, newest first within a level, with the
+and docs are verified level by level, highest bound first, newest day first within a level, with the
 oracle's scoring, until the k-th result cannot be beaten. Results are exactly the oracle's: a list's
 bitmap holds every doc its FTS5 expression matches (a superset of the true matches), so a bound is
 never below a doc's score, and every result is verified against the stored text.
@@ -20,8 +20,9 @@ coordinate is a later day (the order recall breaks ties by). Reading them takes 
 the log: those docs form the *delta*, scored exactly from their rows before the bitmaps are used,
 and their bits, stale or missing, can only add verified candidates. Pending docs and rows written
 behind pimem's back are scanned exactly by the caller as before. When the delta grows past
-:data:`MAX_DELTA`, or the log was trimmed past the snapshot, the snapshot and its lists are dropped
-and read again.
+:data:`MAX_DELTA`, the log was trimmed past the snapshot or the index rebuilt (:func:`pimem.index.epoch`),
+the snapshot and its lists are dropped and read again; a transaction that sees an older index than the
+snapshot gets the walk.
 
 Only processes that answer many queries keep lists (:func:`enable`: ``pimem serve``, ``pimem mcp``);
 the memory is bounded (:data:`DEFAULT_MAX_BYTES`, least recently used lists go first). Without it the
@@ -62,7 +63,7 @@ class Snapshot:
     days: list[int]                   # the days, in coordinate order, and ...
     starts: list[int]                 # ... their first coordinates (to map a coordinate back to its key)
     width: int                        # coordinates in all
-    present: int                      # bitmap of the coordinates that hold a doc
+    present: int                      # every coordinate (a free slot is verified to nothing)
     delta: frozenset[int] = frozenset()   # docs indexed since (replaced whole: reader threads share it)
     delta_seq: int = 0
     lists: OrderedDict[tuple[str, ...], int] = field(default_factory=OrderedDict)
