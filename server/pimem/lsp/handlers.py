@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
 from typing import Any
 
 from lsprotocol import types
@@ -61,12 +62,12 @@ def register(server: PimemServer) -> None:
 
     async def _sync_then_prime(ls: PimemServer) -> None:
         """The startup sync, then the docs' coordinates read for multi-entity recall (pimem.recall.dense),
-        before a user's first query needs them."""
+        before a user's first query needs them: on a daemon thread, so that it never holds up an exit."""
         try:
             if ls.options.auto_sync:
                 await ls.sync()
         finally:
-            await ls.read(prime_recall_at, ls.db_path)
+            threading.Thread(target=prime_recall_at, args=(ls.db_path,), name="pimem-prime", daemon=True).start()
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: PimemServer, _params: Any) -> None:
