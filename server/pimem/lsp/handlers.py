@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import threading
 from typing import Any
 
 from lsprotocol import types
@@ -30,7 +29,7 @@ from pimem.lsp.params import (
 from pimem.lsp.server import PimemServer
 from pimem.migrate import UnknownSession, migrate_codex_session, migrate_codex_sessions
 from pimem.paths import normalize_folder, same_folder
-from pimem.recall import get_turn, make_query, prime_recall_at, recall_page
+from pimem.recall import get_turn, make_query, recall_page
 from pimem.recall.format import format_markdown
 from pimem.recall.freetext import candidates, recall_candidates, word_at
 from pimem.status import store_status
@@ -58,16 +57,7 @@ def register(server: PimemServer) -> None:
             ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"pimem: {problem}"))
         if ls.options.auto_sync:
             ls.start_watching()
-        ls.spawn(_sync_then_prime(ls))
-
-    async def _sync_then_prime(ls: PimemServer) -> None:
-        """The startup sync, then the docs' coordinates read for multi-entity recall (pimem.recall.dense),
-        before a user's first query needs them: on a daemon thread, so that it never holds up an exit."""
-        try:
-            if ls.options.auto_sync:
-                await ls.sync()
-        finally:
-            threading.Thread(target=prime_recall_at, args=(ls.db_path,), name="pimem-prime", daemon=True).start()
+            ls.spawn(ls.sync())
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: PimemServer, _params: Any) -> None:

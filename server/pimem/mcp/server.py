@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 
 from pimem import __version__
 from pimem.agent_tools import TOOLS, ToolCall, ToolInputError, ToolOutput, decode_call
-from pimem.recall import dense, prime_recall_at
+from pimem.recall import dense
 from pimem.store import StoreError, connect
 
 log = logging.getLogger("pimem.mcp")
@@ -111,6 +110,4 @@ async def _serve_stdio(server: Server[Any]) -> None:
 
 def serve(db_path: Path, *, redact_secrets: bool = True) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
-    server = create_server(db_path, redact_secrets=redact_secrets)   # keeps lists from here on
-    threading.Thread(target=prime_recall_at, args=(db_path,), name="pimem-prime", daemon=True).start()
-    anyio.run(_serve_stdio, server)
+    anyio.run(_serve_stdio, create_server(db_path, redact_secrets=redact_secrets))

@@ -19,13 +19,10 @@ This module is :func:`recall`, which picks the way to answer a query, and the na
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 from dataclasses import replace
-from pathlib import Path
 
 from pimem import index
-from pimem.recall import dense
 from pimem.recall.indexed import index_cannot_answer, recall_by_scan, recall_with_index
 from pimem.recall.query import (
     DEFAULT_LIMIT,
@@ -47,40 +44,13 @@ from pimem.recall.query import (
 )
 from pimem.recall.rows import RecallRow, get_turn
 from pimem.recall.semantics import RecallPage, page_of, ranked_limit, recall_scan, recall_scan_page, with_matches
-from pimem.store import StoreError, connect
-
-log = logging.getLogger("pimem.recall")
 
 __all__ = [
     "DEFAULT_LIMIT", "MAX_ENTITIES", "MAX_ENTITY_CHARS", "MAX_LIMIT", "MAX_PAGE_END", "MAX_PATH_CHARS",
     "MAX_TEXT_CHARS", "MAX_TURN_ID_CHARS", "TEXT_CUT_CHARS", "TOOL_NAMES_CUT", "TOOL_NAME_CUT_CHARS", "TOTAL_CAP",
-    "RecallError", "RecallPage", "RecallQuery", "RecallRow", "check_turn_id", "get_turn", "make_query", "prime_recall",
-    "prime_recall_at", "recall", "recall_page", "recall_scan", "recall_scan_page",
+    "RecallError", "RecallPage", "RecallQuery", "RecallRow", "check_turn_id", "get_turn", "make_query", "recall",
+    "recall_page", "recall_scan", "recall_scan_page",
 ]
-
-
-def prime_recall(conn: sqlite3.Connection) -> None:
-    """Read ahead what a long-lived process keeps for multi-entity recall (:mod:`pimem.recall.dense`),
-    so that the first such query does not wait for it. Nothing when the process keeps nothing."""
-    cache = dense.cache_for(conn)
-    if cache is not None and index.fts_enabled(conn):
-        cache.snapshot(conn)
-
-
-def prime_recall_at(db_path: str | Path) -> None:
-    """:func:`prime_recall` on a connection of its own that never creates a store (a reader's first
-    request may be creating it right now). Nothing when there is no store or it cannot be read: the
-    next request reports that."""
-    try:
-        conn = connect(db_path, create=False, for_writing=False)
-    except (StoreError, sqlite3.Error):
-        return
-    try:
-        prime_recall(conn)
-    except (StoreError, sqlite3.Error) as error:
-        log.debug("recall lists not read ahead: %s", type(error).__name__)
-    finally:
-        conn.close()
 
 
 def recall(conn: sqlite3.Connection, query: RecallQuery) -> list[RecallRow]:
