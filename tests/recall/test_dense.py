@@ -29,9 +29,9 @@ def kept(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     answered: list[int] = []
     walk = dense.walk_levels
 
-    def counting(*args: Any, **kwargs: Any) -> int:
+    def counting(*args: Any, **kwargs: Any) -> None:
         answered.append(1)
-        return walk(*args, **kwargs)
+        walk(*args, **kwargs)
 
     monkeypatch.setattr(dense, "walk_levels", counting)
     return answered
@@ -160,7 +160,7 @@ def test_without_enable_the_walk_answers(conn: sqlite3.Connection, monkeypatch: 
     """The CLI answers one query per process: reading whole lists would only cost it."""
     monkeypatch.setattr(dense, "_enabled_bytes", None)
     called: list[int] = []
-    monkeypatch.setattr(dense, "walk_levels", lambda *args, **kwargs: called.append(1) or 0)
+    monkeypatch.setattr(dense, "walk_levels", lambda *args, **kwargs: called.append(1))
     rng = random.Random(3)
     _store(conn, rng, 300, 30)
     for _ in range(20):

@@ -307,16 +307,15 @@ class Threshold(Protocol):
 
 def walk_levels(snapshot: Snapshot, lists: Sequence[tuple[int, int]],
                 threshold: Callable[[], Threshold | None], verify: Callable[[list[int]], None],
-                batch: int = 64) -> int:
+                batch: int = 64) -> None:
     """Verify docs highest bound first (newest day first within a bound) until none left can enter:
     a doc enters with a score above the k-th result's, or equal to it and at least as new. ``lists``
-    are (bitmap, weight). Returns how many docs were handed to ``verify``."""
+    are (bitmap, weight)."""
     planes: list[int] = []
     for bits, weight in lists:
         if bits and weight:
             add_weighted(planes, bits, weight)
     remaining = snapshot.present
-    handed = 0
     while remaining:
         level, docs = highest_level(planes, remaining)
         if level == 0:
@@ -340,7 +339,4 @@ def walk_levels(snapshot: Snapshot, lists: Sequence[tuple[int, int]],
                     chunk = [where for where in chunk if where >= oldest]
                     if not chunk:
                         break
-            keys = [snapshot.key_at(where) for where in chunk]
-            handed += len(keys)
-            verify(keys)
-    return handed
+            verify([snapshot.key_at(where) for where in chunk])
