@@ -429,9 +429,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         try:
             report = install(args.agent, command, dry_run=args.dry_run)
         except AgentConfigError as error:
-            print(f"pimem mcp install: {error}", file=sys.stderr)
+            _err(f"pimem mcp install: {error}")
             return 1
-        print("\n".join(report.lines()))
+        _out("\n".join(report.lines()))  # the entry before is the user's text: escapes shown, not acted on
         return 0
     try:
         from pimem.mcp.server import serve

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import tomllib
@@ -104,7 +105,7 @@ def test_config_paths_follow_the_agents_variables(tmp_path: Path) -> None:
     assert pi_config_path({"HOME": "/h", "PI_CODING_AGENT_DIR": "/p"}) == Path("/p/mcp.json")
 
 
-def test_claude_through_its_cli_adds_then_leaves_alone_then_replaces(tmp_path: Path) -> None:
+def test_claude_through_its_cli_adds_then_leaves_alone_then_the_file_edit_replaces(tmp_path: Path) -> None:
     env = env_for(tmp_path)
     path = claude_config_path(env)
     path.parent.mkdir(parents=True)
@@ -123,9 +124,8 @@ def test_claude_through_its_cli_adds_then_leaves_alone_then_replaces(tmp_path: P
 
     newer = ServerCommand("/new/bin/pimem", ("mcp",))
     replaced = install("claude", newer, env=env, which=lambda _: "/bin/claude", run=fake)
-    assert replaced.previous == WANTED
-    assert fake.calls[1:] == [["/bin/claude", "mcp", "remove", "--scope", "user", "pimem"],
-                              ["/bin/claude", "mcp", "add", "--scope", "user", "pimem", "--", *newer.argv()]]
+    assert replaced.previous == WANTED and replaced.method == "file"
+    assert fake.calls[1:] == []  # an entry to replace is edited in the file, never removed first (20.8f)
     assert json.loads(path.read_text())["mcpServers"]["pimem"]["command"] == "/new/bin/pimem"
 
 
@@ -172,7 +172,8 @@ def test_claude_file_edit_keeps_everything_else_and_the_permissions(tmp_path: Pa
     assert json.loads(path.read_text())["mcpServers"]["other"]["env"] == {"K": "v"}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert not install("claude", WANTED, env=env, which=no_cli).changed
-    assert [p.name for p in path.parent.iterdir()] == [".claude.json"]  # no temporary file left
+    # no temporary file left; the file before the first edit is kept as a backup (20.8a)
+    assert sorted(p.name for p in path.parent.iterdir()) == [".claude.json", ".claude.json.pimem-backup"]
 
 
 def test_claude_file_edit_creates_an_owner_only_file(tmp_path: Path) -> None:
@@ -262,7 +263,8 @@ def test_codex_file_edit_replaces_only_the_pimem_table(tmp_path: Path) -> None:
     assert report.method == "file" and report.previous == OLD
     text = path.read_text()
     data = tomllib.loads(text)
-    assert data["mcp_servers"]["pimem"] == {"command": WANTED.command, "args": list(WANTED.args)}
+    assert data["mcp_servers"]["pimem"] == {"command": WANTED.command, "args": list(WANTED.args),
+                                            "env": {"X": "1"}}  # the user's env is kept (20.8a)
     assert data["mcp_servers"]["other"] == {"command": "node", "args": ["other.js"]}
     assert data["profiles"] == {"fast": {"model": "gpt-5.5-mini"}} and data["model"] == "gpt-5.5"
     assert text.startswith("# my Codex settings\nmodel = \"gpt-5.5\"   # the default\n")
@@ -324,3 +326,267 @@ def test_cli_install_prints_what_it_changed(tmp_path: Path) -> None:
     broken = subprocess.run(run, env=env, capture_output=True, text=True, timeout=60)
     assert broken.returncode == 1 and broken.stderr.startswith("pimem mcp install: ")
     assert "Traceback" not in broken.stderr
+
+
+# -- issue 20, item 8: the files belong to the user ------------------------------------------------------
+
+WANTED_ARGS = '["mcp", "--db", "/home/me/my store.db"]'
+WANTED_COMMAND = json.dumps(WANTED.command)
+
+
+def write_config(tmp_path: Path, agent: str, content: str | bytes) -> Path:
+    path = {"claude": claude_config_path, "codex": codex_config_path, "pi": pi_config_path}[agent](env_for(tmp_path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+class FailingAgentCli:
+    """An agent CLI that records its calls; `remove` works, `add` fails (a timeout, a locked file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        self.calls.append(list(argv))
+        if "remove" in argv:
+            data = json.loads(self.path.read_text())
+            del data["mcpServers"][argv[-1]]
+            self.path.write_text(json.dumps(data))
+            return subprocess.CompletedProcess(argv, 0, "Removed", "")
+        return subprocess.CompletedProcess(argv, 1, "", "Error: config is locked")
+
+
+# An existing pimem entry with settings of the user's: only command and args are pimem's.
+USER_ENTRIES = {
+    "codex": ('model = "gpt-5.5"\n\n'
+              '[mcp_servers.pimem]  # my memory\n'
+              'command = "/old/bin/pimem" # was pipx\n'
+              'args = [\n  "mcp",\n]\n'
+              'enabled = false\n'
+              'startup_timeout_sec = 20\n'
+              'tool_timeout_sec = 90.0\n\n'
+              '[mcp_servers.pimem.env]\nX = "1"\n\n'
+              '[profiles.fast]\nmodel = "mini"\n',
+              'command = "/old/bin/pimem"', f'command = {WANTED_COMMAND}', '[\n  "mcp",\n]', WANTED_ARGS),
+    "claude": ('{\n    "userID": "u",\n    "mcpServers": {\n        "pimem": {"type": "stdio", '
+               '"command": "/old/bin/pimem", "args": ["mcp"], "env": {"MEMORY_DB_PATH": "/x.db"}, "timeout": 30000}'
+               '\n    },\n    "numStartups": 3\n}',
+               '"/old/bin/pimem"', WANTED_COMMAND, '["mcp"]', WANTED_ARGS),
+    "pi": ('{"mcpServers":{"pimem":{"command":"/old/bin/pimem","args":["mcp"],"exposure":"deferred",'
+           '"lifecycle":"eager","idleTimeout":5}},"settings":{"a":1}}',
+           '"/old/bin/pimem"', WANTED_COMMAND, '["mcp"]', WANTED_ARGS),
+}
+
+
+PLAIN_CODEX = 'model = "gpt-5.5"\n\n[mcp_servers.pimem]\ncommand = "/old/bin/pimem"\nargs = ["mcp"]\n'
+
+
+@pytest.mark.parametrize("with_cli", [False, True])
+@pytest.mark.parametrize("agent", ["codex", "claude", "pi"])
+def test_20_8a_only_command_and_args_of_the_pimem_entry_change(tmp_path: Path, agent: str, with_cli: bool) -> None:
+    """`enabled = false`, timeouts, `env`, Pi's exposure and lifecycle, comments and the layout stay
+    byte for byte; with the agent's CLI on PATH too (its `mcp add` would replace the whole entry)."""
+    before, old_command, new_command, old_args, new_args = USER_ENTRIES[agent]
+    path = write_config(tmp_path, agent, before)
+    cli = FailingAgentCli(path)
+    report = install(agent, WANTED, env=env_for(tmp_path),  # type: ignore[arg-type]
+                     which=(lambda name: f"/bin/{name}") if with_cli else no_cli, run=cli)
+    assert report.method == "file" and report.previous == OLD and cli.calls == []
+    assert path.read_text() == before.replace(old_command, new_command, 1).replace(old_args, new_args, 1)
+    assert not install(agent, WANTED, env=env_for(tmp_path), which=no_cli).changed  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude", "pi"])
+def test_20_8a_an_edit_keeps_the_previous_file_as_a_backup(tmp_path: Path, agent: str) -> None:
+    before = USER_ENTRIES[agent][0]
+    path = write_config(tmp_path, agent, before)
+    install(agent, WANTED, env=env_for(tmp_path), which=no_cli)  # type: ignore[arg-type]
+    backup = path.with_name(path.name + ".pimem-backup")
+    assert backup.read_text() == before and stat.S_IMODE(backup.stat().st_mode) == 0o600
+    edited = path.read_text()
+    install(agent, OLD, env=env_for(tmp_path), which=no_cli)  # type: ignore[arg-type]
+    assert backup.read_text() == edited  # the latest edit's previous content
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude", "pi"])
+def test_20_8b_a_read_only_config_is_refused(tmp_path: Path, agent: str) -> None:
+    before = PLAIN_CODEX if agent == "codex" else USER_ENTRIES[agent][0]
+    path = write_config(tmp_path, agent, before)
+    os.chmod(path, 0o444)
+    with pytest.raises(AgentConfigError, match=r"read-only \(mode 0444\)"):
+        install(agent, WANTED, env=env_for(tmp_path), which=no_cli)  # type: ignore[arg-type]
+    assert path.read_text() == before and stat.S_IMODE(path.stat().st_mode) == 0o444
+    with pytest.raises(AgentConfigError, match="read-only"):  # a dry run says so too
+        install(agent, WANTED, dry_run=True, env=env_for(tmp_path), which=no_cli)  # type: ignore[arg-type]
+
+
+def test_20_8c_line_ends_and_layout_are_kept(tmp_path: Path) -> None:
+    crlf = USER_ENTRIES["codex"][0].replace("\n", "\r\n")
+    path = write_config(tmp_path, "codex", crlf)
+    install("codex", WANTED, env=env_for(tmp_path), which=no_cli)
+    assert path.read_bytes() == crlf.replace('"/old/bin/pimem"', WANTED_COMMAND).replace(
+        '[\r\n  "mcp",\r\n]', WANTED_ARGS).encode()
+    # a new table in a CRLF file: CRLF lines, the rest byte for byte
+    path.write_bytes(b'model = "m"\r\n# end')
+    install("codex", WANTED, env=env_for(tmp_path), which=no_cli)
+    assert path.read_bytes() == (f'model = "m"\r\n# end\r\n\r\n[mcp_servers.pimem]\r\ncommand = {WANTED_COMMAND}\r\n'
+                                 f'args = {WANTED_ARGS}\r\n').encode()
+    # JSON with tabs and CRLF: the new entry is one member in the file's own layout
+    claude = write_config(tmp_path, "claude", '{\r\n\t"mcpServers": {\r\n\t\t"other": {"command": "x"}\r\n\t}\r\n}\r\n')
+    install("claude", WANTED, env=env_for(tmp_path), which=no_cli)
+    assert claude.read_bytes().decode() == (
+        '{\r\n\t"mcpServers": {\r\n\t\t"other": {"command": "x"},\r\n\t\t"pimem": {"type": "stdio", "command": '
+        f'{WANTED_COMMAND}, "args": {WANTED_ARGS}, "env": {{}}}}\r\n\t}}\r\n}}\r\n')
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root (pimem run with sudo)")
+def test_20_8d_run_as_root_the_file_keeps_its_owner_group_and_mode(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "codex", PLAIN_CODEX)
+    os.chown(path, 4321, 4322)
+    os.chmod(path, 0o640)
+    install("codex", WANTED, env=env_for(tmp_path), which=no_cli)
+    after = path.stat()
+    assert (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == (4321, 4322, 0o640)
+    backup = path.with_name("config.toml.pimem-backup").stat()
+    assert (backup.st_uid, backup.st_gid, stat.S_IMODE(backup.st_mode)) == (4321, 4322, 0o600)
+    # a new file in a user's folder is the folder owner's, owner-only
+    folder = tmp_path / "claude"
+    folder.mkdir()
+    os.chown(folder, 4321, 4322)
+    install("claude", WANTED, env=env_for(tmp_path), which=no_cli)
+    created = claude_config_path(env_for(tmp_path)).stat()
+    assert (created.st_uid, created.st_gid, stat.S_IMODE(created.st_mode)) == (4321, 4322, 0o600)
+
+
+def agent_writes_while_pimem_edits(monkeypatch: pytest.MonkeyPatch, path: Path, times: int) -> list[str]:
+    """The agent rewrites its config (adds a profile) while pimem prepares its own write, ``times`` times."""
+    import tempfile
+
+    real = tempfile.mkstemp
+    written: list[str] = []
+
+    def mkstemp(*args: object, **kwargs: object) -> tuple[int, str]:
+        if kwargs.get("suffix") == ".pimem" and len(written) < times:
+            profile = f'\n[profiles.agent{len(written)}]\nmodel = "x"\n'
+            path.write_text(path.read_text() + profile)
+            written.append(profile)
+        return real(*args, **kwargs)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    return written
+
+
+def test_20_8e_a_concurrent_change_by_the_agent_is_not_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_config(tmp_path, "codex", PLAIN_CODEX)
+    written = agent_writes_while_pimem_edits(monkeypatch, path, 1)
+    install("codex", WANTED, env=env_for(tmp_path), which=no_cli)
+    data = tomllib.loads(path.read_text())
+    assert written and "agent0" in data["profiles"]  # the agent's update survived
+    assert data["mcp_servers"]["pimem"]["command"] == WANTED.command
+
+
+def test_20_8e_a_config_that_keeps_changing_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_config(tmp_path, "codex", PLAIN_CODEX)
+    agent_writes_while_pimem_edits(monkeypatch, path, 10)
+    with pytest.raises(AgentConfigError, match="changed while pimem was editing it"):
+        install("codex", WANTED, env=env_for(tmp_path), which=no_cli)
+    text = path.read_text()
+    assert "agent1" in text and tomllib.loads(text)["mcp_servers"]["pimem"]["command"] == "/old/bin/pimem"
+
+
+def test_20_8f_the_old_entry_is_never_removed_before_the_new_one_is_in_place(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "claude", json.dumps({"mcpServers": {"pimem": {
+        "type": "stdio", "command": OLD.command, "args": list(OLD.args), "env": {}}}}))
+    cli = FailingAgentCli(path)
+    report = install("claude", WANTED, env=env_for(tmp_path), which=lambda _: "/bin/claude", run=cli)
+    assert cli.calls == [] and report.method == "file"
+    assert json.loads(path.read_text())["mcpServers"]["pimem"]["command"] == WANTED.command
+    # no entry yet: the agent's own `mcp add`; when it fails, nothing was removed and the error is one line
+    path.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}))
+    with pytest.raises(AgentConfigError, match="failed: Error: config is locked"):
+        install("claude", WANTED, env=env_for(tmp_path), which=lambda _: "/bin/claude", run=cli)
+    assert [call[2] for call in cli.calls] == ["add"]
+    assert json.loads(path.read_text()) == {"mcpServers": {"other": {"command": "x"}}}
+
+
+def run_install(tmp_path: Path, agent: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **env_for(tmp_path), "PATH": "/nonexistent", "MEMORY_DB_PATH": "/home/me/my store.db"}
+    return subprocess.run([str(PIMEM), "mcp", "install", agent], env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "pi"])
+def test_20_8g_a_config_that_is_not_utf8_is_one_line(tmp_path: Path, agent: str) -> None:
+    content = b'{"mcpServers": {}, "name": "caf\xe9"}' if agent != "codex" else b'name = "caf\xe9"\n'
+    path = write_config(tmp_path, agent, content)
+    done = run_install(tmp_path, agent)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("pimem mcp install: ") and done.stderr.count("\n") == 1
+    assert "not UTF-8" in done.stderr and path.read_bytes() == content
+
+
+def test_20_8g_lone_surrogate_escapes_are_kept_and_shown_safely(tmp_path: Path) -> None:
+    before = '{"note": "\\ud800", "mcpServers": {"pimem": {"command": "/old/\\udc80\\u001b[2J", "args": ["mcp"]}}}'
+    path = write_config(tmp_path, "claude", before)
+    done = run_install(tmp_path, "claude")
+    assert done.returncode == 0, done.stderr
+    assert "ran: '/old/\\udc80\\x1b[2J' mcp" in done.stdout and "\x1b" not in done.stdout
+    assert path.read_text() == before.replace('"/old/\\udc80\\u001b[2J"', json.dumps(str(PIMEM))).replace(
+        '["mcp"]', '["mcp", "--db", "/home/me/my store.db"]')
+
+
+def test_20_8h_json_numbers_are_kept_and_nan_is_refused(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "claude", '{"big": 1e400, "ratio": 1.10, "id": 12345678901234567890123, '
+                                            '"mcpServers": {}}')
+    install("claude", WANTED, env=env_for(tmp_path), which=no_cli)
+    assert path.read_text() == ('{"big": 1e400, "ratio": 1.10, "id": 12345678901234567890123, "mcpServers": '
+                                f'{{"pimem": {{"type": "stdio", "command": {WANTED_COMMAND}, "args": {WANTED_ARGS}, '
+                                '"env": {}}}}')
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        before = f'{{"limit": {constant}, "mcpServers": {{}}}}'
+        path.write_text(before)
+        with pytest.raises(AgentConfigError, match=re.escape(f"{constant} is not JSON); not touching it")):
+            install("claude", WANTED, env=env_for(tmp_path), which=no_cli)
+        assert path.read_text() == before
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ("", '[mcp_servers.pimem]\ncommand = "/p/pimem"\nargs = ["mcp"]\n'),
+    ('model = "x"', 'model = "x"\n\n[mcp_servers.pimem]\ncommand = "/p/pimem"\nargs = ["mcp"]\n'),
+    ('[mcp_servers.pimem]\n\n[other]\na = 1\n',
+     '[mcp_servers.pimem]\ncommand = "/p/pimem"\nargs = ["mcp"]\n\n[other]\na = 1\n'),
+    ('[mcp_servers.pimem]\n"command" = \'/old\'  # c # d\nargs=["a"]#x\nenabled = false\n',
+     '[mcp_servers.pimem]\n"command" = "/p/pimem"  # c # d\nargs=["mcp"]#x\nenabled = false\n'),
+    ('[mcp_servers.pimem.env]\nX = "1"\n[mcp_servers.pimem]\ncommand = "/old"\n',
+     '[mcp_servers.pimem.env]\nX = "1"\n[mcp_servers.pimem]\ncommand = "/p/pimem"\nargs = ["mcp"]\n'),
+    ('[mcp_servers.pimem]\ncommand = """\n/old\n"""\n[x]\n',
+     '[mcp_servers.pimem]\ncommand = "/p/pimem"\nargs = ["mcp"]\n[x]\n'),
+])
+def test_codex_file_edit_forms(tmp_path: Path, before: str, after: str) -> None:
+    """Keys written quoted or without spaces, comments after values, multi-line values, a table with no
+    keys yet, a sub-table before its table: only the values change, missing keys follow the table's last."""
+    path = write_config(tmp_path, "codex", before)
+    install("codex", ServerCommand("/p/pimem", ("mcp",)), env=env_for(tmp_path), which=no_cli)
+    assert path.read_text() == after
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ("{\n}\n",
+     '{\n  "mcpServers": {"pimem": {"type": "stdio", "command": "/p/pimem", "args": ["mcp"], "env": {}}}\n}\n'),
+    ('{\n  "a": 1,\n  "mcpServers": {}\n}\n',
+     '{\n  "a": 1,\n  "mcpServers": {\n    "pimem": {"type": "stdio", "command": "/p/pimem", "args": ["mcp"], '
+     '"env": {}}\n  }\n}\n'),
+    ('{"a":1,"mcpServers":{"x":{}}}',
+     '{"a":1,"mcpServers":{"x":{}, "pimem": {"type": "stdio", "command": "/p/pimem", "args": ["mcp"], "env": {}}}}'),
+    ('{"mcpServers": {"pimem": {"type": "http", "url": "u"}}}',   # it must be a stdio server; the rest stays
+     '{"mcpServers": {"pimem": {"type": "stdio", "url": "u", "command": "/p/pimem", "args": ["mcp"]}}}'),
+    ('{"mcpServers": {"pimem": {"command": "a"}}, "mcpServers": {"pimem": {"command": "b", "args": []}}}',
+     '{"mcpServers": {"pimem": {"command": "a"}}, "mcpServers": {"pimem": {"command": "/p/pimem", "args": ["mcp"]}}}'),
+])
+def test_claude_file_edit_forms(tmp_path: Path, before: str, after: str) -> None:
+    """A new member goes after the last one in the object's layout; a repeated key: the last one (what
+    every JSON reader takes) is edited."""
+    path = write_config(tmp_path, "claude", before)
+    install("claude", ServerCommand("/p/pimem", ("mcp",)), env=env_for(tmp_path), which=no_cli)
+    assert path.read_text() == after
