@@ -364,9 +364,8 @@ def _replace(target: Path, before: bytes | None, data: bytes) -> bool:
         else:
             info = target.stat()
             mode, owner = stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid)
-            _write_new(backup_path(target), before, _NEW_FILE_MODE, owner,
-                       suffix=BACKUP_SUFFIX)
-        temporary = _write_new(target, data, mode, owner, suffix=".pimem", rename=False)
+            _write_new(backup_path(target), before, _NEW_FILE_MODE, owner, suffix=BACKUP_SUFFIX, of=target)
+        temporary = _write_new(target, data, mode, owner, suffix=".pimem", of=target, rename=False)
         try:
             if _read_bytes(target) != before:  # the agent wrote its config meanwhile
                 os.unlink(temporary)
@@ -393,7 +392,7 @@ def _make_folders(folder: Path, owner: tuple[int, int] | None) -> None:
             os.chown(made, *owner)
 
 
-def _write_new(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None, *, suffix: str,
+def _write_new(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None, *, suffix: str, of: Path,
                rename: bool = True) -> str:
     """A temporary file next to ``target`` holding ``data`` (synced, with its mode and owner); renamed
     over ``target`` when ``rename``, else its name is returned."""
@@ -405,7 +404,11 @@ def _write_new(target: Path, data: bytes, mode: int, owner: tuple[int, int] | No
             os.fchmod(handle.fileno(), mode)
             info = os.fstat(handle.fileno())
             if owner and (info.st_uid, info.st_gid) != owner:
-                os.fchown(handle.fileno(), *owner)  # fails (EPERM) rather than leave another owner
+                try:
+                    os.fchown(handle.fileno(), *owner)
+                except PermissionError:  # refused rather than leave the file to another owner or group
+                    raise EditError(f"cannot keep the owner and group of {of} ({owner[0]}:{owner[1]}); not "
+                                    "touching it") from None
             os.fsync(handle.fileno())
         if rename:
             os.replace(temporary, target)

@@ -590,3 +590,19 @@ def test_claude_file_edit_forms(tmp_path: Path, before: str, after: str) -> None
     path = write_config(tmp_path, "claude", before)
     install("claude", ServerCommand("/p/pimem", ("mcp",)), env=env_for(tmp_path), which=no_cli)
     assert path.read_text() == after
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to give a file another owner")
+def test_an_owner_that_cannot_be_kept_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user who may write a file of another owner (group-writable) but cannot give that owner back."""
+    path = write_config(tmp_path, "codex", PLAIN_CODEX)
+    os.chown(path, 4321, 4322)
+
+    def fchown(_fd: int, _uid: int, _gid: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "fchown", fchown)
+    with pytest.raises(AgentConfigError, match=r"cannot keep the owner and group of .*config.toml \(4321:4322\)"):
+        install("codex", WANTED, env=env_for(tmp_path), which=no_cli)
+    assert path.read_text() == PLAIN_CODEX and path.stat().st_uid == 4321
+    assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml"]  # no temporary file, no backup left
