@@ -21,7 +21,7 @@ import re
 import stat
 import tempfile
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,7 @@ def _json_insert(text: str, start: int, close: int, members: list[_Member], key:
 # -- TOML ---------------------------------------------------------------------------------------------
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+_CLOSERS = ('"""', "'''", "]")
 _SIMPLE_KEY = re.compile(r"""[ \t]*(?:[A-Za-z0-9_-]+|"[^"\\\n]*"|'[^'\n]*')[ \t]*=[ \t]*""")
 
 
@@ -197,12 +198,22 @@ def _parses(text: str) -> dict[str, Any] | None:
         return None
 
 
-def _header(line: str) -> dict[str, Any] | None:
-    """What a table header line declares (``{"a": {"b": {}}}``), or None for any other line."""
-    stripped = line.strip()
-    if not stripped.startswith("["):
-        return None
-    return _parses(stripped)
+def _statements(lines: list[str], name: str) -> Iterator[tuple[int, int, dict[str, Any], bool]]:
+    """The statements of a TOML document as (first line, last line, what it declares read alone, is a
+    table header); blank and comment lines are skipped, a multi-line value is one statement."""
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if not stripped or stripped.startswith("#"):
+            i += 1
+            continue
+        # a statement longer than a line ends where a multi-line string or an array closes
+        ends = (j for j in range(i, len(lines)) if j == i or any(mark in lines[j] for mark in _CLOSERS))
+        end = next((j for j in ends if _parses("".join(lines[i:j + 1])) is not None), None)
+        if end is None:
+            raise EditError(f"{name} has a line pimem cannot read alone (line {i + 1}); not touching it")
+        yield i, end, _parses("".join(lines[i:end + 1])) or {}, stripped.startswith("[")
+        i = end + 1
 
 
 def toml_table_set(text: str, table: Sequence[str], values: dict[str, Any], name: str) -> str:
@@ -214,31 +225,22 @@ def toml_table_set(text: str, table: Sequence[str], values: dict[str, Any], name
     declared: dict[str, Any] = {}
     for key in reversed(table):
         declared = {key: declared}
-    start = next((i for i, line in enumerate(lines) if _header(line) == declared), None)
-    if start is None:
+    statements: dict[str, tuple[int, int]] | None = None   # the table's keys -> (first line, last line)
+    last = 0
+    for first, final, parsed, header in _statements(lines, name):
+        if header and statements is not None:
+            break
+        if header and parsed == declared:
+            statements, last = {}, first
+        elif statements is not None:
+            statements.update((key, (first, final)) for key in parsed)
+            last = final
+    if statements is None:
         tail = "" if not text or text.endswith("\n") else eol
         if lines and lines[-1].strip():
             tail += eol
         body = [f"[{'.'.join(table)}]"] + [f"{key} = {toml_value(value, name)}" for key, value in values.items()]
         return text + tail + "".join(line + eol for line in body)
-    statements: dict[str, tuple[int, int]] = {}   # key -> (first line, last line)
-    last = start
-    i = start + 1
-    while i < len(lines):
-        stripped = lines[i].strip()
-        if not stripped or stripped.startswith("#"):
-            i += 1
-            continue
-        if _header(lines[i]) is not None:
-            break
-        end = next((j for j in range(i, len(lines)) if _parses("".join(lines[i:j + 1])) is not None), None)
-        if end is None:
-            raise EditError(f"{name} has a [{'.'.join(table)}] table pimem cannot read; not touching it")
-        parsed = _parses("".join(lines[i:end + 1])) or {}
-        for key in parsed:
-            statements[key] = (i, end)
-        last = end
-        i = end + 1
     edits: list[tuple[int, int, str]] = []
     added: list[str] = []
     for key, value in values.items():
@@ -322,10 +324,14 @@ def check_writable(path: Path) -> None:
     except OSError as error:
         raise EditError(f"cannot read {path}: {error.strerror or error}") from None
     mode = stat.S_IMODE(info.st_mode)
-    writable = bool(mode & stat.S_IWUSR) if os.geteuid() == 0 else os.access(target, os.W_OK)
+    writable = bool(mode & stat.S_IWUSR) if _is_root() else os.access(target, os.W_OK)
     if not writable:
         raise EditError(f"{path} is read-only (mode {mode:04o}); not touching it (make it writable, or edit it "
                         "by hand)")
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def edit_file(path: Path, edit: Callable[[str | None], str | None]) -> bool:
@@ -347,7 +353,7 @@ def edit_file(path: Path, edit: Callable[[str | None], str | None]) -> bool:
 
 def _owner_for_new(folder: Path) -> tuple[int, int] | None:
     """Run as root (sudo) in a user's folder: a new file is that folder's owner's."""
-    if os.geteuid() != 0:
+    if not _is_root():
         return None
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -401,7 +407,7 @@ def _write_new(target: Path, data: bytes, mode: int, owner: tuple[int, int] | No
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fchmod(handle.fileno(), mode)
+            os.chmod(temporary, mode)
             info = os.fstat(handle.fileno())
             if owner and (info.st_uid, info.st_gid) != owner:
                 try:

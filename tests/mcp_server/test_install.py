@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pimem.agent_config import (
     AgentConfigError,
@@ -606,3 +608,94 @@ def test_an_owner_that_cannot_be_kept_is_refused(tmp_path: Path, monkeypatch: py
         install("codex", WANTED, env=env_for(tmp_path), which=no_cli)
     assert path.read_text() == PLAIN_CODEX and path.stat().st_uid == 4321
     assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml"]  # no temporary file, no backup left
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8)
+_ENTRY_EXTRAS = st.dictionaries(st.sampled_from(["env", "timeout", "type", "exposure", "lifecycle", "x"]),
+                                _JSON_VALUES, max_size=3)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(others=st.dictionaries(st.text(max_size=6).filter(lambda key: key != "mcpServers"), _JSON_VALUES, max_size=4),
+       servers=st.none() | st.dictionaries(st.text(max_size=4).filter(lambda key: key != "pimem"), _ENTRY_EXTRAS,
+                                           max_size=2),
+       entry=st.none() | _ENTRY_EXTRAS.map(lambda extras: {**extras, "command": "/old", "args": ["mcp"]}),
+       indent=st.sampled_from([None, 0, 1, 2, 4, "\t"]), separators=st.sampled_from([(", ", ": "), (",", ":")]),
+       crlf=st.booleans(), agent=st.sampled_from(["claude", "pi"]))
+def test_json_edits_of_any_layout_change_only_the_entry(tmp_path: Path, others: dict[str, object],
+                                                         servers: dict[str, object] | None,
+                                                         entry: dict[str, object] | None, indent: int | str | None,
+                                                         separators: tuple[str, str], crlf: bool, agent: str) -> None:
+    """Whatever the layout, the edit reads back as the document with only the pimem entry's keys set,
+    a second install changes nothing, and the text before the edited entry is kept byte for byte."""
+    document: dict[str, object] = dict(others)
+    if servers is not None or entry is not None:
+        document["mcpServers"] = {**(servers or {}), **({"pimem": entry} if entry is not None else {})}
+    text = json.dumps(document, indent=indent, separators=separators)
+    text = text.replace("\n", "\r\n") if crlf else text
+    path = write_config(tmp_path, agent, text)
+    wanted = ServerCommand("/p/pimem", ("mcp", "--db", "/d b"))
+    install(agent, wanted, env=env_for(tmp_path), which=no_cli)  # type: ignore[arg-type]
+    after = json.loads(path.read_text())
+    expected = json.loads(text)
+    servers_after = expected.setdefault("mcpServers", {})
+    old_entry = servers_after.get("pimem")
+    if old_entry is None:
+        servers_after["pimem"] = after["mcpServers"]["pimem"]
+        assert set(after["mcpServers"]["pimem"]) >= {"command", "args"}
+    else:
+        old_entry.update({"command": "/p/pimem", "args": ["mcp", "--db", "/d b"]})
+        if agent == "claude" and old_entry.get("type", "stdio") != "stdio":
+            old_entry["type"] = "stdio"
+    assert after == expected
+    new_text = path.read_bytes().decode()
+    assert ("\r\n" in new_text) == ("\r\n" in text) and ("\n" in new_text.replace("\r\n", "")) == (
+        "\n" in text.replace("\r\n", ""))
+    assert not install(agent, wanted, env=env_for(tmp_path), which=no_cli).changed  # type: ignore[arg-type]
+    path.unlink()
+
+
+_TOML_SCALARS = st.one_of(st.integers(-5, 5).map(str), st.booleans().map(lambda b: str(b).lower()),
+                          st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=5)
+                          .map(lambda text: json.dumps(text, ensure_ascii=False)),
+                          st.just('[\n  "a",  # a comment\n  "b",\n]'), st.just('"""\n[mcp_servers.pimem]\n"""'))
+_TOML_STATEMENTS = st.lists(st.tuples(st.sampled_from(["command", "args", "enabled", "startup_timeout_sec", "env.X",
+                                                       "'quoted'", "k"]), _TOML_SCALARS,
+                                      st.sampled_from(["", "  # note", "#x"])), max_size=4)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=_TOML_STATEMENTS, table=st.none() | _TOML_STATEMENTS, after=_TOML_STATEMENTS, crlf=st.booleans(),
+       final_newline=st.booleans())
+def test_toml_edits_of_any_layout_change_only_the_entry(tmp_path: Path, before: list[tuple[str, str, str]],
+                                                         table: list[tuple[str, str, str]] | None,
+                                                         after: list[tuple[str, str, str]], crlf: bool,
+                                                         final_newline: bool) -> None:
+    """Any statements, comments and line ends around and in [mcp_servers.pimem]: the edit reads back
+    as the document with only command and args set, every line outside the table is kept, and a
+    second install changes nothing (a line reading `[mcp_servers.pimem]` inside a string is not its table)."""
+    def block(header: str, statements: list[tuple[str, str, str]]) -> str:
+        seen: dict[str, str] = {}
+        for key, value, comment in statements:
+            seen.setdefault(key.split(".")[0], f"{key} = {value}{comment}\n")
+        return header + "".join(seen.values())
+
+    text = block("# top\n", before) + ("\n" + block("[mcp_servers.pimem]\n", table) if table is not None else "") + (
+        "\n" + block("[profiles.p]\n", after))
+    text = text if final_newline else text.rstrip("\n")
+    text = text.replace("\n", "\r\n") if crlf else text
+    path = write_config(tmp_path, "codex", text)
+    wanted = ServerCommand("/p/pimem", ("mcp",))
+    install("codex", wanted, env=env_for(tmp_path), which=no_cli)
+    new_text = path.read_bytes().decode()
+    expected = tomllib.loads(text)
+    expected.setdefault("mcp_servers", {}).setdefault("pimem", {}).update(command="/p/pimem", args=["mcp"])
+    assert tomllib.loads(new_text) == expected
+    start = text.find("[mcp_servers.pimem]")
+    assert new_text.startswith(text[:start] if start >= 0 else text.rstrip("\r\n"))
+    assert ("\r\n" in new_text) == crlf or not text.count("\n")
+    assert not install("codex", wanted, env=env_for(tmp_path), which=no_cli).changed
+    path.unlink()
