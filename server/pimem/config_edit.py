@@ -182,6 +182,8 @@ def load_toml(text: str, name: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise EditError(f"{name} is not valid TOML ({error}); not touching it") from None
+    except RecursionError:
+        raise EditError(f"{name} nests too deeply to be read; not touching it") from None
 
 
 def toml_value(value: Any, name: str) -> str:
@@ -194,7 +196,7 @@ def toml_value(value: Any, name: str) -> str:
 def _parses(text: str) -> dict[str, Any] | None:
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return None
 
 

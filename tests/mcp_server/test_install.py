@@ -528,6 +528,15 @@ def test_20_8g_a_config_that_is_not_utf8_is_one_line(tmp_path: Path, agent: str)
     assert "not UTF-8" in done.stderr and path.read_bytes() == content
 
 
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_20_8g_a_config_nested_too_deeply_is_one_line(tmp_path: Path, agent: str) -> None:
+    content = ("[" * 100_000 + "]" * 100_000) if agent == "claude" else f"a = {'[' * 100_000}{']' * 100_000}\n"
+    path = write_config(tmp_path, agent, content)
+    done = run_install(tmp_path, agent)
+    assert done.returncode == 1 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+    assert "nests too deeply" in done.stderr and path.read_text() == content
+
+
 def test_20_8g_lone_surrogate_escapes_are_kept_and_shown_safely(tmp_path: Path) -> None:
     before = '{"note": "\\ud800", "mcpServers": {"pimem": {"command": "/old/\\udc80\\u001b[2J", "args": ["mcp"]}}}'
     path = write_config(tmp_path, "claude", before)
