@@ -123,8 +123,8 @@ class InstallReport:
                       for command in self.commands]
         else:
             kept = f"; the file before is {self.backup}" if self.backup else ""
-            lines.append(f"{name}: {'would edit' if self.dry_run else 'edited'} {self.config_path} (the pimem "
-                         f"entry's command and args only, everything else kept{kept})")
+            lines.append(f"{name}: {'would edit' if self.dry_run else 'edited'} {self.config_path} (only the "
+                         f"pimem entry; everything else kept{kept})")
         if self.dry_run:
             lines.append(f"{name}: would {'replace' if self.previous else 'add'} MCP server pimem: "
                          f"{self.wanted.shell()} (dry run: nothing changed)")
@@ -195,11 +195,11 @@ def _edit(report: InstallReport, plan: Plan) -> None:
         plan(read_text(path))
         return
     existed = os.path.exists(path)
-    if edit_file(path, lambda text: plan_for(report, plan, text)) and existed:
+    if edit_file(path, lambda text: _plan_for(report, plan, text)) and existed:
         report.backup = backup_path(path)
 
 
-def plan_for(report: InstallReport, plan: Plan, text: str | None) -> str | None:
+def _plan_for(report: InstallReport, plan: Plan, text: str | None) -> str | None:
     """``plan``, and the report follows what the file held when it was planned (it may be planned
     again after the agent wrote it)."""
     new = plan(text)

@@ -397,6 +397,7 @@ def test_20_8a_only_command_and_args_of_the_pimem_entry_change(tmp_path: Path, a
                      which=(lambda name: f"/bin/{name}") if with_cli else no_cli, run=cli)
     assert report.method == "file" and report.previous == OLD and cli.calls == []
     assert path.read_text() == before.replace(old_command, new_command, 1).replace(old_args, new_args, 1)
+    assert any("keeps your `enabled = false`" in line for line in report.lines()) == (agent == "codex")
     assert not install(agent, WANTED, env=env_for(tmp_path), which=no_cli).changed  # type: ignore[arg-type]
 
 
