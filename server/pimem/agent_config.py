@@ -60,6 +60,10 @@ class AgentConfigError(Exception):
     """The agent's configuration cannot be read or changed; the message says what to do."""
 
 
+class InstallArgumentError(AgentConfigError):
+    """What was asked for cannot be written into any configuration (a bad argument)."""
+
+
 @dataclass(frozen=True)
 class ServerCommand:
     command: str
@@ -152,6 +156,10 @@ def install(agent: Agent, wanted: ServerCommand, *, dry_run: bool = False, env: 
 
         def which(name: str) -> str | None:
             return shutil.which(name, path=env.get("PATH"))
+    for arg in wanted.args:
+        if _shown(arg) != arg:  # undecodable bytes of a --db path: no JSON or TOML file can hold them
+            raise InstallArgumentError(f"{_shown(arg)} is not UTF-8: an agent's configuration cannot hold it "
+                                       "(choose a store path that is)")
     try:
         if agent == "claude":
             return _install_claude(wanted, dry_run=dry_run, env=env, cli=which("claude"), run=run)

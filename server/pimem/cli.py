@@ -422,7 +422,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from pimem import redact
 
     if args.mcp_command == "install":
-        from pimem.agent_config import AgentConfigError, install, pimem_command
+        from pimem.agent_config import AgentConfigError, InstallArgumentError, install, pimem_command
 
         db = args.install_db or args.db or os.environ.get("MEMORY_DB_PATH") or None
         command = pimem_command(db, redact=not (args.install_no_redact or args.no_redact))
@@ -430,7 +430,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             report = install(args.agent, command, dry_run=args.dry_run)
         except AgentConfigError as error:
             _err(f"pimem mcp install: {error}")
-            return 1
+            return 2 if isinstance(error, InstallArgumentError) else 1
         _out("\n".join(report.lines()))  # the entry before is the user's text: escapes shown, not acted on
         return 0
     try:

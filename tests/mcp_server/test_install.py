@@ -529,6 +529,17 @@ def test_20_8g_a_config_that_is_not_utf8_is_one_line(tmp_path: Path, agent: str)
     assert "not UTF-8" in done.stderr and path.read_bytes() == content
 
 
+@pytest.mark.parametrize("agent", ["claude", "codex", "pi"])
+def test_20_8g_a_store_path_that_is_not_utf8_is_a_bad_argument(tmp_path: Path, agent: str) -> None:
+    env = {**os.environ, **env_for(tmp_path), "PATH": "/nonexistent"}
+    env.pop("MEMORY_DB_PATH", None)
+    done = subprocess.run([str(PIMEM).encode(), b"mcp", b"install", agent.encode(), b"--db", b"/tmp/caf\xe9.db"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+    assert "/tmp/caf\\udce9.db is not UTF-8" in done.stderr
+    assert not any((tmp_path / name).exists() for name in ("claude", "codex", "pi"))
+
+
 @pytest.mark.parametrize("agent", ["claude", "codex"])
 def test_20_8g_a_config_nested_too_deeply_is_one_line(tmp_path: Path, agent: str) -> None:
     content = ("[" * 100_000 + "]" * 100_000) if agent == "claude" else f"a = {'[' * 100_000}{']' * 100_000}\n"
