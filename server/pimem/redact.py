@@ -132,7 +132,8 @@ _SHAPES: tuple[_Shape, ...] = (
     _Shape("google-oauth-token", _rx(_token_start(r"ya29\.") + r"[0-9A-Za-z_-]{20,}+"), accept=_mixed),
     _Shape("google-client-secret", _rx(_token_start("GOCSPX-") + r"[A-Za-z0-9_-]{20,}+")),
     # secret and restricted keys, webhook signing secrets (pk_ keys are publishable, not secret)
-    _Shape("stripe-key", _rx(r"[sr]k_(?:live|test)_[0-9A-Za-z]{16,}+" + _END)),
+    _Shape("stripe-key", _rx(r"sk_(?:live|test)_[0-9A-Za-z]{16,}+" + _END)),
+    _Shape("stripe-key", _rx(r"rk_(?:live|test)_[0-9A-Za-z]{16,}+" + _END)),
     _Shape("stripe-key", _rx(r"whsec_[A-Za-z0-9+/]{24,}+" + _END), accept=_mixed),
     _Shape("npm-token", _rx(r"npm_[A-Za-z0-9]{36}" + _END), accept=_mixed),
     _Shape("pypi-token", _rx(_token_start("pypi-") + r"AgE[A-Za-z0-9_-]{50,}+")),
@@ -214,35 +215,49 @@ def _url_password_spans(text: str) -> Iterator[_Span]:
 
 
 # Passwords on command lines and in .netrc: mysql -pSECRET, curl -u user:SECRET, machine h login u password SECRET.
-_COMMAND = re.compile(r"(?:mysql|mariadb|curl)")
-_MYSQL_PASSWORD = re.compile(r"[ \t]-p(?:'([^'\n]++)'|\"([^\"\n]++)\"|([^\s'\"]++))")
+_COMMANDS = ("mysql", "mariadb", "curl")
+# An unquoted value ends at a shell metacharacter (mysql -pX; mkdir -p /y is two commands).
+_MYSQL_PASSWORD = re.compile(r"[ \t]-p(?:'([^'\n]++)'|\"([^\"\n]++)\"|([^\s'\";|&]++))")
 _CURL_USER = re.compile(r"[ \t](?:-u|--user)(?:[ \t]++|=)?(?:'[^\s:']++:([^'\n]++)'|\"[^\s:\"]++:([^\"\n]++)\""
-                        r"|[^\s:'\"]++:([^\s'\"]++))")
-_NETRC = re.compile(r"(?:machine[ \t]++[^\s]++\s++|default\s++)login[ \t]++[^\s]++\s++"
-                    r"(?:account[ \t]++[^\s]++\s++)?password[ \t]++([^\s]++)")
+                        r"|[^\s:'\";|&]++:([^\s'\";|&]++))")
+_SHELL_SEPARATORS = re.compile(r"[;|&]")
+# .netrc: found from "login" (a literal: re's prefix search), then "machine host" or "default" before it
+_NETRC = re.compile(r"login[ \t]++[^\s]++\s++(?:account[ \t]++[^\s]++\s++)?password[ \t]++([^\s]++)")
+_NETRC_HEAD = re.compile(r"(?:machine[ \t]++[^\s]{1,256}+|default)\s{1,64}+$")
 _LINE_LIMIT = 4096
+
+
+def _command_starts(text: str) -> list[tuple[int, str]]:
+    """Where mysql, mariadb and curl appear (str.find: far faster than a regex without a literal prefix)."""
+    starts = []
+    for command in _COMMANDS:
+        position = text.find(command)
+        while position >= 0:
+            starts.append((position, command))
+            position = text.find(command, position + len(command))
+    starts.sort()
+    return starts
 
 
 def _command_spans(text: str) -> Iterator[_Span]:
     read_to = 0
-    for command in _COMMAND.finditer(text):
-        if command.start() < read_to:
+    for start, command in _command_starts(text):
+        if start < read_to or (start > 0 and text[start - 1] in _WORD_CHARS):
             continue
-        if command.start() > 0 and text[command.start() - 1] in _WORD_CHARS:
-            continue
-        line_end = text.find("\n", command.end())
-        read_to = min(len(text) if line_end < 0 else line_end, command.end() + _LINE_LIMIT)
-        line = text[command.end():read_to]
-        found = (_CURL_USER if command.group() == "curl" else _MYSQL_PASSWORD).search(line)
-        if found is None:
+        end = start + len(command)
+        line_end = text.find("\n", end)
+        read_to = min(len(text) if line_end < 0 else line_end, end + _LINE_LIMIT)
+        line = text[end:read_to]
+        found = (_CURL_USER if command == "curl" else _MYSQL_PASSWORD).search(line)
+        if found is None or _SHELL_SEPARATORS.search(line, 0, found.start()):  # the flag of a later command
             continue
         group = found.lastindex or 0
         value = found.group(group)
         if value and not _PLACEHOLDER.match(value):
-            offset = command.end()
-            yield offset + found.start(group), offset + found.end(group), "password", 0
+            yield end + found.start(group), end + found.end(group), "password", 0
     for netrc in _NETRC.finditer(text):
-        if not _PLACEHOLDER.match(netrc.group(1)):
+        head = _NETRC_HEAD.search(text, max(0, netrc.start() - 400), netrc.start())
+        if head is not None and not _PLACEHOLDER.match(netrc.group(1)):
             yield netrc.start(1), netrc.end(1), "password", 0
 
 

@@ -300,6 +300,7 @@ def _look_alikes() -> list[LookAlike]:
         "mysql -u root -p shop", "mysql -P 3306 -h db -u app", "curl -u alice https://x", "curl -I https://example.com",
         "ps aux | grep mysql", "mysqladmin -u root -p status", "curl -fsSL https://get.example.com | sh",
         "mysql --defaults-file=~/.my.cnf -e 'select 1'", "curl --user-agent pimem/1.0 https://x",
+        "mysql shop < dump.sql && mkdir -p /srv/backups", "curl -sSL https://x | sudo -u deploy:staff tee /srv/x",
     )]
     items += [("base64", text) for text in (
         "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 4).decode(),
