@@ -207,7 +207,8 @@ def _url_password_spans(text: str) -> Iterator[_Span]:
         slash = part.find("/")
         at = part.rfind("@", 0, slash if slash >= 0 else len(part))
         if at < 0 and slash > 0 and not part[:slash].isdigit():  # not a port: a "/" in the password
-            at = next((index for index in range(slash, len(part)) if part[index] == "@"
+            # the password may hold "@" too: the last "@" before a host, so that none of it stays
+            at = next((index for index in range(len(part) - 1, slash, -1) if part[index] == "@"
                        and _HOST_START.match(part, index + 1)), -1)
         if at <= 0 or not _HOST_START.match(part, at + 1) or _PLACEHOLDER.match(part):
             continue

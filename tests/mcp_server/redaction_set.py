@@ -165,8 +165,8 @@ def _secrets() -> list[Secret]:
                      "git clone https://bob:{s}@git.example.com/team/repo.git"):
         s = password()
         add("url-password", template.format(s=s), s)
-    for s in (rand(ALNUM, 6) + "/" + rand(ALNUM, 6), rand(ALNUM, 5) + "@" + rand(ALNUM, 5),
-              rand(ALNUM, 4) + "/" + rand(ALNUM, 3) + "@" + rand(ALNUM, 4)):
+    for s in (rand(ALNUM, 6) + "/" + rand(ALNUM, 6), rand(ALNUM, 6) + "@" + rand(ALNUM, 6),
+              rand(ALNUM, 6) + "/" + rand(ALNUM, 6) + "@" + rand(ALNUM, 6)):
         add("url-password", f"mysql://root:{s}@mysql.local:3306/app", s)
     # passwords: assignments in every notation, command lines, .netrc
     for template in ("password={s} worked", "mysql -u root --password={s} shop", "PGPASSWORD={s} psql -h db",

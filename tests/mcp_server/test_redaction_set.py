@@ -3,6 +3,8 @@ the output), every look-alike kept byte for byte; the per-kind figures are print
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pimem.redact import KINDS, redact, redact_kinds
@@ -20,6 +22,9 @@ def test_the_set_is_large_enough() -> None:
 def test_secret_is_masked(case: Secret) -> None:
     result = redact_kinds(case.text)
     assert case.secret not in result.text
+    for piece in re.split(r"[/@:\n]", case.secret):   # nor any part of it (a password holding / or @)
+        assert len(piece) < 6 or piece not in result.text
+    assert redact(result.text) == result.text
     assert "[REDACTED:" in result.text
     assert set(result.kinds) <= set(KINDS)
     assert sum(result.kinds.values()) == result.text.count("[REDACTED:")
