@@ -107,6 +107,11 @@ def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
+def _run_end(run: re.Pattern[str], text: str, position: int, stop: int | None = None) -> int:
+    match = run.match(text, position, len(text) if stop is None else stop)  # a run (``[…]*+``) always matches
+    return match.end() if match else position
+
+
 _SHAPES: tuple[_Shape, ...] = (
     _Shape("jwt", _rx(_token_start("eyJ") + r"[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]*+")),
     _Shape("anthropic-key", _rx(_token_start("sk-ant-") + r"[A-Za-z0-9_-]{20,}+"), accept=_mixed),
@@ -221,7 +226,8 @@ _COMMANDS = ("mysql", "mariadb", "curl")
 _MYSQL_PASSWORD = re.compile(r"[ \t]-p(?:'([^'\n]++)'|\"([^\"\n]++)\"|([^\s'\";|&]++))")
 _CURL_USER = re.compile(r"[ \t](?:-u|--user)(?:[ \t]++|=)?(?:'[^\s:']++:([^'\n]++)'|\"[^\s:\"]++:([^\"\n]++)\""
                         r"|[^\s:'\";|&]++:([^\s'\";|&]++))")
-_SHELL_SEPARATORS = re.compile(r"[;|&]")
+# a command's arguments end at a shell separator outside quotes (mysql -e 'x;' -pX ; mkdir -p /y)
+_ARGUMENTS = re.compile(r"(?:'[^'\n]*+'|\"[^\"\n]*+\"|[^'\";|&\n])*+")
 # .netrc: found from "login" (a literal: re's prefix search), then "machine host" or "default" before it
 _NETRC = re.compile(r"login[ \t]++[^\s]++\s++(?:account[ \t]++[^\s]++\s++)?password[ \t]++([^\s]++)")
 _NETRC_HEAD = re.compile(r"(?:machine[ \t]++[^\s]{1,256}+|default)\s{1,64}+$")
@@ -246,11 +252,9 @@ def _command_spans(text: str) -> Iterator[_Span]:
         if start < read_to or (start > 0 and text[start - 1] in _WORD_CHARS):
             continue
         end = start + len(command)
-        line_end = text.find("\n", end)
-        read_to = min(len(text) if line_end < 0 else line_end, end + _LINE_LIMIT)
-        line = text[end:read_to]
-        found = (_CURL_USER if command == "curl" else _MYSQL_PASSWORD).search(line)
-        if found is None or _SHELL_SEPARATORS.search(line, 0, found.start()):  # the flag of a later command
+        read_to = _run_end(_ARGUMENTS, text, end, end + _LINE_LIMIT)   # a later command is read on its own
+        found = (_CURL_USER if command == "curl" else _MYSQL_PASSWORD).search(text[end:read_to])
+        if found is None:
             continue
         group = found.lastindex or 0
         value = found.group(group)
@@ -374,11 +378,6 @@ def _block_span(text: str, name_start: int, block_end: int) -> tuple[int, int] |
             last = position + len(content)
         position = line_end + 1
     return (first, last) if first >= 0 else None
-
-
-def _run_end(run: re.Pattern[str], text: str, position: int) -> int:
-    match = run.match(text, position)   # a run pattern (``[…]*+``) always matches, maybe empty
-    return match.end() if match else position
 
 
 def _secret_word_hits(lowered: str) -> list[int]:

@@ -177,7 +177,9 @@ def _secrets() -> list[Secret]:
                      "mysqldump -h db -u app -p'{s}' app > dump.sql", "curl -u alice:{s} https://ci.example.com",
                      "curl --user 'deploy:{s}' -X POST https://x", "machine api.example.com login bob password {s}",
                      "machine git.example.com\n  login alice\n  password {s}\n", "default login anon password {s}",
-                     "spring.datasource.password={s}", "ConnectionString: Server=db;User Id=sa;Password={s};"):
+                     "spring.datasource.password={s}", "ConnectionString: Server=db;User Id=sa;Password={s};",
+                     "mysql -e 'select 1;' -p'{s}' shop", "cd /srv && mysql -e 'show tables' ; mysql -uroot -p{s} app",
+                     "mysql -h db -e 'select 1' && curl -u ci:{s} https://ci.example.com"):
         s = password().replace("&", "#")
         add("password", template.format(s=s), s)
     s1, s2 = password(), password()
