@@ -215,7 +215,8 @@ def _url_password_spans(text: str) -> Iterator[_Span]:
             # the password may hold "@" too: the last "@" before a host, so that none of it stays
             at = next((index for index in range(len(part) - 1, slash, -1) if part[index] == "@"
                        and _HOST_START.match(part, index + 1)), -1)
-        if at <= 0 or not _HOST_START.match(part, at + 1) or _PLACEHOLDER.match(part):
+        if (at <= 0 or not _HOST_START.match(part, at + 1) or _PLACEHOLDER.match(part)
+                or part[:at].lower() in _NOT_SECRETS):   # scheme://user:password@host in a document
             continue
         yield start, start + at, "url-password", 0
 
@@ -223,7 +224,7 @@ def _url_password_spans(text: str) -> Iterator[_Span]:
 # Passwords on command lines and in .netrc: mysql -pSECRET, curl -u user:SECRET, machine h login u password SECRET.
 _COMMANDS = ("mysql", "mariadb", "curl")
 # An unquoted value ends at a shell metacharacter (mysql -pX; mkdir -p /y is two commands).
-_MYSQL_PASSWORD = re.compile(r"[ \t]-p(?:'([^'\n]++)'|\"([^\"\n]++)\"|([^\s'\";|&]++))")
+_MYSQL_PASSWORD = re.compile(r"[ \t]-p(?:'([^'\n]++)'|\"([^\"\n]++)\"|([^\s'\"`;|&]++))")
 _CURL_USER = re.compile(r"[ \t](?:-u|--user)(?:[ \t]++|=)?(?:'[^\s:']++:([^'\n]++)'|\"[^\s:\"]++:([^\"\n]++)\""
                         r"|[^\s:'\";|&]++:([^\s'\";|&]++))")
 # a command's arguments end at a shell separator outside quotes (mysql -e 'x;' -pX ; mkdir -p /y)
@@ -278,7 +279,7 @@ _NAME_REST = re.compile(r"[A-Za-z0-9_.-]*+")
 _MAX_NAME = 128            # a longer name is not a secret's name (and is not walked back further)
 _SEPARATOR = re.compile(r"(?:\\?[\"'])?[ \t]*+(?::=|=>|:(?!:)|=(?!=))[ \t]*+")
 _QUOTED = re.compile(r"\\\"((?:[^\"\\\n]|\\[^\"\n]){1,4096}+)\\\"|\"([^\"\n]{1,4096}+)\"|'([^'\n]{1,4096}+)'")
-_UNQUOTED = re.compile(r"[^\s\"',;)}\]>\\]*+")
+_UNQUOTED = re.compile(r"[^\s\"'`,;)}\]>\\]*+")   # a backtick ends it too (Markdown: `password=x`)
 _MAX_VALUE = 4096          # a longer unquoted run is not a value (nor read again for each name inside it)
 _BLOCK = re.compile(r"[|>][-+0-9]{0,2}[ \t]*+(?:#[^\n]*+)?(?=\r?\n)")
 _SECRET_WORDS = {"pass": "password", "pwd": "password", "token": "token", "credential": "secret",
@@ -291,7 +292,9 @@ _KEY_QUALIFIERS = {"api": "api-key", "access": "secret", "secret": "secret", "pr
                    "auth": "secret", "session": "secret", "account": "secret"}
 _NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _NOT_SECRETS = {"null", "none", "nil", "true", "false", "undefined", "required", "optional", "string", "str",
-                "env", "redacted", "changeme", "password", "secret", "token"}
+                "env", "redacted", "changeme", "password", "secret", "token",
+                "include", "same-origin", "omit"}   # fetch()'s credentials: 'include'
+
 # Unquoted words on the right of a separator that are code, not a value: keywords (if not token: return)
 # and type names (password: string, token: number).
 _CODE_WORDS = frozenset((
@@ -304,7 +307,8 @@ _CODE_WORDS = frozenset((
     "callable", "sequence", "mapping", "text", "uuid", "date", "datetime", "secretstr", "sensitive", "default",
     "str", "string"))
 _PASCAL_CASE = re.compile(r"(?:[A-Z][a-z]+){2,}")
-_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)*+|[A-Za-z]:\\[\w.\\ -]*+")
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+…-]+(?:/[\w.@+…-]*)*+|[A-Za-z]:\\[\w.\\ -]*+")
+_ELIDED = re.compile(r"[\w-]{0,12}(?:\.\.\.|…)")   # a known prefix and an ellipsis: sk-ant-...
 _PROSE_NEXT = re.compile(r"[ \t]++[A-Za-z]")
 _IDENTIFIER = re.compile(r"[A-Za-z_]+")
 _INNER_HUMP = re.compile(r"[a-z][A-Z]|[A-Za-z]_[A-Za-z]")
@@ -329,14 +333,16 @@ def _secret_name_kind(name: str) -> str | None:
     return None
 
 
-_CALL_OR_INDEX = re.compile(r"[(\[<]")  # a call, an index, a generic type (Option<String>)
-_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_CALL_OR_INDEX = re.compile(r"[(\[<{]")  # a call, an index, a generic type (Option<String>), a literal
+_DOTTED_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\??\.[A-Za-z_$][A-Za-z0-9_$]*)+")   # a?.b too
 
 
 def _assigned_secret(value: str, quoted: bool, separator: str, after: int, text: str) -> bool:
     if len(value) < 3 or value.lower() in _NOT_SECRETS or value.startswith("[REDACTED:"):
         return False
-    if _PLACEHOLDER.match(value) or _PATH.fullmatch(value):
+    if not any(char.isalnum() for char in value):    # "password=" + "…": the quotes of a concatenation
+        return False
+    if _PLACEHOLDER.match(value) or _ELIDED.fullmatch(value) or _PATH.fullmatch(value):
         return False
     if quoted:
         return True
@@ -432,7 +438,7 @@ def _assignment_spans(text: str) -> Iterator[_Span]:
             # The unquoted run's end is the same from every position inside it: found once.
             if value_start >= unquoted_end:
                 unquoted_end = _run_end(_UNQUOTED, text, value_start)
-            if not 0 < unquoted_end - value_start <= _MAX_VALUE:
+            if not 0 < unquoted_end - value_start <= _MAX_VALUE or _ELIDED.fullmatch(text, value_start, unquoted_end):
                 continue
             secret_start = value_start
             # a sentence's closing punctuation is not part of the value

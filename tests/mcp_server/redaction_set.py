@@ -220,6 +220,11 @@ def _look_alikes() -> list[LookAlike]:
         "while token: token = next_token(token)", "password = input('Password: ')",
         "api_key = config['api_key']", "key = cache_key(user_id)", "refresh_token: refreshToken",
         "export PASSWORD_FILE=/run/secrets/db", "token_type: Bearer",
+        "const token = this.syncState.current?.token ?? first?.token ?? null;",
+        'SECRETS = ("password=" + "x1y2", "token=" + value)', "fetch(url, {credentials: 'include'})",
+        '"first_pass": {name: summary(first[server]) for server, name in enumerate(names)},',
+        "docs: `user.password = hashed`, `if not token: return`, `password: string`, `PWD=/home/…`",
+        "the password of `scheme://user:password@host` stays a placeholder; `mysql -p` prompts",
     )]
     items += [("prose", text) for text in (
         "the password reset email never arrives", "Password reset flow: send a link, then ask for a new password.",
@@ -297,6 +302,7 @@ def _look_alikes() -> list[LookAlike]:
         '"token": "$GITHUB_TOKEN"', 'api_key: "{{ .Values.apiKey }}"', "mysql -uroot -p$MYSQL_PWD shop",
         "curl -u $USER:$PASS https://x", "redis://:${REDIS_PASSWORD}@redis:6379", "password: changeme",
         "machine host login me password $NETRC_PW", "token=%(token)s", "AWS_SECRET_ACCESS_KEY=...", "password: …",
+        "export ANTHROPIC_API_KEY=sk-ant-...", "OPENAI_API_KEY=sk-…",
     )]
     items += [("command", text) for text in (
         "mysql -u root -p shop", "mysql -P 3306 -h db -u app", "curl -u alice https://x", "curl -I https://example.com",
