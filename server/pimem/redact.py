@@ -27,6 +27,7 @@ Users who want raw text turn redaction off (``pimem mcp --no-redact`` or ``PIMEM
 from __future__ import annotations
 
 import binascii
+import functools
 import os
 import re
 from base64 import b64decode
@@ -79,9 +80,12 @@ def _mixed(secret: str) -> bool:
     return any(c.isdigit() for c in secret) and any(c.isalpha() for c in secret)
 
 
+_BASE64 = re.compile(r"[A-Za-z0-9+/]++={0,2}")
+
+
 def _basic_credentials(value: str) -> bool:
     """HTTP Basic / Docker ``auth`` / npm ``_auth``: base64 of ``user:password`` (printable text)."""
-    if not 8 <= len(value) <= 4096:
+    if not 8 <= len(value) <= 1024 or not _BASE64.fullmatch(value):
         return False
     try:
         decoded = b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
@@ -280,7 +284,7 @@ _MAX_NAME = 128            # a longer name is not a secret's name (and is not wa
 _SEPARATOR = re.compile(r"(?:\\?[\"'])?[ \t]*+(?::=|=>|:(?!:)|=(?!=))[ \t]*+")
 _QUOTED = re.compile(r"\\\"((?:[^\"\\\n]|\\[^\"\n]){1,4096}+)\\\"|\"([^\"\n]{1,4096}+)\"|'([^'\n]{1,4096}+)'")
 _UNQUOTED = re.compile(r"[^\s\"'`,;)}\]>\\]*+")   # a backtick ends it too (Markdown: `password=x`)
-_MAX_VALUE = 4096          # a longer unquoted run is not a value (nor read again for each name inside it)
+_MAX_VALUE = 4096          # a longer unquoted run is masked whole, unread (a key blob, not a word or a path)
 _BLOCK = re.compile(r"[|>][-+0-9]{0,2}[ \t]*+(?:#[^\n]*+)?(?=\r?\n)")
 _SECRET_WORDS = {"pass": "password", "pwd": "password", "token": "token", "credential": "secret",
                  "credentials": "secret"}
@@ -314,6 +318,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]+")
 _INNER_HUMP = re.compile(r"[a-z][A-Z]|[A-Za-z]_[A-Za-z]")
 
 
+@functools.lru_cache(maxsize=4096)   # names repeat (a run of key:key:… asks thousands of times)
 def _secret_name_kind(name: str) -> str | None:
     words = [word.lower() for word in _NAME_WORDS.findall(name)]
     if not words:
@@ -438,7 +443,12 @@ def _assignment_spans(text: str) -> Iterator[_Span]:
             # The unquoted run's end is the same from every position inside it: found once.
             if value_start >= unquoted_end:
                 unquoted_end = _run_end(_UNQUOTED, text, value_start)
-            if not 0 < unquoted_end - value_start <= _MAX_VALUE or _ELIDED.fullmatch(text, value_start, unquoted_end):
+            if value_start == unquoted_end or _ELIDED.fullmatch(text, value_start, unquoted_end):
+                continue
+            if unquoted_end - value_start > _MAX_VALUE:   # a blob after a secret's name: masked whole
+                if kind != "basic-auth":
+                    yield value_start, unquoted_end, kind, 1
+                    read_to = unquoted_end
                 continue
             secret_start = value_start
             # a sentence's closing punctuation is not part of the value

@@ -182,6 +182,8 @@ def _secrets() -> list[Secret]:
                      "mysql -h db -e 'select 1' && curl -u ci:{s} https://ci.example.com"):
         s = password().replace("&", "#")
         add("password", template.format(s=s), s)
+    blob = rand(B64, 6000)
+    add("secret", f"SIGNING_PRIVATE_KEY={blob}\nnext line", blob[3000:3100])
     s1, s2 = password(), password()
     add("password", f"creds:\n  password: |\n    {s1}\n    {s2}\n  user: x\n", s1)
     add("password", f"key:\n  db_password: >-\n    {s1}{s2}\nnext: 1\n", s1 + s2)
