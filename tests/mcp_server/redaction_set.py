@@ -90,6 +90,9 @@ def _shape_tokens() -> list[tuple[str, Callable[[], str]]]:
         ("npm-token", lambda: "np" + "m_" + rand(ALNUM, 36)),
         ("pypi-token", lambda: "py" + "pi-" + "AgEIcHlwaS5vcmc" + rand(URLSAFE, 120)),
         ("huggingface-token", lambda: "h" + "f_" + rand(ALNUM, 34)),
+        ("alibaba-access-key-id", lambda: "LT" + "AI" + rand(ALNUM, 20)),
+        ("age-secret-key", lambda: "AGE-SECRET" + "-KEY-1" + rand("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)),
+        ("1password-token", lambda: "op" + "s_eyJ" + rand(ALNUM + "+/", 300)),
         ("jwt", lambda: "ey" + "J" + _b64('{"alg":"HS256","typ":"JWT"}').rstrip("=")[3:] + ".ey" + "J"
          + _b64('{"sub":"' + rand(DIGITS, 8) + '"}').rstrip("=").replace("+", "-").replace("/", "_")[3:] + "."
          + rand(URLSAFE, 43)),
@@ -106,7 +109,8 @@ def _secrets() -> list[Secret]:
     found: list[Secret] = []
     for kind, make in _shape_tokens():
         for context in _TOKEN_CONTEXTS[:3] if kind in ("stripe-key", "openai-key", "github-token", "slack-token",
-                                                       "aws-access-key-id") else _TOKEN_CONTEXTS:
+                                                       "aws-access-key-id", "alibaba-access-key-id",
+                                                       "age-secret-key", "1password-token") else _TOKEN_CONTEXTS:
             token = make()
             found.append(Secret(kind, context(token), token))
 
@@ -297,6 +301,8 @@ def _look_alikes() -> list[LookAlike]:
         "npm_config_cache=/tmp/npm",
         "hf_hub_download(repo_id='x')", "xoxb- tokens are bot tokens", "glpat- is GitLab's prefix",
         "the sk-ant- prefix", "ya29. is Google's access-token prefix", "whsec_ marks a webhook secret",
+        "AGE-SECRET-KEY-1 starts an age identity", "LTAI is Alibaba's key id prefix", "ops_ marks a 1Password token",
+        "ALTAIR and ZLTAIxx are not keys",
         "flamingo zeta_ratelimit 缓存 锁 100% a_b C:\\path\\file",
     )]
     items += [("placeholder", text) for text in (
