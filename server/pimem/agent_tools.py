@@ -10,7 +10,8 @@ it (Codex strips ``maxItems``, ``minimum`` and ``maximum``). A bad argument rais
 :class:`ToolInputError` naming the field. Results are Markdown (for clients that show text) plus
 structured content (what Claude Code and Codex send to the model when it is present; its views are
 :func:`pimem.wire.agent_row` and :func:`pimem.wire.session_view`); both are redacted
-(:mod:`pimem.redact`) unless the user turned that off.
+(:mod:`pimem.redact`) unless the user turned that off: each stored field is bounded, redacted, and only
+then cut to the answer's limits, and a cancelled call (``cancel`` set) stops between two fields.
 
 Plain Python: no MCP SDK, no pygls (tests/test_layers.py).
 """
