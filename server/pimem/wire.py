@@ -147,8 +147,9 @@ def session_view(window: SessionWindow) -> JSON:
         turn.pop("hits", None)
         turn.pop("matched", None)   # a session is read, not searched
         turns.append(turn)
-    return {"sessionId": window.session_id, "source": window.source, "cwd": window.cwd,
-            "jsonlPath": window.jsonl_path, "turnCount": window.turn_count,
+    return {"sessionId": window.session_id[:MAX_TURN_ID_CHARS], "source": window.source,
+            "cwd": window.cwd[:MAX_PATH_CHARS], "jsonlPath": window.jsonl_path[:MAX_PATH_CHARS],
+            "turnCount": window.turn_count,
             "firstPosition": window.first_position, "turns": turns}
 
 

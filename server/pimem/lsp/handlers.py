@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
 from typing import Any
 
 from lsprotocol import types
@@ -91,7 +92,12 @@ def register(server: PimemServer) -> None:
     @guarded(methods.AGENT_RECALL)
     async def on_agent_recall(ls: PimemServer, params: Any) -> dict[str, Any]:
         call = agent_recall_params(params)
-        output = await ls.read(lambda: call.run(ls.connection()))
+        cancel = threading.Event()
+        try:
+            output = await ls.read(lambda: call.run(ls.connection(), cancel))
+        except asyncio.CancelledError:   # $/cancelRequest: the reader stops at the next field
+            cancel.set()
+            raise
         return {**output.structured, "markdown": output.markdown}
 
     @server.feature(methods.SYNC)

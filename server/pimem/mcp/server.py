@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +61,10 @@ class ToolRunner:
         self.db_path = db_path
         self.redact_secrets = redact_secrets
 
-    def run(self, call: ToolCall) -> ToolOutput:
+    def run(self, call: ToolCall, cancel: threading.Event | None = None) -> ToolOutput:
         conn: sqlite3.Connection = connect(self.db_path, create=False, for_writing=False)
         try:
-            return call.run(conn)
+            return call.run(conn, cancel)
         finally:
             conn.close()
 
@@ -74,8 +75,14 @@ class ToolRunner:
             if error.field == "name":  # an unknown tool is a protocol error, not a tool result
                 raise MCPError(types.INVALID_PARAMS, str(error)) from None
             return _error(str(error))
+        cancel = threading.Event()
         try:
-            output = await anyio.to_thread.run_sync(self.run, call)
+            # abandon_on_cancel: a cancelled call (notifications/cancelled, the client gone) returns at
+            # once, and the flag stops the worker thread between two fields (agent_tools.ToolCancelled)
+            output = await anyio.to_thread.run_sync(self.run, call, cancel, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            cancel.set()
+            raise
         except ToolInputError as error:
             return _error(str(error))
         except StoreError as error:
