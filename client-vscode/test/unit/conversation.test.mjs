@@ -80,14 +80,15 @@ test('piResumeCommand quotes the path for a POSIX shell and refuses a relative p
 
 test('migratedResume: the server command of a written session; for one migrated before, the quoted Pi file', () => {
   const report = (over) => ({ folder: '/w', dryRun: false, migrated: [], skipped: [], issues: [], ...over });
+  const resume = { program: 'pi', args: ['--session', '/p/s.jsonl'], cwd: '/w' };
   assert.deepEqual(a.migratedResume(report({ migrated: [{ codexSessionId: 'x', codexPath: '/c', piPath: '/p/s.jsonl', messages: 4, resumeCommand: 'pi --session /p/s.jsonl' }] })),
-    { command: 'pi --session /p/s.jsonl', fresh: true });
+    { command: 'pi --session /p/s.jsonl', resume, fresh: true });
   // the server refused the path: no command made here either
   assert.deepEqual(a.migratedResume(report({ migrated: [{ codexSessionId: 'x', codexPath: '/c', piPath: '/p/s.jsonl', messages: 4, resumeCommand: null }] })),
-    { command: undefined, fresh: true });
+    { command: undefined, resume: undefined, fresh: true });
   assert.deepEqual(a.migratedResume(report({ skipped: [{ codexSessionId: 'x', piPath: '/p/s.jsonl', reason: 'already migrated' }] })),
-    { command: 'pi --session /p/s.jsonl', fresh: false, reason: 'already migrated' });
+    { command: 'pi --session /p/s.jsonl', resume, fresh: false, reason: 'already migrated' });
   assert.deepEqual(a.migratedResume(report({ skipped: [{ codexSessionId: 'x', piPath: '/p/s.jsonl', reason: 'no user or assistant text to migrate' }] })),
-    { command: undefined, fresh: false, reason: 'no user or assistant text to migrate' });
+    { command: undefined, resume: undefined, fresh: false, reason: 'no user or assistant text to migrate' });
   assert.equal(a.migratedResume(report({})), undefined);
 });
