@@ -1,11 +1,15 @@
 // Stored text that is crafted or huge (issue 20, item 7): the Markdown reader and the other readers of transcript text
-// in the client take time linear in the text. Times are compared with a plain text of the same size in the same run (a ratio, the best of a few runs), never absolute.
+// in the client take time linear in the text, and a long turn reaches the conversation webview in pieces. Times are
+// compared with a plain text of the same size in the same run (a ratio, the best of a few runs), never absolute.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { load } from './load.mjs';
 
 const { parseMarkdown } = load('markdown.ts');
+const c = load('conversationProtocol.ts');
 const r = load('render.ts');
 const s = load('snippet.ts');
 
@@ -58,6 +62,52 @@ test('the reader keeps every character of a crafted line', () => {
   assert.deepEqual(parseMarkdown('# title ##'), [{ kind: 'heading', level: 1, inlines: [{ kind: 'text', text: 'title' }] }]);
   const escaped = '*' + '\\\\*'.repeat(50) + 'a*';
   assert.deepEqual(parseMarkdown(escaped), [{ kind: 'paragraph', inlines: [{ kind: 'em', children: [{ kind: 'text', text: '\\*'.repeat(50) + 'a' }] }] }]);
+});
+
+/** Heap in use after a full collection, in bytes. */
+function heapUsed() {
+  setFlagsFromString('--expose-gc');
+  runInNewContext('gc')();
+  return process.memoryUsage().heapUsed;
+}
+
+const turn = (replyText, over = {}) => ({
+  turnId: 'codex:t:1', sessionId: 'codex:t', source: 'codex', cwd: '/w', ts: 0, userText: 'why?', replyText,
+  toolNames: [], jsonlPath: '/h/r.jsonl', line: 1, resumeCommand: null, truncated: false, files: [], ...over,
+});
+const session = (turns) => ({ sessionId: 'codex:t', source: 'codex', cwd: '/w', jsonlPath: '/h/r.jsonl', startedAt: 0, turnCount: 1, firstPosition: 0, resumeCommand: null, turns });
+
+test('a whole turn of 50 MB is shown in pieces: a render reads and posts one piece, in time and memory like a 64 KB turn', () => {
+  const huge = turn('```\n' + 'x'.repeat(50 * 1024 * 1024) + '`\n');
+  const small = turn('```\n' + 'x'.repeat(c.PIECE_CHARS) + '`\n');
+  const state = (t, shown) => c.conversationState(session([t]), [t], 0, undefined, 1, shown);
+  state(small);
+  const base = Math.max(best(() => state(small)), 0.5);
+  const ratio = best(() => state(huge), 3) / base;
+  assert.ok(ratio < 10, `a 50 MB turn renders ${ratio.toFixed(1)} times slower than a 64 KB one`);
+
+  const before = heapUsed();
+  const shown = state(huge);
+  const grown = heapUsed() - before;
+  assert.ok(grown < 8 * 1024 * 1024, `the state of a 50 MB turn holds ${(grown / 1e6).toFixed(1)} MB`);
+  assert.ok(JSON.stringify(shown).length < 3 * c.PIECE_CHARS, 'what is posted to the webview is one piece');
+  const [first] = shown.turns;
+  assert.equal(first.hidden, huge.replyText.length - first.reply[0].text.length - 4);
+
+  // "Show more" shows the next piece, until the whole turn is shown
+  const more = state(huge, new Map([[huge.turnId, c.PIECE_CHARS + c.MORE_CHARS]])).turns[0];
+  assert.equal(more.hidden, first.hidden - c.MORE_CHARS);
+  assert.equal(state(turn('short'), new Map()).turns[0].hidden, 0);
+});
+
+test('a piece ends at a line end near its limit, and never inside a surrogate pair', () => {
+  const lines = ('y'.repeat(99) + '\n').repeat(1000);
+  const piece = c.shownPart(lines, 1050);
+  assert.equal(piece.length, 1000);
+  assert.ok(piece.endsWith('\n'));
+  const emoji = '😀'.repeat(1000);
+  assert.equal(c.shownPart(emoji, 1001).length, 1000);
+  assert.equal(c.shownPart('abc', 10), 'abc');
 });
 
 test('highlights, snippets, the hover and cut labels take linear time on periodic and punctuation-only texts', () => {
