@@ -44,8 +44,9 @@ test('conversationState: a whole session has nothing more; only Codex offers Con
 test('parseConversationMessage accepts only the known messages with valid fields', () => {
   assert.deepEqual(c.parseConversationMessage({ type: 'openRaw', index: 2 }), { type: 'openRaw', index: 2 });
   assert.deepEqual(c.parseConversationMessage({ type: 'more', direction: 'later', extra: 1 }), { type: 'more', direction: 'later' });
-  for (const bad of [null, 'ready', { type: 'openRaw', index: -1 }, { type: 'openRaw', index: 1.5 }, { type: 'whole' },
-    { type: 'more', direction: 'up' }, { type: 'run', command: 'rm' }]) {
+  assert.deepEqual(c.parseConversationMessage({ type: 'moreText', index: 0 }), { type: 'moreText', index: 0 });
+  for (const bad of [null, 'ready', { type: 'openRaw', index: -1 }, { type: 'openRaw', index: 1.5 }, { type: 'whole' }, { type: 'moreText' },
+    { type: 'moreText', index: '1' }, { type: 'more', direction: 'up' }, { type: 'run', command: 'rm' }]) {
     assert.equal(c.parseConversationMessage(bad), undefined, JSON.stringify(bad));
   }
 });
