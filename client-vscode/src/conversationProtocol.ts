@@ -3,7 +3,7 @@
 // shows. No `vscode` import: bundled into the webview script and unit-tested under plain Node.
 import { parseMarkdown, type Block } from './markdown';
 import type { FileAction, SessionResult, SessionTurn } from './protocol';
-import { folderName, formatDate, sourceLabel } from './render';
+import { folderName, formatDate, shownPart, sourceLabel } from './render';
 
 export interface ConversationTurn {
   index: number; // in `turns` of the state (messages name turns by it)
@@ -83,20 +83,6 @@ export function parseConversationMessage(raw: unknown): ConversationFromWebview 
  */
 export const PIECE_CHARS = 64 * 1024;
 export const MORE_CHARS = 256 * 1024;
-
-/** The first `limit` characters of `text`, cut after a line end in its last quarter when there is one, never inside a surrogate pair. */
-export function shownPart(text: string, limit: number): string {
-  if (text.length <= limit) {
-    return text;
-  }
-  const newline = text.lastIndexOf('\n', limit - 1);
-  let end = newline >= limit - limit / 4 ? newline + 1 : limit;
-  const code = text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) {
-    end--;
-  }
-  return text.slice(0, end);
-}
 
 /**
  * What the webview shows for a window of a session, the turn `hitTurnId` marked. `shownChars` says, per turn id,

@@ -102,6 +102,20 @@ export function truncate(text: string, max: number): string {
   return end >= text.length ? text : text.slice(0, end).trimEnd() + '…';
 }
 
+/** The first `limit` characters of `text`, cut after a line end in its last quarter when there is one, never inside a surrogate pair. */
+export function shownPart(text: string, limit: number): string {
+  if (text.length <= limit) {
+    return text;
+  }
+  const newline = text.lastIndexOf('\n', limit - 1);
+  let end = newline >= limit - limit / 4 ? newline + 1 : limit;
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) {
+    end--;
+  }
+  return text.slice(0, end);
+}
+
 /** Collapses runs of whitespace (newlines included) into single spaces. */
 export function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim();

@@ -12,6 +12,7 @@ const { parseMarkdown } = load('markdown.ts');
 const c = load('conversationProtocol.ts');
 const r = load('render.ts');
 const s = load('snippet.ts');
+const p = load('panelProtocol.ts');
 
 const N = 64 * 1024;
 /** Best time of `runs` calls, in ms. */
@@ -100,14 +101,21 @@ test('a whole turn of 50 MB is shown in pieces: a render reads and posts one pie
   assert.equal(state(turn('short'), new Map()).turns[0].hidden, 0);
 });
 
+test('the results panel gets a whole turn of 50 MB cut to its first 256 K characters of prompt and reply', () => {
+  const huge = 'z'.repeat(50 * 1024 * 1024);
+  const texts = p.wholeTurnTexts({ userText: 'why?', replyText: huge });
+  assert.deepEqual([texts.userText, texts.replyText.length, texts.hidden], ['why?', p.WHOLE_TURN_CHARS, huge.length - p.WHOLE_TURN_CHARS]);
+  assert.deepEqual(p.wholeTurnTexts({ userText: 'a', replyText: 'b' }), { userText: 'a', replyText: 'b', hidden: 0 });
+});
+
 test('a piece ends at a line end near its limit, and never inside a surrogate pair', () => {
   const lines = ('y'.repeat(99) + '\n').repeat(1000);
-  const piece = c.shownPart(lines, 1050);
+  const piece = r.shownPart(lines, 1050);
   assert.equal(piece.length, 1000);
   assert.ok(piece.endsWith('\n'));
   const emoji = '😀'.repeat(1000);
-  assert.equal(c.shownPart(emoji, 1001).length, 1000);
-  assert.equal(c.shownPart('abc', 10), 'abc');
+  assert.equal(r.shownPart(emoji, 1001).length, 1000);
+  assert.equal(r.shownPart('abc', 10), 'abc');
 });
 
 test('highlights, snippets, the hover and cut labels take linear time on periodic and punctuation-only texts', () => {
