@@ -46,6 +46,7 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
       name: 'history',
       prepareHome: (home) => {
         fixture = writeFileEditHistory(home);
+        writeFileSync(join(home, '.profile'), `export PATH="${stubs}:$PATH"\n`); // the extension host's PATH comes from the login shell
       },
       settings: (dirs) => ({ ...QUIET_WORKBENCH_SETTINGS, 'pimem.dbPath': join(dirs.run, 'memory.db') }),
     });
