@@ -11,6 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isInsideAny } from './launch';
 import type { Source } from './protocol';
+import { folderName, plainText } from './render';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_PATH = 4096;
@@ -55,6 +56,59 @@ export function resumeCommand(target: ResumeTarget): ResumeCommand | undefined {
     default:
       return undefined;
   }
+}
+
+/**
+ * `pi --session <file>` for the Pi session file "Continue in Pi" wrote (or found written before), in the Codex
+ * session's folder when that is a usable path; undefined for a file path no resume command may name.
+ */
+export function piResume(piPath: string, folder: string): ResumeCommand | undefined {
+  return usablePath(piPath) ? { program: 'pi', args: ['--session', piPath], cwd: usablePath(folder) ? folder : undefined } : undefined;
+}
+
+/** What `vscode.window.createTerminal` gets: the terminal's own process is the agent, its arguments as they are. */
+export interface ResumeTerminalOptions {
+  name: string;
+  shellPath: string;
+  shellArgs: string[];
+  cwd?: string;
+}
+
+/** How a resume goes: a terminal running the agent, or why not (then the user can copy the command). */
+export type ResumePlan =
+  | { kind: 'terminal'; options: ResumeTerminalOptions }
+  | { kind: 'notOnPath' }
+  | { kind: 'batchFile' }
+  | { kind: 'folderGone' };
+
+/**
+ * The terminal that resumes `command` with `executable` (findExecutable's answer). No shell reads anything: the
+ * stored ids, paths and folder are arguments and the working directory, never text typed into a shell.
+ */
+export function planResume(command: ResumeCommand, executable: string | undefined, isDirectory: (p: string) => boolean): ResumePlan {
+  if (executable === undefined) {
+    return { kind: 'notOnPath' };
+  }
+  if (!argumentsPassIntact(executable, command.args)) {
+    return { kind: 'batchFile' };
+  }
+  let cwd = command.cwd;
+  if (cwd !== undefined && !isDirectory(cwd)) {
+    if (command.program === 'claude') {
+      return { kind: 'folderGone' }; // Claude Code resumes a session only in its folder
+    }
+    cwd = undefined; // else the terminal would not start
+  }
+  return {
+    kind: 'terminal',
+    options: {
+      // a terminal's name may render $(icon) syntax: plainText breaks it
+      name: plainText(`${programLabel(command.program)}: ${cwd === undefined ? 'resume' : folderName(cwd)}`, 60),
+      shellPath: executable,
+      shellArgs: [...command.args],
+      ...(cwd === undefined ? {} : { cwd }),
+    },
+  };
 }
 
 export interface ExecutableProbe {
