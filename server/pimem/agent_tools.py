@@ -28,6 +28,7 @@ from pimem.models import SOURCES
 from pimem.recall import MAX_ENTITIES, RecallError, RecallQuery, make_query, recall
 from pimem.redact import redact_value
 from pimem.sessions import MAX_CONTEXT, SessionError, read_window
+from pimem.textutil import quoted
 
 RECALL_MEMORY = "recall_memory"
 READ_SESSION = "read_session"
@@ -182,7 +183,7 @@ def decode_call(name: str, arguments: object, *, redact_secrets: bool = True) ->
     if name == READ_SESSION:
         return _read_session_call(arguments, redact_secrets)
     known = ", ".join(tool.name for tool in TOOLS)
-    raise ToolInputError("name", f"unknown tool {name!r} (pimem's tools: {known})")
+    raise ToolInputError("name", f"unknown tool {quoted(name)} (pimem's tools: {known})")
 
 
 def _arguments(arguments: object, spec: dict[str, Any]) -> dict[str, Any]:

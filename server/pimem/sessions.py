@@ -19,6 +19,7 @@ from pimem.paths import in_folder
 from pimem.recall import RecallRow
 from pimem.store import parse_tool_names
 from pimem.store.touches import touches_of_turns
+from pimem.textutil import quoted
 
 # Turns in one request, each side (the MCP tool validates this bound too; see agent_tools).
 MAX_CONTEXT = 20
@@ -160,7 +161,7 @@ def _read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None,
     session = conn.execute("SELECT source, cwd, jsonl_path, started_at FROM sessions WHERE session_id = ?",
                            (session_id,)).fetchone()
     if session is None:
-        raise SessionError("sessionId", f"no session {session_id!r} in the store")
+        raise SessionError("sessionId", f"no session {quoted(session_id)} in the store")
     order = [str(row[0]) for row in conn.execute(
         "SELECT turn_id FROM turns WHERE session_id = ? ORDER BY turn_index, ts, turn_id", (session_id,))]
     if turn_id is None:
@@ -169,7 +170,7 @@ def _read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None,
         try:
             position = order.index(turn_id)
         except ValueError:
-            raise SessionError("turnId", f"no turn {turn_id!r} in session {session_id!r}") from None
+            raise SessionError("turnId", f"no turn {quoted(turn_id)} in session {quoted(session_id)}") from None
         start, stop = max(0, position - before), min(len(order), position + after + 1)
     wanted = order[start:stop]
     rows: dict[str, RecallRow] = {}
