@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pimem.paths import in_folder
 from pimem.recall import RecallRow
 from pimem.store import parse_tool_names
+from pimem.store.text import holds_undecodable, tolerating
 from pimem.store.touches import touches_of_turns
 from pimem.textutil import quoted
 
@@ -150,7 +151,8 @@ def read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None =
     if not 0 <= before <= max_context or not 0 <= after <= max_context:
         raise ValueError(f"before and after must be within 0..{max_context}")
     with read_snapshot(conn):
-        window = _read_window(conn, session_id, turn_id, before, after)
+        # a turn whose text is not valid UTF-8 (another program wrote it) is left out (pimem.store.text)
+        window = tolerating(conn, lambda: _read_window(conn, session_id, turn_id, before, after))
         if files:
             window = replace(window, files=touches_of_turns(conn, [row.turn_id for row in window.turns]))
         return window
@@ -179,6 +181,8 @@ def _read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None,
         for values in conn.execute(
                 f"SELECT {_TURN_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
                 f"LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id WHERE t.turn_id IN ({marks})", wanted):
+            if holds_undecodable(values):
+                continue
             row = _row(values)
             rows[row.turn_id] = row
     return SessionWindow(

@@ -1,18 +1,23 @@
-"""`pimem mcp` over its real stdio against requests the SDK cannot decode or that echo huge values
-(issue 20.9): every request with an id gets an answer, no answer quotes the request, the server lives on."""
+"""`pimem mcp` over its real stdio against requests the SDK cannot decode or that echo huge values, and
+a store holding text that is not valid UTF-8 (issue 20.9): every request with an id gets an answer, no
+answer quotes the request or the bad row, the server lives on."""
 
 from __future__ import annotations
 
 import json
 import queue
+import sqlite3
 import subprocess
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import PIMEM, Memory
+from support.undecodable import QUERIES, corrupt, expected, quoted_texts
+
+from .conftest import PIMEM, Memory, make_memory
 
 pytestmark = pytest.mark.e2e
 
@@ -116,3 +121,44 @@ def test_a_huge_session_id_is_not_echoed(memory: Memory) -> None:
         assert answers[3]["error"]["code"] == -32602 and len(answers[3]["error"]["message"]) < 400
     finally:
         assert client.close() == 0
+
+
+def test_a_row_that_is_not_utf8_is_left_out_and_never_quoted(tmp_path: Path) -> None:
+    """Issue 20.9: another program wrote two turns in text that is not valid UTF-8: recall_memory and
+    read_session answer as if they were not there, say so once on stderr, and quote neither."""
+    memory = make_memory(tmp_path)
+    clean = tmp_path / "clean.db"
+    victims = corrupt(memory.db, clean)
+    texts = quoted_texts(memory.db, clean, victims)
+    assert texts
+    client = LineClient(memory)
+    try:
+        client.send(json.dumps(INITIALIZE))
+        client.answers(1)
+        client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        calls: dict[int, list[str]] = {}
+        for number, entities in enumerate(QUERIES * 2):        # the second time from the kept lists
+            calls[100 + number] = entities
+            client.send(json.dumps({"jsonrpc": "2.0", "id": 100 + number, "method": "tools/call", "params": {
+                "name": "recall_memory", "arguments": {"entities": entities, "limit": 10}}}))
+        raw = sqlite3.connect(memory.db)
+        session_id = raw.execute("SELECT session_id FROM turns WHERE turn_id = ?", (victims[0],)).fetchone()[0]
+        raw.close()
+        client.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "read_session", "arguments": {"sessionId": session_id, "after": 20}}}))
+        answers = {answer["id"]: answer for answer in client.answers(len(calls) + 1)}
+        for request_id, entities in calls.items():
+            result = answers[request_id]["result"]
+            assert not result.get("isError"), result
+            assert [row["turnId"] for row in result["structuredContent"]["results"]] == \
+                [row["turnId"] for row in expected(clean, entities, 10)], entities
+        session = answers[2]["result"]
+        assert not session.get("isError"), session
+        shown = [turn["turnId"] for turn in session["structuredContent"]["turns"]]
+        assert shown and victims[0] not in shown
+        dumped = json.dumps(answers, ensure_ascii=False)
+        assert not [text for text in texts if text in dumped], [text for text in texts if text in dumped]
+    finally:
+        assert client.close() == 0
+    stderr = client.stderr.decode("utf-8", "replace")
+    assert stderr.count("not valid UTF-8") == 1 and not any(text in stderr for text in texts), stderr[-2000:]

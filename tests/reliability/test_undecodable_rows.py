@@ -1,0 +1,55 @@
+"""A row another program wrote with text that is not valid UTF-8 (issue 20.9): ``pimem recall`` and the
+language server's requests leave that turn out, say so once, never quote it, and answer everything
+else as a store without that turn would."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from support.env import env_for
+from support.jsonrpc import LspProcess
+from support.sync import sync
+from support.undecodable import QUERIES, corrupt, expected, quoted_texts
+
+
+def test_the_cli_and_the_language_server_leave_the_bad_row_out(base: Path, db: Path, work: Path) -> None:
+    sync(base, db, workers=1)
+    clean = work / "clean.db"
+    victims = corrupt(db, clean)
+    texts = quoted_texts(db, clean, victims)
+    assert texts
+    env = env_for(base, db, HOME=str(work))
+
+    for entities in QUERIES:
+        done = subprocess.run([sys.executable, "-m", "pimem", "recall", *entities, "--limit", "10", "--json"],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        rows = json.loads(done.stdout)
+        assert [row["turnId"] for row in rows] == [row["turnId"] for row in expected(clean, entities, 10)]
+        # said once by a process that met the rows (at least the queries they answer do), never quoted
+        assert done.stderr.count("not valid UTF-8") == 1 or (entities not in QUERIES[:2] and \
+            done.stderr.count("not valid UTF-8") == 0), done.stderr
+        assert not any(text in done.stderr for text in texts)
+
+    lsp = LspProcess(env, work / "stderr.log")
+    try:
+        lsp.initialize(options={"autoSync": False})
+        for _ in range(2):               # the second time from the lists the server keeps
+            for entities in QUERIES:
+                for limit in (1, 5, 20):
+                    result = lsp.call("pimem/recall", {"entities": entities, "limit": limit})
+                    assert result["results"] == expected(clean, entities, limit), (entities, limit)
+        raw = sqlite3.connect(db)
+        session_id = raw.execute("SELECT session_id FROM turns WHERE turn_id = ?", (victims[0],)).fetchone()[0]
+        raw.close()
+        view = lsp.call("pimem/session", {"sessionId": session_id, "after": 50})
+        shown = [turn["turnId"] for turn in view["turns"]]
+        assert shown and victims[0] not in shown
+    finally:
+        assert lsp.close() == 0
+    log = lsp.stderr()
+    assert log.count("not valid UTF-8") == 1 and not any(text in log for text in texts), log[-2000:]
