@@ -35,6 +35,12 @@ def test_the_cli_and_the_language_server_leave_the_bad_row_out(base: Path, db: P
             done.stderr.count("not valid UTF-8") == 0), done.stderr
         assert not any(text in done.stderr for text in texts)
 
+    # the turn itself, asked for by id: one line that says why, quoting nothing
+    shown = subprocess.run([sys.executable, "-m", "pimem", "show", victims[0]], env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert shown.returncode == 1 and shown.stderr.count("\n") == 1 and "not valid UTF-8" in shown.stderr
+    assert not any(text in shown.stderr for text in texts)
+
     lsp = LspProcess(env, work / "stderr.log")
     try:
         lsp.initialize(options={"autoSync": False})
