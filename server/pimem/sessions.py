@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pimem.paths import in_folder
 from pimem.recall import RecallRow
 from pimem.store import parse_tool_names
-from pimem.store.text import holds_undecodable, tolerating
+from pimem.store.text import holds_undecodable, shown_text, tolerating
 from pimem.store.touches import touches_of_turns
 from pimem.textutil import quoted
 
@@ -67,23 +67,31 @@ def list_sessions(conn: sqlite3.Connection, folders: Sequence[str] | None = None
     if not 1 <= limit <= MAX_SESSIONS or offset < 0:
         raise ValueError(f"limit must be within 1..{MAX_SESSIONS} and offset at least 0")
     with read_snapshot(conn):
-        where, args = "", list(sources or ())
-        if sources:
-            where = f"WHERE s.source IN ({','.join('?' * len(sources))})"
-        found = [row for row in conn.execute(
-            "SELECT s.session_id, s.source, s.cwd, s.jsonl_path, s.started_at, MAX(t.ts), COUNT(*) "
-            f"FROM sessions s JOIN turns t ON t.session_id = s.session_id {where} GROUP BY s.session_id", args)
-            if folders is None or any(in_folder(str(row[2] or ""), folder) for folder in folders)]
-        found.sort(key=lambda row: (-(row[5] or 0), str(row[0])))
-        page = found[offset:offset + limit]
-        sessions = []
-        for session_id, source, cwd, jsonl_path, started_at, last_ts, count in page:
-            first = conn.execute("SELECT user_text FROM turns WHERE session_id = ? ORDER BY turn_index, ts, turn_id "
-                                 "LIMIT 1", (session_id,)).fetchone()
-            sessions.append(SessionSummary(
-                str(session_id), str(source), str(cwd or ""), str(jsonl_path or ""),
-                started_at if isinstance(started_at, int) else 0, last_ts if isinstance(last_ts, int) else 0,
-                int(count), str(first[0] or "") if first else ""))
+        # text that is not valid UTF-8 (another program wrote it): such a session is left out, such a
+        # first prompt shown empty (pimem.store.text)
+        return tolerating(conn, lambda: _list_sessions(conn, folders, sources, limit, offset))
+
+
+def _list_sessions(conn: sqlite3.Connection, folders: Sequence[str] | None, sources: Sequence[str] | None,
+                   limit: int, offset: int) -> SessionsPage:
+    where, args = "", list(sources or ())
+    if sources:
+        where = f"WHERE s.source IN ({','.join('?' * len(sources))})"
+    found = [row for row in conn.execute(
+        "SELECT s.session_id, s.source, s.cwd, s.jsonl_path, s.started_at, MAX(t.ts), COUNT(*) "
+        f"FROM sessions s JOIN turns t ON t.session_id = s.session_id {where} GROUP BY s.session_id", args)
+        if not holds_undecodable(row)
+        and (folders is None or any(in_folder(str(row[2] or ""), folder) for folder in folders))]
+    found.sort(key=lambda row: (-(row[5] or 0), str(row[0])))
+    page = found[offset:offset + limit]
+    sessions = []
+    for session_id, source, cwd, jsonl_path, started_at, last_ts, count in page:
+        first = conn.execute("SELECT user_text FROM turns WHERE session_id = ? ORDER BY turn_index, ts, turn_id "
+                             "LIMIT 1", (session_id,)).fetchone()
+        sessions.append(SessionSummary(
+            str(session_id), str(source), str(cwd or ""), str(jsonl_path or ""),
+            started_at if isinstance(started_at, int) else 0, last_ts if isinstance(last_ts, int) else 0,
+            int(count), shown_text(first[0]) if first else ""))
     return SessionsPage(sessions, len(found))
 
 

@@ -55,6 +55,22 @@ def test_the_cli_and_the_language_server_leave_the_bad_row_out(base: Path, db: P
         view = lsp.call("pimem/session", {"sessionId": session_id, "after": 50})
         shown = [turn["turnId"] for turn in view["turns"]]
         assert shown and victims[0] not in shown
+        # the sidebar's lists: every session, a bad first prompt shown empty; a file's sessions likewise
+        for victim in victims:
+            raw = sqlite3.connect(db)
+            raw.execute("UPDATE turns SET turn_index = -1 WHERE turn_id = ?", (victim,))   # its session's first
+            raw.commit()
+            touched = raw.execute("SELECT path FROM pimem_touches ORDER BY turn_id = ? DESC LIMIT 1",
+                                  (victims[0],)).fetchone()
+            raw.close()
+        listed = lsp.call("pimem/sessions", {"limit": 500})
+        assert listed["total"] == len(listed["sessions"]) > 0
+        assert touched is not None
+        history = lsp.call("pimem/fileHistory", {"path": touched[0]})
+        assert history["sessions"]
+        bad = quoted_texts(db, clean, victims, invalid_only=True)
+        assert bad and not any(
+            text in json.dumps(listed, ensure_ascii=False) + json.dumps(history, ensure_ascii=False) for text in bad)
     finally:
         assert lsp.close() == 0
     log = lsp.stderr()

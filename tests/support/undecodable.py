@@ -41,14 +41,24 @@ def expected(clean: Path, entities: list[str], limit: int) -> list[dict[str, Any
         conn.close()
 
 
-def quoted_texts(db: Path, clean: Path, victims: list[str]) -> list[str]:
-    """Pieces of the victims' stored text that no message may show (those no other turn holds)."""
+def _valid(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def quoted_texts(db: Path, clean: Path, victims: list[str], *, invalid_only: bool = False) -> list[str]:
+    """Pieces of the victims' stored text that no message may show (those no other turn holds);
+    ``invalid_only``: of the values that are not valid UTF-8 only."""
     conn = sqlite3.connect(db)
     conn.text_factory = bytes
     try:
         texts = [bytes(value).decode("utf-8", "replace").strip("\ufffdA(")[:40] for turn_id in victims
                  for value in conn.execute("SELECT user_text, reply_text FROM turns WHERE turn_id = ?",
-                                           (turn_id,)).fetchone()]
+                                           (turn_id,)).fetchone()
+                 if not invalid_only or not _valid(bytes(value))]
     finally:
         conn.close()
     others = sqlite3.connect(clean)

@@ -73,6 +73,14 @@ def holds_undecodable(values: Sequence[object]) -> bool:
     return False
 
 
+def shown_text(value: object) -> str:
+    """A text value to show, or "" when it is not valid UTF-8 (left out, reported once)."""
+    if isinstance(value, Undecodable):
+        report_undecodable()
+        return ""
+    return str(value or "")
+
+
 def report_undecodable() -> None:
     """Say once per process that rows were left out (which, or what they hold, is never logged)."""
     if not _reported.is_set():
