@@ -32,6 +32,7 @@ from pimem.recall.query import TOOL_NAMES_CUT
 from pimem.recall.rows import RecallRow
 from pimem.redact import bounded, redact
 from pimem.sessions import MAX_CONTEXT, SessionError, SessionWindow, read_window
+from pimem.textutil import quoted
 
 RECALL_MEMORY = "recall_memory"
 READ_SESSION = "read_session"
@@ -190,7 +191,7 @@ def decode_call(name: str, arguments: object, *, redact_secrets: bool = True) ->
     if name == READ_SESSION:
         return _read_session_call(arguments, redact_secrets)
     known = ", ".join(tool.name for tool in TOOLS)
-    raise ToolInputError("name", f"unknown tool {name!r} (pimem's tools: {known})")
+    raise ToolInputError("name", f"unknown tool {quoted(name)} (pimem's tools: {known})")
 
 
 def _arguments(arguments: object, spec: dict[str, Any]) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from pimem.recall import (
 from pimem.recall.format import format_text, format_turn_text
 from pimem.store import StoreError, connect, store_failure, upgrade_notice
 from pimem.terminal import VisibleFormatter, json_text, visible
+from pimem.textutil import quoted
 
 
 def _out(text: str) -> None:
@@ -273,7 +274,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     with _reading(args) as conn:
         row = get_turn(conn, turn_id)
     if row is None:
-        _err(f"pimem show: no turn {turn_id!r} in the store")
+        _err(f"pimem show: no turn {quoted(turn_id)} in the store")
         return 1
     if args.json:
         print(json_text(wire.turn_row(row)))

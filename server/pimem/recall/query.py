@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pimem.models import SOURCES, Source, is_source
 from pimem.paths import normalize_folder
+from pimem.textutil import quoted
 
 MAX_ENTITIES = 8
 MAX_LIMIT = 50
@@ -78,7 +79,7 @@ def make_query(entities: object, limit: object = None, sources: object = None,
             raise RecallError("sources", "sources must be a list of 'pi', 'claude', 'codex'")
         for source in sources:
             if not is_source(source):
-                raise RecallError("sources", f"unknown source {source!r} (expected one of {', '.join(SOURCES)})")
+                raise RecallError("sources", f"unknown source {quoted(source)} (expected one of {', '.join(SOURCES)})")
         source_set = frozenset(sources) or None
     folder: str | None = None
     if cwd is not None:
