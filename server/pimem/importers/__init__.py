@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pimem.importers import claude, codex, pi
+from pimem.importers import claude, codex, gemini, pi
 from pimem.importers.base import (
     DatabaseReader,
     NodeLookup,
@@ -38,6 +38,7 @@ IMPORTERS: dict[Source, Importer] = {
     "pi": Importer(pi.PiParser, pi.FILES, pi.RULES_VERSION),
     "claude": Importer(claude.ClaudeParser, claude.FILES, claude.RULES_VERSION),
     "codex": Importer(codex.CodexParser, codex.FILES, codex.RULES_VERSION),
+    "gemini": Importer(gemini.GeminiParser, gemini.FILES, gemini.RULES_VERSION),
 }
 
 PARSERS: dict[Source, type[TranscriptParser]] = {source: imp.parser for source, imp in IMPORTERS.items()}
