@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pimem.importers import claude, codex, gemini, pi
+from pimem.importers import claude, codex, gemini, opencode, pi
 from pimem.importers.base import (
     DatabaseReader,
     NodeLookup,
@@ -39,6 +39,8 @@ IMPORTERS: dict[Source, Importer] = {
     "claude": Importer(claude.ClaudeParser, claude.FILES, claude.RULES_VERSION),
     "codex": Importer(codex.CodexParser, codex.FILES, codex.RULES_VERSION),
     "gemini": Importer(gemini.GeminiParser, gemini.FILES, gemini.RULES_VERSION),
+    "opencode": Importer(opencode.OpenCodeParser, opencode.FILES, opencode.RULES_VERSION,
+                         opencode.OpenCodeDatabase),
 }
 
 PARSERS: dict[Source, type[TranscriptParser]] = {source: imp.parser for source, imp in IMPORTERS.items()}
