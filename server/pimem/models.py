@@ -27,10 +27,9 @@ SOURCE_REGISTRY: dict[Source, SourceSpec] = {
     "claude": SourceSpec("Claude Code", "Claude Code 1.0.x-2.1.x (checked with Claude Code 2.1.332)"),
     "codex": SourceSpec("Codex", "Codex CLI rollouts from the 2025 TypeScript CLI to 0.171.0 "
                                  "(checked with Codex 0.171.0)"),
-    "gemini": SourceSpec("Gemini CLI", "Gemini CLI chat files, legacy JSON and JSONL (reconstructed from "
-                                       "Gemini CLI's source, 0.x to 2026)"),
-    "opencode": SourceSpec("OpenCode", "OpenCode JSON storage, 1.x and 2.x SQLite stores (reconstructed from "
-                                       "OpenCode's source)"),
+    "gemini": SourceSpec("Gemini CLI", "Gemini CLI chats, JSONL and legacy JSON (checked with Gemini CLI 0.61.0)"),
+    "opencode": SourceSpec("OpenCode", "OpenCode's SQLite store, 1.x tables and 2.x session_message "
+                                       "(checked with OpenCode 1.18.33)"),
     "copilot-cli": SourceSpec("Copilot CLI", "GitHub Copilot CLI session-state events"),
     "copilot-chat": SourceSpec("Copilot Chat", "VS Code Copilot Chat sessions and transcripts"),
     "cursor": SourceSpec("Cursor", "Cursor state.vscdb composers and agent transcripts"),

@@ -21,21 +21,26 @@ WEBSHOP = FIXTURES / "gemini" / "tmp" / "webshop"
 CHAT = WEBSHOP / "chats" / "session-2026-12-01T09-00-4c1d9a52.jsonl"
 
 
-def _copy_project(base: Path) -> Path:
-    """The webshop project (its .project_root) without its chat; the chat's path under ``base``."""
-    project = base / "gemini" / "tmp" / "webshop"
+REAL = next((REPO / "tests" / "fixtures" / "gemini-real" / "gemini" / "tmp" / "gemini-lab" / "chats").glob(
+    "session-*-421e08bd.jsonl"))
+
+
+def _copy_project(base: Path, chat: Path = CHAT) -> Path:
+    """A chat's project (its .project_root) without the chat; the chat's path under ``base``."""
+    project = base / "gemini" / "tmp" / chat.parent.parent.name
     (project / "chats").mkdir(parents=True)
-    shutil.copyfile(WEBSHOP / ".project_root", project / ".project_root")
-    return project / "chats" / CHAT.name
+    shutil.copyfile(chat.parent.parent / ".project_root", project / ".project_root")
+    return project / "chats" / chat.name
 
 
+@pytest.mark.parametrize("chat", [CHAT, REAL], ids=["reconstructed", "real-0.61.0"])
 @pytest.mark.parametrize("cut", ["lines", "bytes"])
-def test_a_sync_after_every_line_or_cut_equals_one_full_import(cut: str, tmp_path: Path) -> None:
-    full = _copy_project(tmp_path / "full")
-    shutil.copyfile(CHAT, full)
+def test_a_sync_after_every_line_or_cut_equals_one_full_import(cut: str, chat: Path, tmp_path: Path) -> None:
+    full = _copy_project(tmp_path / "full", chat)
+    shutil.copyfile(chat, full)
     sync(tmp_path / "full", tmp_path / "full.db")
-    live = _copy_project(tmp_path / "live")
-    content = CHAT.read_bytes()
+    live = _copy_project(tmp_path / "live", chat)
+    content = chat.read_bytes()
     if cut == "lines":
         pieces = content.splitlines(keepends=True)
     else:   # cuts in the middle of lines: an unfinished last line is left for the next sync
@@ -47,7 +52,7 @@ def test_a_sync_after_every_line_or_cut_equals_one_full_import(cut: str, tmp_pat
             stats = run_sync(SyncRequest(db_path=str(tmp_path / "live.db"), roots=roots_under(tmp_path / "live")))
             assert not stats.issues, [issue.error for issue in stats.issues]
     reference = snapshot(connect(tmp_path / "full.db"))
-    assert len(reference["turns"]) == 4   # type: ignore[arg-type]
+    assert len(reference["turns"]) == (4 if chat == CHAT else 2)   # type: ignore[arg-type]
     assert snapshot(connect(tmp_path / "live.db")) == _rebase(reference, str(tmp_path / "full"),
                                                              str(tmp_path / "live"))
 
@@ -106,3 +111,21 @@ def test_a_rewind_drops_the_replies_after_its_point_from_the_turn_being_answered
     assert conn.execute("SELECT user_text, reply_text, tool_names FROM turns").fetchall() == [
         ("first", "kept\ninstead", None)]
     assert conn.execute("SELECT count(*) FROM pimem_touches").fetchone()[0] == 0
+
+
+def test_the_context_gemini_cli_sends_and_tool_results_are_no_turns(tmp_path: Path) -> None:
+    chat = _copy_project(tmp_path)
+    records = [
+        {"sessionId": "4c1d9a52-0000-4000-8000-000000000001", "projectHash": "h", "startTime": "2026-12-01T09:00:00Z"},
+        {"id": "c", "timestamp": "2026-12-01T09:00:01Z", "type": "user",
+         "content": [{"text": "<session_context>\nThis is the Gemini CLI. We are setting up the context"}]},
+        {"id": "u", "timestamp": "2026-12-01T09:00:02Z", "type": "user", "content": [{"text": "typed"}]},
+        {"id": "g", "timestamp": "2026-12-01T09:00:03Z", "type": "gemini", "content": "one"},
+        {"id": "r", "timestamp": "2026-12-01T09:00:04Z", "type": "user",
+         "content": [{"functionResponse": {"id": "x", "name": "read_file", "response": {"output": "..."}}}]},
+        {"id": "h", "timestamp": "2026-12-01T09:00:05Z", "type": "gemini", "content": "two"},
+    ]
+    chat.write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert sync_with_issues(tmp_path) == []
+    assert connect(tmp_path / "memory.db").execute("SELECT user_text, reply_text FROM turns").fetchall() == [
+        ("typed", "one\ntwo")]

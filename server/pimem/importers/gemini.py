@@ -13,6 +13,9 @@ packages/core/src/services/chatRecordingService.ts and chatRecordingTypes.ts):
   first;
 * ``{"$rewindTo": id}`` drops that message and every later one (the person went back to edit a prompt);
   Gemini CLI then appends the new prompt under a new id;
+* a tool's result is recorded as a ``user`` message whose parts are ``functionResponse`` only (no text);
+  the context Gemini CLI sends first (``<session_context>…``) is in a ``$set`` of ``messages`` (0.61), and
+  would be no turn as a message either; resuming a session appends a second metadata line to its file;
 * ``content`` is a string, a part ``{text}`` or a list of parts; a ``user`` message's ``displayContent``
   is what the person typed when ``content`` holds more (the files an ``@path`` pulled in);
 * ``gemini`` messages carry ``toolCalls[{id, name, args, status, ...}]``; the file tools are
@@ -57,6 +60,7 @@ RULES_VERSION = 1
 FILE_TOOLS: dict[str, FileAction] = {"read_file": "read", "write_file": "write", "replace": "edit"}
 _PATH_ARGS = ("file_path", "absolute_path", "path")
 _PROJECT_FILE_MAX_BYTES = 1 << 20   # .project_root and projects.json are small; a larger one is not read
+_INJECTED = ("<session_context>",)   # the environment Gemini CLI sends as a first "user" message
 
 
 class GeminiFiles(TranscriptFiles):
@@ -215,8 +219,8 @@ class GeminiParser(TranscriptParser):
         if kind == "user":
             shown = record.get("displayContent")
             text = clean_text(part_text(shown if shown is not None else record.get("content"))).strip()
-            if not text or self._info.native_id is None:
-                return
+            if not text or self._info.native_id is None or text.startswith(_INJECTED):
+                return   # a tool result (functionResponse parts only), or the context Gemini CLI sends
             if self._current is not None and self._current[0] == message_id:
                 self._current[1:3] = [ts if ts is not None else self._current[1], text]   # written again
             else:
