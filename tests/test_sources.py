@@ -5,6 +5,7 @@ costs nothing, and resume commands take ids of each agent's real shape only."""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,28 @@ def test_a_source_without_an_importer_is_not_walked(tmp_path: Path) -> None:
 def test_resume_commands_take_ids_of_the_agents_shape_only(source: str, native: str, cwd: str,
                                                             expected: str | None) -> None:
     assert session_resume_command(source, f"{source}:{native}", cwd, "/x/store.db") == expected
+
+
+def test_live_watching_passes_on_every_sources_history_names_and_a_databases_wal(tmp_path: Path) -> None:
+    from pimem.discovery import is_history_name
+    from pimem.watch import TranscriptWatcher
+
+    assert is_history_name("opencode.db") and is_history_name("opencode.db-wal")
+    assert is_history_name("session-2026-12-01T09-00-4c1d9a52.jsonl") and is_history_name("rollout-x.jsonl.zst")
+    assert not is_history_name("opencode.db-shm") and not is_history_name("opencode.log")
+    batches: list[list[str]] = []
+    changed = threading.Event()
+
+    def on_change(paths: list[str]) -> None:
+        batches.append(paths)
+        changed.set()
+
+    watcher = TranscriptWatcher([tmp_path], on_change, is_history_name)
+    watcher.start()
+    try:
+        (tmp_path / "opencode.log").write_text("noise")
+        (tmp_path / "opencode.db-wal").write_bytes(b"frames")
+        assert changed.wait(10)
+    finally:
+        watcher.stop()
+    assert [Path(path).name for batch in batches for path in batch] == ["opencode.db-wal"]

@@ -126,6 +126,12 @@ def stat_paths(paths: list[str], roots: SourceRoots, sources: set[Source], issue
     return files
 
 
+def is_history_name(name: str) -> bool:
+    """Whether a file of this name may be (part of) some source's history: a transcript, a compressed
+    copy, or a companion such as a database's ``-wal`` (what live watching passes on to a sync)."""
+    return any(rules.wants(name) or rules.owner_of(name) is not None for rules in TRANSCRIPT_FILES.values())
+
+
 def source_of(path: str, roots: SourceRoots) -> Source | None:
     """The agent under one of whose roots ``path`` lies."""
     for source, source_roots in roots.items():

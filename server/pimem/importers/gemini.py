@@ -74,7 +74,7 @@ class GeminiFiles(TranscriptFiles):
         return name.startswith("session-") and name.endswith((".jsonl", ".json"))
 
     def is_document(self, path: str) -> bool:
-        return path.endswith(".json")
+        return path.endswith(".json") and self.wants(os.path.basename(path))
 
 
 FILES = GeminiFiles()

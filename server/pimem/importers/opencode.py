@@ -30,6 +30,7 @@ The older JSON ``storage/`` tree (before 1.2) is not read yet.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -64,7 +65,7 @@ class OpenCodeFiles(TranscriptFiles):
         return name == "opencode.db" or (name.startswith("opencode-") and name.endswith(".db"))
 
     def is_database(self, path: str) -> bool:
-        return True
+        return self.wants(os.path.basename(path))
 
     def companions(self, name: str) -> tuple[str, ...]:
         return (name + "-wal",)

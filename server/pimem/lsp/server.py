@@ -27,6 +27,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
 from pimem import __version__, wire
+from pimem.discovery import is_history_name
 from pimem.lsp import methods
 from pimem.lsp.errors import CLIENT_ERRORS
 from pimem.lsp.params import ServerOptions
@@ -172,7 +173,7 @@ class PimemServer(LanguageServer):
 
     def start_watching(self) -> None:
         roots = [root for source, roots in self.roots.items() if source in self.options.sources for root in roots]
-        self.watcher = TranscriptWatcher(roots, self.live_update)
+        self.watcher = TranscriptWatcher(roots, self.live_update, is_history_name)
         try:
             self.watcher.start()
         except Exception as error:  # no watching is a degraded mode, not a failure
