@@ -144,3 +144,23 @@ def test_a_file_that_is_not_an_opencode_database_is_one_issue(tmp_path: Path) ->
     _, issues = _sync(tmp_path)
     assert len(issues) == 1 and "not an OpenCode database" in issues[0]
     assert _sync(tmp_path) == (0, [])   # reported once, not read again until it changes
+
+
+STORAGE = REPO / "tests" / "fixtures" / "opencode-storage" / "opencode" / "storage"
+
+
+def test_the_older_json_tree_skips_sub_agents_and_reports_a_broken_record(tmp_path: Path) -> None:
+    storage = tmp_path / "opencode" / "storage"
+    shutil.copytree(STORAGE, storage)
+    session_file = next(storage.glob(f"session/*/{SECOND}.json"))
+    child = json.loads(session_file.read_text())
+    child.update(id="ses_child0000000000000000", parentID=SECOND)
+    (session_file.parent / "ses_child0000000000000000.json").write_text(json.dumps(child))
+    (storage / "message" / FIRST / "msg_zzzbroken.json").write_text("{not json")
+    scanned, issues = _sync(tmp_path)
+    assert scanned == 3 and len(issues) == 1 and FIRST in issues[0], issues
+    assert "1 record(s) could not be read" in issues[0] and "OpenCode 1.18.33" in issues[0]
+    conn = connect(tmp_path / "memory.db")
+    assert conn.execute("SELECT count(*) FROM turns").fetchone()[0] == 3
+    assert conn.execute("SELECT count(*) FROM sessions WHERE session_id LIKE '%child%'").fetchone()[0] == 0
+    assert _sync(tmp_path) == (0, [])

@@ -24,7 +24,8 @@ run against the mock model, and the schema compiled into it):
 What pimem makes of it: one turn per user message with typed (not synthetic) text, the assistant text
 answering it as its reply (reasoning left out), tool names and file touches; ids are OpenCode's. Only
 sessions whose newest time (session, message or part) is later than the last read are read again, whole.
-The older JSON ``storage/`` tree (before 1.2) is not read yet.
+The older JSON tree (before 1.2, ``storage/``) is read the same way, a session file at a time (its
+messages and parts are not walked: a session is read again when its file changes).
 """
 
 from __future__ import annotations
@@ -47,25 +48,35 @@ from pimem.importers.base import (
     TranscriptParser,
     version_hint,
 )
+from pimem.jsonl import open_regular
 from pimem.textutil import as_dict, as_list, clean_text, nonempty_str, number_to_ms
 
 RULES_VERSION = 1
 
+_RECORD_MAX_BYTES = 8 * 1024 * 1024   # one message or part of the older JSON tree
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit", "multiedit": "edit"}
 _PATH_INPUTS = ("filePath", "path")
 
 
 class OpenCodeFiles(TranscriptFiles):
-    """``opencode.db`` and ``opencode-<channel>.db``, with their ``-wal`` as companions. Nothing below the
-    data folder's other directories is a history (``storage/`` is not read yet)."""
+    """``opencode.db`` and ``opencode-<channel>.db`` (with their ``-wal`` as companions), and the sessions of
+    the older JSON tree, ``storage/session/<project>/ses_*.json`` (each read whole, with its messages and
+    parts from ``storage/message`` and ``storage/part``, which are never walked: thousands of files)."""
 
-    skip_dirs = frozenset({"storage", "log", "snapshot", "repos", "bin", "tool-output", "worktree"})
+    skip_dirs = frozenset({"message", "part", "project", "session_diff", "todo", "share", "snapshot", "log",
+                           "repos", "bin", "tool-output", "worktree"})
+    document_max_bytes = 16 * 1024 * 1024
+    document_name = "an OpenCode session file (storage/session)"
 
     def wants(self, name: str) -> bool:
-        return name == "opencode.db" or (name.startswith("opencode-") and name.endswith(".db"))
+        return (name == "opencode.db" or (name.startswith("opencode-") and name.endswith(".db"))
+                or (name.startswith("ses_") and name.endswith(".json")))
 
     def is_database(self, path: str) -> bool:
-        return self.wants(os.path.basename(path))
+        return path.endswith(".db") and self.wants(os.path.basename(path))
+
+    def is_document(self, path: str) -> bool:
+        return path.endswith(".json") and self.wants(os.path.basename(path))
 
     def companions(self, name: str) -> tuple[str, ...]:
         return (name + "-wal",)
@@ -115,6 +126,49 @@ class _Turn:
             self.tools.append(tool)
         if touch is not None and touch not in self.files:
             self.files.append(touch)
+
+
+def v1_turns(messages: list[tuple[str, Any, dict[str, Any]]], parts: dict[str, list[dict[str, Any]]],
+             info: SessionInfo) -> list[_Turn]:
+    """The turns of a 1.x session (the same records in the database and in the older JSON tree): its
+    messages (id, time created, data) in time order and each message's parts in id order."""
+    turns: list[_Turn] = []
+    by_id: dict[str, _Turn] = {}
+    for message_id, created, message in messages:
+        role = message.get("role")
+        if role == "user":
+            text = "\n".join(str(part["text"]) for part in parts.get(message_id, [])
+                             if part.get("type") == "text" and isinstance(part.get("text"), str)
+                             and not part.get("synthetic") and not part.get("ignored"))
+            text = clean_text(text).strip()
+            if text:
+                times = as_dict(message.get("time")) or {}
+                ts = number_to_ms(times.get("created")) or number_to_ms(created) or 0
+                turn = by_id[message_id] = _Turn(message_id, ts, text)
+                turns.append(turn)
+            continue
+        if role != "assistant" or message.get("summary") is True:
+            continue
+        if info.model_id is None:
+            info.model_id = nonempty_str(message.get("modelID"))
+        parent = message.get("parentID")
+        target = by_id.get(parent) if isinstance(parent, str) else None
+        if target is None:
+            continue   # answers a message that is no turn (a synthetic prompt, a compaction)
+        for part in parts.get(message_id, []):
+            kind = part.get("type")
+            if kind == "text" and isinstance(part.get("text"), str) and not part.get("synthetic"):
+                target.add(clean_text(part["text"]))
+            elif kind == "tool" and isinstance(part.get("tool"), str):
+                state = as_dict(part.get("state")) or {}
+                target.add("", part["tool"], _touch(part["tool"], state.get("input")))
+    return turns
+
+
+def emit_turns(turns: list[_Turn], chunk: Chunk) -> None:
+    for index, turn in enumerate(turns):
+        chunk.start_turn(turn.message_id, turn.ts, turn.text, index, None)
+        chunk.add_reply(turn.message_id, "\n".join(turn.replies), turn.tools, turn.files)
 
 
 class OpenCodeDatabase(DatabaseReader):
@@ -182,9 +236,7 @@ class OpenCodeDatabase(DatabaseReader):
                                                                                            chunk, tables)
         finally:
             conn.execute("COMMIT")
-        for index, turn in enumerate(turns):
-            chunk.start_turn(turn.message_id, turn.ts, turn.text, index, None)
-            chunk.add_reply(turn.message_id, "\n".join(turn.replies), turn.tools, turn.files)
+        emit_turns(turns, chunk)
         return info, chunk
 
     def _v1_turns(self, conn: sqlite3.Connection, session_id: str, info: SessionInfo, chunk: Chunk,
@@ -198,8 +250,7 @@ class OpenCodeDatabase(DatabaseReader):
                     chunk.note_bad_line(0)
                     continue
                 parts.setdefault(message_id, []).append(part)
-        turns: list[_Turn] = []
-        by_id: dict[str, _Turn] = {}
+        messages: list[tuple[str, Any, dict[str, Any]]] = []
         for message_id, created, data in conn.execute(
                 "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id",
                 (session_id,)):
@@ -207,34 +258,8 @@ class OpenCodeDatabase(DatabaseReader):
             if message is None:
                 chunk.note_bad_line(0)
                 continue
-            role = message.get("role")
-            if role == "user":
-                text = "\n".join(str(part["text"]) for part in parts.get(message_id, [])
-                                 if part.get("type") == "text" and isinstance(part.get("text"), str)
-                                 and not part.get("synthetic") and not part.get("ignored"))
-                text = clean_text(text).strip()
-                if text:
-                    times = as_dict(message.get("time")) or {}
-                    ts = number_to_ms(times.get("created")) or number_to_ms(created) or 0
-                    turn = by_id[message_id] = _Turn(message_id, ts, text)
-                    turns.append(turn)
-                continue
-            if role != "assistant" or message.get("summary") is True:
-                continue
-            if info.model_id is None:
-                info.model_id = nonempty_str(message.get("modelID"))
-            parent = message.get("parentID")
-            target = by_id.get(parent) if isinstance(parent, str) else None
-            if target is None:
-                continue   # answers a message that is no turn (a synthetic prompt, a compaction)
-            for part in parts.get(message_id, []):
-                kind = part.get("type")
-                if kind == "text" and isinstance(part.get("text"), str) and not part.get("synthetic"):
-                    target.add(clean_text(part["text"]))
-                elif kind == "tool" and isinstance(part.get("tool"), str):
-                    state = as_dict(part.get("state")) or {}
-                    target.add("", part["tool"], _touch(part["tool"], state.get("input")))
-        return turns
+            messages.append((message_id, created, message))
+        return v1_turns(messages, parts, info)
 
     def _v2_turns(self, conn: sqlite3.Connection, session_id: str, info: SessionInfo, chunk: Chunk) -> list[_Turn]:
         turns: list[_Turn] = []
@@ -272,16 +297,67 @@ class OpenCodeDatabase(DatabaseReader):
         return turns
 
 
+def _json_files(folder: str) -> list[dict[str, Any]]:
+    """The JSON objects of a folder of the older tree (one record per file), in file-name (id) order;
+    None for a file that is not one."""
+    try:
+        names = sorted(name for name in os.listdir(folder) if name.endswith(".json"))
+    except FileNotFoundError:
+        return []
+    records = []
+    for name in names:
+        try:
+            with open_regular(os.path.join(folder, name)) as handle:
+                data = handle.read(_RECORD_MAX_BYTES + 1)
+        except FileNotFoundError:
+            continue
+        record = _json(data.decode("utf-8", "replace")) if len(data) <= _RECORD_MAX_BYTES else None
+        records.append(record if record is not None else {})
+    return records
+
+
 class OpenCodeParser(TranscriptParser):
-    """OpenCode's histories are databases (:class:`OpenCodeDatabase`); no file is read line by line."""
+    """A session of the older JSON tree (before 1.2): ``storage/session/<project>/<id>.json``, read whole with
+    its messages (``storage/message/<id>/*.json``) and their parts (``storage/part/<message id>/*.json``),
+    the same records the database's ``data`` columns hold. The database itself is :class:`OpenCodeDatabase`."""
 
     source = "opencode"
 
+    def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
+        super().__init__(path, state, lookup)
+        self._info = SessionInfo.from_state(state or {})
+
     def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
-        raise NotThisFormat("an OpenCode history is a database, not JSONL")
+        raise NotThisFormat("an OpenCode history is a database or a JSON tree, not JSONL")
+
+    def feed_document(self, document: Any, chunk: Chunk) -> None:
+        session = as_dict(document)
+        if session is None or not isinstance(session.get("id"), str) or not session["id"].startswith("ses_"):
+            raise NotThisFormat("not an OpenCode session (no ses_ id)")
+        info = self._info
+        info.native_id = session["id"]
+        info.cwd = clean_text(session["directory"]) if isinstance(session.get("directory"), str) else ""
+        info.started_at = number_to_ms((as_dict(session.get("time")) or {}).get("created"))
+        info.agent_version = version_hint("OpenCode", session.get("version"))
+        if session.get("parentID"):
+            info.excluded = "an OpenCode sub-agent session"
+            return
+        storage = os.path.dirname(os.path.dirname(os.path.dirname(self.path)))
+        messages: list[tuple[str, Any, dict[str, Any]]] = []
+        parts: dict[str, list[dict[str, Any]]] = {}
+        for message in _json_files(os.path.join(storage, "message", info.native_id)):
+            message_id = message.get("id")
+            if not isinstance(message_id, str) or os.sep in message_id or message_id.startswith("."):
+                chunk.note_bad_line(0)
+                continue
+            messages.append((message_id, None, message))
+            parts[message_id] = [part for part in _json_files(os.path.join(storage, "part", message_id)) if part]
+        messages.sort(key=lambda item: (number_to_ms((as_dict(item[2].get("time")) or {}).get("created")) or 0,
+                                        item[0]))
+        emit_turns(v1_turns(messages, parts, info), chunk)
 
     def session(self) -> SessionInfo:
-        return SessionInfo()
+        return self._info
 
     def state(self) -> dict[str, Any]:
-        return {}
+        return self._info.to_state()

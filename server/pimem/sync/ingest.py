@@ -431,7 +431,11 @@ class _FileImport:
         parser = make_parser(self.file.source, self.file.path, None)
         chunk = Chunk()
         parser.feed_document(document, chunk)
-        self._commit(chunk, parser, size, 0, True, size)
+        # Records a document's reader could not use (an OpenCode session's message files) have no line.
+        bad, chunk.bad_lines, chunk.first_bad_line = chunk.bad_lines, 0, None
+        reports = [import_issue(self.file.source, self.file.key,
+                                f"{bad} record(s) could not be read and were skipped", partly=True)] if bad else []
+        self._commit(chunk, parser, size, 0, True, size, final=reports)
 
     def _run_database(self) -> None:
         """A database of many sessions: only the sessions changed since the saved state are read, each
