@@ -108,10 +108,13 @@ def test_live_watching_passes_on_every_sources_history_names_and_a_databases_wal
         batches.append(paths)
         changed.set()
 
-    watcher = TranscriptWatcher([tmp_path], on_change, is_history_name)
+    (tmp_path / "snapshot").mkdir()
+    # OpenCode's data folder is watched without its subfolders (logs, snapshot repositories).
+    watcher = TranscriptWatcher([tmp_path], on_change, is_history_name, shallow=[tmp_path])
     watcher.start()
     try:
         (tmp_path / "opencode.log").write_text("noise")
+        (tmp_path / "snapshot" / "opencode.db-wal").write_bytes(b"not the history")
         (tmp_path / "opencode.db-wal").write_bytes(b"frames")
         assert changed.wait(10)
     finally:

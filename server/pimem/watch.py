@@ -32,10 +32,13 @@ class TranscriptWatcher:
     """Calls ``on_change(paths)`` from a background thread with batches of changed transcript files."""
 
     def __init__(self, roots: Iterable[Path], on_change: Callable[[list[str]], None],
-                 wanted: Callable[[str], bool] = _by_suffix) -> None:
+                 wanted: Callable[[str], bool] = _by_suffix, shallow: Iterable[Path] = ()) -> None:
         """``wanted(name)``: whether a change to a file of this name may be a history's (the importers'
-        names and their companions, such as a database's ``-wal``: pimem.discovery.is_history_name)."""
+        names and their companions, such as a database's ``-wal``: pimem.discovery.is_history_name).
+        ``shallow``: roots watched without their subfolders (a data folder whose history is at its top and
+        whose subfolders are busy with other things: OpenCode's logs and snapshot repositories)."""
         self._roots = [Path(root) for root in roots]
+        self._shallow = {Path(root) for root in shallow}
         self._on_change = on_change
         self._wanted = wanted
         self._pending: dict[str, None] = {}
@@ -76,7 +79,7 @@ class TranscriptWatcher:
             if root in self._watched or not root.is_dir():
                 continue
             try:
-                self._observer.schedule(Handler(), str(root), recursive=True)
+                self._observer.schedule(Handler(), str(root), recursive=root not in self._shallow)
                 self._watched.add(root)
                 log.info("watching %s", root)
             except OSError as error:  # e.g. the inotify watch limit

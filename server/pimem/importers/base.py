@@ -163,6 +163,10 @@ class TranscriptFiles:
     document_name = "a JSON transcript"
     """How an issue names a document transcript."""
 
+    watch_subfolders = True
+    """Live watching follows the roots' subfolders (False: only files at the top of a root change live;
+    the rest is found by full syncs)."""
+
     def wants(self, name: str) -> bool:
         """Is a file of this name a transcript (or a compressed copy of one)?"""
         return name.endswith(".jsonl")

@@ -67,6 +67,9 @@ class OpenCodeFiles(TranscriptFiles):
                            "repos", "bin", "tool-output", "worktree"})
     document_max_bytes = 16 * 1024 * 1024
     document_name = "an OpenCode session file (storage/session)"
+    # The database is at the top of the data folder; its subfolders are OpenCode's logs and snapshot git
+    # repositories (thousands of folders, busy): not watched live. The legacy JSON tree no longer changes.
+    watch_subfolders = False
 
     def wants(self, name: str) -> bool:
         return (name == "opencode.db" or (name.startswith("opencode-") and name.endswith(".db"))
