@@ -197,6 +197,8 @@ class OpenCodeDatabase(DatabaseReader):
             if not {"id", "directory", "time_created"} <= columns:
                 raise NotThisFormat(f"not an OpenCode database ({session_table} has no id, directory, time_created)")
             newest = self._newest(conn, session_table, columns, tables)
+            # Sessions deleted from the database are forgotten here (their turns stay in the store).
+            self._seen = {key: value for key, value in self._seen.items() if key in newest}
             for session_id, (updated, row) in newest.items():
                 if self._seen.get(session_id) == updated:
                     continue
