@@ -1,10 +1,7 @@
 // Messages between the extension and the results webview. The webview renders what it is sent and asks the
 // extension to act on a row by index; it never receives a path or a command it could act on by itself.
 import type { RecallParams, Source } from './protocol';
-import { shownPart } from './render';
-
-// protocol.ts's SOURCES, without its runtime import of vscode-languageclient (this module is bundled into a webview)
-const SOURCES: readonly Source[] = ['pi', 'claude', 'codex'];
+import { isKnownSource, shownPart } from './render';
 
 export interface PanelRow {
   index: number;
@@ -104,7 +101,7 @@ export function parseRestorable(saved: unknown): RestorableRecall | undefined {
     request.cwd = q.cwd;
   }
   if (Array.isArray(q.sources)) {
-    request.sources = SOURCES.filter((s) => (q.sources as unknown[]).includes(s));
+    request.sources = (q.sources as unknown[]).filter(isKnownSource);
   }
   return { query: r.query, fromText: r.fromText, request };
 }

@@ -8,11 +8,26 @@ export interface Segment {
   hit: boolean;
 }
 
-const SOURCE_LABELS: Record<Source, string> = { pi: 'Pi', claude: 'Claude Code', codex: 'Codex' };
+// How the sources are named when the server has not said (pimem/sources gives every label).
+const SOURCE_LABELS: Record<Source, string> = {
+  pi: 'Pi',
+  claude: 'Claude Code',
+  codex: 'Codex',
+  gemini: 'Gemini CLI',
+  opencode: 'OpenCode',
+  'copilot-cli': 'Copilot CLI',
+  'copilot-chat': 'Copilot Chat',
+  cursor: 'Cursor',
+};
+
+/** A source this client knows by name (a restored panel's filter keeps only these). */
+export function isKnownSource(source: unknown): source is Source {
+  return typeof source === 'string' && Object.prototype.hasOwnProperty.call(SOURCE_LABELS, source);
+}
 
 /** Human name of an agent; unknown values are shown as they are. */
 export function sourceLabel(source: string): string {
-  return Object.prototype.hasOwnProperty.call(SOURCE_LABELS, source) ? SOURCE_LABELS[source as Source] : source;
+  return (Object.prototype.hasOwnProperty.call(SOURCE_LABELS, source) ? SOURCE_LABELS[source] : undefined) ?? source;
 }
 
 /**

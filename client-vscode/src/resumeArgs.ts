@@ -14,6 +14,8 @@ import type { Source } from './protocol';
 import { folderName, plainText } from './render';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// OpenCode's session ids: "ses_", 12 hex digits of time, 14 base-62 characters (the server's rule too).
+const OPENCODE_SESSION_ID = /^ses_[0-9A-Za-z]{12,40}$/;
 const MAX_PATH = 4096;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
@@ -27,7 +29,7 @@ export interface ResumeTarget {
 
 export interface ResumeCommand {
   /** The agent's executable name, looked up on PATH (findExecutable). */
-  program: 'claude' | 'codex' | 'pi';
+  program: 'claude' | 'codex' | 'pi' | 'gemini' | 'opencode' | 'copilot';
   args: string[];
   /** The session's folder, when it is a usable absolute path. */
   cwd: string | undefined;
@@ -53,6 +55,12 @@ export function resumeCommand(target: ResumeTarget): ResumeCommand | undefined {
       return UUID.test(id) ? { program: 'codex', args: ['resume', id], cwd } : undefined;
     case 'pi':
       return usablePath(target.jsonlPath) ? { program: 'pi', args: ['--session', target.jsonlPath], cwd } : undefined;
+    case 'gemini':
+      return UUID.test(id) ? { program: 'gemini', args: ['--resume', id], cwd } : undefined;
+    case 'opencode':
+      return OPENCODE_SESSION_ID.test(id) ? { program: 'opencode', args: ['--session', id], cwd } : undefined;
+    case 'copilot-cli':
+      return UUID.test(id) ? { program: 'copilot', args: ['--resume', id], cwd } : undefined;
     default:
       return undefined;
   }
@@ -156,9 +164,18 @@ export function findExecutable(
   return undefined;
 }
 
-/** "Claude Code", "Codex", "Pi": how the program is named in messages. */
+const PROGRAM_LABELS: Record<ResumeCommand['program'], string> = {
+  claude: 'Claude Code',
+  codex: 'Codex',
+  pi: 'Pi',
+  gemini: 'Gemini CLI',
+  opencode: 'OpenCode',
+  copilot: 'Copilot CLI',
+};
+
+/** "Claude Code", "Codex", "Pi", …: how the program is named in messages. */
 export function programLabel(program: ResumeCommand['program']): string {
-  return program === 'claude' ? 'Claude Code' : program === 'codex' ? 'Codex' : 'Pi';
+  return PROGRAM_LABELS[program];
 }
 
 /**

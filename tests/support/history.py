@@ -21,11 +21,13 @@ EXPECTED = REPO / "tests" / "fixtures" / "expected"
 
 def roots_under(base: Path) -> SourceRoots:
     """Agent roots laid out as in samples/history: claude/projects, codex/{sessions,archived_sessions},
-    pi/agent/sessions."""
+    pi/agent/sessions (and gemini/tmp, opencode for the fixtures of those agents)."""
     return SourceRoots(
         pi=(base / "pi" / "agent" / "sessions",),
         claude=(base / "claude" / "projects",),
         codex=(base / "codex" / "sessions", base / "codex" / "archived_sessions"),
+        gemini=(base / "gemini" / "tmp",),
+        opencode=(base / "opencode",),
     )
 
 
