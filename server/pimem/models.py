@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Source = Literal["pi", "claude", "codex"]
+Source = Literal["pi", "claude", "codex", "copilot-cli", "copilot-chat", "cursor"]
 SOURCES: tuple[Source, ...] = ("pi", "claude", "codex")
 
 # The agent versions whose on-disk formats the importers were checked against (real files written by

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from pimem.importers import TRANSCRIPT_FILES
 from pimem.store import connect, parse_tool_names
 from pimem.sync import SyncRequest, run_sync
 from support.history import REPO, load_expected, roots_under
 
-CASES = load_expected()
+# Until the Copilot sources are wired into the sync (next commits), their cases run in test_copilot.py only.
+CASES = [case for case in load_expected() if case["source"] in TRANSCRIPT_FILES]
 
 
 def _base_of(file: Path) -> Path:
