@@ -99,7 +99,7 @@ RECALL_INPUT_SCHEMA: dict[str, Any] = {
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": DEFAULT_RESULTS,
                   "description": f"how many past turns to return, 1 to {MAX_RESULTS} (default {DEFAULT_RESULTS})"},
         "sources": {"type": "array", "items": {"type": "string", "enum": list(SOURCES)},
-                    "description": "only these agents' sessions (default: all of pi, claude, codex)"},
+                    "description": "only these agents' sessions (default: all)"},
         "cwd": {"type": "string",
                 "description": "only sessions run in this folder or below it (an absolute path; default: all)"},
     },

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pimem import __version__, wire
-from pimem.models import SOURCES, Source, SyncProgress
+from pimem.models import SOURCES, Source, SyncProgress, source_label
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import (
     MAX_ENTITIES,
@@ -229,7 +229,9 @@ def cmd_sync(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(wire.sync_stats(stats)))
     else:
-        print(f"imported {stats.turns} turns from {stats.pi} Pi, {stats.claude} Claude, {stats.codex} Codex "
+        others = "".join(f", {count} {source_label(source)}" for source, count in stats.files_by_source.items()
+                         if count and source not in ("pi", "claude", "codex"))
+        print(f"imported {stats.turns} turns from {stats.pi} Pi, {stats.claude} Claude, {stats.codex} Codex{others} "
               f"sessions ({stats.scanned_files} files parsed, {stats.skipped_files} unchanged, "
               f"{len(stats.issues)} issues, {stats.duration_ms} ms)")
     return 0
@@ -396,7 +398,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         turns = status.turns
         _out(f"store: {status.db_path}")
         print(f"sessions: {status.sessions}; turns: {status.total_turns} "
-              f"(pi {turns['pi']}, claude {turns['claude']}, codex {turns['codex']})")
+              f"(pi {turns['pi']}, claude {turns['claude']}, codex {turns['codex']}"
+              + "".join(f", {source} {count}" for source, count in turns.items()
+                        if count and source not in ("pi", "claude", "codex")) + ")")
         last = status.last_sync
         if isinstance(last, dict):
             when = datetime.fromtimestamp(int(last.get("finishedAt", 0)) / 1000).strftime("%Y-%m-%d %H:%M:%S")

@@ -75,7 +75,7 @@ def make_query(entities: object, limit: object = None, sources: object = None,
     source_set: frozenset[Source] | None = None
     if sources is not None:
         if not isinstance(sources, list | tuple | set | frozenset):
-            raise RecallError("sources", "sources must be a list of 'pi', 'claude', 'codex'")
+            raise RecallError("sources", f"sources must be a list of {', '.join(map(repr, SOURCES))}")
         for source in sources:
             if not is_source(source):
                 raise RecallError("sources", f"unknown source {source!r} (expected one of {', '.join(SOURCES)})")
