@@ -31,9 +31,12 @@ SOURCE_REGISTRY: dict[Source, SourceSpec] = {
                                        "Gemini CLI's source, 0.x to 2026)"),
     "opencode": SourceSpec("OpenCode", "OpenCode JSON storage, 1.x and 2.x SQLite stores (reconstructed from "
                                        "OpenCode's source)"),
-    "copilot-cli": SourceSpec("Copilot CLI", "GitHub Copilot CLI session-state events"),
-    "copilot-chat": SourceSpec("Copilot Chat", "VS Code Copilot Chat sessions and transcripts"),
-    "cursor": SourceSpec("Cursor", "Cursor state.vscdb composers and agent transcripts"),
+    "copilot-cli": SourceSpec("Copilot CLI", "GitHub Copilot CLI session-state events (checked with Copilot "
+                                             "CLI 1.0.102)"),
+    "copilot-chat": SourceSpec("Copilot Chat", "VS Code chat session logs (format 3, .jsonl and .json) and "
+                                               "Copilot Chat transcripts (reconstructed from VS Code's source)"),
+    "cursor": SourceSpec("Cursor", "Cursor agent transcripts (reconstructed from readers' descriptions, "
+                                   "Cursor 3.x)"),
 }
 SOURCES: tuple[Source, ...] = tuple(SOURCE_REGISTRY)
 # Kept for the callers that quote it (import_issue).

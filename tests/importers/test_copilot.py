@@ -7,14 +7,18 @@ The data-driven store test (test_fixtures.py) reads the same expected files thro
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pimem.discovery import discover, stat_paths
 from pimem.importers import copilot_chat, copilot_cli
 from pimem.importers.base import Chunk, NotThisFormat, TranscriptParser, feed_line
 from pimem.jsonl import LineReader
+from pimem.paths import VSCODE_PRODUCTS, SourceRoots, app_data_dir, source_roots, vscode_user_dirs
 from support.history import REPO, load_expected
 
 REAL_CLI = REPO / "tests/fixtures/copilot-cli/copilot/session-state/c107a6be-2db9-4c62-99a6-f3ce273183ff/events.jsonl"
@@ -139,16 +143,38 @@ def test_uri_path(uri: object, path: str | None) -> None:
     assert copilot_chat.uri_path(uri) == path
 
 
-def test_which_files_are_chat_stores() -> None:
-    files = copilot_chat.FILES
-    assert files.wants_path("/u/workspaceStorage/w/chatSessions/s.jsonl")
-    assert files.wants_path("/u/globalStorage/emptyWindowChatSessions/s.json")
-    assert files.wants_path("/u/workspaceStorage/w/GitHub.copilot-chat/transcripts/s.jsonl")
-    assert not files.wants_path("/u/workspaceStorage/w/GitHub.copilot-chat/debug-logs/s.jsonl")
-    assert not files.wants_path("/u/workspaceStorage/w/other.extension/chatSessions.jsonl")
-    assert not files.wants_path("/u/workspaceStorage/w/workspace.json")
-    assert files.is_document("/u/workspaceStorage/w/chatSessions/s.jsonl")
-    assert not files.is_document("/u/workspaceStorage/w/GitHub.copilot-chat/transcripts/s.jsonl")
+def test_only_the_chat_stores_are_walked(tmp_path: Path) -> None:
+    """Discovery (a full walk and a live update's stat) takes the two stores' files and enters no other
+    folder of a workspace: other extensions keep large trees there."""
+    user = tmp_path / "User"
+    ws = user / "workspaceStorage" / "w1"
+    wanted = [ws / "chatSessions" / "a.jsonl", ws / "chatSessions" / "old.json",
+              ws / "GitHub.copilot-chat" / "transcripts" / "b.jsonl",
+              user / "globalStorage" / "emptyWindowChatSessions" / "e.jsonl"]
+    unwanted = [ws / "workspace.json", ws / "state.vscdb", ws / "GitHub.copilot-chat" / "debug-logs" / "c.jsonl",
+                ws / "redhat.java" / "jdt_ws" / "chatSessions" / "d.jsonl", ws / "chatSessions" / "deep" / "f.jsonl",
+                user / "globalStorage" / "other" / "g.json"]
+    for path in wanted + unwanted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}\n")
+    roots = SourceRoots(copilot_chat=(user / "workspaceStorage", user / "globalStorage" / "emptyWindowChatSessions"))
+    issues: list[Any] = []
+    assert sorted(f.path for f in discover(roots, {"copilot-chat"}, issues)) == sorted(map(str, wanted))
+    found = stat_paths([str(p) for p in wanted + unwanted], roots, {"copilot-chat"}, issues)
+    assert sorted(f.path for f in found) == sorted(map(str, wanted)) and not issues
+    assert copilot_chat.FILES.is_document(str(wanted[0])) and copilot_chat.FILES.is_document(str(wanted[3]))
+    assert not copilot_chat.FILES.is_document(str(wanted[2]))
+
+
+def test_only_session_events_are_cli_transcripts(tmp_path: Path) -> None:
+    state = tmp_path / "session-state"
+    wanted = state / "s1" / "events.jsonl"
+    for path in (wanted, state / "s1" / "checkpoints" / "events.jsonl", state / "events.jsonl",
+                 state / "s1" / "files" / "x.jsonl"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}\n")
+    found = discover(SourceRoots(copilot_cli=(state,)), {"copilot-cli"}, [])
+    assert [f.path for f in found] == [str(wanted)]
 
 
 def test_yaml_scalar() -> None:
@@ -157,3 +183,26 @@ def test_yaml_scalar() -> None:
     assert copilot_cli.yaml_scalar(text, "git_root") == "/tmp/é"
     assert copilot_cli.yaml_scalar(text, "branch") is None
     assert copilot_cli.yaml_scalar(text, "missing") is None
+
+
+def test_default_roots_and_overrides(tmp_path: Path) -> None:
+    home = str(tmp_path)
+    roots = source_roots({"HOME": home})
+    assert roots.for_source("copilot-cli") == (tmp_path / ".copilot" / "session-state",)
+    if sys.platform.startswith("linux"):
+        user = tmp_path / ".config" / "Code" / "User"
+        assert roots.for_source("copilot-chat")[:2] == (user / "workspaceStorage",
+                                                         user / "globalStorage" / "emptyWindowChatSessions")
+        assert [r.parent.parent.name for r in roots.for_source("copilot-chat")[::2]] == list(VSCODE_PRODUCTS)
+        assert roots.for_source("cursor") == (tmp_path / ".cursor" / "projects",
+                                              tmp_path / ".config" / "Cursor" / "User" / "globalStorage")
+    assert source_roots({"HOME": home, "COPILOT_HOME": "/c"}).for_source("copilot-cli") == (Path("/c/session-state"),)
+    listed = f"/a/User{os.pathsep}/b/User"
+    assert source_roots({"HOME": home, "PIMEM_VSCODE_USER_DIRS": listed}).for_source("copilot-chat") == (
+        Path("/a/User/workspaceStorage"), Path("/a/User/globalStorage/emptyWindowChatSessions"),
+        Path("/b/User/workspaceStorage"), Path("/b/User/globalStorage/emptyWindowChatSessions"))
+    assert source_roots({"HOME": home, "PIMEM_CURSOR_DIR": "/x", "PIMEM_CURSOR_USER_DIR": "/y"}).for_source(
+        "cursor") == (Path("/x/projects"), Path("/y/globalStorage"))
+    assert app_data_dir({"HOME": home}, "darwin") == tmp_path / "Library" / "Application Support"
+    assert app_data_dir({"HOME": home, "APPDATA": "/w/Roaming"}, "win32") == Path("/w/Roaming")
+    assert vscode_user_dirs({"HOME": home, "XDG_CONFIG_HOME": "/xdg"}, "linux")[0] == Path("/xdg/Code/User")

@@ -46,7 +46,7 @@ from pimem.importers.base import (
     version_hint,
 )
 from pimem.importers.copilot_cli import CopilotEventsParser, read_sidecar
-from pimem.jsonl import loads, open_regular
+from pimem.jsonl import Line, loads, open_regular
 from pimem.textutil import as_dict, as_list, clean_text, nonempty_str, number_to_ms
 
 SESSIONS_DIR = "chatSessions"
@@ -56,22 +56,27 @@ EXTENSION_DIR = "GitHub.copilot-chat"
 
 
 class CopilotChatFiles(TranscriptFiles):
-    """``chatSessions/*.jsonl|*.json``, ``emptyWindowChatSessions/*.jsonl|*.json`` and
-    ``GitHub.copilot-chat/transcripts/*.jsonl``; the logs are read whole."""
+    """``<wsId>/chatSessions/*.jsonl|*.json`` and ``<wsId>/GitHub.copilot-chat/transcripts/*.jsonl`` under a
+    ``workspaceStorage`` root, and the files of an ``emptyWindowChatSessions`` root; no other folder of a
+    workspace (other extensions' data) is walked. The logs are read whole."""
 
     document_max_bytes = 256 * 1024 * 1024
     document_name = "a chat session log"
 
+    def enters(self, parts: tuple[str, ...]) -> bool:
+        if len(parts) == 2:
+            return parts[1] in (SESSIONS_DIR, EXTENSION_DIR)
+        if len(parts) == 3:
+            return parts[1:] == (EXTENSION_DIR, TRANSCRIPTS_DIR)
+        return len(parts) == 1
+
+    def holds(self, parts: tuple[str, ...]) -> bool:
+        # (): the emptyWindowChatSessions root itself (a workspaceStorage root holds only folders)
+        return (not parts or (len(parts) == 2 and parts[1] == SESSIONS_DIR)
+                or (len(parts) == 3 and parts[1:] == (EXTENSION_DIR, TRANSCRIPTS_DIR)))
+
     def wants(self, name: str) -> bool:
         return name.endswith(".jsonl") or name.endswith(".json")
-
-    def wants_path(self, path: str) -> bool:
-        """Is this file one of the two stores' (by its folder; ``wants`` sees only the name)?"""
-        parent = os.path.basename(os.path.dirname(path))
-        if parent in (SESSIONS_DIR, EMPTY_WINDOW_DIR):
-            return self.wants(os.path.basename(path))
-        grandparent = os.path.basename(os.path.dirname(os.path.dirname(path)))
-        return parent == TRANSCRIPTS_DIR and grandparent == EXTENSION_DIR and path.endswith(".jsonl")
 
     def is_document(self, path: str) -> bool:
         return os.path.basename(os.path.dirname(path)) in (SESSIONS_DIR, EMPTY_WINDOW_DIR)
@@ -320,18 +325,29 @@ def workspace_folder(workspace_dir: str) -> str:
 
 
 class CopilotChatParser(TranscriptParser):
-    """A chat session log or ``.json`` snapshot, read whole (see the module doc)."""
+    """A file of either store: a chat session log or ``.json`` snapshot (read whole,
+    :meth:`feed_document`) or an extension transcript (read line by line by a
+    :class:`CopilotChatTranscriptParser`, to which this one hands its lines)."""
 
     source = "copilot-chat"
 
     def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
         super().__init__(path, state, lookup)
         self._info = SessionInfo.from_state(state or {})
+        self._events = None if FILES.is_document(path) else CopilotChatTranscriptParser(path, state, lookup)
+        self.interesting = self._events.interesting if self._events is not None else None
+
+    def wants(self, line: Line) -> bool:
+        return self._events.wants(line) if self._events is not None else False
 
     def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
-        raise NotThisFormat("a chat session log is read whole")
+        if self._events is None:
+            raise NotThisFormat("a chat session log is read whole")
+        self._events.feed(record, line_number, chunk)
 
     def feed_document(self, document: Any, chunk: Chunk) -> None:
+        if self._events is not None:
+            raise NotThisFormat("a Copilot Chat transcript is JSONL, not one document")
         snapshot = as_dict(document)
         if snapshot is None or not isinstance(snapshot.get("requests"), list):
             raise NotThisFormat('a chat session needs "requests"')
@@ -366,10 +382,10 @@ class CopilotChatParser(TranscriptParser):
             index += 1
 
     def session(self) -> SessionInfo:
-        return self._info
+        return self._events.session() if self._events is not None else self._info
 
     def state(self) -> dict[str, Any]:
-        return self._info.to_state()
+        return self._events.state() if self._events is not None else self._info.to_state()
 
 
 class CopilotChatTranscriptParser(CopilotEventsParser):

@@ -44,10 +44,14 @@ from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
 
 
 class CopilotCliFiles(TranscriptFiles):
-    """``session-state/<id>/events.jsonl``; the sidecars (``workspace.yaml``, ``checkpoints/``) are not
-    transcripts."""
+    """``session-state/<id>/events.jsonl``; the sidecars (``workspace.yaml``, ``checkpoints/``, ``files/``…)
+    are not transcripts and their folders are not walked."""
 
-    skip_dirs = frozenset({"checkpoints", "files"})
+    def enters(self, parts: tuple[str, ...]) -> bool:
+        return len(parts) <= 1
+
+    def holds(self, parts: tuple[str, ...]) -> bool:
+        return len(parts) == 1
 
     def wants(self, name: str) -> bool:
         return name == "events.jsonl"

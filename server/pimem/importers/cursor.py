@@ -71,10 +71,17 @@ class CursorFiles(TranscriptFiles):
     """``agent-transcripts/**/*.jsonl`` under the projects root, and ``state.vscdb`` (with its ``-wal``)
     under the IDE's ``globalStorage``."""
 
-    skip_dirs = frozenset({"agent-tools", "terminals", "canvases", "worktrees"})
+    def enters(self, parts: tuple[str, ...]) -> bool:
+        # <slug> (or another extension's folder of globalStorage: listed, not entered further),
+        # <slug>/agent-transcripts, <slug>/agent-transcripts/<id>
+        return len(parts) == 1 or (len(parts) in (2, 3) and parts[1] == TRANSCRIPTS_DIR)
+
+    def holds(self, parts: tuple[str, ...]) -> bool:
+        return not parts or (len(parts) in (2, 3) and parts[1] == TRANSCRIPTS_DIR)
 
     def wants(self, name: str) -> bool:
-        return name.endswith(".jsonl") or name == DATABASE_NAME
+        # state.vscdb: read by read_composers once the foreign-database reader is in the sync (not yet)
+        return name.endswith(".jsonl")
 
     def is_database(self, path: str) -> bool:
         return os.path.basename(path) == DATABASE_NAME

@@ -431,7 +431,8 @@ class _FileImport:
         parser = make_parser(self.file.source, self.file.path, None)
         chunk = Chunk()
         parser.feed_document(document, chunk)
-        self._commit(chunk, parser, size, 0, True, size)
+        # final: a document's broken records (a chat session log's entries) are reported like lines
+        self._commit(chunk, parser, size, 0, True, size, final=[])
 
     def _run_database(self) -> None:
         """A database of many sessions: only the sessions changed since the saved state are read, each
