@@ -21,7 +21,7 @@ CASES = load_expected()
 
 def _base_of(file: Path) -> Path:
     parts = file.parts
-    for marker in ("claude", "codex", "pi", "copilot", "vscode", "cursor-home"):
+    for marker in ("claude", "codex", "pi", "gemini", "opencode", "copilot", "vscode", "cursor-home"):
         if marker in parts:
             return Path(*parts[: parts.index(marker)])
     raise AssertionError(f"no agent root in {file}")
@@ -60,6 +60,11 @@ def test_importer_matches_expected_turns(case: dict[str, object], db_path: Path)
     ]
     actual = [(row[0], row[1], row[2], parse_tool_names(row[3])) for row in rows]
     assert actual == expected
+    # The time of each turn, where the expectation gives it (the newer sources' fixtures do).
+    times = [turn.get("ts") for turn in case["turns"]]  # type: ignore[attr-defined]
+    if any(ts is not None for ts in times):
+        stored = dict(conn.execute("SELECT turn_id, ts FROM turns"))
+        assert [stored[turn_id] for turn_id, *_ in expected] == times
     assert [row[6] for row in rows] == list(range(len(rows)))
     cwd = conn.execute("SELECT cwd, source, jsonl_path FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
     assert cwd == (case["cwd"], case["source"], str(file))

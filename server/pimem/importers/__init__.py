@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pimem.importers import claude, codex, copilot_chat, copilot_cli, cursor, pi
+from pimem.importers import claude, codex, copilot_chat, copilot_cli, cursor, gemini, pi
 from pimem.importers.base import (
     DatabaseReader,
     NodeLookup,
@@ -38,6 +38,7 @@ IMPORTERS: dict[Source, Importer] = {
     "pi": Importer(pi.PiParser, pi.FILES, pi.RULES_VERSION),
     "claude": Importer(claude.ClaudeParser, claude.FILES, claude.RULES_VERSION),
     "codex": Importer(codex.CodexParser, codex.FILES, codex.RULES_VERSION),
+    "gemini": Importer(gemini.GeminiParser, gemini.FILES, gemini.RULES_VERSION),
     "copilot-cli": Importer(copilot_cli.CopilotCliParser, copilot_cli.FILES, copilot_cli.RULES_VERSION),
     "copilot-chat": Importer(copilot_chat.CopilotChatParser, copilot_chat.FILES, copilot_chat.RULES_VERSION),
     "cursor": Importer(cursor.CursorTranscriptParser, cursor.FILES, cursor.RULES_VERSION),
