@@ -1,5 +1,5 @@
 """VS Code's chat (GitHub Copilot Chat), from two stores under ``<User>/workspaceStorage/<wsId>/``
-(docs/formats.md section 4), for VS Code, Insiders and VSCodium alike:
+(docs/formats.md section 8), for VS Code, Insiders and VSCodium alike:
 
 * **the core chat session log** ``chatSessions/<sessionId>.jsonl`` (VS Code ≥ 1.109; empty windows:
   ``globalStorage/emptyWindowChatSessions/``): a mutation log. Line 1 ``{kind: 0, v: snapshot}``, then

@@ -1,7 +1,7 @@
 """GitHub Copilot CLI sessions: ``$COPILOT_HOME/session-state/<sessionId>/events.jsonl`` (``~/.copilot``).
 
 The events are the "copilot-agent" runtime's, one JSON object a line: ``{type, data, id, timestamp (ISO),
-parentId}`` (docs/formats.md section 5; the same shape as the Copilot Chat extension's transcripts, which
+parentId}`` (docs/formats.md section 7; the same shape as the Copilot Chat extension's transcripts, which
 :mod:`pimem.importers.copilot_chat` reads with :class:`CopilotEventsParser`):
 
 * ``session.start`` ``{sessionId, copilotVersion, startTime, context: {cwd, repository, branch}}``: the

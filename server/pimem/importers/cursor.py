@@ -1,4 +1,4 @@
-"""Cursor (a VS Code fork), from two stores (docs/formats.md section 6):
+"""Cursor (a VS Code fork), from two stores (docs/formats.md section 9):
 
 * **the agent transcripts** ``~/.cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl`` (older:
   ``agent-transcripts/<id>.jsonl``), written by the IDE's agent and the CLI ``agent``, read by
