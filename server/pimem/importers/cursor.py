@@ -5,13 +5,14 @@
   :class:`CursorTranscriptParser`. A line is ``{role: "user"|"assistant", message: {content: [blocks]}}``
   with Claude-API blocks (``text``, ``tool_use {name, input}``, ``tool_result``), or a control line
   ``{type: "turn_ended"}``. No ids and no times: a turn's id is ``U<n>`` (the n-th typed message, the id
-  the database gives it too), its time the file's first modification time pimem saw. The person's words
-  are the ``<user_query>`` of a user message when it has one (the rest is context Cursor adds), else its
-  text blocks without the ``<user_info>``/``<attached_files>``… blocks. The folder is the slug decoded
+  the database gives it too), its time the file's modification time when pimem first read it. The
+  person's words are the ``<user_query>`` of a user message when it has one (the rest is context Cursor
+  adds), else its text blocks without the ``<user_info>``/``<attached_files>``… blocks. The folder is the slug decoded
   against the file system (the slug is the path with every non-alphanumeric character a ``-``: lossy),
   '' when no folder matches;
 * **the IDE's database** ``<Cursor User>/globalStorage/state.vscdb`` (table ``cursorDiskKV``), read by
-  :class:`CursorDatabase`: ``composerData:<composerId>`` (a conversation: ``createdAt`` ms,
+  :func:`read_composers` (not yet part of the sync: it waits for the foreign-database reader):
+  ``composerData:<composerId>`` (a conversation: ``createdAt`` ms,
   ``workspaceIdentifier.uri.fsPath``, ``fullConversationHeadersOnly[{bubbleId, type}]`` in order, 1 = user,
   2 = assistant) and ``bubbleId:<composerId>:<bubbleId>`` (a message: ``text``, ``createdAt`` ISO,
   ``toolFormerData{name, params, rawArgs}``, ``thinking``). A user bubble with text is a turn (id ``U<n>``,
@@ -171,6 +172,12 @@ class CursorTranscriptParser(TranscriptParser):
         self._info = SessionInfo.from_state(state)
         self._turns: int = int(state.get("turns", 0))
         self._current: str | None = state.get("current")
+        try:
+            # No times in the file: a turn gets the file's modification time when it is first read
+            # (a live sync reads an appended turn soon after it was written).
+            self._mtime: int = os.stat(path).st_mtime_ns // 1_000_000
+        except OSError:
+            self._mtime = 0
         if state:
             return
         folder = os.path.dirname(path)
@@ -179,10 +186,7 @@ class CursorTranscriptParser(TranscriptParser):
         self._info.native_id = nonempty_str(os.path.splitext(os.path.basename(path))[0])
         if os.path.basename(folder) == TRANSCRIPTS_DIR:
             self._info.cwd = decode_slug(os.path.basename(os.path.dirname(folder)))
-        try:
-            self._info.started_at = os.stat(path).st_mtime_ns // 1_000_000
-        except OSError:
-            self._info.started_at = 0
+        self._info.started_at = self._mtime
 
     def wants(self, line: Line) -> bool:
         return line.data is not None and _INTERESTING.search(line.head) is not None
@@ -205,7 +209,7 @@ class CursorTranscriptParser(TranscriptParser):
             if not text:
                 return
             message_id = f"U{self._turns}"
-            chunk.start_turn(message_id, self._info.started_at or 0, text, self._turns, line_number)
+            chunk.start_turn(message_id, self._mtime, text, self._turns, line_number)
             self._turns += 1
             self._current = message_id
         elif role == "assistant" and self._current is not None:
