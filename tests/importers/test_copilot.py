@@ -33,7 +33,7 @@ def parse(path: Path, source: str) -> tuple[TranscriptParser, Chunk]:
         document, _ = copilot_chat.FILES.read_document(str(path))
         parser.feed_document(document, chunk)
         return parser, chunk
-    cls = copilot_chat.CopilotChatTranscriptParser if source == "copilot-chat" else copilot_cli.CopilotCliParser
+    cls = copilot_chat.CopilotChatParser if source == "copilot-chat" else copilot_cli.CopilotCliParser
     parser = cls(str(path), None)
     with path.open("rb") as stream:
         for line in LineReader(stream).scan(parser.interesting):

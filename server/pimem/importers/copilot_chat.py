@@ -404,8 +404,8 @@ class CopilotChatTranscriptParser(CopilotEventsParser):
         return os.path.dirname(os.path.dirname(os.path.dirname(self.path)))
 
     def _exclude_if_logged(self, session_id: str | None) -> None:
-        if not session_id:
-            return
+        if not session_id or "/" in session_id or "\\" in session_id:
+            return   # not a file name (an id from the file is not trusted as a path)
         sessions = os.path.join(self._workspace_dir(), SESSIONS_DIR)
         if any(os.path.exists(os.path.join(sessions, session_id + ext)) for ext in (".jsonl", ".json")):
             self._info.excluded = "a Copilot Chat transcript whose chat session log is read instead"
