@@ -18,6 +18,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,7 +31,11 @@ OUT = REPO / "tests" / "fixtures" / "copilot-cli" / "copilot" / "session-state"
 PORT = 18932
 
 
-def run(copilot: str, home: Path, cwd: Path, prompt: str, resume: str | None = None) -> str:
+def run(copilot: str, home: Path, cwd: Path, prompt: str, resume: str | None = None,
+        interrupt_after: float | None = None) -> str:
+    """One ``copilot -p`` (``interrupt_after``: SIGINT after that many seconds, as Ctrl-C would) and the
+    id of its session, from the state folder it wrote."""
+    before = set((home / ".copilot" / "session-state").glob("*/events.jsonl"))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "COPILOT_HOME": str(home / ".copilot"),
            "COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"http://127.0.0.1:{PORT}/v1",
            "COPILOT_PROVIDER_API_KEY": "mock", "COPILOT_MODEL": "claude-sonnet-4.5",
@@ -38,6 +43,13 @@ def run(copilot: str, home: Path, cwd: Path, prompt: str, resume: str | None = N
     args = [copilot, "-p", prompt, "--allow-all-tools", "--disable-client-telemetry"]
     if resume:
         args.append(f"--resume={resume}")
+    if interrupt_after is not None:
+        process = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(interrupt_after)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+        new = set((home / ".copilot" / "session-state").glob("*/events.jsonl")) - before
+        return new.pop().parent.name
     done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=True)
     match = re.search(r"copilot --resume=([0-9a-f-]{36})", done.stdout + done.stderr)
     if not match:
@@ -68,11 +80,13 @@ def main() -> None:
         run(options.copilot, home, lab, f"Now edit file `{notes}` to mark flamingo as checked", resume=s1)
         run(options.copilot, home, lab, f"Please read file `{notes}` again", resume=s1)
         s2 = run(options.copilot, home, zh, "缓存 和 锁 有什么区别？")
+        # interrupted while its tool runs (the first run in a fresh home unpacks the CLI: give it time)
+        s3 = run(options.copilot, home, lab, "Please run `sleep 60` then tell me about flamingo", interrupt_after=20)
     finally:
         mock.terminate()
         mock.wait()
     OUT.mkdir(parents=True, exist_ok=True)
-    for session in (s1, s2):
+    for session in (s1, s2, s3):
         source = home / ".copilot" / "session-state" / session
         target = OUT / session
         target.mkdir(exist_ok=True)
