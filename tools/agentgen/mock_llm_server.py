@@ -432,7 +432,14 @@ def plan(turns, tool_names, system_text="", cwd=None, deferred=()):
             fname = cwd.rstrip("/") + "/" + fname
         content = ("# 笔记\n\n- 100% 完成\n- a_b 已测试\n" if zh else
                    "# Notes\n\n- 100% done\n- a_b tested\n- path: C:\\path\\file\n")
-        args = {"file_path": fname, "content": content} if wtool == "Write" else {"path": fname, "content": content}
+        if wtool == "Write":
+            args = {"file_path": fname, "content": content}
+        elif "opencode" in (system_text or "").lower():   # OpenCode's write tool takes filePath
+            if cwd and not fname.startswith("/"):
+                fname = cwd.rstrip("/") + "/" + fname
+            args = {"filePath": fname, "content": content}
+        else:
+            args = {"path": fname, "content": content}
         return {"kind": "tool", "tool": wtool, "args": args, "prompt": prompt,
                 "text": ("我来创建 `%s`。" % fname) if zh else ("I'll create `%s`." % fname)}
     # Copilot CLI's file tools (claude-* models): create/view/edit with an absolute `path`

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pimem.importers import claude, codex, copilot_chat, copilot_cli, cursor, gemini, pi
+from pimem.importers import claude, codex, copilot_chat, copilot_cli, cursor, gemini, opencode, pi
 from pimem.importers.base import (
     DatabaseReader,
     NodeLookup,
@@ -39,6 +39,8 @@ IMPORTERS: dict[Source, Importer] = {
     "claude": Importer(claude.ClaudeParser, claude.FILES, claude.RULES_VERSION),
     "codex": Importer(codex.CodexParser, codex.FILES, codex.RULES_VERSION),
     "gemini": Importer(gemini.GeminiParser, gemini.FILES, gemini.RULES_VERSION),
+    "opencode": Importer(opencode.OpenCodeParser, opencode.FILES, opencode.RULES_VERSION,
+                         opencode.OpenCodeDatabase),
     "copilot-cli": Importer(copilot_cli.CopilotCliParser, copilot_cli.FILES, copilot_cli.RULES_VERSION),
     "copilot-chat": Importer(copilot_chat.CopilotChatParser, copilot_chat.FILES, copilot_chat.RULES_VERSION),
     "cursor": Importer(cursor.CursorTranscriptParser, cursor.FILES, cursor.RULES_VERSION),

@@ -1,0 +1,286 @@
+"""OpenCode sessions: the SQLite store ``<XDG_DATA_HOME or ~/.local/share>/opencode/opencode.db`` (other
+release channels: ``opencode-<channel>.db``), read while OpenCode runs.
+
+Format facts this reader relies on (docs/formats.md section 6; checked against the real OpenCode 1.18.33
+run against the mock model, and the schema compiled into it):
+
+* ``session(id, parent_id, directory, time_created, time_updated, version, …)``: ``directory`` is the cwd,
+  times are Unix ms; a session with a ``parent_id`` is a sub-agent's (the ``task`` tool), whose "user"
+  messages the agent wrote: not imported. A 2.x store may name the table ``session_v2``.
+* 1.x messages: ``message(id, session_id, time_created, time_updated, data)`` with ``data.role`` ``user``
+  or ``assistant`` (an assistant's ``parentID`` is the user message it answers; ``summary: true`` marks a
+  compaction summary), and their parts ``part(id, message_id, session_id, time_created, time_updated,
+  data)`` in id order: ``text`` (``synthetic: true`` when OpenCode wrote it, e.g. a compaction's
+  "continue" or the output of a command the user ran), ``reasoning``, ``tool`` (``tool``, ``state.input``),
+  ``file``, ``step-start``/``step-finish``, ``patch``, ``compaction``, ``subtask``.
+* 2.x messages: ``session_message(id, session_id, type, seq, time_created, time_updated, data)`` in
+  ``seq`` order; ``type`` ``user`` (``data.text``), ``assistant`` (``data.content[]`` of ``text``,
+  ``reasoning`` and ``tool`` items: ``name``, ``state.input``), and ``synthetic``, ``system``,
+  ``shell``, ``compaction``, ``model-switched``, ``agent-switched``, … which are no conversation. A
+  session with rows there is read from them (the 1.x tables then are stale).
+* File tools: ``read``, ``write``, ``edit``, ``multiedit`` with ``filePath`` (1.x) or ``path`` (2.x);
+  ``bash`` is ``shell`` in 2.x and ``apply_patch`` is ``patch``.
+
+What pimem makes of it: one turn per user message with typed (not synthetic) text, the assistant text
+answering it as its reply (reasoning left out), tool names and file touches; ids are OpenCode's. Only
+sessions whose newest time (session, message or part) is later than the last read are read again, whole.
+The older JSON ``storage/`` tree (before 1.2) is not read yet.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+from pimem.foreign_db import open_foreign, table_names
+from pimem.importers.base import (
+    Chunk,
+    DatabaseReader,
+    FileAction,
+    FileTouch,
+    NotThisFormat,
+    SessionInfo,
+    TranscriptFiles,
+    TranscriptParser,
+    version_hint,
+)
+from pimem.textutil import as_dict, as_list, clean_text, nonempty_str, number_to_ms
+
+RULES_VERSION = 1
+
+FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit", "multiedit": "edit"}
+_PATH_INPUTS = ("filePath", "path")
+
+
+class OpenCodeFiles(TranscriptFiles):
+    """``opencode.db`` and ``opencode-<channel>.db``, with their ``-wal`` as companions. Nothing below the
+    data folder's other directories is a history (``storage/`` is not read yet)."""
+
+    skip_dirs = frozenset({"storage", "log", "snapshot", "repos", "bin", "tool-output", "worktree"})
+
+    def wants(self, name: str) -> bool:
+        return name == "opencode.db" or (name.startswith("opencode-") and name.endswith(".db"))
+
+    def is_database(self, path: str) -> bool:
+        return True
+
+    def companions(self, name: str) -> tuple[str, ...]:
+        return (name + "-wal",)
+
+    def owner_of(self, name: str) -> str | None:
+        if name.endswith(".db-wal"):
+            owner = name[: -len("-wal")]
+            return owner if self.wants(owner) else None
+        return None
+
+
+FILES = OpenCodeFiles()
+
+
+def _json(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return as_dict(json.loads(value))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _touch(name: str, tool_input: Any) -> FileTouch | None:
+    action = FILE_TOOLS.get(name)
+    arguments = as_dict(tool_input)
+    if action is None or arguments is None:
+        return None
+    path = next((arguments[key] for key in _PATH_INPUTS if isinstance(arguments.get(key), str) and arguments[key]),
+                None)
+    return (path, action) if path is not None else None
+
+
+class _Turn:
+    __slots__ = ("files", "message_id", "replies", "text", "tools", "ts")
+
+    def __init__(self, message_id: str, ts: int, text: str) -> None:
+        self.message_id, self.ts, self.text = message_id, ts, text
+        self.replies: list[str] = []
+        self.tools: list[str] = []
+        self.files: list[FileTouch] = []
+
+    def add(self, text: str, tool: str | None = None, touch: FileTouch | None = None) -> None:
+        if text:
+            self.replies.append(text)
+        if tool and tool not in self.tools:
+            self.tools.append(tool)
+        if touch is not None and touch not in self.files:
+            self.files.append(touch)
+
+
+class OpenCodeDatabase(DatabaseReader):
+    """The sessions of one ``opencode.db`` changed since the last read (``state``: each session's newest
+    time, as read then)."""
+
+    def __init__(self, path: str, state: dict[str, Any] | None) -> None:
+        super().__init__(path, state)
+        seen = (state or {}).get("sessions")
+        self._seen: dict[str, int] = {key: value for key, value in (as_dict(seen) or {}).items()
+                                      if isinstance(value, int)}
+
+    def state(self) -> dict[str, Any]:
+        return {"sessions": dict(self._seen)}
+
+    def sessions(self) -> Iterator[tuple[SessionInfo, Chunk]]:
+        with open_foreign(self.path) as conn:
+            tables = table_names(conn)
+            session_table = "session_v2" if "session_v2" in tables else "session"
+            if session_table not in tables:
+                raise NotThisFormat("not an OpenCode database (no session table)")
+            columns = {str(row[1]) for row in conn.execute(f"PRAGMA table_info({session_table})")}
+            if not {"id", "directory", "time_created"} <= columns:
+                raise NotThisFormat(f"not an OpenCode database ({session_table} has no id, directory, time_created)")
+            newest = self._newest(conn, session_table, columns, tables)
+            for session_id, (updated, row) in newest.items():
+                if self._seen.get(session_id) == updated:
+                    continue
+                info, chunk = self._read_session(conn, session_id, row, tables)
+                self._seen[session_id] = updated
+                yield info, chunk
+
+    def _newest(self, conn: sqlite3.Connection, table: str, columns: set[str],
+                tables: set[str]) -> dict[str, tuple[int, tuple[Any, ...]]]:
+        """Every main session: its newest time (its own, its messages', its parts') and its row."""
+        optional = [name if name in columns else "NULL" for name in ("parent_id", "time_updated", "version")]
+        rows = conn.execute(f"SELECT id, directory, time_created, {', '.join(optional)} FROM {table}").fetchall()
+        newest: dict[str, int] = {}
+        for child in ("message", "part", "session_message"):
+            if child in tables:
+                for session_id, latest in conn.execute(
+                        f"SELECT session_id, max(time_updated) FROM {child} GROUP BY session_id"):
+                    if isinstance(latest, int):
+                        newest[session_id] = max(newest.get(session_id, 0), latest)
+        result: dict[str, tuple[int, tuple[Any, ...]]] = {}
+        for row in rows:
+            session_id, parent = row[0], row[3]
+            if not isinstance(session_id, str) or parent:
+                continue   # a sub-agent's session
+            own = row[4] if isinstance(row[4], int) else 0
+            result[session_id] = (max(own, newest.get(session_id, 0)), row)
+        return result
+
+    def _read_session(self, conn: sqlite3.Connection, session_id: str, row: tuple[Any, ...],
+                      tables: set[str]) -> tuple[SessionInfo, Chunk]:
+        _, directory, created, _, _, version = row
+        info = SessionInfo(native_id=session_id, cwd=clean_text(directory) if isinstance(directory, str) else "",
+                           started_at=number_to_ms(created), agent_version=version_hint("OpenCode", version))
+        chunk = Chunk()
+        conn.execute("BEGIN")   # one short read transaction: the session's rows as of one moment
+        try:
+            v2 = "session_message" in tables and conn.execute(
+                "SELECT 1 FROM session_message WHERE session_id = ? LIMIT 1", (session_id,)).fetchone() is not None
+            turns = self._v2_turns(conn, session_id, info, chunk) if v2 else self._v1_turns(conn, session_id, info,
+                                                                                           chunk, tables)
+        finally:
+            conn.execute("COMMIT")
+        for index, turn in enumerate(turns):
+            chunk.start_turn(turn.message_id, turn.ts, turn.text, index, None)
+            chunk.add_reply(turn.message_id, "\n".join(turn.replies), turn.tools, turn.files)
+        return info, chunk
+
+    def _v1_turns(self, conn: sqlite3.Connection, session_id: str, info: SessionInfo, chunk: Chunk,
+                  tables: set[str]) -> list[_Turn]:
+        parts: dict[str, list[dict[str, Any]]] = {}
+        if "part" in tables:
+            for message_id, data in conn.execute(
+                    "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session_id,)):
+                part = _json(data)
+                if part is None:
+                    chunk.note_bad_line(0)
+                    continue
+                parts.setdefault(message_id, []).append(part)
+        turns: list[_Turn] = []
+        by_id: dict[str, _Turn] = {}
+        for message_id, created, data in conn.execute(
+                "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id",
+                (session_id,)):
+            message = _json(data)
+            if message is None:
+                chunk.note_bad_line(0)
+                continue
+            role = message.get("role")
+            if role == "user":
+                text = "\n".join(str(part["text"]) for part in parts.get(message_id, [])
+                                 if part.get("type") == "text" and isinstance(part.get("text"), str)
+                                 and not part.get("synthetic") and not part.get("ignored"))
+                text = clean_text(text).strip()
+                if text:
+                    times = as_dict(message.get("time")) or {}
+                    ts = number_to_ms(times.get("created")) or number_to_ms(created) or 0
+                    turn = by_id[message_id] = _Turn(message_id, ts, text)
+                    turns.append(turn)
+                continue
+            if role != "assistant" or message.get("summary") is True:
+                continue
+            if info.model_id is None:
+                info.model_id = nonempty_str(message.get("modelID"))
+            parent = message.get("parentID")
+            target = by_id.get(parent) if isinstance(parent, str) else None
+            if target is None:
+                continue   # answers a message that is no turn (a synthetic prompt, a compaction)
+            for part in parts.get(message_id, []):
+                kind = part.get("type")
+                if kind == "text" and isinstance(part.get("text"), str) and not part.get("synthetic"):
+                    target.add(clean_text(part["text"]))
+                elif kind == "tool" and isinstance(part.get("tool"), str):
+                    state = as_dict(part.get("state")) or {}
+                    target.add("", part["tool"], _touch(part["tool"], state.get("input")))
+        return turns
+
+    def _v2_turns(self, conn: sqlite3.Connection, session_id: str, info: SessionInfo, chunk: Chunk) -> list[_Turn]:
+        turns: list[_Turn] = []
+        current: _Turn | None = None
+        for message_id, kind, created, data in conn.execute(
+                "SELECT id, type, time_created, data FROM session_message WHERE session_id = ? ORDER BY seq",
+                (session_id,)):
+            message = _json(data)
+            if message is None:
+                chunk.note_bad_line(0)
+                continue
+            if kind == "user":
+                text = clean_text(message["text"]).strip() if isinstance(message.get("text"), str) else ""
+                current = None
+                if text:
+                    created_at = as_dict(message.get("time")) or {}
+                    current = _Turn(message_id, number_to_ms(created_at.get("created")) or number_to_ms(created) or 0,
+                                    text)
+                    turns.append(current)
+                continue
+            if kind != "assistant" or current is None:
+                continue
+            if info.model_id is None:
+                model = as_dict(message.get("model"))
+                info.model_id = nonempty_str(model.get("id")) if model else None
+            for item in as_list(message.get("content")):
+                item = as_dict(item)
+                if item is None:
+                    continue
+                if item.get("type") == "text" and isinstance(item.get("text"), str):
+                    current.add(clean_text(item["text"]))
+                elif item.get("type") == "tool" and isinstance(item.get("name"), str):
+                    state = as_dict(item.get("state")) or {}
+                    current.add("", item["name"], _touch(item["name"], state.get("input")))
+        return turns
+
+
+class OpenCodeParser(TranscriptParser):
+    """OpenCode's histories are databases (:class:`OpenCodeDatabase`); no file is read line by line."""
+
+    source = "opencode"
+
+    def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
+        raise NotThisFormat("an OpenCode history is a database, not JSONL")
+
+    def session(self) -> SessionInfo:
+        return SessionInfo()
+
+    def state(self) -> dict[str, Any]:
+        return {}
