@@ -35,8 +35,8 @@ SOURCE_REGISTRY: dict[Source, SourceSpec] = {
                                              "CLI 1.0.102)"),
     "copilot-chat": SourceSpec("Copilot Chat", "VS Code chat session logs (format 3, .jsonl and .json) and "
                                                "Copilot Chat transcripts (reconstructed from VS Code's source)"),
-    "cursor": SourceSpec("Cursor", "Cursor agent transcripts (reconstructed from readers' descriptions, "
-                                   "Cursor 3.x)"),
+    "cursor": SourceSpec("Cursor", "Cursor agent transcripts and state.vscdb conversations (composerData "
+                                   "_v 13-16, bubbles _v 2-3; reconstructed from readers' descriptions, Cursor 3.x)"),
 }
 SOURCES: tuple[Source, ...] = tuple(SOURCE_REGISTRY)
 # Kept for the callers that quote it (import_issue).

@@ -16,7 +16,7 @@ from pimem.importers.base import Chunk, absolute_touch_path, feed_line
 from pimem.jsonl import LineReader
 from support.history import REPO, load_expected
 
-CASES = [case for case in load_expected() if case["source"] == "cursor"]
+CASES = [case for case in load_expected() if case["source"] == "cursor" and "sessions" not in case]   # transcripts
 ROWS = REPO / "tests/fixtures/reconstructed/cursor/User/globalStorage/cursorDiskKV.json"
 C1 = "8c2f4e6a-1b3d-4f5a-9c7e-2d4f6a8b0c1e"
 WEBSHOP = "/tmp/pimem-demo/webshop"
@@ -125,3 +125,82 @@ def test_slugs(tmp_path: Path) -> None:
     assert cursor.decode_slug(cursor.slugify(str(tmp_path / "my app" / "src"))) == str(tmp_path / "my app" / "src")
     assert cursor.decode_slug(cursor.slugify(str(tmp_path / "my-app"))) == ""   # "my app" and "my-app": ambiguous
     assert cursor.decode_slug("no-such-folder-anywhere") == ""
+
+
+def _sync(tmp_path: Path, db: Path) -> Any:
+    from pimem.paths import SourceRoots
+    from pimem.sync import SyncRequest, run_sync
+
+    roots = SourceRoots(cursor=(tmp_path / "projects", db.parent))
+    return run_sync(SyncRequest(db_path=str(tmp_path / "memory.db"), roots=roots))
+
+
+def test_database_through_a_sync(tmp_path: Path) -> None:
+    """The conversations become sessions; a no-change sync reads nothing; a changed conversation alone is
+    read again; nothing is written beside Cursor's database."""
+    from pimem.store import connect
+
+    db = tmp_path / "globalStorage" / "state.vscdb"
+    db.parent.mkdir()
+    make_db(db, json.loads(ROWS.read_text(encoding="utf-8")))
+    before = sorted(p.name for p in db.parent.iterdir())
+    stats = _sync(tmp_path, db)
+    assert [("was incomplete" in issue.error, "Cursor" in issue.error) for issue in stats.issues] == [(True, True)]
+    conn = connect(tmp_path / "memory.db")
+    assert conn.execute("SELECT session_id, cwd FROM sessions ORDER BY 1").fetchall() == [
+        ("cursor:1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", ""), (f"cursor:{C1}", WEBSHOP)]
+    assert conn.execute("SELECT turn_id, user_text, reply_text FROM turns ORDER BY 1").fetchall()[1:] == [
+        (f"cursor:{C1}:U0", "Why is the flamingo cache stale?", "The TTL check is inverted."),
+        (f"cursor:{C1}:U1", "Run the tests, 100% please", "All tests pass.")]
+    assert sorted(p.name for p in db.parent.iterdir()) == before   # no -wal, no -shm left
+    again = _sync(tmp_path, db)
+    assert (again.scanned_files, again.issues) == (0, [])
+    writer = sqlite3.connect(db)
+    writer.execute("INSERT INTO cursorDiskKV VALUES (?, ?)",
+                   (f"bubbleId:{C1}:gone", json.dumps({"_v": 3, "type": 2, "text": "Also: flamingo is fixed."})))
+    writer.commit()
+    writer.close()
+    _sync(tmp_path, db)
+    assert conn.execute("SELECT reply_text FROM turns WHERE turn_id = ?", (f"cursor:{C1}:U1",)).fetchone() == (
+        "All tests pass.\nAlso: flamingo is fixed.",)
+    conn.close()
+
+
+def test_a_sync_beside_cursor_writing_never_blocks_it(tmp_path: Path) -> None:
+    """Cursor's write pattern (WAL, short commits in a loop) beside syncs: the writer never waits or fails
+    on pimem, and pimem changes no byte of the database."""
+    import threading
+    import time
+
+    db = tmp_path / "globalStorage" / "state.vscdb"
+    db.parent.mkdir()
+    make_db(db, json.loads(ROWS.read_text(encoding="utf-8")))
+    writer = sqlite3.connect(db, timeout=0, check_same_thread=False)
+    writer.execute("PRAGMA journal_mode=WAL")
+    stop = threading.Event()
+    failures: list[str] = []
+    commits = 0
+
+    def write() -> None:
+        nonlocal commits
+        while not stop.is_set():
+            try:
+                writer.execute("INSERT INTO cursorDiskKV VALUES (?, ?)",
+                               (f"bubbleId:{C1}:gone", json.dumps({"_v": 3, "type": 2, "text": f"tick {commits}"})))
+                writer.commit()
+                commits += 1
+            except sqlite3.OperationalError as error:   # busy: pimem held a lock
+                failures.append(str(error))
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        for _ in range(5):
+            stats = _sync(tmp_path, db)
+            assert all("Cursor" in issue.error for issue in stats.issues)
+    finally:
+        stop.set()
+        thread.join()
+    writer.close()
+    assert failures == [] and commits > 0

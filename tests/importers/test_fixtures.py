@@ -28,11 +28,13 @@ def _base_of(file: Path) -> Path:
     raise AssertionError(f"no agent root in {file}")
 
 
-def _import_one(file: Path, db_path: Path, bad_lines: list[int]) -> sqlite3.Connection:
+def _import_one(file: Path, db_path: Path, bad_lines: list[int], bad_records: int = 0) -> sqlite3.Connection:
     stats = run_sync(SyncRequest(db_path=str(db_path), roots=roots_under(_base_of(file)), paths=[str(file)]))
-    if bad_lines:
-        # A broken record: one issue naming the first, the rest imported (the turns are checked below).
-        assert [("was incomplete" in issue.error, f"line {bad_lines[0]}" in issue.error)
+    if bad_lines or bad_records:
+        # Broken records: one issue naming the first line (a database: their count), the rest imported (the
+        # turns are checked below).
+        named = f"line {bad_lines[0]}" if bad_lines else f"{bad_records} record(s)"
+        assert [("was incomplete" in issue.error, named in issue.error)
                 for issue in stats.issues] == [(True, True)], [issue.error for issue in stats.issues]
     else:
         assert not stats.issues, [issue.error for issue in stats.issues]
@@ -46,7 +48,7 @@ def test_importer_matches_expected_turns(case: dict[str, Any], db_path: Path) ->
     for session in case.get("sessions") or [case]:
         if case["source"] == "cursor" and session.get("cwd"):
             os.makedirs(session["cwd"], exist_ok=True)   # a transcript's folder is its slug decoded against folders
-    conn = _import_one(file, db_path, list(case.get("badLines", [])))
+    conn = _import_one(file, db_path, list(case.get("badLines", [])), int(case.get("badRecords", 0)))
     if not case["imported"]:
         assert conn.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0

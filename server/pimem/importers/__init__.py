@@ -43,7 +43,7 @@ IMPORTERS: dict[Source, Importer] = {
                          opencode.OpenCodeDatabase),
     "copilot-cli": Importer(copilot_cli.CopilotCliParser, copilot_cli.FILES, copilot_cli.RULES_VERSION),
     "copilot-chat": Importer(copilot_chat.CopilotChatParser, copilot_chat.FILES, copilot_chat.RULES_VERSION),
-    "cursor": Importer(cursor.CursorTranscriptParser, cursor.FILES, cursor.RULES_VERSION),
+    "cursor": Importer(cursor.CursorTranscriptParser, cursor.FILES, cursor.RULES_VERSION, cursor.CursorDatabase),
 }
 
 PARSERS: dict[Source, type[TranscriptParser]] = {source: imp.parser for source, imp in IMPORTERS.items()}

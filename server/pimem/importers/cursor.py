@@ -11,7 +11,8 @@
   against the file system (the slug is the path with every non-alphanumeric character a ``-``: lossy),
   '' when no folder matches;
 * **the IDE's database** ``<Cursor User>/globalStorage/state.vscdb`` (table ``cursorDiskKV``), read by
-  :func:`read_composers` (not yet part of the sync: it waits for the foreign-database reader):
+  :class:`CursorDatabase` (opened as pimem.foreign_db opens another program's database: no lock that
+  could block Cursor, no byte changed):
   ``composerData:<composerId>`` (a conversation: ``createdAt`` ms,
   ``workspaceIdentifier.uri.fsPath``, ``fullConversationHeadersOnly[{bubbleId, type}]`` in order, 1 = user,
   2 = assistant) and ``bubbleId:<composerId>:<bubbleId>`` (a message: ``text``, ``createdAt`` ISO,
@@ -32,8 +33,10 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
+from pimem.foreign_db import open_foreign, table_names
 from pimem.importers.base import (
     Chunk,
+    DatabaseReader,
     FileAction,
     FileTouch,
     NotThisFormat,
@@ -81,8 +84,7 @@ class CursorFiles(TranscriptFiles):
         return not parts or (len(parts) in (2, 3) and parts[1] == TRANSCRIPTS_DIR)
 
     def wants(self, name: str) -> bool:
-        # state.vscdb: read by read_composers once the foreign-database reader is in the sync (not yet)
-        return name.endswith(".jsonl")
+        return name.endswith(".jsonl") or name == DATABASE_NAME
 
     def is_database(self, path: str) -> bool:
         return os.path.basename(path) == DATABASE_NAME
@@ -304,3 +306,24 @@ def read_composers(conn: sqlite3.Connection,
             "SELECT key, value FROM cursorDiskKV WHERE key >= ? AND key < ?", (prefix, prefix[:-1] + ";"))}
         info, chunk = composer_turns(composer_id, composer, bubbles)
         yield composer_id, signature, info, chunk
+
+
+class CursorDatabase(DatabaseReader):
+    """The IDE's ``state.vscdb``: the conversations whose signature changed since the saved state
+    (:func:`read_composers`), each as its session with all its turns."""
+
+    def __init__(self, path: str, state: dict[str, Any] | None) -> None:
+        super().__init__(path, state)
+        seen = as_dict((state or {}).get("composers")) or {}
+        self._seen: dict[str, list[Any]] = {key: value for key, value in seen.items() if isinstance(value, list)}
+
+    def sessions(self) -> Iterator[tuple[SessionInfo, Chunk]]:
+        with open_foreign(self.path) as conn:   # its sqlite3 errors come out as ForeignDatabaseError
+            if "cursorDiskKV" not in table_names(conn):
+                raise NotThisFormat("not Cursor's state.vscdb (no cursorDiskKV table)")
+            for composer_id, signature, info, chunk in read_composers(conn, self._seen):
+                self._seen[composer_id] = signature   # state() after this session counts it as read
+                yield info, chunk
+
+    def state(self) -> dict[str, Any]:
+        return {"composers": self._seen}
