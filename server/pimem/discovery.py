@@ -143,10 +143,12 @@ def source_of(path: str, roots: SourceRoots) -> Source | None:
 def _wanted(rules: TranscriptFiles, root: str, path: str) -> bool:
     """Would :func:`discover` take this file under ``root``? (It never enters a skipped folder.)"""
     dirpath, name = os.path.split(path)
-    if rules.skip_dirs:
-        relative = os.path.relpath(dirpath, root)
-        if relative != "." and not rules.skip_dirs.isdisjoint(Path(relative).parts):
-            return False
+    relative = os.path.relpath(dirpath, root)
+    parts = () if relative == "." else Path(relative).parts
+    if not rules.skip_dirs.isdisjoint(parts) or not rules.holds(parts):
+        return False
+    if not all(rules.enters(parts[:depth]) for depth in range(1, len(parts) + 1)):
+        return False
     if not rules.wants(name):
         return False
     twin = rules.plain_twin(name)
@@ -167,7 +169,9 @@ def _key_set(path: str) -> set[tuple[int, int]]:
 
 
 def _walk(directory: str, visited: set[tuple[int, int]], other_roots: set[tuple[int, int]], source: Source,
-          rules: TranscriptFiles, issues: list[SyncIssue]) -> Iterator[tuple[str, os.DirEntry[str]]]:
+          rules: TranscriptFiles, issues: list[SyncIssue],
+          parts: tuple[str, ...] = ()) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """The files under ``directory`` (at ``parts`` below its root) that the rules' folders may hold."""
     try:
         info = os.stat(directory)
     except OSError as error:
@@ -183,14 +187,16 @@ def _walk(directory: str, visited: set[tuple[int, int]], other_roots: set[tuple[
     except OSError as error:
         issues.append(import_issue(source, storable_path(directory), f"cannot read the directory ({error.strerror})"))
         return
+    holds = rules.holds(parts)
     for entry in children:
         try:
             is_dir = entry.is_dir()  # follows symlinks, like Pi's own listing
         except OSError:
             continue
         if is_dir:
-            if entry.name in rules.skip_dirs:
+            child = (*parts, entry.name)
+            if entry.name in rules.skip_dirs or not rules.enters(child):
                 continue
-            yield from _walk(entry.path, visited, other_roots, source, rules, issues)
-        else:
+            yield from _walk(entry.path, visited, other_roots, source, rules, issues, child)
+        elif holds:
             yield directory, entry

@@ -30,9 +30,12 @@ SOURCE_REGISTRY: dict[Source, SourceSpec] = {
     "gemini": SourceSpec("Gemini CLI", "Gemini CLI chats, JSONL and legacy JSON (checked with Gemini CLI 0.61.0)"),
     "opencode": SourceSpec("OpenCode", "OpenCode's SQLite store, 1.x tables and 2.x session_message "
                                        "(checked with OpenCode 1.18.33)"),
-    "copilot-cli": SourceSpec("Copilot CLI", "GitHub Copilot CLI session-state events"),
-    "copilot-chat": SourceSpec("Copilot Chat", "VS Code Copilot Chat sessions and transcripts"),
-    "cursor": SourceSpec("Cursor", "Cursor state.vscdb composers and agent transcripts"),
+    "copilot-cli": SourceSpec("Copilot CLI", "GitHub Copilot CLI session-state events (checked with Copilot "
+                                             "CLI 1.0.102)"),
+    "copilot-chat": SourceSpec("Copilot Chat", "VS Code chat session logs (format 3, .jsonl and .json) and "
+                                               "Copilot Chat transcripts (reconstructed from VS Code's source)"),
+    "cursor": SourceSpec("Cursor", "Cursor agent transcripts and state.vscdb conversations (composerData "
+                                   "_v 13-16, bubbles _v 2-3; reconstructed from readers' descriptions, Cursor 3.x)"),
 }
 SOURCES: tuple[Source, ...] = tuple(SOURCE_REGISTRY)
 # Kept for the callers that quote it (import_issue).

@@ -10,6 +10,7 @@ Folders (a recall's ``cwd`` filter, a migration's workspace folder) are compared
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -159,8 +160,53 @@ def _opencode_roots(env: Mapping[str, str]) -> tuple[Path, ...]:
     return (_env_dir(env, "XDG_DATA_HOME", home_dir(env) / ".local" / "share") / "opencode",)
 
 
-def _no_roots(env: Mapping[str, str]) -> tuple[Path, ...]:
-    return ()
+def _copilot_cli_roots(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """``$COPILOT_HOME/session-state`` (the CLI's own override, ``copilot help environment``), else
+    ``~/.copilot/session-state``: the same on every OS."""
+    return (_env_dir(env, "COPILOT_HOME", home_dir(env) / ".copilot") / "session-state",)
+
+
+# VS Code's products whose chat pimem reads: stable, Insiders, VSCodium (their user-data folder names).
+VSCODE_PRODUCTS = ("Code", "Code - Insiders", "VSCodium")
+
+
+def app_data_dir(env: Mapping[str, str], platform: str | None = None) -> Path:
+    """Where Electron editors keep their user data: ``%APPDATA%`` on Windows, ``~/Library/Application
+    Support`` on macOS, ``$XDG_CONFIG_HOME`` (``~/.config``) elsewhere."""
+    platform = sys.platform if platform is None else platform
+    if platform == "win32":
+        return _env_dir(env, "APPDATA", home_dir(env) / "AppData" / "Roaming")
+    if platform == "darwin":
+        return home_dir(env) / "Library" / "Application Support"
+    return _env_dir(env, "XDG_CONFIG_HOME", home_dir(env) / ".config")
+
+
+def _path_list(value: str) -> tuple[Path, ...]:
+    return tuple(_expand(part) for part in value.split(os.pathsep) if part.strip())
+
+
+def vscode_user_dirs(env: Mapping[str, str], platform: str | None = None) -> tuple[Path, ...]:
+    """The ``User`` folders of VS Code, Insiders and VSCodium; ``$PIMEM_VSCODE_USER_DIRS`` (a path list)
+    replaces them."""
+    if env.get("PIMEM_VSCODE_USER_DIRS"):
+        return _path_list(env["PIMEM_VSCODE_USER_DIRS"])
+    base = app_data_dir(env, platform)
+    return tuple(base / product / "User" for product in VSCODE_PRODUCTS)
+
+
+def _copilot_chat_roots(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """Each VS Code ``User`` folder's ``workspaceStorage`` and ``globalStorage/emptyWindowChatSessions``."""
+    return tuple(root for user in vscode_user_dirs(env)
+                 for root in (user / "workspaceStorage", user / "globalStorage" / "emptyWindowChatSessions"))
+
+
+def _cursor_roots(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """``~/.cursor/projects`` (the agent transcripts; ``$PIMEM_CURSOR_DIR`` replaces ``~/.cursor``, the same
+    on every OS) and the IDE's ``User/globalStorage`` (``$PIMEM_CURSOR_USER_DIR`` replaces the ``User``
+    folder: ``~/.config/Cursor/User``, ``~/Library/Application Support/Cursor/User``,
+    ``%APPDATA%\\Cursor\\User``)."""
+    user = _env_dir(env, "PIMEM_CURSOR_USER_DIR", app_data_dir(env) / "Cursor" / "User")
+    return (_env_dir(env, "PIMEM_CURSOR_DIR", home_dir(env) / ".cursor") / "projects", user / "globalStorage")
 
 
 # Each source's default roots (every source has an entry; tests/test_sources.py checks it). A source
@@ -171,9 +217,9 @@ ROOTS: dict[Source, Callable[[Mapping[str, str]], tuple[Path, ...]]] = {
     "codex": _codex_roots,
     "gemini": _gemini_roots,
     "opencode": _opencode_roots,
-    "copilot-cli": _no_roots,
-    "copilot-chat": _no_roots,
-    "cursor": _no_roots,
+    "copilot-cli": _copilot_cli_roots,
+    "copilot-chat": _copilot_chat_roots,
+    "cursor": _cursor_roots,
 }
 
 

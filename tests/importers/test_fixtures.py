@@ -6,6 +6,7 @@ tests/fixtures/README.md), not by running pimem.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -21,15 +22,22 @@ CASES = load_expected()
 
 def _base_of(file: Path) -> Path:
     parts = file.parts
-    for marker in ("claude", "codex", "pi", "gemini", "opencode"):
+    for marker in ("claude", "codex", "pi", "gemini", "opencode", "copilot", "vscode", "cursor-home", "cursor"):
         if marker in parts:
             return Path(*parts[: parts.index(marker)])
     raise AssertionError(f"no agent root in {file}")
 
 
-def _import_one(file: Path, db_path: Path) -> sqlite3.Connection:
+def _import_one(file: Path, db_path: Path, bad_lines: list[int], bad_records: int = 0) -> sqlite3.Connection:
     stats = run_sync(SyncRequest(db_path=str(db_path), roots=roots_under(_base_of(file)), paths=[str(file)]))
-    assert not stats.issues, [issue.error for issue in stats.issues]
+    if bad_lines or bad_records:
+        # Broken records: one issue naming the first line (a database: their count), the rest imported (the
+        # turns are checked below).
+        named = f"line {bad_lines[0]}" if bad_lines else f"{bad_records} record(s)"
+        assert [("was incomplete" in issue.error, named in issue.error)
+                for issue in stats.issues] == [(True, True)], [issue.error for issue in stats.issues]
+    else:
+        assert not stats.issues, [issue.error for issue in stats.issues]
     return connect(db_path)
 
 
@@ -37,7 +45,10 @@ def _import_one(file: Path, db_path: Path) -> sqlite3.Connection:
 def test_importer_matches_expected_turns(case: dict[str, Any], db_path: Path) -> None:
     file = REPO / str(case["file"])
     assert file.exists(), file
-    conn = _import_one(file, db_path)
+    for session in case.get("sessions") or [case]:
+        if case["source"] == "cursor" and session.get("cwd"):
+            os.makedirs(session["cwd"], exist_ok=True)   # a transcript's folder is its slug decoded against folders
+    conn = _import_one(file, db_path, list(case.get("badLines", [])), int(case.get("badRecords", 0)))
     if not case["imported"]:
         assert conn.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0

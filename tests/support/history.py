@@ -21,13 +21,19 @@ EXPECTED = REPO / "tests" / "fixtures" / "expected"
 
 def roots_under(base: Path) -> SourceRoots:
     """Agent roots laid out as in samples/history: claude/projects, codex/{sessions,archived_sessions},
-    pi/agent/sessions (and gemini/tmp, opencode for the fixtures of those agents)."""
+    pi/agent/sessions (and gemini/tmp, opencode for the fixtures of those agents); and as in
+    tests/fixtures/{copilot-cli,reconstructed}: copilot/session-state, vscode/Code/User/…,
+    cursor-home/.cursor/projects, cursor/User/globalStorage."""
+    vscode_user = base / "vscode" / "Code" / "User"
     return SourceRoots(
         pi=(base / "pi" / "agent" / "sessions",),
         claude=(base / "claude" / "projects",),
         codex=(base / "codex" / "sessions", base / "codex" / "archived_sessions"),
         gemini=(base / "gemini" / "tmp",),
         opencode=(base / "opencode",),
+        copilot_cli=(base / "copilot" / "session-state",),
+        copilot_chat=(vscode_user / "workspaceStorage", vscode_user / "globalStorage" / "emptyWindowChatSessions"),
+        cursor=(base / "cursor-home" / ".cursor" / "projects", base / "cursor" / "User" / "globalStorage"),
     )
 
 

@@ -382,6 +382,10 @@ def pick(tool_names, *cands):
 WRITE_RE = re.compile(r"(?:create|write) (?:a )?file `([^`]+)`|创建文件\s*`([^`]+)`", re.I)
 
 
+VIEW_RE = re.compile(r"(?:read|show) (?:the )?file `([^`]+)`", re.I)
+EDIT_RE = re.compile(r"edit (?:the )?file `([^`]+)`", re.I)
+
+
 NOTIFY_RE = re.compile(r"<task-notification>.*?(?:<result>(.*?)(?:</result>|$))?", re.S)
 
 
@@ -443,6 +447,20 @@ def plan(turns, tool_names, system_text="", cwd=None, deferred=()):
             args = {"path": fname, "content": content}
         return {"kind": "tool", "tool": wtool, "args": args, "prompt": prompt,
                 "text": ("我来创建 `%s`。" % fname) if zh else ("I'll create `%s`." % fname)}
+    # Copilot CLI's file tools (claude-* models): create/view/edit with an absolute `path`
+    ctool = pick(tool_names, "create")
+    if m and ctool and not outputs:
+        content = "# Notes\n\n- 100% done\n- a_b tested\n"
+        return {"kind": "tool", "tool": ctool, "args": {"path": m.group(1) or m.group(2), "file_text": content},
+                "prompt": prompt, "text": "I'll create `%s`." % (m.group(1) or m.group(2))}
+    m = VIEW_RE.search(prompt or "")
+    if m and "view" in tool_names and not outputs:
+        return {"kind": "tool", "tool": "view", "args": {"path": m.group(1)}, "prompt": prompt,
+                "text": "Let me read `%s`." % m.group(1)}
+    m = EDIT_RE.search(prompt or "")
+    if m and "edit" in tool_names and not outputs:
+        return {"kind": "tool", "tool": "edit", "prompt": prompt, "text": "I'll edit `%s`." % m.group(1),
+                "args": {"path": m.group(1), "old_str": "100% done", "new_str": "100% done, flamingo checked"}}
     cmds = commands_for(prompt)
     tool = pick_shell_tool(tool_names)
     if tool and len(outputs) < len(cmds):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pimem.importers import claude, codex, gemini, opencode, pi
+from pimem.importers import claude, codex, copilot_chat, copilot_cli, cursor, gemini, opencode, pi
 from pimem.importers.base import (
     DatabaseReader,
     NodeLookup,
@@ -41,6 +41,9 @@ IMPORTERS: dict[Source, Importer] = {
     "gemini": Importer(gemini.GeminiParser, gemini.FILES, gemini.RULES_VERSION),
     "opencode": Importer(opencode.OpenCodeParser, opencode.FILES, opencode.RULES_VERSION,
                          opencode.OpenCodeDatabase),
+    "copilot-cli": Importer(copilot_cli.CopilotCliParser, copilot_cli.FILES, copilot_cli.RULES_VERSION),
+    "copilot-chat": Importer(copilot_chat.CopilotChatParser, copilot_chat.FILES, copilot_chat.RULES_VERSION),
+    "cursor": Importer(cursor.CursorTranscriptParser, cursor.FILES, cursor.RULES_VERSION, cursor.CursorDatabase),
 }
 
 PARSERS: dict[Source, type[TranscriptParser]] = {source: imp.parser for source, imp in IMPORTERS.items()}

@@ -167,6 +167,17 @@ class TranscriptFiles:
     """Live watching follows the roots' subfolders (False: only files at the top of a root change live;
     the rest is found by full syncs)."""
 
+    def enters(self, parts: tuple[str, ...]) -> bool:
+        """Is the folder at ``parts`` (its names below the root) walked? A root that holds other programs'
+        folders (VS Code's ``workspaceStorage``) is walked only where the agent writes. Default: every
+        folder (but :attr:`skip_dirs`)."""
+        return True
+
+    def holds(self, parts: tuple[str, ...]) -> bool:
+        """May the files directly in the folder at ``parts`` be transcripts (:meth:`wants` then decides
+        by name)? Default: every folder's."""
+        return True
+
     def wants(self, name: str) -> bool:
         """Is a file of this name a transcript (or a compressed copy of one)?"""
         return name.endswith(".jsonl")

@@ -431,10 +431,13 @@ class _FileImport:
         parser = make_parser(self.file.source, self.file.path, None)
         chunk = Chunk()
         parser.feed_document(document, chunk)
-        # Records a document's reader could not use (an OpenCode session's message files) have no line.
-        bad, chunk.bad_lines, chunk.first_bad_line = chunk.bad_lines, 0, None
-        reports = [import_issue(self.file.source, self.file.key,
-                                f"{bad} record(s) could not be read and were skipped", partly=True)] if bad else []
+        # Records a document's reader could not use without a line (an OpenCode session's message files) are
+        # counted here; broken records with a line (a chat session log's entries) are reported like lines.
+        reports = []
+        if chunk.bad_lines and chunk.first_bad_line is None:
+            bad, chunk.bad_lines = chunk.bad_lines, 0
+            reports.append(import_issue(self.file.source, self.file.key,
+                                        f"{bad} record(s) could not be read and were skipped", partly=True))
         self._commit(chunk, parser, size, 0, True, size, final=reports)
 
     def _run_database(self) -> None:
