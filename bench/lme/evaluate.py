@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import data
+from writer import agent_env
 
 DEPTH = 50
 PAGE = 50
@@ -312,8 +313,7 @@ def main(args: argparse.Namespace) -> int:
         for spec in args.ranker or ["pimem", "bm25"]:
             name = spec
             if spec == "pimem" and args.via == "lsp":
-                from run import sync_env
-                rank, close = pimem_via_lsp(directory, mapping, sync_env(directory))
+                rank, close = pimem_via_lsp(directory, mapping, agent_env(directory, dict(os.environ)))
                 closers.append(close)
                 name = "pimem (lsp)"
             elif spec == "pimem":

@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -39,15 +40,7 @@ def _pimem() -> str:
     return str(beside) if beside.exists() else "pimem"
 
 
-def sync_env(directory: Path) -> dict[str, str]:
-    """The environment that points pimem at a built corpus and its store only."""
-    env = dict(os.environ)
-    env.update({"MEMORY_DB_PATH": str(directory / "memory.db"), "CLAUDE_CONFIG_DIR": str(directory / "claude"),
-                "CODEX_HOME": str(directory / "codex"), "PI_CODING_AGENT_DIR": "/nonexistent"})
-    return env
-
-
-def build(questions: Sequence[dict[str, object]], directory: Path, shape: writer.Shape) -> dict[str, object]:
+def build(questions: Sequence[dict[str, Any]], directory: Path, shape: writer.Shape) -> dict[str, Any]:
     """Write the corpus (replacing an older one) and import it with ``pimem sync --json``."""
     for part in ("claude", "codex", "memory.db", "memory.db-wal", "memory.db-shm", "mapping.json"):
         path = directory / part
@@ -57,11 +50,11 @@ def build(questions: Sequence[dict[str, object]], directory: Path, shape: writer
             path.unlink()
     directory.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    mapping = writer.write_corpus(data.unique_sessions(questions), directory, shape)  # type: ignore[arg-type]
+    mapping = writer.write_corpus(data.unique_sessions(questions), directory, shape)
     written_s = time.perf_counter() - started
     started = time.perf_counter()
-    completed = subprocess.run([_pimem(), "sync", "--json"], env=sync_env(directory), capture_output=True,
-                               text=True, check=False)
+    completed = subprocess.run([_pimem(), "sync", "--json"], env=writer.agent_env(directory, dict(os.environ)),
+                               capture_output=True, text=True, check=False)
     sync_s = time.perf_counter() - started
     if completed.returncode != 0:
         raise SystemExit(f"pimem sync failed ({completed.returncode}): {completed.stderr.strip()[-2000:]}")

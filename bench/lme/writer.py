@@ -131,6 +131,12 @@ def codex_path(codex_home: Path, session: Session, session_id: str) -> Path:
     return codex_home / "sessions" / day / f"rollout-{session.date.strftime('%Y-%m-%dT%H-%M-%S')}-{session_id}.jsonl"
 
 
+def agent_env(root: Path, base: dict[str, str]) -> dict[str, str]:
+    """``base`` pointing pimem at the corpus under ``root`` and its store only (no Pi sessions)."""
+    return {**base, "MEMORY_DB_PATH": str(root / "memory.db"), "CLAUDE_CONFIG_DIR": str(root / "claude"),
+            "CODEX_HOME": str(root / "codex"), "PI_CODING_AGENT_DIR": "/nonexistent"}
+
+
 def write_corpus(sessions: Iterable[Session], root: Path, shape: Shape) -> dict[str, str]:
     """Write every session under ``root/claude`` (a CLAUDE_CONFIG_DIR) and ``root/codex`` (a CODEX_HOME);
     returns ``{pimem session id: LME session id}`` (also written to ``root/mapping.json``)."""
