@@ -67,6 +67,7 @@ def test_the_split_keeps_the_first_hundred_answerable_questions_out(slice_file: 
             described["uniqueSessions"]) == (107, 1, 6, 100, 30)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["day0", "real"])
 def test_the_harness_end_to_end_on_the_synthetic_slice(shape: str, slice_file: Path, tmp_path: Path) -> None:
     corpus = tmp_path / shape
