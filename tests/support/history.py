@@ -16,6 +16,8 @@ LEGACY = REPO / "tests" / "fixtures" / "legacy"
 # Real transcripts of Claude Code's interactive TUI (tools/agentgen --agents claude-tui), a root of their own so
 # that samples/history (and every count derived from it) stays as it is.
 CLAUDE_INTERACTIVE = REPO / "tests" / "fixtures" / "claude-interactive"
+# Minimal shapes that converters and deja-vu's day0bench write (docs/formats.md 1.8, 2.10), a root of their own.
+MINIMAL = REPO / "tests" / "fixtures" / "minimal"
 EXPECTED = REPO / "tests" / "fixtures" / "expected"
 
 
