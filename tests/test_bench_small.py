@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from pimem.models import SOURCES
 from pimem.paths import source_roots
 from pimem.recall import make_query, recall
 from pimem.store import connect, count_turns_by_source
@@ -67,7 +68,9 @@ def test_generator_is_deterministic_valid_and_fully_imported(tmp_path: Path) -> 
     assert not stats.issues
     conn = connect(db)
     try:
-        assert count_turns_by_source(conn) == {agent: one["agents"][agent]["turns"] for agent in generate.AGENTS}
+        # The generator writes Pi, Claude Code and Codex only: every other source is counted, with none.
+        generated = {agent: one["agents"][agent]["turns"] for agent in generate.AGENTS}
+        assert count_turns_by_source(conn) == dict.fromkeys(SOURCES, 0) | generated
         text = conn.execute("SELECT sum(length(CAST(user_text AS BLOB)) + length(CAST(reply_text AS BLOB))) "
                             "FROM turns").fetchone()[0]
         assert text == one["totals"]["text_bytes"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pimem import discovery
 from pimem.discovery import discover, source_of
 from pimem.importers import IMPORTERS
 from pimem.models import SOURCE_REGISTRY, SOURCES, SyncIssue, SyncStats, import_issue, is_source, source_label
@@ -64,10 +65,11 @@ def test_default_roots_follow_each_agents_own_overrides(tmp_path: Path) -> None:
     assert moved.for_source("claude") == (home / ".claude" / "projects",)
 
 
-def test_a_source_without_an_importer_is_not_walked(tmp_path: Path) -> None:
-    unread = next((source for source in SOURCES if source not in IMPORTERS), None)
-    if unread is None:
-        pytest.skip("every source has an importer")
+def test_a_source_without_an_importer_is_not_walked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every source has an importer since issue 22's second part: one is withdrawn here, as while a source is
+    # registered before its importer lands (the state this guards), so the test never skips.
+    unread = SOURCES[-1]
+    monkeypatch.delitem(discovery.TRANSCRIPT_FILES, unread)
     root = tmp_path / "unread"
     root.mkdir()
     (root / "a.jsonl").write_text("{}\n")

@@ -188,8 +188,10 @@ def test_mutated_transcripts_never_escape_isolation(file: Path, salt: int, mutat
             _check(again, target)
             assert again.turns == 0 and snapshot(conn, root) == before   # a second sync changes nothing
             check_store(conn, random.Random(salt), queries=6)
-            for (ts, user, reply) in conn.execute("SELECT ts, user_text, reply_text FROM turns"):
-                assert ts >= 0 and isinstance(user, str) and user.strip() and isinstance(reply, str)
+            for (ts, index, user, reply) in conn.execute("SELECT ts, turn_index, user_text, reply_text FROM turns"):
+                assert ts >= 0 and isinstance(user, str) and isinstance(reply, str)
+                # A turn has a prompt, except assistant text that opens a conversation (docs/formats.md 1.8).
+                assert user.strip() or (index == 0 and reply.strip()), (index, user, reply)
                 assert "\x00" not in user + reply
                 (user + reply).encode("utf-8")   # no lone surrogate reached the store
         finally:

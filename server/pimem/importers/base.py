@@ -123,6 +123,11 @@ class Chunk:
         if self.first_bad_line is None:
             self.first_bad_line = line_number
 
+    def note_bad_record(self) -> None:
+        """A record that has no line (a database row, a file of a JSON tree): counted, reported as records
+        rather than as a line number."""
+        self.bad_lines += 1
+
 
 @dataclass
 class SessionInfo:

@@ -252,7 +252,7 @@ class OpenCodeDatabase(DatabaseReader):
                     "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session_id,)):
                 part = _json(data)
                 if part is None:
-                    chunk.note_bad_line(0)
+                    chunk.note_bad_record()
                     continue
                 parts.setdefault(message_id, []).append(part)
         messages: list[tuple[str, Any, dict[str, Any]]] = []
@@ -261,7 +261,7 @@ class OpenCodeDatabase(DatabaseReader):
                 (session_id,)):
             message = _json(data)
             if message is None:
-                chunk.note_bad_line(0)
+                chunk.note_bad_record()
                 continue
             messages.append((message_id, created, message))
         return v1_turns(messages, parts, info)
@@ -274,7 +274,7 @@ class OpenCodeDatabase(DatabaseReader):
                 (session_id,)):
             message = _json(data)
             if message is None:
-                chunk.note_bad_line(0)
+                chunk.note_bad_record()
                 continue
             if kind == "user":
                 text = clean_text(message["text"]).strip() if isinstance(message.get("text"), str) else ""
@@ -353,7 +353,7 @@ class OpenCodeParser(TranscriptParser):
         for message in _json_files(os.path.join(storage, "message", info.native_id)):
             message_id = message.get("id")
             if not isinstance(message_id, str) or os.sep in message_id or message_id.startswith("."):
-                chunk.note_bad_line(0)
+                chunk.note_bad_record()
                 continue
             messages.append((message_id, None, message))
             parts[message_id] = [part for part in _json_files(os.path.join(storage, "part", message_id)) if part]
