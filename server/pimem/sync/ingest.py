@@ -434,7 +434,7 @@ class _FileImport:
         # Records a document's reader could not use without a line (an OpenCode session's message files) are
         # counted here; broken records with a line (a chat session log's entries) are reported like lines.
         reports = []
-        if chunk.bad_lines and not chunk.first_bad_line:   # line 0: a record with no line of its own
+        if chunk.bad_lines and not chunk.first_bad_line:   # records without a line (Chunk.note_bad_record)
             bad, chunk.bad_lines, chunk.first_bad_line = chunk.bad_lines, 0, None
             reports.append(import_issue(self.file.source, self.file.key,
                                         f"{bad} record(s) could not be read and were skipped", partly=True))
