@@ -152,10 +152,10 @@ def distill_static(base: OnnxMiniLM, out: str, dims: int) -> None:
     for i in range(0, len(words), 512):
         # each entry by its id, as [CLS] id [SEP] (a "##" piece would not survive being tokenized again)
         ids = np.array([[cls, j, sep] for j in range(i, min(i + 512, len(words)))], dtype=np.int64)
-        out = base.sess.run(
+        hidden = base.sess.run(
             None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
         )[0]
-        parts.append(_normalize(out.mean(1).astype(np.float32)))
+        parts.append(_normalize(hidden.mean(1).astype(np.float32)))
     vecs = np.concatenate(parts)
     centered = vecs - vecs.mean(0)
     _, _, vt = np.linalg.svd(centered, full_matrices=False)
