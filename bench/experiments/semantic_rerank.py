@@ -290,7 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--latency-queries", type=int, default=20)
     args = ap.parse_args(argv)
 
-    rows = [json.loads(line) for line in Path(args.dump).read_text().splitlines() if line.strip()]
+    # split("\n"), not splitlines(): a JSON string may hold U+2028 or U+0085 unescaped
+    rows = [json.loads(line) for line in Path(args.dump).read_text(encoding="utf-8").split("\n") if line.strip()]
     depths = [int(d) for d in args.depths.split(",")]
     fields = args.field.split(",")
     dmax = max(depths)
@@ -336,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"model {model.name}: load {load_s:.1f} s; embedded {n} new texts in {secs:.0f} s"
         + (
             f" = {n / secs:.1f} texts/s (threads {args.threads}, <= {args.max_tokens} tokens),"
-            f" {100_000 / (n / secs) / 60:.0f} min per 100k turns; {n / cpu:.1f} texts per CPU second"
+            f" {100_000 / (n / secs) / 60:.1f} min per 100k turns; {n / cpu:.1f} texts per CPU second"
             f" (the machine's load average: {os.getloadavg()[0]:.1f})"
             if n
             else " (all cached)"
