@@ -394,6 +394,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ws = chosen.get(name)
         print(f"| {name} | {h1} | {h5} | {f50} | {mrr:.3f} | {', '.join(map(str, ws)) if ws else ''} |")
 
+    def better(a: int | None, b: int | None) -> bool:
+        return b is not None and (a is None or b < a)
+
+    won = sum(better(a, b) for a, b in zip(base, best_ranks, strict=True))
+    lost = sum(better(b, a) for a, b in zip(base, best_ranks, strict=True))
+    print(f"\n{best_name} vs lexical: the answer rises in {won} questions, falls in {lost}")
     print(f"\nper question type: lexical vs {best_name}")
     print("| type | n | hit@1 | hit@5 | found@50 | MRR |")
     print("|---|---|---|---|---|---|")
