@@ -9,3 +9,6 @@ _.on_any_event  # watchdog calls it on its FileSystemEventHandler (pimem/watch.p
 _.exc_text  # logging.LogRecord fields the log filter clears (pimem/lsp/runtime.py)
 _.stack_info
 pi_install  # a pytest fixture requested for its side effect (tests/test_pi_verify_harness.py)
+_.intra_op_num_threads  # onnxruntime.SessionOptions fields read by onnxruntime (bench/experiments/semantic_rerank.py)
+_.inter_op_num_threads
+_.max_seq_length  # sentence-transformers reads it (bench/experiments/semantic_rerank.py)
