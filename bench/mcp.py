@@ -13,11 +13,15 @@
   (CPU time of the process).
 
 Medians of --runs runs, on whatever machine runs it (quote the machine with the figures).
+``--redaction-only --reference OLD.py`` measures only the redaction, this one and the ``redact``
+of OLD.py (another revision's ``server/pimem/redact.py``: ``git show REV:server/pimem/redact.py``)
+alternately in one run, and prints their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -117,6 +121,31 @@ def redaction(runs: int) -> dict[str, float]:
         masked = redact(text)
         times.append(time.process_time() - started)
     assert all(secret not in masked for secret in SECRETS)
+    return {"redact_ms_per_mb": statistics.median(times) * 1000 / (len(text) / 1_000_000),
+            **_row_redaction(runs)}
+
+
+def redaction_against(reference: Path, runs: int) -> dict[str, float]:
+    """This redact and the reference file's, alternately on the same text (CPU time), and their ratio."""
+    spec = importlib.util.spec_from_file_location("reference_redact", reference)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # dataclasses look their module up
+    spec.loader.exec_module(module)
+    text = long_reply(1.0)
+    times: dict[str, list[float]] = {"this": [], "reference": []}
+    for _ in range(runs):
+        for name, function in (("this", redact), ("reference", module.redact)):
+            started = time.process_time()
+            function(text)
+            times[name].append(time.process_time() - started)
+    this, other = statistics.median(times["this"]), statistics.median(times["reference"])
+    megabytes = len(text) / 1_000_000
+    return {"redact_ms_per_mb": this * 1000 / megabytes, "reference_ms_per_mb": other * 1000 / megabytes,
+            "ratio": this / other}
+
+
+def _row_redaction(runs: int) -> dict[str, float]:
     rows = [long_reply(0.005, seed) for seed in range(20)]  # a 20-row result, 5 KB per text
     row_times = []
     for _ in range(runs):
@@ -124,8 +153,7 @@ def redaction(runs: int) -> dict[str, float]:
         for row in rows:
             redact(row)
         row_times.append(time.process_time() - started)
-    return {"redact_ms_per_mb": statistics.median(times) * 1000 / (len(text) / 1_000_000),
-            "redact_20_rows_ms": statistics.median(row_times) * 1000}
+    return {"redact_20_rows_ms": statistics.median(row_times) * 1000}
 
 
 def sample_store(folder: Path) -> Path:
@@ -141,7 +169,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--db", type=Path, help="store for the recall calls (default: the sample history)")
+    parser.add_argument("--redaction-only", action="store_true", help="measure the redaction only")
+    parser.add_argument("--reference", type=Path, help="with --redaction-only: another revision's redact.py")
     args = parser.parse_args()
+    if args.redaction_only:
+        figures = redaction_against(args.reference, args.runs) if args.reference else redaction(args.runs)
+        print(json.dumps({key: round(value, 4) for key, value in figures.items()}))
+        return 0
     folder = Path(tempfile.mkdtemp(prefix="pimem-bench-mcp-"))
     try:
         db = args.db or sample_store(folder)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pimem import wire
+from pimem.models import SOURCES
 from pimem.recall import make_query, recall_scan
 from pimem.store import connect
 from support.env import env_for
@@ -29,8 +30,12 @@ def test_sync_recall_status(env: dict[str, str], tmp_path: Path) -> None:
     first = pimem("sync", "--json", env=env)
     assert first.returncode == 0, first.stderr
     stats = json.loads(first.stdout)
-    assert set(stats) == {"pi", "claude", "codex", "turns", "scannedFiles", "skippedFiles", "issues", "cancelled",
-                          "durationMs", "storedMs"}
+    assert set(stats) == {"pi", "claude", "codex", "sources", "turns", "scannedFiles", "skippedFiles", "issues",
+                          "cancelled", "durationMs", "storedMs"}
+    # Every source has its count; the three old keys are the same numbers.
+    assert set(stats["sources"]) == set(SOURCES)
+    assert [stats["sources"][name] for name in ("pi", "claude", "codex")] == [stats["pi"], stats["claude"],
+                                                                               stats["codex"]]
     assert stats["turns"] > 40 and stats["issues"] == [] and not stats["cancelled"]
     assert "syncing [" not in first.stderr  # no progress bar when stderr is not a terminal
     again = json.loads(pimem("sync", "--json", env=env).stdout)

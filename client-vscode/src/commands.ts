@@ -6,6 +6,7 @@ import {
   BackfillRequest,
   MigrateCodexRequest,
   RecallRequest,
+  SOURCES,
   StatusRequest,
   type MigrationReport,
   type SyncStats,
@@ -220,7 +221,10 @@ export class PimemCommands {
     let upgradeRequired: string | null = null;
     try {
       const s = await this.server.request(StatusRequest, {});
-      const perSource = (['pi', 'claude', 'codex'] as const).map((k) => `${sourceLabel(k)} ${s.turns[k]}`).join(', ');
+      const perSource = Object.entries(s.turns)
+        .filter(([k, n]) => n > 0 || SOURCES.includes(k))
+        .map(([k, n]) => `${sourceLabel(k)} ${n}`)
+        .join(', ');
       const last =
         s.lastSync === null
           ? 'never synced'

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { configuredDbPath, type WorkspaceContext } from './launch';
-import type { PimemInitializationOptions } from './protocol';
+import { SOURCE_NAME, type PimemInitializationOptions } from './protocol';
 
 export const SECTION = 'pimem';
 
@@ -13,7 +13,8 @@ export interface PimemSettings {
   autoSync: boolean;
   hoverEnabled: boolean;
   recallLimit: number;
-  sources: { pi: boolean; claude: boolean; codex: boolean };
+  /** pimem.sources.<name>: false turns a source off (every source the server knows is on by default). */
+  sources: Record<string, boolean>;
   /** Mask secrets in what the editor's agents get (the pimem_recall tool, the MCP server). */
   redactSecrets: boolean;
   /** Offer `pimem mcp` to the editor's agents when an installed pimem has the MCP SDK. */
@@ -32,15 +33,24 @@ export function readSettings(): PimemSettings {
     autoSync: c.get<boolean>('autoSync', true),
     hoverEnabled: c.get<boolean>('hover.enabled', true),
     recallLimit: Number.isInteger(limit) ? Math.min(50, Math.max(1, limit)) : 20,
-    sources: {
-      pi: c.get<boolean>('sources.pi', true),
-      claude: c.get<boolean>('sources.claude', true),
-      codex: c.get<boolean>('sources.codex', true),
-    },
+    sources: sourceSwitches(c.get<unknown>('sources')),
     // user settings only: a workspace must not be able to send its reader's secrets to a model
     redactSecrets: c.inspect<unknown>('agents.redactSecrets')?.globalValue !== false,
     offerMcpServer: c.get<boolean>('agents.mcpServer', true),
   };
+}
+
+/** The booleans of `pimem.sources` (one per source name; anything else is left out). */
+export function sourceSwitches(value: unknown): Record<string, boolean> {
+  const switches: Record<string, boolean> = {};
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    for (const [name, enabled] of Object.entries(value as Record<string, unknown>)) {
+      if (SOURCE_NAME.test(name) && typeof enabled === 'boolean') {
+        switches[name] = enabled;
+      }
+    }
+  }
+  return switches;
 }
 
 /**

@@ -6,7 +6,7 @@
 // command, and "Continue in Pi" for a Codex session (src/continueInPi.ts).
 import * as vscode from 'vscode';
 import { continueInPi } from './continueInPi';
-import { conversationState, parseConversationMessage, type ConversationToWebview } from './conversationProtocol';
+import { conversationState, MORE_CHARS, parseConversationMessage, PIECE_CHARS, type ConversationToWebview } from './conversationProtocol';
 import { parseOpenConversationArgs } from './historyArgs';
 import { SessionRequest, TurnRequest, type SessionResult, type SessionTurn } from './protocol';
 import { folderName, plainText, sourceLabel } from './render';
@@ -25,6 +25,8 @@ interface Shown {
   firstPosition: number;
   hitTurnId: string | undefined;
   id: number;
+  /** Characters shown of a long turn's prompt and reply, by turn id, once "Show more" was asked (src/conversationProtocol.ts). */
+  shownChars: Map<string, number>;
 }
 
 export class ConversationPanel implements vscode.Disposable {
@@ -62,7 +64,7 @@ export class ConversationPanel implements vscode.Disposable {
     if (generation !== this.generation) {
       return;
     }
-    this.shown = { session, turns: session.turns, firstPosition: session.firstPosition, hitTurnId: args.turnId, id: ++this.opened };
+    this.shown = { session, turns: session.turns, firstPosition: session.firstPosition, hitTurnId: args.turnId, id: ++this.opened, shownChars: new Map() };
     this.render();
   }
 
@@ -77,7 +79,7 @@ export class ConversationPanel implements vscode.Disposable {
     }
     const { session } = shown;
     this.panel.title = `${sourceLabel(session.source)}: ${plainText(folderName(session.cwd), 40)}`;
-    this.post({ type: 'state', state: conversationState(session, shown.turns, shown.firstPosition, shown.hitTurnId, shown.id) });
+    this.post({ type: 'state', state: conversationState(session, shown.turns, shown.firstPosition, shown.hitTurnId, shown.id, shown.shownChars) });
   }
 
   private post(message: ConversationToWebview): void {
@@ -148,6 +150,14 @@ export class ConversationPanel implements vscode.Disposable {
       case 'whole':
         void this.showWholeTurn(shown, message.index);
         break;
+      case 'moreText': {
+        const turn = shown.turns[message.index];
+        if (turn !== undefined) {
+          shown.shownChars.set(turn.turnId, (shown.shownChars.get(turn.turnId) ?? PIECE_CHARS) + MORE_CHARS);
+        }
+        this.render();
+        break;
+      }
       case 'more':
         void this.loadMore(shown, message.direction);
         break;

@@ -3,7 +3,7 @@
 // shows. No `vscode` import: bundled into the webview script and unit-tested under plain Node.
 import { parseMarkdown, type Block } from './markdown';
 import type { FileAction, SessionResult, SessionTurn } from './protocol';
-import { folderName, formatDate, sourceLabel } from './render';
+import { folderName, formatDate, shownPart, sourceLabel } from './render';
 
 export interface ConversationTurn {
   index: number; // in `turns` of the state (messages name turns by it)
@@ -16,6 +16,8 @@ export interface ConversationTurn {
   files: { path: string; action: FileAction }[];
   hit: boolean;
   truncated: boolean;
+  /** Characters of the prompt and the reply not shown yet ("Show more" shows the next piece). */
+  hidden: number;
   canOpenRaw: boolean;
 }
 
@@ -47,6 +49,7 @@ export type ConversationFromWebview =
   | { type: 'ready' }
   | { type: 'openRaw'; index: number }
   | { type: 'whole'; index: number }
+  | { type: 'moreText'; index: number }
   | { type: 'more'; direction: 'earlier' | 'later' }
   | { type: 'continueInPi' }
   | { type: 'copyResume' };
@@ -64,6 +67,7 @@ export function parseConversationMessage(raw: unknown): ConversationFromWebview 
       return { type: m.type };
     case 'openRaw':
     case 'whole':
+    case 'moreText':
       return Number.isSafeInteger(m.index) && (m.index as number) >= 0 ? { type: m.type, index: m.index as number } : undefined;
     case 'more':
       return m.direction === 'earlier' || m.direction === 'later' ? { type: 'more', direction: m.direction } : undefined;
@@ -72,13 +76,25 @@ export function parseConversationMessage(raw: unknown): ConversationFromWebview 
   }
 }
 
-/** What the webview shows for a window of a session, the turn `hitTurnId` marked. */
+/**
+ * A long turn is shown in pieces: the first PIECE_CHARS characters of its prompt and of its reply, then
+ * MORE_CHARS more per "Show more". Only what is shown is read as Markdown and posted to the webview, so a whole
+ * turn of 50 MB costs a render no more than one of 64 KB.
+ */
+export const PIECE_CHARS = 64 * 1024;
+export const MORE_CHARS = 256 * 1024;
+
+/**
+ * What the webview shows for a window of a session, the turn `hitTurnId` marked. `shownChars` says, per turn id,
+ * how many characters of its prompt and of its reply are shown (default PIECE_CHARS).
+ */
 export function conversationState(
   session: SessionResult,
   turns: readonly SessionTurn[],
   firstPosition: number,
   hitTurnId: string | undefined,
   id: number,
+  shownChars: ReadonlyMap<string, number> = new Map(),
 ): ConversationState {
   return {
     id,
@@ -94,18 +110,24 @@ export function conversationState(
     moreAfter: firstPosition + turns.length < session.turnCount,
     canContinueInPi: session.source === 'codex',
     canCopyResume: session.resumeCommand !== null,
-    turns: turns.map((turn, index) => ({
-      index,
-      position: firstPosition + index + 1,
-      turnId: turn.turnId,
-      date: formatDate(turn.ts),
-      user: parseMarkdown(turn.userText),
-      reply: parseMarkdown(turn.replyText),
-      toolNames: turn.toolNames,
-      files: turn.files,
-      hit: hitTurnId !== undefined && turn.turnId === hitTurnId,
-      truncated: turn.truncated,
-      canOpenRaw: turn.jsonlPath.length > 0,
-    })),
+    turns: turns.map((turn, index) => {
+      const limit = shownChars.get(turn.turnId) ?? PIECE_CHARS;
+      const user = shownPart(turn.userText, limit);
+      const reply = shownPart(turn.replyText, limit);
+      return {
+        index,
+        position: firstPosition + index + 1,
+        turnId: turn.turnId,
+        date: formatDate(turn.ts),
+        user: parseMarkdown(user),
+        reply: parseMarkdown(reply),
+        toolNames: turn.toolNames,
+        files: turn.files,
+        hit: hitTurnId !== undefined && turn.turnId === hitTurnId,
+        truncated: turn.truncated,
+        hidden: turn.userText.length - user.length + turn.replyText.length - reply.length,
+        canOpenRaw: turn.jsonlPath.length > 0,
+      };
+    }),
   };
 }

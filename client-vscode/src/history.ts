@@ -56,7 +56,7 @@ export function groupSessions(sessions: readonly SessionSummary[], by: GroupBy, 
     return list.sort((a, b) => (a.key < b.key ? 1 : a.key > b.key ? -1 : 0));
   }
   const rank = (key: string): number => {
-    const at = AGENT_ORDER.indexOf(key as Source);
+    const at = AGENT_ORDER.indexOf(key);
     return at === -1 ? AGENT_ORDER.length : at;
   };
   return list.sort((a, b) => rank(a.key) - rank(b.key) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));

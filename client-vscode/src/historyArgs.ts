@@ -2,6 +2,7 @@
 // migrated session: checked here, because command arguments come from command links, tree rows and other
 // extensions. No `vscode` import (unit-tested under plain Node).
 import type { MigratedSession, MigrationReport } from './protocol';
+import { piResume, type ResumeCommand } from './resumeArgs';
 
 export interface OpenConversationArgs {
   sessionId: string;
@@ -34,7 +35,7 @@ export function isCodexSessionId(value: unknown): value is string {
 /**
  * `pi --session <file>` for a Pi session file, by the server's rules for resume commands (an absolute path free of
  * control characters, quoted for a POSIX shell); undefined for any other path. Used when the session was migrated
- * before, whose report names the Pi file but carries no command.
+ * before, whose report names the Pi file but carries no command. Only ever copied, never typed into a shell.
  */
 export function piResumeCommand(piPath: string): string | undefined {
   if (!piPath.startsWith('/') || /[\p{Cc}\u2028\u2029]/u.test(piPath)) {
@@ -44,17 +45,31 @@ export function piResumeCommand(piPath: string): string | undefined {
   return `pi --session ${quoted}`;
 }
 
-/** The resume command of the one session a report is about, and whether it was written now. */
-export function migratedResume(report: MigrationReport): { command: string | undefined; fresh: boolean; reason?: string } | undefined {
+/**
+ * How the one session a report is about can be resumed, and whether it was written now: `resume`, the program and
+ * arguments a terminal runs (no shell reads them); `command`, the POSIX shell line for the clipboard.
+ */
+export function migratedResume(
+  report: MigrationReport,
+): { command: string | undefined; resume: ResumeCommand | undefined; fresh: boolean; reason?: string } | undefined {
   const written: MigratedSession | undefined = report.migrated[0];
   if (written !== undefined) {
     // null: the server refused the path for a resume command (a server without the field: the same rules here)
-    const command = written.resumeCommand === undefined ? piResumeCommand(written.piPath) : (written.resumeCommand ?? undefined);
-    return { command, fresh: true };
+    if (written.resumeCommand === null) {
+      return { command: undefined, resume: undefined, fresh: true };
+    }
+    const command = written.resumeCommand ?? piResumeCommand(written.piPath);
+    return { command, resume: piResume(written.piPath, report.folder), fresh: true };
   }
   const skipped = report.skipped[0];
   if (skipped !== undefined) {
-    return { command: skipped.reason === 'already migrated' ? piResumeCommand(skipped.piPath) : undefined, fresh: false, reason: skipped.reason };
+    const before = skipped.reason === 'already migrated';
+    return {
+      command: before ? piResumeCommand(skipped.piPath) : undefined,
+      resume: before ? piResume(skipped.piPath, report.folder) : undefined,
+      fresh: false,
+      reason: skipped.reason,
+    };
   }
   return undefined;
 }

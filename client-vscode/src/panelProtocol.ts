@@ -1,9 +1,7 @@
 // Messages between the extension and the results webview. The webview renders what it is sent and asks the
 // extension to act on a row by index; it never receives a path or a command it could act on by itself.
 import type { RecallParams, Source } from './protocol';
-
-// protocol.ts's SOURCES, without its runtime import of vscode-languageclient (this module is bundled into a webview)
-const SOURCES: readonly Source[] = ['pi', 'claude', 'codex'];
+import { isKnownSource, shownPart } from './render';
 
 export interface PanelRow {
   index: number;
@@ -22,8 +20,23 @@ export interface PanelRow {
   matched: string[];
   /** A text was cut in the recall answer and the whole turn has not been fetched. */
   truncated: boolean;
-  /** The whole turn was fetched (pimem/turn): its texts are complete. */
+  /** The whole turn was fetched (pimem/turn): its texts are complete, but for `hidden` characters. */
   whole: boolean;
+  /** Characters of a fetched whole turn not sent (a huge turn: the conversation view shows it in pieces). */
+  hidden: number;
+}
+
+/** Characters of a whole turn's prompt and of its reply sent to the panel; the conversation view shows the rest. */
+export const WHOLE_TURN_CHARS = 256 * 1024;
+
+/**
+ * The texts of a whole turn (pimem/turn) as the panel gets them: a huge turn is not sent whole (the webview
+ * would highlight and lay out megabytes at once), `hidden` says how much was left out.
+ */
+export function wholeTurnTexts(turn: { userText: string; replyText: string }): { userText: string; replyText: string; hidden: number } {
+  const userText = shownPart(turn.userText, WHOLE_TURN_CHARS);
+  const replyText = shownPart(turn.replyText, WHOLE_TURN_CHARS);
+  return { userText, replyText, hidden: turn.userText.length - userText.length + turn.replyText.length - replyText.length };
 }
 
 /** A word that was searched for, with the server's estimate of how many turns hold it (free text only). */
@@ -88,7 +101,7 @@ export function parseRestorable(saved: unknown): RestorableRecall | undefined {
     request.cwd = q.cwd;
   }
   if (Array.isArray(q.sources)) {
-    request.sources = SOURCES.filter((s) => (q.sources as unknown[]).includes(s));
+    request.sources = (q.sources as unknown[]).filter(isKnownSource);
   }
   return { query: r.query, fromText: r.fromText, request };
 }

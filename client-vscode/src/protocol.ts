@@ -2,14 +2,20 @@
 // keep method names and interfaces here in step with that document, and nowhere else.
 import { NotificationType, RequestType } from 'vscode-languageclient/node';
 
-export type Source = 'pi' | 'claude' | 'codex';
+/** A source's name ("pi", "gemini", "copilot-cli", …). The list is the server's (pimem/sources): a client
+ *  shows a name it does not know as it is. */
+export type Source = string;
+/** The sources every pimem server reads: the agent filters when the server cannot list its own. */
 export const SOURCES: readonly Source[] = ['pi', 'claude', 'codex'];
+/** What a source's name looks like (a value the webviews send back is checked against it). */
+export const SOURCE_NAME = /^[a-z][a-z0-9-]{0,31}$/;
 
 export namespace Methods {
   export const RECALL = 'pimem/recall';
   export const SYNC = 'pimem/sync'; // pimem/backfill is its deprecated alias (server side only)
   export const MIGRATE_CODEX = 'pimem/migrateCodex';
   export const STATUS = 'pimem/status';
+  export const SOURCES = 'pimem/sources';
   export const INDEX_CHANGED = 'pimem/indexChanged';
   export const SYNC_STATUS = 'pimem/syncStatus';
 }
@@ -19,7 +25,7 @@ export namespace Methods {
 export interface PimemInitializationOptions {
   dbPath?: string;
   autoSync?: boolean;
-  sources?: { pi?: boolean; claude?: boolean; codex?: boolean };
+  sources?: Record<Source, boolean>;
   hover?: 'off' | 'word';
 }
 
@@ -72,6 +78,7 @@ export interface SyncStats {
   pi: number;
   claude: number;
   codex: number;
+  sources?: Record<Source, number>; // every source (servers before pimem/sources have only the three above)
   turns: number;
   scannedFiles: number;
   skippedFiles: number;
@@ -113,7 +120,7 @@ export type StatusParams = Record<string, never>;
 export interface StatusResult {
   dbPath: string;
   sessions: number;
-  turns: { pi: number; claude: number; codex: number };
+  turns: Record<Source, number>;
   totalTurns: number;
   turnsToIndex: number;
   lastSync: { finishedAt: number; turns: number; issues: number; cancelled: boolean; force: boolean } | null;
@@ -121,6 +128,25 @@ export interface StatusResult {
 }
 
 export const StatusRequest = new RequestType<StatusParams, StatusResult, void>(Methods.STATUS);
+
+// ---- pimem/sources ---------------------------------------------------------------------------------------
+
+export type SourcesParams = Record<string, never>;
+
+export interface SourceState {
+  source: Source;
+  label: string;
+  read: boolean;
+  enabled: boolean;
+  present: boolean;
+  roots: string[];
+}
+
+export interface SourcesResult {
+  sources: SourceState[];
+}
+
+export const SourcesRequest = new RequestType<SourcesParams, SourcesResult, void>(Methods.SOURCES);
 
 // ---- notifications (server → client) ---------------------------------------------------------------------
 

@@ -8,11 +8,26 @@ export interface Segment {
   hit: boolean;
 }
 
-const SOURCE_LABELS: Record<Source, string> = { pi: 'Pi', claude: 'Claude Code', codex: 'Codex' };
+// How the sources are named when the server has not said (pimem/sources gives every label).
+const SOURCE_LABELS: Record<Source, string> = {
+  pi: 'Pi',
+  claude: 'Claude Code',
+  codex: 'Codex',
+  gemini: 'Gemini CLI',
+  opencode: 'OpenCode',
+  'copilot-cli': 'Copilot CLI',
+  'copilot-chat': 'Copilot Chat',
+  cursor: 'Cursor',
+};
+
+/** A source this client knows by name (a restored panel's filter keeps only these). */
+export function isKnownSource(source: unknown): source is Source {
+  return typeof source === 'string' && Object.prototype.hasOwnProperty.call(SOURCE_LABELS, source);
+}
 
 /** Human name of an agent; unknown values are shown as they are. */
 export function sourceLabel(source: string): string {
-  return Object.prototype.hasOwnProperty.call(SOURCE_LABELS, source) ? SOURCE_LABELS[source as Source] : source;
+  return (Object.prototype.hasOwnProperty.call(SOURCE_LABELS, source) ? SOURCE_LABELS[source] : undefined) ?? source;
 }
 
 /**
@@ -41,12 +56,18 @@ export function highlightSegments(text: string, entities: readonly string[]): Se
     if (needle.length === 0) {
       continue;
     }
-    for (let at = lowered.indexOf(needle); at !== -1; at = lowered.indexOf(needle, at + 1)) {
-      const start = origin[at] ?? 0;
+    // every occurrence, overlapping ones too, in one pass (Knuth-Morris-Pratt: a periodic text and needle, as
+    // "aaaa…" and "aaa", cost no more than any other), each character marked once
+    let covered = 0;
+    for (const at of occurrences(lowered, needle)) {
+      const start = Math.max(origin[at] ?? 0, covered);
       const lastOrigin = origin[at + needle.length - 1] ?? text.length - 1;
       const lastCp = text.codePointAt(lastOrigin) ?? 0;
       const end = lastOrigin + (lastCp > 0xffff ? 2 : 1);
-      hit.fill(1, start, end);
+      if (end > start) {
+        hit.fill(1, start, end);
+        covered = end;
+      }
     }
   }
   const segments: Segment[] = [];
@@ -60,10 +81,54 @@ export function highlightSegments(text: string, entities: readonly string[]): Se
   return segments;
 }
 
+/** Where `needle` starts in `text`, overlapping occurrences included, in O(text + needle) time. */
+function* occurrences(text: string, needle: string): Generator<number> {
+  const fail = new Int32Array(needle.length);
+  for (let i = 1, k = 0; i < needle.length; i++) {
+    while (k > 0 && needle[i] !== needle[k]) {
+      k = fail[k - 1] ?? 0;
+    }
+    if (needle[i] === needle[k]) {
+      k++;
+    }
+    fail[i] = k;
+  }
+  for (let i = 0, k = 0; i < text.length; i++) {
+    while (k > 0 && text[i] !== needle[k]) {
+      k = fail[k - 1] ?? 0;
+    }
+    if (text[i] === needle[k]) {
+      k++;
+    }
+    if (k === needle.length) {
+      yield i - needle.length + 1;
+      k = fail[k - 1] ?? 0;
+    }
+  }
+}
+
 /** At most `max` code points of `text`, with "…" when something was cut. Never splits a surrogate pair. */
 export function truncate(text: string, max: number): string {
-  const points = Array.from(text);
-  return points.length <= max ? text : points.slice(0, max).join('').trimEnd() + '…';
+  // walk at most `max` code points: a huge text is not copied into an array to cut a prefix of it
+  let end = 0;
+  for (let n = 0; n < max && end < text.length; n++) {
+    end += (text.codePointAt(end) ?? 0) > 0xffff ? 2 : 1;
+  }
+  return end >= text.length ? text : text.slice(0, end).trimEnd() + '…';
+}
+
+/** The first `limit` characters of `text`, cut after a line end in its last quarter when there is one, never inside a surrogate pair. */
+export function shownPart(text: string, limit: number): string {
+  if (text.length <= limit) {
+    return text;
+  }
+  const newline = text.lastIndexOf('\n', limit - 1);
+  let end = newline >= limit - limit / 4 ? newline + 1 : limit;
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) {
+    end--;
+  }
+  return text.slice(0, end);
 }
 
 /** Collapses runs of whitespace (newlines included) into single spaces. */
@@ -97,8 +162,25 @@ export function plainText(text: string, max = 300): string {
   return truncate(line, max).replace(/([\]$])(?=\()/g, `$1${ZERO_WIDTH_SPACE}`);
 }
 
-/** A match's letters and digits, from the first to the last, and the punctuation or spaces around them. */
-const ALNUM_CORE = /^([^\p{L}\p{N}\p{M}]*)([\s\S]*?)([^\p{L}\p{N}\p{M}]*)$/u;
+const ALNUM = /[\p{L}\p{N}\p{M}]/u;
+
+/**
+ * A match split into its punctuation or spaces before the first letter or digit, its letters and digits from the
+ * first to the last, and what follows them: two scans, one from each end (a regex with a lazy middle and a
+ * repeated tail backtracks quadratically over a long run of punctuation).
+ */
+function alnumCore(text: string): [string, string, string] {
+  const points = Array.from(text);
+  let first = 0;
+  while (first < points.length && !ALNUM.test(points[first] ?? '')) {
+    first++;
+  }
+  let last = points.length;
+  while (last > first && !ALNUM.test(points[last - 1] ?? '')) {
+    last--;
+  }
+  return [points.slice(0, first).join(''), points.slice(first, last).join(''), points.slice(last).join('')];
+}
 
 /**
  * Markdown of `text` cut to `max` code points, with the entities in bold. Every piece is escaped first; the `**`
@@ -112,7 +194,7 @@ export function highlightMarkdown(text: string, entities: readonly string[], max
       if (!s.hit) {
         return escapeMarkdown(s.text);
       }
-      const [, lead = '', core = '', trail = ''] = ALNUM_CORE.exec(s.text) ?? [];
+      const [lead, core, trail] = alnumCore(s.text);
       return core.length === 0
         ? escapeMarkdown(s.text)
         : `${escapeMarkdown(lead)}**${escapeMarkdown(core)}**${escapeMarkdown(trail)}`;

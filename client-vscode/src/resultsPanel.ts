@@ -1,7 +1,7 @@
 // The results panel: one webview that shows the latest recall. Its HTML is a fixed shell; the rows are posted
 // as data and rendered by dist/webview.js with textContent only, under a strict Content-Security-Policy.
 import * as vscode from 'vscode';
-import { parseFromWebview, parseRestorable, type PanelRow, type PanelState, type RestorableRecall, type ToWebview } from './panelProtocol';
+import { parseFromWebview, parseRestorable, wholeTurnTexts, type PanelRow, type PanelState, type RestorableRecall, type ToWebview } from './panelProtocol';
 import { type RecallParams, type RecallResult, type RecallRow, type TurnRow } from './protocol';
 import { oneLine, plainText, searchedTerms, truncate } from './render';
 import type { RowActions } from './rowActions';
@@ -230,7 +230,7 @@ export class ResultsPanel implements vscode.Disposable {
     const whole: RecallRow = { ...row, ...turn, truncated: false };
     this.rows[index] = whole;
     const rows = [...this.state.rows];
-    rows[index] = { ...this.toPanelRow(whole, index), whole: true };
+    rows[index] = { ...this.toPanelRow(whole, index), ...wholeTurnTexts(whole), whole: true };
     this.state = { ...this.state, rows };
     this.post();
   }
@@ -251,6 +251,7 @@ export class ResultsPanel implements vscode.Disposable {
       matched: row.matched,
       truncated: row.truncated,
       whole: false,
+      hidden: 0,
     };
   }
 }

@@ -11,8 +11,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isInsideAny } from './launch';
 import type { Source } from './protocol';
+import { folderName, plainText } from './render';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// OpenCode's session ids: "ses_", 12 hex digits of time, 14 base-62 characters (the server's rule too).
+const OPENCODE_SESSION_ID = /^ses_[0-9A-Za-z]{12,40}$/;
 const MAX_PATH = 4096;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
@@ -26,7 +29,7 @@ export interface ResumeTarget {
 
 export interface ResumeCommand {
   /** The agent's executable name, looked up on PATH (findExecutable). */
-  program: 'claude' | 'codex' | 'pi';
+  program: 'claude' | 'codex' | 'pi' | 'gemini' | 'opencode' | 'copilot';
   args: string[];
   /** The session's folder, when it is a usable absolute path. */
   cwd: string | undefined;
@@ -52,9 +55,68 @@ export function resumeCommand(target: ResumeTarget): ResumeCommand | undefined {
       return UUID.test(id) ? { program: 'codex', args: ['resume', id], cwd } : undefined;
     case 'pi':
       return usablePath(target.jsonlPath) ? { program: 'pi', args: ['--session', target.jsonlPath], cwd } : undefined;
+    case 'gemini':
+      return UUID.test(id) ? { program: 'gemini', args: ['--resume', id], cwd } : undefined;
+    case 'opencode':
+      return OPENCODE_SESSION_ID.test(id) ? { program: 'opencode', args: ['--session', id], cwd } : undefined;
+    case 'copilot-cli':
+      return UUID.test(id) ? { program: 'copilot', args: ['--resume', id], cwd } : undefined;
     default:
       return undefined;
   }
+}
+
+/**
+ * `pi --session <file>` for the Pi session file "Continue in Pi" wrote (or found written before), in the Codex
+ * session's folder when that is a usable path; undefined for a file path no resume command may name.
+ */
+export function piResume(piPath: string, folder: string): ResumeCommand | undefined {
+  return usablePath(piPath) ? { program: 'pi', args: ['--session', piPath], cwd: usablePath(folder) ? folder : undefined } : undefined;
+}
+
+/** What `vscode.window.createTerminal` gets: the terminal's own process is the agent, its arguments as they are. */
+export interface ResumeTerminalOptions {
+  name: string;
+  shellPath: string;
+  shellArgs: string[];
+  cwd?: string;
+}
+
+/** How a resume goes: a terminal running the agent, or why not (then the user can copy the command). */
+export type ResumePlan =
+  | { kind: 'terminal'; options: ResumeTerminalOptions }
+  | { kind: 'notOnPath' }
+  | { kind: 'batchFile' }
+  | { kind: 'folderGone' };
+
+/**
+ * The terminal that resumes `command` with `executable` (findExecutable's answer). No shell reads anything: the
+ * stored ids, paths and folder are arguments and the working directory, never text typed into a shell.
+ */
+export function planResume(command: ResumeCommand, executable: string | undefined, isDirectory: (p: string) => boolean): ResumePlan {
+  if (executable === undefined) {
+    return { kind: 'notOnPath' };
+  }
+  if (!argumentsPassIntact(executable, command.args)) {
+    return { kind: 'batchFile' };
+  }
+  let cwd = command.cwd;
+  if (cwd !== undefined && !isDirectory(cwd)) {
+    if (command.program === 'claude') {
+      return { kind: 'folderGone' }; // Claude Code resumes a session only in its folder
+    }
+    cwd = undefined; // else the terminal would not start
+  }
+  return {
+    kind: 'terminal',
+    options: {
+      // a terminal's name may render $(icon) syntax: plainText breaks it
+      name: plainText(`${programLabel(command.program)}: ${cwd === undefined ? 'resume' : folderName(cwd)}`, 60),
+      shellPath: executable,
+      shellArgs: [...command.args],
+      ...(cwd === undefined ? {} : { cwd }),
+    },
+  };
 }
 
 export interface ExecutableProbe {
@@ -102,9 +164,18 @@ export function findExecutable(
   return undefined;
 }
 
-/** "Claude Code", "Codex", "Pi": how the program is named in messages. */
+const PROGRAM_LABELS: Record<ResumeCommand['program'], string> = {
+  claude: 'Claude Code',
+  codex: 'Codex',
+  pi: 'Pi',
+  gemini: 'Gemini CLI',
+  opencode: 'OpenCode',
+  copilot: 'Copilot CLI',
+};
+
+/** "Claude Code", "Codex", "Pi", …: how the program is named in messages. */
 export function programLabel(program: ResumeCommand['program']): string {
-  return program === 'claude' ? 'Claude Code' : program === 'codex' ? 'Codex' : 'Pi';
+  return PROGRAM_LABELS[program];
 }
 
 /**

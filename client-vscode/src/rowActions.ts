@@ -4,8 +4,7 @@
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { RecallRow } from './protocol';
-import { folderName, plainText } from './render';
-import { argumentsPassIntact, findExecutable, programLabel, resumeCommand } from './resumeArgs';
+import { findExecutable, planResume, programLabel, resumeCommand, type ResumeCommand } from './resumeArgs';
 
 /** The rendered conversation (pimem/session), registered by src/conversation code when present. */
 export const OPEN_CONVERSATION_COMMAND = 'pimem.openConversation';
@@ -58,46 +57,7 @@ export class RowActions {
       void vscode.window.showWarningMessage('Pi Memory: this session cannot be resumed from here.');
       return;
     }
-    const label = programLabel(command.program);
-    const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
-    const executable = findExecutable(command.program, process.env.PATH ?? '', folders);
-    if (executable === undefined) {
-      void vscode.window
-        .showWarningMessage(`Pi Memory: \`${command.program}\` (${label}) is not on PATH.`, 'Copy Resume Command')
-        .then((choice) => {
-          if (choice === 'Copy Resume Command') {
-            void this.copyResume(row);
-          }
-        });
-      return;
-    }
-    if (!argumentsPassIntact(executable, command.args)) {
-      void vscode.window
-        .showWarningMessage(`Pi Memory: ${label} is a batch file here and this session's arguments would not reach it intact.`, 'Copy Resume Command')
-        .then((choice) => {
-          if (choice === 'Copy Resume Command') {
-            void this.copyResume(row);
-          }
-        });
-      return;
-    }
-    let cwd = command.cwd;
-    if (cwd !== undefined && !isDirectory(cwd)) {
-      if (command.program === 'claude') {
-        void vscode.window.showWarningMessage("Pi Memory: the session's folder no longer exists; Claude Code resumes a session only there.");
-        return;
-      }
-      cwd = undefined;
-    }
-    this.log.info(`Resume in terminal: ${executable} ${command.args.join(' ')} (in ${cwd ?? 'the default folder'})`);
-    const terminal = vscode.window.createTerminal({
-      // a terminal's name may render $(icon) syntax: plainText breaks it
-      name: plainText(`${label}: ${cwd === undefined ? 'resume' : folderName(cwd)}`, 60),
-      shellPath: executable,
-      shellArgs: command.args,
-      ...(cwd === undefined ? {} : { cwd }),
-    });
-    terminal.show(false);
+    runResume(command, this.log, () => this.copyResume(row));
   }
 
   async copyResume(row: ActionRow): Promise<void> {
@@ -113,6 +73,35 @@ export class RowActions {
     this.copyToastShown = true;
     void vscode.window.showInformationMessage('Pi Memory: resume command copied to the clipboard.');
   }
+}
+
+/**
+ * Resumes a session in a new terminal whose process is the agent (`createTerminal {shellPath, shellArgs, cwd}`),
+ * found on PATH outside the workspace folders; when it cannot, says why and offers `copy` (when given).
+ */
+export function runResume(command: ResumeCommand, log: vscode.LogOutputChannel, copy: (() => Promise<void>) | undefined): void {
+  const label = programLabel(command.program);
+  const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+  const plan = planResume(command, findExecutable(command.program, process.env.PATH ?? '', folders), isDirectory);
+  if (plan.kind === 'terminal') {
+    log.info(`Resume in terminal: ${plan.options.shellPath} ${plan.options.shellArgs.join(' ')} (in ${plan.options.cwd ?? 'the default folder'})`);
+    vscode.window.createTerminal(plan.options).show(false);
+    return;
+  }
+  if (plan.kind === 'folderGone') {
+    void vscode.window.showWarningMessage("Pi Memory: the session's folder no longer exists; Claude Code resumes a session only there.");
+    return;
+  }
+  const why =
+    plan.kind === 'notOnPath'
+      ? `\`${command.program}\` (${label}) is not on PATH.`
+      : `${label} is a batch file here and this session's arguments would not reach it intact.`;
+  const offer = copy === undefined ? [] : ['Copy Resume Command'];
+  void vscode.window.showWarningMessage(`Pi Memory: ${why}`, ...offer).then((choice) => {
+    if (choice === 'Copy Resume Command' && copy !== undefined) {
+      void copy();
+    }
+  });
 }
 
 function isDirectory(p: string): boolean {

@@ -4,8 +4,8 @@
 import type { SearchedTerm } from './panelProtocol';
 import type { Source } from './protocol';
 
-// protocol.ts's SOURCES, without its runtime import of vscode-languageclient (this module is bundled into a webview)
-const SOURCES: readonly Source[] = ['pi', 'claude', 'codex'];
+// protocol.ts's SOURCE_NAME, without its runtime import of vscode-languageclient (this module is bundled into a webview)
+const SOURCE_NAME = /^[a-z][a-z0-9-]{0,31}$/;
 
 export interface SearchRow {
   index: number;
@@ -43,6 +43,9 @@ export interface SearchSettings {
   workspaceOnly: boolean;
   /** The workspace has a folder on disk (else the toggle is disabled). */
   hasWorkspace: boolean;
+  /** The agent filters: every source the server knows (pimem/sources), in its order, with its label. */
+  agents: { source: Source; label: string }[];
+  /** The checked ones. */
   sources: Source[];
 }
 
@@ -80,7 +83,7 @@ export function parseFromSearchView(message: unknown): FromSearchView | undefine
       if (typeof m.query !== 'string' || m.query.length > MAX_QUERY || typeof m.workspaceOnly !== 'boolean' || !Array.isArray(m.sources)) {
         return undefined;
       }
-      const sources = SOURCES.filter((s) => (m.sources as unknown[]).includes(s));
+      const sources = (m.sources as unknown[]).filter((s): s is Source => typeof s === 'string' && SOURCE_NAME.test(s));
       return { type: 'search', query: m.query, workspaceOnly: m.workspaceOnly, sources };
     }
     case 'row':

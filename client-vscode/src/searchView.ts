@@ -4,8 +4,18 @@
 // agents are remembered per workspace (workspaceState).
 import * as vscode from 'vscode';
 import { isShowResultsArgs, type SelectionHoverProvider } from './hover';
-import { RecallRequest, StatusRequest, type RecallParams, type RecallResult, type RecallRow, type Source } from './protocol';
-import { searchedTerms } from './render';
+import {
+  RecallRequest,
+  SOURCE_NAME,
+  SOURCES,
+  SourcesRequest,
+  StatusRequest,
+  type RecallParams,
+  type RecallResult,
+  type RecallRow,
+  type Source,
+} from './protocol';
+import { searchedTerms, sourceLabel } from './render';
 import type { RowActions } from './rowActions';
 import { parseFromSearchView, type SearchRow, type SearchSettings, type SearchStatus, type ToSearchView } from './searchProtocol';
 import {
@@ -24,7 +34,6 @@ import { webviewPage } from './webviewPage';
 
 export const SEARCH_VIEW_ID = 'pimem.search';
 export const FOCUS_SEARCH_COMMAND = 'pimem.focusSearch';
-const ALL_SOURCES: readonly Source[] = ['pi', 'claude', 'codex'];
 const WORKSPACE_ONLY_KEY = 'pimem.search.workspaceOnly';
 const SOURCES_KEY = 'pimem.search.sources';
 
@@ -49,6 +58,8 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
   private pendingFocus = false;
   private ready = false;
   private readonly disposables: vscode.Disposable[] = [];
+  /** The agent filters: the server's sources (pimem/sources), or the three every server reads. */
+  private agents: { source: Source; label: string }[] = SOURCES.map((source) => ({ source, label: sourceLabel(source) }));
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -67,7 +78,12 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
           this.post({ type: 'history', turns: null, syncing: true });
         }
       }),
-      server.onDidChangeState((s) => s.kind === 'running' && void this.postHistory()),
+      server.onDidChangeState((s) => {
+        if (s.kind === 'running') {
+          void this.postHistory();
+          void this.loadAgents();
+        }
+      }),
     );
   }
 
@@ -121,8 +137,35 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
 
   private settings(): SearchSettings {
     const saved = this.state.get<unknown>(SOURCES_KEY);
-    const sources = Array.isArray(saved) ? ALL_SOURCES.filter((s) => saved.includes(s)) : [...ALL_SOURCES];
-    return { workspaceOnly: this.state.get<unknown>(WORKSPACE_ONLY_KEY) === true, hasWorkspace: folders().length > 0, sources };
+    const all = this.agents.map((a) => a.source);
+    const sources = Array.isArray(saved) ? all.filter((s) => saved.includes(s)) : all;
+    return {
+      workspaceOnly: this.state.get<unknown>(WORKSPACE_ONLY_KEY) === true,
+      hasWorkspace: folders().length > 0,
+      agents: this.agents,
+      sources,
+    };
+  }
+
+  /** The server's list of sources for the agent filters (an older server without pimem/sources keeps the three). */
+  private async loadAgents(): Promise<void> {
+    if (this.server.current.kind !== 'running') {
+      return;
+    }
+    try {
+      const result = await this.server.request(SourcesRequest, {});
+      const agents = result.sources
+        .filter((s) => typeof s.source === 'string' && SOURCE_NAME.test(s.source))
+        .map((s) => ({ source: s.source, label: typeof s.label === 'string' ? s.label : sourceLabel(s.source) }));
+      if (agents.length > 0) {
+        this.agents = agents;
+        if (this.ready) {
+          this.post({ type: 'settings', settings: this.settings() });
+        }
+      }
+    } catch (error) {
+      this.log.info(`The agent filters stay the three of older servers: ${describeError(error)}`);
+    }
   }
 
   private async postHistory(): Promise<void> {
@@ -148,6 +191,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
         this.ready = true;
         this.post({ type: 'settings', settings: this.settings() });
         void this.postHistory();
+        void this.loadAgents();
         if (this.pendingQuery !== undefined) {
           this.post({ type: 'setQuery', query: this.pendingQuery });
         } else if (this.pendingFocus) {
@@ -207,7 +251,13 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       this.status({ kind: 'error', message: 'Choose at least one agent.' });
       return;
     }
-    const params: RecallParams = { ...queryParams(parsed), ...(sources.length < ALL_SOURCES.length ? { sources } : {}) };
+    const known = sources.filter((s) => this.agents.some((a) => a.source === s));
+    if (known.length === 0) {
+      this.status({ kind: 'error', message: 'Choose at least one agent.' });
+      return;
+    }
+    const all = this.agents.every((a) => known.includes(a.source));
+    const params: RecallParams = { ...queryParams(parsed), ...(all ? {} : { sources: known }) };
     const scoped = workspaceOnly ? folders() : [];
     const cwds = scoped.length > 0 ? scoped : [undefined];
     this.status({ kind: 'loading' });
@@ -315,8 +365,6 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
   }
 
   private html(webview: vscode.Webview): string {
-    const agent = (source: Source, label: string): string =>
-      `<label><input type="checkbox" id="agent-${source}" value="${source}" checked> ${label}</label>`;
     return webviewPage(webview, this.extensionUri, {
       script: 'search.js',
       style: 'search.css',
@@ -325,7 +373,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
 <input id="query" type="search" spellcheck="false" autocomplete="off" aria-label="Search past conversations" placeholder="Search past conversations">
 <div class="options">
 <label><input type="checkbox" id="workspaceOnly"> This workspace only</label>
-<fieldset id="agents"><legend>Agents</legend>${agent('pi', 'Pi')}${agent('claude', 'Claude Code')}${agent('codex', 'Codex')}</fieldset>
+<fieldset id="agents"><legend>Agents</legend></fieldset>
 </div>
 <p id="searched" class="searched" hidden></p>
 <p id="count" class="count" aria-live="polite"></p>

@@ -1,13 +1,18 @@
 """Add ``pimem mcp`` to an agent's MCP servers (``pimem mcp install {claude,codex,pi}``).
 
-Done the way each agent does it itself: its own ``mcp add`` command when it is on PATH (Claude Code:
-``claude mcp add --scope user pimem -- <pimem> mcp``; Codex: ``codex mcp add pimem -- <pimem> mcp``;
-Pi: ``pi mcp add pimem --exposure direct -- <pimem> mcp``), otherwise a careful edit of its
-configuration file (Claude Code's ``~/.claude.json`` and Pi's ``~/.pi/agent/mcp.json``
-``mcpServers``, Codex's ``~/.codex/config.toml`` ``[mcp_servers.pimem]``) that changes the ``pimem``
-entry only and checks, before writing, that everything else reads back the same. Idempotent: an
-entry that already runs the same command is left alone. ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME`` and
-``PI_CODING_AGENT_DIR`` are honoured as the agents honour them.
+A new ``pimem`` entry is added the way each agent adds one itself: its own ``mcp add`` command when
+it is on PATH (Claude Code: ``claude mcp add --scope user pimem -- <pimem> mcp``; Codex: ``codex mcp
+add pimem -- <pimem> mcp``; Pi: ``pi mcp add pimem --exposure direct -- <pimem> mcp``), otherwise an
+edit of its configuration file (Claude Code's ``~/.claude.json`` and Pi's ``~/.pi/agent/mcp.json``
+``mcpServers``, Codex's ``~/.codex/config.toml`` ``[mcp_servers.pimem]``). An existing entry is
+always edited in the file: the agents' ``mcp add`` replaces the whole entry (the user's ``env``,
+``enabled = false``, timeouts, Pi's exposure would go) and Claude Code's needs a ``remove`` first
+(a failed ``add`` would lose the entry). The edit sets the entry's ``command`` and ``args`` only
+(and a Claude Code entry's ``type`` to ``stdio``); every other byte of the file stays
+(:mod:`pimem.config_edit`: minimal text edits, verified by reading the result back, an atomic
+replacement keeping owner and mode, a backup, a re-read for the agent writing at the same moment).
+Idempotent: an entry that already runs the same command is left alone. ``CLAUDE_CONFIG_DIR``,
+``CODEX_HOME`` and ``PI_CODING_AGENT_DIR`` are honoured as the agents honour them.
 
 Pi gets ``direct`` exposure (Pi's default, ``codemode``, hides tools from the model behind scripts):
 two small, read-only tools the model should see, and the first prompt waits for direct servers.
@@ -19,19 +24,28 @@ servers with an environment of their own, Codex with a filtered one).
 
 from __future__ import annotations
 
-import contextlib
-import json
+import copy
 import os
 import shlex
 import subprocess
 import sys
-import tempfile
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pimem.config_edit import (
+    EditError,
+    backup_path,
+    check_writable,
+    edit_file,
+    json_set,
+    load_json,
+    load_toml,
+    read_text,
+    toml_table_set,
+)
+from pimem.config_edit import shown as _shown
 from pimem.paths import home_dir, pi_agent_dir
 
 Agent = Literal["claude", "codex", "pi"]
@@ -44,6 +58,10 @@ _CLI_TIMEOUT_S = 60
 
 class AgentConfigError(Exception):
     """The agent's configuration cannot be read or changed; the message says what to do."""
+
+
+class InstallArgumentError(AgentConfigError):
+    """What was asked for cannot be written into any configuration (a bad argument)."""
 
 
 @dataclass(frozen=True)
@@ -84,17 +102,23 @@ class InstallReport:
     method: Literal["unchanged", "cli", "file"]
     dry_run: bool
     commands: list[list[str]] = field(default_factory=list)   # agent CLI commands run (or to run)
+    backup: Path | None = None          # where the file edit kept the previous content
+    notes: list[str] = field(default_factory=list)            # settings of the user's that were kept
 
     @property
     def changed(self) -> bool:
         return self.method != "unchanged"
 
     def lines(self) -> list[str]:
-        """What was (or, with --dry-run, would be) changed, for the user."""
+        """What was (or, with --dry-run, would be) changed, for the user (printable: lone surrogates
+        of a command or a path shown as escapes)."""
+        return [_shown(line) for line in self._lines()]
+
+    def _lines(self) -> list[str]:
         name = AGENT_NAMES[self.agent]
         if not self.changed:
             return [f"{name}: pimem is already configured in {self.config_path} ({self.wanted.shell()}); "
-                    "nothing changed"]
+                    "nothing changed", *self.notes]
         lines = []
         if self.previous:
             lines.append(f"{name}: the pimem entry in {self.config_path} ran: {self.previous.shell()}")
@@ -102,18 +126,20 @@ class InstallReport:
             lines += [f"{name}: {'would run' if self.dry_run else 'ran'}: {shlex.join(command)}"
                       for command in self.commands]
         else:
-            lines.append(f"{name}: {'would edit' if self.dry_run else 'edited'} {self.config_path} "
-                         f"(no `{self.agent}` command on PATH)")
+            kept = f"; the file before is {self.backup}" if self.backup else ""
+            lines.append(f"{name}: {'would edit' if self.dry_run else 'edited'} {self.config_path} (only the "
+                         f"pimem entry; everything else kept{kept})")
         if self.dry_run:
             lines.append(f"{name}: would {'replace' if self.previous else 'add'} MCP server pimem: "
                          f"{self.wanted.shell()} (dry run: nothing changed)")
         else:
             lines.append(f"{name}: {'replaced' if self.previous else 'added'} MCP server pimem: {self.wanted.shell()}; "
                          f"new {name} sessions have its tools recall_memory and read_session")
-        return lines
+        return lines + self.notes
 
 
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+Plan = Callable[[str | None], str | None]   # the file's text (None: no file) -> its new text (None: no change)
 
 
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
@@ -130,12 +156,19 @@ def install(agent: Agent, wanted: ServerCommand, *, dry_run: bool = False, env: 
 
         def which(name: str) -> str | None:
             return shutil.which(name, path=env.get("PATH"))
-    if agent == "claude":
-        return _install_claude(wanted, dry_run=dry_run, env=env, cli=which("claude"), run=run)
-    if agent == "codex":
-        return _install_codex(wanted, dry_run=dry_run, env=env, cli=which("codex"), run=run)
-    if agent == "pi":
-        return _install_pi(wanted, dry_run=dry_run, env=env, cli=which("pi"), run=run)
+    for arg in wanted.args:
+        if _shown(arg) != arg:  # undecodable bytes of a --db path: no JSON or TOML file can hold them
+            raise InstallArgumentError(f"{_shown(arg)} is not UTF-8: an agent's configuration cannot hold it "
+                                       "(choose a store path that is)")
+    try:
+        if agent == "claude":
+            return _install_claude(wanted, dry_run=dry_run, env=env, cli=which("claude"), run=run)
+        if agent == "codex":
+            return _install_codex(wanted, dry_run=dry_run, env=env, cli=which("codex"), run=run)
+        if agent == "pi":
+            return _install_pi(wanted, dry_run=dry_run, env=env, cli=which("pi"), run=run)
+    except (AgentConfigError, EditError) as error:
+        raise AgentConfigError(_shown(str(error))) from None
     raise AgentConfigError(f"unknown agent {agent!r} (expected one of {', '.join(AGENTS)})")
 
 
@@ -146,7 +179,57 @@ def _check(result: subprocess.CompletedProcess[str], argv: Sequence[str]) -> Non
         raise AgentConfigError(f"{shlex.join(argv)} failed: {reason}")
 
 
-# -- Claude Code --------------------------------------------------------------------------------------
+def _add_with_cli(report: InstallReport, argv: list[str], run: Runner, installed: Callable[[], bool],
+                  by_hand: str) -> None:
+    """The agent's own ``mcp add``: used only when there is no pimem entry, so a failure loses nothing
+    (its ``mcp add`` replaces a whole entry, and Claude Code's needs a ``remove`` first)."""
+    report.method = "cli"
+    report.commands.append(argv)
+    if report.dry_run:
+        return
+    _check(run(argv), argv)
+    if not installed():
+        raise AgentConfigError(f"{shlex.join(argv[:3])} succeeded but {report.config_path} does not hold the "
+                               f"pimem entry; add it by hand: {by_hand}")
+
+
+def _edit(report: InstallReport, plan: Plan) -> None:
+    """Edit the agent's file with ``plan`` (config_edit: atomic, backed up, re-read before the rename);
+    a dry run only checks that the edit can be made."""
+    report.method = "file"
+    path = report.config_path
+    if report.dry_run:
+        check_writable(path)
+        plan(read_text(path))
+        return
+    existed = os.path.exists(path)
+    if edit_file(path, lambda text: _plan_for(report, plan, text)) and existed:
+        report.backup = backup_path(path)
+
+
+def _plan_for(report: InstallReport, plan: Plan, text: str | None) -> str | None:
+    """``plan``, and the report follows what the file held when it was planned (it may be planned
+    again after the agent wrote it)."""
+    new = plan(text)
+    if new is None:
+        report.method = "unchanged"
+    return new
+
+
+def _verified(new_text: str, expected: Any, load: Callable[[str, str], Any], path: Path, entry: str,
+              by_hand: str) -> str:
+    """``new_text`` if it reads back as ``expected``: the edit changed the pimem entry's keys only."""
+    try:
+        ok = load(new_text, str(path)) == expected
+    except EditError:
+        ok = False
+    if not ok:
+        raise AgentConfigError(f"{path} defines {entry} in a form pimem does not edit; not touching it "
+                               f"(edit it by hand, or run: {by_hand})")
+    return new_text
+
+
+# -- Claude Code and Pi (JSON) -------------------------------------------------------------------------
 
 def claude_config_path(env: Mapping[str, str]) -> Path:
     """Claude Code's user configuration: ``$CLAUDE_CONFIG_DIR/.claude.json``, else ``~/.claude.json``."""
@@ -154,19 +237,20 @@ def claude_config_path(env: Mapping[str, str]) -> Path:
     return Path(os.path.expanduser(folder)) / ".claude.json" if folder else home_dir(env) / ".claude.json"
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as error:
-        raise AgentConfigError(f"cannot read {path}: {error.strerror or error}") from None
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except ValueError as error:
-        raise AgentConfigError(f"{path} is not valid JSON ({error}); not touching it") from None
+def pi_config_path(env: Mapping[str, str]) -> Path:
+    """Pi's user-level MCP servers: ``$PI_CODING_AGENT_DIR/mcp.json``, else ``~/.pi/agent/mcp.json``."""
+    return pi_agent_dir(env) / "mcp.json"
+
+
+def _json_config(text: str | None, path: Path) -> dict[str, Any]:
+    data = load_json(text, str(path)) if text and text.strip() else {}
     if not isinstance(data, dict):
         raise AgentConfigError(f"{path} does not hold a JSON object; not touching it")
+    servers = data.get("mcpServers")
+    if servers is not None and not isinstance(servers, dict):
+        raise AgentConfigError(f'"mcpServers" in {path} is not an object; not touching it')
+    if isinstance(servers, dict) and SERVER_NAME in servers and not isinstance(servers[SERVER_NAME], dict):
+        raise AgentConfigError(f'"mcpServers.pimem" in {path} is not an object; not touching it')
     return data
 
 
@@ -180,78 +264,78 @@ def _json_entry(data: Mapping[str, Any]) -> ServerCommand | None:
     return ServerCommand(entry["command"], tuple(str(arg) for arg in args) if isinstance(args, list) else ())
 
 
+def _has_entry(data: Mapping[str, Any]) -> bool:
+    servers = data.get("mcpServers")
+    return isinstance(servers, dict) and SERVER_NAME in servers
+
+
 def _claude_up_to_date(data: Mapping[str, Any], wanted: ServerCommand) -> bool:
+    """The entry runs ``wanted`` as a stdio server (its ``env`` and other keys are the user's)."""
     servers = data.get("mcpServers")
     entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
-    return (isinstance(entry, dict) and entry.get("type", "stdio") == "stdio" and not entry.get("env")
-            and _json_entry(data) == wanted)
+    return isinstance(entry, dict) and entry.get("type", "stdio") == "stdio" and _json_entry(data) == wanted
+
+
+def _json_plan(report: InstallReport, up_to_date: Callable[[Mapping[str, Any]], bool],
+               new_entry: dict[str, Any], by_hand: str) -> Plan:
+    """Set the pimem entry's command and args (and a Claude Code entry's type to stdio), or add
+    ``new_entry``; nothing else changes."""
+    path, wanted = report.config_path, report.wanted
+
+    def plan(text: str | None) -> str | None:
+        data = _json_config(text, path)
+        report.previous = _json_entry(data)
+        if up_to_date(data):
+            return None
+        expected = copy.deepcopy(data)
+        servers = expected.setdefault("mcpServers", {})
+        new_text = text or ""
+        if SERVER_NAME not in servers:
+            servers[SERVER_NAME] = new_entry
+            new_text = json_set(new_text, ("mcpServers", SERVER_NAME), new_entry, str(path))
+        else:
+            changes: dict[str, Any] = {"command": wanted.command, "args": list(wanted.args)}
+            if "type" in new_entry and servers[SERVER_NAME].get("type", "stdio") != "stdio":
+                changes["type"] = "stdio"
+            for key, value in changes.items():
+                servers[SERVER_NAME][key] = value
+                new_text = json_set(new_text, ("mcpServers", SERVER_NAME, key), value, str(path))
+        return _verified(new_text, expected, load_json, path, "mcpServers.pimem", by_hand)
+
+    return plan
 
 
 def _install_claude(wanted: ServerCommand, *, dry_run: bool, env: Mapping[str, str], cli: str | None,
                     run: Runner) -> InstallReport:
     path = claude_config_path(env)
-    data = _read_json(path)
-    previous = _json_entry(data)
-    report = InstallReport("claude", path, wanted, previous, "unchanged", dry_run)
+    data = _json_config(read_text(path), path)
+    report = InstallReport("claude", path, wanted, _json_entry(data), "unchanged", dry_run)
     if _claude_up_to_date(data, wanted):
         return report
-    if cli:
-        report.method = "cli"
-        servers = data.get("mcpServers")
-        if isinstance(servers, dict) and SERVER_NAME in servers:
-            report.commands.append([cli, "mcp", "remove", "--scope", "user", SERVER_NAME])
-        report.commands.append([cli, "mcp", "add", "--scope", "user", SERVER_NAME, "--", *wanted.argv()])
-        if not dry_run:
-            for argv in report.commands:
-                _check(run(argv), argv)
-            if not _claude_up_to_date(_read_json(path), wanted):
-                raise AgentConfigError(f"claude mcp add succeeded but {path} does not hold the pimem entry; "
-                                       f"add it by hand: claude mcp add --scope user pimem -- {wanted.shell()}")
+    by_hand = f"claude mcp add --scope user pimem -- {wanted.shell()}"
+    if cli and not _has_entry(data):
+        _add_with_cli(report, [cli, "mcp", "add", "--scope", "user", SERVER_NAME, "--", *wanted.argv()], run,
+                      lambda: _claude_up_to_date(_json_config(read_text(path), path), wanted), by_hand)
         return report
-    report.method = "file"
-    if not dry_run:
-        _write_json_entry(path, data, {"type": "stdio", "command": wanted.command, "args": list(wanted.args),
-                                       "env": {}})
+    entry = {"type": "stdio", "command": wanted.command, "args": list(wanted.args), "env": {}}
+    _edit(report, _json_plan(report, lambda data: _claude_up_to_date(data, wanted), entry, by_hand))
     return report
-
-
-def _write_json_entry(path: Path, data: dict[str, Any], entry: dict[str, Any]) -> None:
-    servers = data.setdefault("mcpServers", {})
-    if not isinstance(servers, dict):
-        raise AgentConfigError(f'"mcpServers" in {path} is not an object; not touching it')
-    servers[SERVER_NAME] = entry
-    _write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-# -- Pi -----------------------------------------------------------------------------------------------
-
-def pi_config_path(env: Mapping[str, str]) -> Path:
-    """Pi's user-level MCP servers: ``$PI_CODING_AGENT_DIR/mcp.json``, else ``~/.pi/agent/mcp.json``."""
-    return pi_agent_dir(env) / "mcp.json"
 
 
 def _install_pi(wanted: ServerCommand, *, dry_run: bool, env: Mapping[str, str], cli: str | None,
                 run: Runner) -> InstallReport:
     path = pi_config_path(env)
-    data = _read_json(path)
-    previous = _json_entry(data)
-    report = InstallReport("pi", path, wanted, previous, "unchanged", dry_run)
-    if previous == wanted:  # an exposure the user chose stays
+    data = _json_config(read_text(path), path)
+    report = InstallReport("pi", path, wanted, _json_entry(data), "unchanged", dry_run)
+    if report.previous == wanted:  # an exposure the user chose stays
         return report
-    if cli:
-        report.method = "cli"
-        # `pi mcp add` replaces an entry of the same name and keeps every other one.
-        report.commands.append([cli, "mcp", "add", SERVER_NAME, "--exposure", PI_EXPOSURE, "--", *wanted.argv()])
-        if not dry_run:
-            for argv in report.commands:
-                _check(run(argv), argv)
-            if _json_entry(_read_json(path)) != wanted:
-                raise AgentConfigError(f"pi mcp add succeeded but {path} does not hold the pimem entry; add it by "
-                                       f"hand: pi mcp add pimem --exposure {PI_EXPOSURE} -- {wanted.shell()}")
+    by_hand = f"pi mcp add pimem --exposure {PI_EXPOSURE} -- {wanted.shell()}"
+    if cli and not _has_entry(data):
+        _add_with_cli(report, [cli, "mcp", "add", SERVER_NAME, "--exposure", PI_EXPOSURE, "--", *wanted.argv()],
+                      run, lambda: _json_entry(_json_config(read_text(path), path)) == wanted, by_hand)
         return report
-    report.method = "file"
-    if not dry_run:
-        _write_json_entry(path, data, {"command": wanted.command, "args": list(wanted.args), "exposure": PI_EXPOSURE})
+    entry = {"command": wanted.command, "args": list(wanted.args), "exposure": PI_EXPOSURE}
+    _edit(report, _json_plan(report, lambda data: _json_entry(data) == wanted, entry, by_hand))
     return report
 
 
@@ -263,17 +347,12 @@ def codex_config_path(env: Mapping[str, str]) -> Path:
     return (Path(os.path.expanduser(folder)) if folder else home_dir(env) / ".codex") / "config.toml"
 
 
-def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return "", {}
-    except OSError as error:
-        raise AgentConfigError(f"cannot read {path}: {error.strerror or error}") from None
-    try:
-        return text, tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise AgentConfigError(f"{path} is not valid TOML ({error}); not touching it") from None
+def _codex_config(text: str | None, path: Path) -> dict[str, Any]:
+    data = load_toml(text or "", str(path))
+    servers = data.get("mcp_servers")
+    if servers is not None and not isinstance(servers, dict):
+        raise AgentConfigError(f"mcp_servers in {path} is not a table; not touching it")
+    return data
 
 
 def _codex_entry(data: Mapping[str, Any]) -> ServerCommand | None:
@@ -285,98 +364,41 @@ def _codex_entry(data: Mapping[str, Any]) -> ServerCommand | None:
     return ServerCommand(entry["command"], tuple(str(arg) for arg in args) if isinstance(args, list) else ())
 
 
+def _codex_notes(data: Mapping[str, Any]) -> list[str]:
+    entry = (data.get("mcp_servers") or {}).get(SERVER_NAME)
+    if isinstance(entry, dict) and entry.get("enabled") is False:
+        return ["Codex: the pimem entry keeps your `enabled = false`: set it to true for Codex to start pimem"]
+    return []
+
+
 def _install_codex(wanted: ServerCommand, *, dry_run: bool, env: Mapping[str, str], cli: str | None,
                    run: Runner) -> InstallReport:
     path = codex_config_path(env)
-    text, data = _read_toml(path)
-    previous = _codex_entry(data)
-    report = InstallReport("codex", path, wanted, previous, "unchanged", dry_run)
-    if previous == wanted:
+    data = _codex_config(read_text(path), path)
+    report = InstallReport("codex", path, wanted, _codex_entry(data), "unchanged", dry_run)
+    if report.previous == wanted:
+        report.notes = _codex_notes(data)
         return report
-    if cli:
-        report.method = "cli"
-        # `codex mcp add` replaces an entry of the same name and keeps every other one.
-        report.commands.append([cli, "mcp", "add", SERVER_NAME, "--", *wanted.argv()])
-        if not dry_run:
-            for argv in report.commands:
-                _check(run(argv), argv)
-            if _codex_entry(_read_toml(path)[1]) != wanted:
-                raise AgentConfigError(f"codex mcp add succeeded but {path} does not hold the pimem entry; "
-                                       f"add it by hand: codex mcp add pimem -- {wanted.shell()}")
+    by_hand = f"codex mcp add pimem -- {wanted.shell()}"
+    if cli and SERVER_NAME not in (data.get("mcp_servers") or {}):
+        _add_with_cli(report, [cli, "mcp", "add", SERVER_NAME, "--", *wanted.argv()], run,
+                      lambda: _codex_entry(_codex_config(read_text(path), path)) == wanted, by_hand)
         return report
-    report.method = "file"
-    new_text = codex_config_with(text, data, wanted, path)
-    if not dry_run:
-        _write_atomically(path, new_text)
+
+    def plan(text: str | None) -> str | None:
+        data = _codex_config(text, path)
+        report.previous = _codex_entry(data)
+        report.notes = _codex_notes(data)
+        if report.previous == wanted:
+            return None
+        values = {"command": wanted.command, "args": list(wanted.args)}
+        expected = copy.deepcopy(data)
+        entry = expected.setdefault("mcp_servers", {}).setdefault(SERVER_NAME, {})
+        if not isinstance(entry, dict):
+            raise AgentConfigError(f"mcp_servers.pimem in {path} is not a table; not touching it")
+        entry.update(values)
+        new_text = toml_table_set(text or "", ("mcp_servers", SERVER_NAME), values, str(path))
+        return _verified(new_text, expected, load_toml, path, "mcp_servers.pimem", by_hand)
+
+    _edit(report, plan)
     return report
-
-
-def _toml_string(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
-
-
-def codex_config_with(text: str, data: Mapping[str, Any], wanted: ServerCommand, path: Path) -> str:
-    """``text`` with its ``[mcp_servers.pimem]`` table (and sub-tables) replaced by, or added as,
-    one that runs ``wanted``; every other line kept. Verified by parsing the result."""
-    table = [f"[mcp_servers.{SERVER_NAME}]", f"command = {_toml_string(wanted.command)}",
-             f"args = [{', '.join(_toml_string(arg) for arg in wanted.args)}]"]
-    lines = text.splitlines()
-    header = f"[mcp_servers.{SERVER_NAME}]"
-    start = next((i for i, line in enumerate(lines) if line.strip() == header), None)
-    if start is None:
-        if _codex_entry(data) is not None or SERVER_NAME in (data.get("mcp_servers") or {}):
-            raise AgentConfigError(f"{path} defines mcp_servers.pimem in a form pimem does not edit; run "
-                                   f"`codex mcp add pimem -- {wanted.shell()}` or edit it by hand")
-        kept = lines + ([""] if lines and lines[-1].strip() else [])
-        new_lines = kept + table
-    else:
-        stop = start + 1
-        while stop < len(lines):
-            stripped = lines[stop].strip()
-            if stripped.startswith("[") and not stripped.startswith(f"[mcp_servers.{SERVER_NAME}."):
-                break
-            stop += 1
-        # keep blank lines and comments that separate the next table
-        while stop - 1 > start and (not lines[stop - 1].strip() or lines[stop - 1].lstrip().startswith("#")):
-            stop -= 1
-        new_lines = [*lines[:start], *table, *lines[stop:]]
-    new_text = "\n".join(new_lines) + "\n"
-    try:
-        new_data = tomllib.loads(new_text)
-    except tomllib.TOMLDecodeError as error:
-        raise AgentConfigError(f"editing {path} would break it ({error}); not touching it") from None
-    others_before = {key: value for key, value in data.items() if key != "mcp_servers"}
-    others_after = {key: value for key, value in new_data.items() if key != "mcp_servers"}
-    servers_before = {k: v for k, v in (data.get("mcp_servers") or {}).items() if k != SERVER_NAME}
-    servers_after = {k: v for k, v in (new_data.get("mcp_servers") or {}).items() if k != SERVER_NAME}
-    if others_before != others_after or servers_before != servers_after or _codex_entry(new_data) != wanted:
-        raise AgentConfigError(f"editing {path} would change more than the pimem entry; not touching it "
-                               f"(run `codex mcp add pimem -- {wanted.shell()}` instead)")
-    return new_text
-
-
-# -- files --------------------------------------------------------------------------------------------
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` in one step (a reader never sees half a file), keeping its permissions;
-    a new file is owner-only (agent configurations hold tokens). A symlinked file is written
-    through the link, as an editor would."""
-    path = Path(os.path.realpath(path))
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o600
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".pimem", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.chmod(temporary, mode)
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-    except OSError as error:
-        raise AgentConfigError(f"cannot write {path}: {error.strerror or error}") from None

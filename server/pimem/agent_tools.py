@@ -10,7 +10,8 @@ it (Codex strips ``maxItems``, ``minimum`` and ``maximum``). A bad argument rais
 :class:`ToolInputError` naming the field. Results are Markdown (for clients that show text) plus
 structured content (what Claude Code and Codex send to the model when it is present; its views are
 :func:`pimem.wire.agent_row` and :func:`pimem.wire.session_view`); both are redacted
-(:mod:`pimem.redact`) unless the user turned that off.
+(:mod:`pimem.redact`) unless the user turned that off: each stored field is bounded, redacted, and only
+then cut to the answer's limits, and a cancelled call (``cancel`` set) stops between two fields.
 
 Plain Python: no MCP SDK, no pygls (tests/test_layers.py).
 """
@@ -18,16 +19,20 @@ Plain Python: no MCP SDK, no pygls (tests/test_layers.py).
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
 from pimem import wire
 from pimem.models import SOURCES
 from pimem.recall import MAX_ENTITIES, RecallError, RecallQuery, make_query, recall
-from pimem.redact import redact_value
-from pimem.sessions import MAX_CONTEXT, SessionError, read_window
+from pimem.recall.query import TOOL_NAMES_CUT
+from pimem.recall.rows import RecallRow
+from pimem.redact import bounded, redact
+from pimem.sessions import MAX_CONTEXT, SessionError, SessionWindow, read_window
+from pimem.textutil import quoted
 
 RECALL_MEMORY = "recall_memory"
 READ_SESSION = "read_session"
@@ -99,7 +104,7 @@ RECALL_INPUT_SCHEMA: dict[str, Any] = {
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": DEFAULT_RESULTS,
                   "description": f"how many past turns to return, 1 to {MAX_RESULTS} (default {DEFAULT_RESULTS})"},
         "sources": {"type": "array", "items": {"type": "string", "enum": list(SOURCES)},
-                    "description": "only these agents' sessions (default: all of pi, claude, codex)"},
+                    "description": "only these agents' sessions (default: all)"},
         "cwd": {"type": "string",
                 "description": "only sessions run in this folder or below it (an absolute path; default: all)"},
     },
@@ -171,8 +176,12 @@ class ToolOutput:
     structured: dict[str, Any]      # MCP structuredContent, matching the tool's output schema
 
 
+class ToolCancelled(Exception):
+    """The caller went away (the MCP client cancelled the call): the work stopped between two fields."""
+
+
 class ToolCall(Protocol):
-    def run(self, conn: sqlite3.Connection) -> ToolOutput: ...
+    def run(self, conn: sqlite3.Connection, cancel: threading.Event | None = None) -> ToolOutput: ...
 
 
 def decode_call(name: str, arguments: object, *, redact_secrets: bool = True) -> ToolCall:
@@ -182,7 +191,7 @@ def decode_call(name: str, arguments: object, *, redact_secrets: bool = True) ->
     if name == READ_SESSION:
         return _read_session_call(arguments, redact_secrets)
     known = ", ".join(tool.name for tool in TOOLS)
-    raise ToolInputError("name", f"unknown tool {name!r} (pimem's tools: {known})")
+    raise ToolInputError("name", f"unknown tool {quoted(name)} (pimem's tools: {known})")
 
 
 def _arguments(arguments: object, spec: dict[str, Any]) -> dict[str, Any]:
@@ -244,10 +253,11 @@ class RecallCall:
     query: RecallQuery
     redact_secrets: bool
 
-    def run(self, conn: sqlite3.Connection) -> ToolOutput:
-        rows = [wire.agent_row(row) for row in recall(conn, self.query)]
+    def run(self, conn: sqlite3.Connection, cancel: threading.Event | None = None) -> ToolOutput:
+        found = recall(conn, self.query)
         if self.redact_secrets:
-            rows = [_redacted(row) for row in rows]
+            found = [_redacted_row(row, cancel) for row in found]
+        rows = [wire.agent_row(row) for row in found]
         return ToolOutput(recall_markdown(rows), {"results": rows})
 
 
@@ -259,21 +269,40 @@ class ReadSessionCall:
     after: int
     redact_secrets: bool
 
-    def run(self, conn: sqlite3.Connection) -> ToolOutput:
+    def run(self, conn: sqlite3.Connection, cancel: threading.Event | None = None) -> ToolOutput:
         try:
             window = read_window(conn, self.session_id, self.turn_id, self.before, self.after)
         except SessionError as error:
             raise ToolInputError(error.field, str(error)) from None
-        structured = wire.session_view(window)
         if self.redact_secrets:
-            structured = _redacted(structured)
+            window = _redacted_window(window, cancel)
+        structured = wire.session_view(window)
         return ToolOutput(session_markdown(structured), structured)
 
 
-def _redacted(view: dict[str, Any]) -> dict[str, Any]:
-    result = redact_value(view)
-    assert isinstance(result, dict)
-    return result
+# Redaction comes before every cut (the wire views cut to the answer's limits), so that no half of a
+# secret survives a cut; a huge stored value is first bounded (redact.bounded, 1 MB) so that its cost
+# is bounded too. A cancelled call stops between two fields.
+
+def _redacted_text(text: str, cancel: threading.Event | None) -> str:
+    if cancel is not None and cancel.is_set():
+        raise ToolCancelled
+    return redact(bounded(text))
+
+
+def _redacted_row(row: RecallRow, cancel: threading.Event | None) -> RecallRow:
+    return replace(row, turn_id=_redacted_text(row.turn_id, cancel),
+                   session_id=_redacted_text(row.session_id, cancel), cwd=_redacted_text(row.cwd, cancel),
+                   user_text=_redacted_text(row.user_text, cancel), reply_text=_redacted_text(row.reply_text, cancel),
+                   # one name more than an answer holds: the row is still marked as cut
+                   tool_names=[_redacted_text(name, cancel) for name in row.tool_names[:TOOL_NAMES_CUT + 1]],
+                   jsonl_path=_redacted_text(row.jsonl_path, cancel))
+
+
+def _redacted_window(window: SessionWindow, cancel: threading.Event | None) -> SessionWindow:
+    return replace(window, session_id=_redacted_text(window.session_id, cancel),
+                   cwd=_redacted_text(window.cwd, cancel), jsonl_path=_redacted_text(window.jsonl_path, cancel),
+                   turns=[_redacted_row(row, cancel) for row in window.turns])
 
 
 # ---------------------------------------------------------------------------------------------

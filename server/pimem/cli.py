@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pimem import __version__, wire
-from pimem.models import SOURCES, Source, SyncProgress
+from pimem.models import SOURCES, Source, SyncProgress, source_label
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import (
     MAX_ENTITIES,
@@ -50,6 +50,7 @@ from pimem.recall import (
 from pimem.recall.format import format_text, format_turn_text
 from pimem.store import StoreError, connect, store_failure, upgrade_notice
 from pimem.terminal import VisibleFormatter, json_text, visible
+from pimem.textutil import quoted
 
 
 def _out(text: str) -> None:
@@ -229,7 +230,9 @@ def cmd_sync(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(wire.sync_stats(stats)))
     else:
-        print(f"imported {stats.turns} turns from {stats.pi} Pi, {stats.claude} Claude, {stats.codex} Codex "
+        others = "".join(f", {count} {source_label(source)}" for source, count in stats.files_by_source.items()
+                         if count and source not in ("pi", "claude", "codex"))
+        print(f"imported {stats.turns} turns from {stats.pi} Pi, {stats.claude} Claude, {stats.codex} Codex{others} "
               f"sessions ({stats.scanned_files} files parsed, {stats.skipped_files} unchanged, "
               f"{len(stats.issues)} issues, {stats.duration_ms} ms)")
     return 0
@@ -273,7 +276,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     with _reading(args) as conn:
         row = get_turn(conn, turn_id)
     if row is None:
-        _err(f"pimem show: no turn {turn_id!r} in the store")
+        _err(f"pimem show: no turn {quoted(turn_id)} in the store")
         return 1
     if args.json:
         print(json_text(wire.turn_row(row)))
@@ -396,7 +399,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         turns = status.turns
         _out(f"store: {status.db_path}")
         print(f"sessions: {status.sessions}; turns: {status.total_turns} "
-              f"(pi {turns['pi']}, claude {turns['claude']}, codex {turns['codex']})")
+              f"(pi {turns['pi']}, claude {turns['claude']}, codex {turns['codex']}"
+              + "".join(f", {source} {count}" for source, count in turns.items()
+                        if count and source not in ("pi", "claude", "codex")) + ")")
         last = status.last_sync
         if isinstance(last, dict):
             when = datetime.fromtimestamp(int(last.get("finishedAt", 0)) / 1000).strftime("%Y-%m-%d %H:%M:%S")
@@ -422,16 +427,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from pimem import redact
 
     if args.mcp_command == "install":
-        from pimem.agent_config import AgentConfigError, install, pimem_command
+        from pimem.agent_config import AgentConfigError, InstallArgumentError, install, pimem_command
 
         db = args.install_db or args.db or os.environ.get("MEMORY_DB_PATH") or None
         command = pimem_command(db, redact=not (args.install_no_redact or args.no_redact))
         try:
             report = install(args.agent, command, dry_run=args.dry_run)
         except AgentConfigError as error:
-            print(f"pimem mcp install: {error}", file=sys.stderr)
-            return 1
-        print("\n".join(report.lines()))
+            _err(f"pimem mcp install: {error}")
+            return 2 if isinstance(error, InstallArgumentError) else 1
+        _out("\n".join(report.lines()))  # the entry before is the user's text: escapes shown, not acted on
         return 0
     try:
         from pimem.mcp.server import serve

@@ -41,16 +41,28 @@ class SourceFile(NamedTuple):
     """The path as stored (pimem_files, sessions, issues): see textutil.storable_path."""
 
     @classmethod
-    def at(cls, source: Source, path: str, info: os.stat_result) -> SourceFile:
-        return cls(source, path, info.st_size, info.st_mtime_ns, info.st_ino, storable_path(path))
+    def at(cls, source: Source, path: str, info: os.stat_result, rules: TranscriptFiles | None = None) -> SourceFile:
+        """The file with its stat; with ``rules``, its companions' sizes and times are folded in (a WAL
+        database changes in its ``-wal`` first: the sum of the sizes and the latest time change with it)."""
+        size, mtime_ns = info.st_size, info.st_mtime_ns
+        if rules is not None:
+            directory, name = os.path.split(path)
+            for companion in rules.companions(name):
+                try:
+                    extra = os.stat(os.path.join(directory, companion))
+                except OSError:
+                    continue  # absent (a database closed cleanly has none)
+                size += extra.st_size
+                mtime_ns = max(mtime_ns, extra.st_mtime_ns)
+        return cls(source, path, size, mtime_ns, info.st_ino, storable_path(path))
 
 
 def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) -> list[SourceFile]:
     """All transcript files under the roots of ``sources``, with their stat. Unreadable parts become issues."""
     found: list[SourceFile] = []
     for source in SOURCES:
-        if source not in sources:
-            continue
+        if source not in sources or source not in TRANSCRIPT_FILES:
+            continue  # not asked for, or no importer yet
         rules = TRANSCRIPT_FILES[source]
         wants, plain_twin = rules.wants, rules.plain_twin
         root_keys: set[tuple[int, int]] = set()
@@ -79,7 +91,7 @@ def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) 
                     continue
                 if stat.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) not in seen_files:
                     seen_files.add((info.st_dev, info.st_ino))
-                    found.append(SourceFile.at(source, entry.path, info))
+                    found.append(SourceFile.at(source, entry.path, info, rules))
     return found
 
 
@@ -87,12 +99,19 @@ def stat_paths(paths: list[str], roots: SourceRoots, sources: set[Source], issue
     """:func:`discover` for a few paths (a live update): those that are transcripts of ``sources``
     under their roots, with their stat. A path that is gone is passed by; an unreadable one is an issue."""
     files = []
+    taken: set[str] = set()
     for path in paths:
         source = source_of(path, roots)
-        if source is None or source not in sources:
+        if source is None or source not in sources or source not in TRANSCRIPT_FILES:
             continue
+        rules = TRANSCRIPT_FILES[source]
+        owner = rules.owner_of(os.path.basename(path))
+        if owner is not None:  # a database's -wal changed: the database did
+            path = os.path.join(os.path.dirname(path), owner)
+        if path in taken:
+            continue  # both a database and its -wal changed, or a path given twice
         root = next((str(r) for r in roots.for_source(source) if _is_under(path, str(r))), None)
-        if root is None or not _wanted(TRANSCRIPT_FILES[source], root, path):
+        if root is None or not _wanted(rules, root, path):
             continue
         try:
             info = os.stat(path)
@@ -102,8 +121,15 @@ def stat_paths(paths: list[str], roots: SourceRoots, sources: set[Source], issue
             issues.append(import_issue(source, storable_path(path), f"cannot read the file ({error.strerror})"))
             continue
         if stat.S_ISREG(info.st_mode):
-            files.append(SourceFile.at(source, path, info))
+            taken.add(path)
+            files.append(SourceFile.at(source, path, info, rules))
     return files
+
+
+def is_history_name(name: str) -> bool:
+    """Whether a file of this name may be (part of) some source's history: a transcript, a compressed
+    copy, or a companion such as a database's ``-wal`` (what live watching passes on to a sync)."""
+    return any(rules.wants(name) or rules.owner_of(name) is not None for rules in TRANSCRIPT_FILES.values())
 
 
 def source_of(path: str, roots: SourceRoots) -> Source | None:
@@ -117,10 +143,12 @@ def source_of(path: str, roots: SourceRoots) -> Source | None:
 def _wanted(rules: TranscriptFiles, root: str, path: str) -> bool:
     """Would :func:`discover` take this file under ``root``? (It never enters a skipped folder.)"""
     dirpath, name = os.path.split(path)
-    if rules.skip_dirs:
-        relative = os.path.relpath(dirpath, root)
-        if relative != "." and not rules.skip_dirs.isdisjoint(Path(relative).parts):
-            return False
+    relative = os.path.relpath(dirpath, root)
+    parts = () if relative == "." else Path(relative).parts
+    if not rules.skip_dirs.isdisjoint(parts) or not rules.holds(parts):
+        return False
+    if not all(rules.enters(parts[:depth]) for depth in range(1, len(parts) + 1)):
+        return False
     if not rules.wants(name):
         return False
     twin = rules.plain_twin(name)
@@ -141,7 +169,9 @@ def _key_set(path: str) -> set[tuple[int, int]]:
 
 
 def _walk(directory: str, visited: set[tuple[int, int]], other_roots: set[tuple[int, int]], source: Source,
-          rules: TranscriptFiles, issues: list[SyncIssue]) -> Iterator[tuple[str, os.DirEntry[str]]]:
+          rules: TranscriptFiles, issues: list[SyncIssue],
+          parts: tuple[str, ...] = ()) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """The files under ``directory`` (at ``parts`` below its root) that the rules' folders may hold."""
     try:
         info = os.stat(directory)
     except OSError as error:
@@ -157,14 +187,16 @@ def _walk(directory: str, visited: set[tuple[int, int]], other_roots: set[tuple[
     except OSError as error:
         issues.append(import_issue(source, storable_path(directory), f"cannot read the directory ({error.strerror})"))
         return
+    holds = rules.holds(parts)
     for entry in children:
         try:
             is_dir = entry.is_dir()  # follows symlinks, like Pi's own listing
         except OSError:
             continue
         if is_dir:
-            if entry.name in rules.skip_dirs:
+            child = (*parts, entry.name)
+            if entry.name in rules.skip_dirs or not rules.enters(child):
                 continue
-            yield from _walk(entry.path, visited, other_roots, source, rules, issues)
-        else:
+            yield from _walk(entry.path, visited, other_roots, source, rules, issues, child)
+        elif holds:
             yield directory, entry

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from pimem.sessions import read_snapshot
 from pimem.store.batches import chunks, placeholders
-from pimem.store.touches import sessions_touching
+from pimem.store.text import shown_text, tolerating
+from pimem.store.touches import PathSession, sessions_touching
 
 MAX_SESSIONS = 200
 DEFAULT_SESSIONS = 50
@@ -53,6 +54,27 @@ class FileHistory:
 
 
 
+def _read(conn: sqlite3.Connection, path: str, limit: int,
+          ) -> tuple[list[PathSession], dict[str, tuple[str, str, str]], dict[str, str]]:
+    """The touching sessions, the shown ones' rows and prompts. Text that is not valid UTF-8 (another
+    program wrote it) is shown empty (pimem.store.text)."""
+    found = sessions_touching(conn, path)
+    found.sort(key=lambda item: (-item[2], item[0]))
+    page = found[:limit]
+    info: dict[str, tuple[str, str, str]] = {}
+    prompts: dict[str, str] = {}
+    for batch in chunks([item[0] for item in page]):
+        for session_id, source, cwd, jsonl_path in conn.execute(
+                f"SELECT session_id, source, cwd, jsonl_path FROM sessions WHERE session_id IN "
+                f"({placeholders(len(batch))})", batch):
+            info[shown_text(session_id)] = (shown_text(source), shown_text(cwd), shown_text(jsonl_path))
+    for batch in chunks([item[3] for item in page]):
+        for turn_id, user_text in conn.execute(
+                f"SELECT turn_id, user_text FROM turns WHERE turn_id IN ({placeholders(len(batch))})", batch):
+            prompts[shown_text(turn_id)] = shown_text(user_text)
+    return found, info, prompts
+
+
 def file_history(conn: sqlite3.Connection, path: str, limit: int = DEFAULT_SESSIONS) -> FileHistory:
     """The sessions whose tool calls touched ``path`` (normalised with :func:`normalize_file_path`):
     one range of ``pimem_touches``, then the shown sessions' rows and prompts (at most ``limit``)."""
@@ -60,20 +82,8 @@ def file_history(conn: sqlite3.Connection, path: str, limit: int = DEFAULT_SESSI
         raise ValueError(f"limit must be within 1..{MAX_SESSIONS}")
     path = normalize_file_path(path)
     with read_snapshot(conn):
-        found = sessions_touching(conn, path)
-        found.sort(key=lambda item: (-item[2], item[0]))
-        page = found[:limit]
-        info: dict[str, tuple[str, str, str]] = {}
-        prompts: dict[str, str] = {}
-        for batch in chunks([item[0] for item in page]):
-            for session_id, source, cwd, jsonl_path in conn.execute(
-                    f"SELECT session_id, source, cwd, jsonl_path FROM sessions WHERE session_id IN "
-                    f"({placeholders(len(batch))})", batch):
-                info[str(session_id)] = (str(source), str(cwd or ""), str(jsonl_path or ""))
-        for batch in chunks([item[3] for item in page]):
-            for turn_id, user_text in conn.execute(
-                    f"SELECT turn_id, user_text FROM turns WHERE turn_id IN ({placeholders(len(batch))})", batch):
-                prompts[str(turn_id)] = str(user_text or "")
+        found, info, prompts = tolerating(conn, lambda: _read(conn, path, limit))
+    page = found[:limit]
     sessions = []
     for session_id, turns, last_ts, turn_id, actions, _changed in page:
         source, cwd, jsonl_path = info.get(session_id, (session_id.split(":", 1)[0], "", ""))

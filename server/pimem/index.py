@@ -28,11 +28,15 @@ extension inserts get a doc at the next sync (:func:`catch_up`); until then reca
 
 Every doc whose postings are written is appended to ``pimem_index_log`` in the same transaction (the
 newest LOG_KEEP entries are kept): a process holding index lists in memory
-(:mod:`pimem.recall.dense`) reads from it which docs changed since.
+(:mod:`pimem.recall.dense`) reads from it which docs changed since. Each such transaction ends its
+entries with a *mark*, a random negative number in place of a doc key: the same mark at the same
+position means the same history up to it, so a store rolled back to an older copy of itself and
+written on again is told apart from the one the lists were read on (:func:`log_entry`).
 """
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +44,7 @@ from dataclasses import dataclass
 from pimem import words
 from pimem.store import get_meta, set_meta, transaction
 from pimem.store.batches import chunks, placeholders
+from pimem.store.meta import STORE_ID, new_store_id
 from pimem.textutil import clamp_ms
 
 KEY_SHIFT = 20
@@ -193,6 +198,9 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
                 conn.executemany("INSERT INTO pimem_fts_reply(rowid, text) VALUES (?, ?)",
                                  [(key, index_text(reply or "")) for key, _, reply in live])
                 conn.executemany("INSERT INTO pimem_index_log(doc_key) VALUES (?)", [(key,) for key, _, _ in live])
+                conn.execute("INSERT INTO pimem_index_log(doc_key) VALUES (?)", (-1 - secrets.randbits(62),))
+                if get_meta(conn, STORE_ID) is None:   # a store an older pimem created
+                    new_store_id(conn)
             if word_index:
                 words.write_docs(conn, [words.WordDoc(key, int(session or 0), user, reply or "")
                                         for key, user, reply, session in rows if user is not None])
@@ -249,9 +257,20 @@ def log_position(conn: sqlite3.Connection) -> tuple[int, int]:
 
 
 def logged_since(conn: sqlite3.Connection, seq: int) -> list[int]:
-    """The docs whose postings were written after ``seq`` (each once)."""
+    """The docs whose postings were written after ``seq`` (each once; marks left out)."""
     return [int(key) for (key,) in conn.execute(
-        "SELECT DISTINCT doc_key FROM pimem_index_log WHERE seq > ?", (seq,))]
+        "SELECT DISTINCT doc_key FROM pimem_index_log WHERE seq > ? AND doc_key >= 0", (seq,))]
+
+
+def log_entry(conn: sqlite3.Connection, seq: int) -> int | None:
+    """The entry at ``seq`` (a doc key, or a write's random mark); None when there is none."""
+    row = conn.execute("SELECT doc_key FROM pimem_index_log WHERE seq = ?", (seq,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def store_id(conn: sqlite3.Connection) -> str | None:
+    """The identity of the store's content (:data:`pimem.store.meta.STORE_ID`)."""
+    return get_meta(conn, STORE_ID)
 
 
 def _trim_log(conn: sqlite3.Connection) -> None:
@@ -346,6 +365,7 @@ def rebuild(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT OR IGNORE INTO pimem_pending(doc_key) SELECT doc_key FROM pimem_docs")
     set_meta(conn, "index_garbage", "0")
     set_meta(conn, "index_epoch", str(epoch(conn) + 1))
+    new_store_id(conn)
 
 
 def epoch(conn: sqlite3.Connection) -> int:

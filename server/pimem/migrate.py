@@ -37,6 +37,7 @@ from pimem.jsonl import LineReader, UnsupportedFile, open_transcript
 from pimem.models import SyncIssue
 from pimem.paths import make_private_dirs, normalize_folder, pi_agent_dir, same_folder, source_roots
 from pimem.recall.format import session_resume_command
+from pimem.textutil import quoted
 
 try:  # what python-zstandard raises for a .zst that is not zstd (a plain Exception subclass)
     from zstandard import ZstdError as _ZstdError
@@ -280,7 +281,7 @@ def migrate_codex_session(codex_id: str, dry_run: bool = False, *,
     """Convert one Codex session (its thread id) into a Pi session; its cwd decides the Pi folder.
     UnknownSession when no readable rollout holds it, or it has no cwd or is a sub-agent thread."""
     if not _THREAD_ID.fullmatch(codex_id):
-        raise UnknownSession(f"{codex_id!r} is not a Codex thread id (a UUID)")
+        raise UnknownSession(f"{quoted(codex_id)} is not a Codex thread id (a UUID)")
     issues: list[SyncIssue] = []
     for path in _rollouts_of(codex_id, env, issues):
         try:

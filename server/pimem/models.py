@@ -3,23 +3,53 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeGuard
 
-Source = Literal["pi", "claude", "codex"]
-SOURCES: tuple[Source, ...] = ("pi", "claude", "codex")
+# The registry of sources: every agent whose history pimem reads. A new source is one name here (with its
+# entry in SOURCE_REGISTRY), one importer module registered in pimem.importers, and its default roots
+# in pimem.paths (tests/test_sources.py checks that every place knows every source).
+Source = Literal["pi", "claude", "codex", "gemini", "opencode", "copilot-cli", "copilot-chat", "cursor"]
 
-# The agent versions whose on-disk formats the importers were checked against (real files written by
-# these versions, plus hand-made files for the older generations described in docs/formats.md).
-# Quoted in every import issue so that a user can compare with the version they run.
-HISTORY_SCHEMA_REFERENCE_VERSIONS: dict[Source, str] = {
-    "pi": "Pi coding agent session format v1-v3 (checked with Pi 1.6.0)",
-    "claude": "Claude Code 1.0.x-2.1.x (checked with Claude Code 2.1.332)",
-    "codex": "Codex CLI rollouts from the 2025 TypeScript CLI to 0.171.0 (checked with Codex 0.171.0)",
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What the services know of one source besides its importer: how people name it, and the agent
+    versions whose on-disk formats its importer was checked against (real files written by these versions,
+    plus hand-made files for the older generations described in docs/formats.md), quoted in every import
+    issue so that a user can compare with the version they run."""
+
+    label: str
+    checked_versions: str
+
+
+SOURCE_REGISTRY: dict[Source, SourceSpec] = {
+    "pi": SourceSpec("Pi", "Pi coding agent session format v1-v3 (checked with Pi 1.6.0)"),
+    "claude": SourceSpec("Claude Code", "Claude Code 1.0.x-2.1.x (checked with Claude Code 2.1.332)"),
+    "codex": SourceSpec("Codex", "Codex CLI rollouts from the 2025 TypeScript CLI to 0.171.0 "
+                                 "(checked with Codex 0.171.0)"),
+    "gemini": SourceSpec("Gemini CLI", "Gemini CLI chats, JSONL and legacy JSON (checked with Gemini CLI 0.61.0)"),
+    "opencode": SourceSpec("OpenCode", "OpenCode's SQLite store, 1.x tables and 2.x session_message "
+                                       "(checked with OpenCode 1.18.33)"),
+    "copilot-cli": SourceSpec("Copilot CLI", "GitHub Copilot CLI session-state events (checked with Copilot "
+                                             "CLI 1.0.102)"),
+    "copilot-chat": SourceSpec("Copilot Chat", "VS Code chat session logs (format 3, .jsonl and .json) and "
+                                               "Copilot Chat transcripts (reconstructed from VS Code's source)"),
+    "cursor": SourceSpec("Cursor", "Cursor agent transcripts and state.vscdb conversations (composerData "
+                                   "_v 13-16, bubbles _v 2-3; reconstructed from readers' descriptions, Cursor 3.x)"),
 }
+SOURCES: tuple[Source, ...] = tuple(SOURCE_REGISTRY)
+# Kept for the callers that quote it (import_issue).
+HISTORY_SCHEMA_REFERENCE_VERSIONS: dict[Source, str] = {name: spec.checked_versions
+                                                         for name, spec in SOURCE_REGISTRY.items()}
 
 
-def is_source(value: object) -> bool:
-    return isinstance(value, str) and value in SOURCES
+def is_source(value: object) -> TypeGuard[Source]:
+    return isinstance(value, str) and value in SOURCE_REGISTRY
+
+
+def source_label(source: str) -> str:
+    """How people name a source ("Claude Code"); an unknown name as it is."""
+    return SOURCE_REGISTRY[source].label if is_source(source) else source
 
 
 @dataclass
@@ -72,11 +102,15 @@ class SyncStats:
     duration_ms: int = 0
     stored_ms: int = 0          # until every turn was stored (and found by recall); then the index is built
     changed_sources: set[Source] = field(default_factory=set)
+    # Files with changed turns per source (every source, 0 when none); pi/claude/codex above mirror the
+    # first three for the clients that read those keys.
+    files_by_source: dict[Source, int] = field(default_factory=lambda: dict.fromkeys(SOURCES, 0))
 
     def count_file(self, source: Source) -> None:
+        self.files_by_source[source] = self.files_by_source.get(source, 0) + 1
         if source == "pi":
             self.pi += 1
         elif source == "claude":
             self.claude += 1
-        else:
+        elif source == "codex":
             self.codex += 1

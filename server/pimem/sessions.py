@@ -18,7 +18,9 @@ from dataclasses import dataclass, field, replace
 from pimem.paths import in_folder
 from pimem.recall import RecallRow
 from pimem.store import parse_tool_names
+from pimem.store.text import holds_undecodable, shown_text, tolerating
 from pimem.store.touches import touches_of_turns
+from pimem.textutil import quoted
 
 # Turns in one request, each side (the MCP tool validates this bound too; see agent_tools).
 MAX_CONTEXT = 20
@@ -65,23 +67,31 @@ def list_sessions(conn: sqlite3.Connection, folders: Sequence[str] | None = None
     if not 1 <= limit <= MAX_SESSIONS or offset < 0:
         raise ValueError(f"limit must be within 1..{MAX_SESSIONS} and offset at least 0")
     with read_snapshot(conn):
-        where, args = "", list(sources or ())
-        if sources:
-            where = f"WHERE s.source IN ({','.join('?' * len(sources))})"
-        found = [row for row in conn.execute(
-            "SELECT s.session_id, s.source, s.cwd, s.jsonl_path, s.started_at, MAX(t.ts), COUNT(*) "
-            f"FROM sessions s JOIN turns t ON t.session_id = s.session_id {where} GROUP BY s.session_id", args)
-            if folders is None or any(in_folder(str(row[2] or ""), folder) for folder in folders)]
-        found.sort(key=lambda row: (-(row[5] or 0), str(row[0])))
-        page = found[offset:offset + limit]
-        sessions = []
-        for session_id, source, cwd, jsonl_path, started_at, last_ts, count in page:
-            first = conn.execute("SELECT user_text FROM turns WHERE session_id = ? ORDER BY turn_index, ts, turn_id "
-                                 "LIMIT 1", (session_id,)).fetchone()
-            sessions.append(SessionSummary(
-                str(session_id), str(source), str(cwd or ""), str(jsonl_path or ""),
-                started_at if isinstance(started_at, int) else 0, last_ts if isinstance(last_ts, int) else 0,
-                int(count), str(first[0] or "") if first else ""))
+        # text that is not valid UTF-8 (another program wrote it): such a session is left out, such a
+        # first prompt shown empty (pimem.store.text)
+        return tolerating(conn, lambda: _list_sessions(conn, folders, sources, limit, offset))
+
+
+def _list_sessions(conn: sqlite3.Connection, folders: Sequence[str] | None, sources: Sequence[str] | None,
+                   limit: int, offset: int) -> SessionsPage:
+    where, args = "", list(sources or ())
+    if sources:
+        where = f"WHERE s.source IN ({','.join('?' * len(sources))})"
+    found = [row for row in conn.execute(
+        "SELECT s.session_id, s.source, s.cwd, s.jsonl_path, s.started_at, MAX(t.ts), COUNT(*) "
+        f"FROM sessions s JOIN turns t ON t.session_id = s.session_id {where} GROUP BY s.session_id", args)
+        if not holds_undecodable(row)
+        and (folders is None or any(in_folder(str(row[2] or ""), folder) for folder in folders))]
+    found.sort(key=lambda row: (-(row[5] or 0), str(row[0])))
+    page = found[offset:offset + limit]
+    sessions = []
+    for session_id, source, cwd, jsonl_path, started_at, last_ts, count in page:
+        first = conn.execute("SELECT user_text FROM turns WHERE session_id = ? ORDER BY turn_index, ts, turn_id "
+                             "LIMIT 1", (session_id,)).fetchone()
+        sessions.append(SessionSummary(
+            str(session_id), str(source), str(cwd or ""), str(jsonl_path or ""),
+            started_at if isinstance(started_at, int) else 0, last_ts if isinstance(last_ts, int) else 0,
+            int(count), shown_text(first[0]) if first else ""))
     return SessionsPage(sessions, len(found))
 
 
@@ -149,7 +159,8 @@ def read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None =
     if not 0 <= before <= max_context or not 0 <= after <= max_context:
         raise ValueError(f"before and after must be within 0..{max_context}")
     with read_snapshot(conn):
-        window = _read_window(conn, session_id, turn_id, before, after)
+        # a turn whose text is not valid UTF-8 (another program wrote it) is left out (pimem.store.text)
+        window = tolerating(conn, lambda: _read_window(conn, session_id, turn_id, before, after))
         if files:
             window = replace(window, files=touches_of_turns(conn, [row.turn_id for row in window.turns]))
         return window
@@ -160,7 +171,7 @@ def _read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None,
     session = conn.execute("SELECT source, cwd, jsonl_path, started_at FROM sessions WHERE session_id = ?",
                            (session_id,)).fetchone()
     if session is None:
-        raise SessionError("sessionId", f"no session {session_id!r} in the store")
+        raise SessionError("sessionId", f"no session {quoted(session_id)} in the store")
     order = [str(row[0]) for row in conn.execute(
         "SELECT turn_id FROM turns WHERE session_id = ? ORDER BY turn_index, ts, turn_id", (session_id,))]
     if turn_id is None:
@@ -169,7 +180,7 @@ def _read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None,
         try:
             position = order.index(turn_id)
         except ValueError:
-            raise SessionError("turnId", f"no turn {turn_id!r} in session {session_id!r}") from None
+            raise SessionError("turnId", f"no turn {quoted(turn_id)} in session {quoted(session_id)}") from None
         start, stop = max(0, position - before), min(len(order), position + after + 1)
     wanted = order[start:stop]
     rows: dict[str, RecallRow] = {}
@@ -178,6 +189,8 @@ def _read_window(conn: sqlite3.Connection, session_id: str, turn_id: str | None,
         for values in conn.execute(
                 f"SELECT {_TURN_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
                 f"LEFT JOIN pimem_docs d ON d.turn_id = t.turn_id WHERE t.turn_id IN ({marks})", wanted):
+            if holds_undecodable(values):
+                continue
             row = _row(values)
             rows[row.turn_id] = row
     return SessionWindow(

@@ -1,12 +1,18 @@
-"""What the store holds (``pimem status`` and ``pimem/status``; the JSON view is pimem.wire.store_status)."""
+"""What the store holds (``pimem status`` and ``pimem/status``; the JSON view is pimem.wire.store_status), and
+which sources there are (``pimem/sources``: the clients' agent filters are this list)."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+from collections.abc import Collection
 from dataclasses import dataclass
 
+from pimem.importers import IMPORTERS
 from pimem.index import unindexed_count
+from pimem.models import SOURCE_REGISTRY, Source
+from pimem.paths import SourceRoots
 from pimem.store import count_turns_by_source, get_meta, upgrade_notice
 
 
@@ -40,3 +46,23 @@ def store_status(conn: sqlite3.Connection, db_path: str) -> StoreStatus:
         last_sync=last_sync,
         upgrade_required=upgrade_notice(conn),
     )
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """One source as a client shows it in its agent filters."""
+
+    source: Source
+    label: str
+    read: bool                  # this pimem has an importer for it (else it is known but not read yet)
+    enabled: bool               # synced by this process (a server's initializationOptions.sources)
+    present: bool               # one of its roots exists on this machine
+    roots: tuple[str, ...]
+
+
+def source_states(roots: SourceRoots, enabled: Collection[Source]) -> list[SourceState]:
+    """Every source, in the registry's order (one ``isdir`` per root)."""
+    return [SourceState(source, spec.label, source in IMPORTERS, source in enabled,
+                        any(os.path.isdir(root) for root in roots.for_source(source)),
+                        tuple(str(root) for root in roots.for_source(source)))
+            for source, spec in SOURCE_REGISTRY.items()]

@@ -33,6 +33,15 @@ def storable_path(path: str) -> str:
     return path
 
 
+def quoted(value: object, limit: int = 100) -> str:
+    """``value`` quoted for a message (its repr), cut to about ``limit`` characters with an ellipsis:
+    whatever a request or a file held, a message that echoes it stays one short line."""
+    if isinstance(value, str) and len(value) > limit:
+        return repr(value[:limit]) + "…"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def strip_system_reminders(text: str) -> str:
     return _SYSTEM_REMINDER.sub("", text) if "<system-reminder>" in text else text
 

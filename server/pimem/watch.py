@@ -24,12 +24,23 @@ MISSING_ROOT_RECHECK_SECONDS = 10.0
 _SUFFIXES = (".jsonl", ".json", ".jsonl.zst")
 
 
+def _by_suffix(name: str) -> bool:
+    return name.endswith(_SUFFIXES)
+
+
 class TranscriptWatcher:
     """Calls ``on_change(paths)`` from a background thread with batches of changed transcript files."""
 
-    def __init__(self, roots: Iterable[Path], on_change: Callable[[list[str]], None]) -> None:
+    def __init__(self, roots: Iterable[Path], on_change: Callable[[list[str]], None],
+                 wanted: Callable[[str], bool] = _by_suffix, shallow: Iterable[Path] = ()) -> None:
+        """``wanted(name)``: whether a change to a file of this name may be a history's (the importers'
+        names and their companions, such as a database's ``-wal``: pimem.discovery.is_history_name).
+        ``shallow``: roots watched without their subfolders (a data folder whose history is at its top and
+        whose subfolders are busy with other things: OpenCode's logs and snapshot repositories)."""
         self._roots = [Path(root) for root in roots]
+        self._shallow = {Path(root) for root in shallow}
         self._on_change = on_change
+        self._wanted = wanted
         self._pending: dict[str, None] = {}
         self._first_event = 0.0
         self._last_event = 0.0
@@ -61,14 +72,14 @@ class TranscriptWatcher:
                     return
                 for raw in (event.src_path, getattr(event, "dest_path", "")):
                     path = os.fsdecode(raw) if raw else ""
-                    if path.endswith(_SUFFIXES):
+                    if path and watcher._wanted(os.path.basename(path)):
                         watcher.notice(path)
 
         for root in self._roots:
             if root in self._watched or not root.is_dir():
                 continue
             try:
-                self._observer.schedule(Handler(), str(root), recursive=True)
+                self._observer.schedule(Handler(), str(root), recursive=root not in self._shallow)
                 self._watched.add(root)
                 log.info("watching %s", root)
             except OSError as error:  # e.g. the inotify watch limit

@@ -21,7 +21,7 @@ if TYPE_CHECKING:   # the types only: the CLI's recall must not import the migra
     from pimem.migrate import MigrationReport
     from pimem.recall.freetext import Term
     from pimem.sessions import SessionsPage, SessionSummary, SessionWindow
-    from pimem.status import StoreStatus
+    from pimem.status import SourceState, StoreStatus
 
 JSON = dict[str, Any]
 
@@ -40,6 +40,7 @@ def sync_stats(stats: SyncStats) -> JSON:
         "pi": stats.pi,
         "claude": stats.claude,
         "codex": stats.codex,
+        "sources": dict(stats.files_by_source),
         "turns": stats.turns,
         "scannedFiles": stats.scanned_files,
         "skippedFiles": stats.skipped_files,
@@ -117,6 +118,12 @@ def store_status(status: StoreStatus, *, syncing: bool | None = None) -> JSON:
     return result
 
 
+def source_states(states: list[SourceState]) -> JSON:
+    """``SourcesResult`` (``pimem/sources``)."""
+    return {"sources": [{"source": state.source, "label": state.label, "read": state.read, "enabled": state.enabled,
+                         "present": state.present, "roots": list(state.roots)} for state in states]}
+
+
 def migration_report(report: MigrationReport) -> JSON:
     """``MigrationReport`` (``pimem/migrateCodex``, ``pimem migrate-codex --json``)."""
     return {
@@ -147,8 +154,9 @@ def session_view(window: SessionWindow) -> JSON:
         turn.pop("hits", None)
         turn.pop("matched", None)   # a session is read, not searched
         turns.append(turn)
-    return {"sessionId": window.session_id, "source": window.source, "cwd": window.cwd,
-            "jsonlPath": window.jsonl_path, "turnCount": window.turn_count,
+    return {"sessionId": window.session_id[:MAX_TURN_ID_CHARS], "source": window.source,
+            "cwd": window.cwd[:MAX_PATH_CHARS], "jsonlPath": window.jsonl_path[:MAX_PATH_CHARS],
+            "turnCount": window.turn_count,
             "firstPosition": window.first_position, "turns": turns}
 
 

@@ -17,7 +17,7 @@ import pytest
 from pimem.importers.claude import MAX_BACKGROUND_CALLS
 from pimem.store import connect, parse_tool_names
 from pimem.sync import SyncRequest, run_sync
-from support.history import CLAUDE_INTERACTIVE, SAMPLES, roots_under
+from support.history import CLAUDE_INTERACTIVE, MINIMAL, SAMPLES, roots_under
 from sync.test_incremental import _rebase, snapshot, sync
 
 SESSION = "5e55a0a0-0000-4000-8000-000000000000"
@@ -265,9 +265,14 @@ NOTIFICATION_FILE = (SAMPLES / "claude" / "projects" / "-tmp-pimem-demo-----"
                      / "b3fac8d1-549b-497e-9601-94deb4a4bbff.jsonl")
 
 
-@pytest.mark.parametrize("fixture", [INTERACTIVE_FILE, NOTIFICATION_FILE], ids=["interactive-c5", "zh-c3"])
+# The minimal shapes: an opening assistant turn, no session_meta (Codex), resumed at every line.
+MINIMAL_FILES = sorted(MINIMAL.rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize("fixture", [INTERACTIVE_FILE, NOTIFICATION_FILE, *MINIMAL_FILES],
+                         ids=["interactive-c5", "zh-c3", *(f"minimal-{p.stem[:32]}" for p in MINIMAL_FILES)])
 def test_a_sync_after_every_line_equals_one_full_import(fixture: Path, tmp_path: Path) -> None:
-    base = CLAUDE_INTERACTIVE if CLAUDE_INTERACTIVE in fixture.parents else SAMPLES
+    base = next(root for root in (CLAUDE_INTERACTIVE, MINIMAL, SAMPLES) if root in fixture.parents)
     relative = fixture.relative_to(base)
     live, full = tmp_path / "live" / relative, tmp_path / "full" / relative
     live.parent.mkdir(parents=True)

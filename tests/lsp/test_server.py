@@ -14,7 +14,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequestCancelled
 
 from pimem import wire
+from pimem.importers import IMPORTERS
 from pimem.lsp import methods
+from pimem.models import SOURCES
 from pimem.recall import make_query, recall_scan
 from pimem.store import connect
 from support.history import copy_samples, grow_history
@@ -49,6 +51,14 @@ async def test_auto_sync_progress_status_and_recall(tmp_path: Path) -> None:
         assert status["totalTurns"] == changed["totalTurns"] == sum(status["turns"].values())
         assert status["dbPath"] == str(base / "memory.db") and status["sessions"] > 0
         assert status["lastSync"]["turns"] == changed["turns"]
+        # The agent filters' list: every source, in the registry's order, the three of the samples present.
+        sources = plain(await request(client, methods.SOURCES, {}))["sources"]
+        assert [entry["source"] for entry in sources] == list(SOURCES)
+        by_name = {entry["source"]: entry for entry in sources}
+        assert all(by_name[name]["present"] and by_name[name]["read"] and by_name[name]["enabled"]
+                   for name in ("pi", "claude", "codex"))
+        assert by_name["claude"]["label"] == "Claude Code" and by_name["claude"]["roots"]
+        assert {name for name, entry in by_name.items() if entry["read"]} == set(IMPORTERS)
         # Work-done progress: begin, reports, end, on a token the server created.
         tokens = [t for t in client.progress_reports if str(t).startswith("pimem-sync-")]
         kinds = [report.kind for report in client.progress_reports[tokens[0]]]

@@ -273,3 +273,103 @@ def test_the_log_position_is_read_from_the_ends_of_the_log_not_by_a_scan(conn: s
     finally:
         conn.set_progress_handler(None, 0)
     assert len(steps) < 5, len(steps)      # a scan of the 60,000 entries takes hundreds
+
+
+def _restore(source: Path | sqlite3.Connection, live: sqlite3.Connection) -> None:
+    """``sqlite3 memory.db ".restore b.db"``: the store's content replaced in place (same file, same
+    inode), under connections that stay open."""
+    backup = sqlite3.connect(source) if isinstance(source, Path) else source
+    try:
+        backup.backup(live)
+    finally:
+        if isinstance(source, Path):
+            backup.close()
+
+
+def test_a_store_restored_in_place_from_another_store_is_read_again(db_path: Path, tmp_path: Path,
+                                                                    kept: list[int],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20.1: another store of the same size (the same index epoch and log position) restored
+    over the kept one: the lists read on the first must not answer for the second."""
+    monkeypatch.setattr(candidates, "TRACK_LIMIT", 10)
+    other = tmp_path / "other.db"
+    for path, seed in ((db_path, 23), (other, 29)):
+        made = connect(path)
+        _store(made, random.Random(seed), 900, 150)
+        index.build_pending(made)
+        made.close()
+    live = connect(db_path)
+    queries = [_query(random.Random(31)) for _ in range(12)]
+    for query in queries:
+        _same_as_oracle(live, query)          # the lists of the first store are kept from here on
+    before = (index.epoch(live), index.log_position(live))
+    _restore(other, live)
+    assert (index.epoch(live), index.log_position(live)) == before    # nothing else tells them apart
+    for query in queries:
+        _same_as_oracle(live, query)
+    assert len(kept) >= 2 * len(queries) - 2
+
+
+def _add_turns(conn: sqlite3.Connection, tag: str, count: int, text: str, days_back: int) -> None:
+    """``count`` turns of ``text``, ``days_back`` days before the store's newest turn, indexed."""
+    with transaction(conn):
+        session, ts = conn.execute("SELECT session_id, max(ts) FROM turns").fetchone()
+        ts -= days_back * DAY_MS
+        for number in range(count):
+            turn_id = f"{session}:{tag}{number}"
+            conn.execute("INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", (turn_id, session, 20_000 + number, ts, text, text))
+            index.put(conn, turn_id, ts, text, text, None, None, fts=True)
+    index.build_pending(conn)
+
+
+@pytest.mark.parametrize("winners", [0, 3, 5, 9])
+def test_a_store_rolled_back_to_its_own_backup_and_synced_on_is_read_again(db_path: Path, kept: list[int],
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          winners: int) -> None:
+    """Issue 20.1: the store rolled back to its own older backup (the same store, a shorter log), then
+    synced on: other docs are logged at the positions the kept lists already read (5 of them), up to
+    them or past them, before the next query. Every answer stays the oracle's."""
+    monkeypatch.setattr(candidates, "TRACK_LIMIT", 10)
+    live = connect(db_path)
+    rng = random.Random(37)
+    _store(live, rng, 900, 150)
+    index.build_pending(live)
+    saved = sqlite3.connect(":memory:")
+    live.backup(saved)                        # the backup, taken now
+    queries = [RecallQuery(tuple(rng.sample(VOCABULARY, rng.randint(2, 8))), rng.choice([1, 3, 10]))
+               for _ in range(12)]
+    for query in queries:
+        _same_as_oracle(live, query)          # the lists are kept from here on
+    _add_turns(live, "filler", 5, "nothing to see", 0)
+    for query in queries:
+        _same_as_oracle(live, query)          # the kept lists follow the log
+    _restore(saved, live)
+    _add_turns(live, "winner", winners, " ".join(VOCABULARY), 1)   # the best answer to every query
+    for query in queries:
+        _same_as_oracle(live, query)
+    _grow(live, rng, 100)
+    for query in queries:
+        _same_as_oracle(live, query)
+    assert len(kept) >= 2 * len(queries)
+
+
+def test_the_store_id_is_new_at_creation_and_at_a_rebuild_and_each_write_ends_with_a_mark(
+        db_path: Path, tmp_path: Path) -> None:
+    """What tells stores and histories apart (issue 20.1): another store, another id; a rebuild, another
+    id; a store an older pimem made gets one at its first index write; a write's last log entry is a
+    random mark that the docs read from the log leave out."""
+    first, second = connect(db_path), connect(tmp_path / "second.db")
+    assert index.store_id(first) and index.store_id(second) and index.store_id(first) != index.store_id(second)
+    before = index.store_id(first)
+    with transaction(first):
+        index.rebuild(first)
+    assert index.store_id(first) not in (None, before)
+    with transaction(first):
+        first.execute("DELETE FROM pimem_meta WHERE key = 'store_id'")      # as an older pimem left it
+    _store(first, random.Random(3), 80, 10)
+    assert index.store_id(first) is not None
+    low, high = index.log_position(first)
+    marks = [key for (key,) in first.execute("SELECT doc_key FROM pimem_index_log WHERE doc_key < 0")]
+    assert marks and index.log_entry(first, high) in marks and len(set(marks)) == len(marks)
+    assert all(key >= 0 for key in index.logged_since(first, low - 1))

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from pimem import jsonl
-from pimem.models import SOURCES, Source
+from pimem.models import Source
 from pimem.store import connect
 from support.env import env_for
 from support.ids import fresh_ids
@@ -78,7 +78,7 @@ def assert_broken_line_issue(stats: Any, path: Path, line: int | None) -> None:
 # Truncated last line
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("source", list(USER_LINE))  # the sources with line templates
 def test_truncated_last_line_is_left_for_the_next_sync(source: Source, base: Path, db: Path) -> None:
     lines = template_lines(source, 1)
     last_prompt = line_index(lines, USER_LINE[source], last=True)
@@ -101,7 +101,7 @@ def test_truncated_last_line_is_left_for_the_next_sync(source: Source, base: Pat
 # Invalid UTF-8 and NUL bytes
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("source", list(USER_LINE))  # the sources with line templates
 def test_invalid_utf8_is_replaced_and_binary_lines_are_skipped(source: Source, base: Path, db: Path) -> None:
     lines = template_lines(source, 2)
     broken = b"fl\xff\xfemingo\xc3"
@@ -125,7 +125,7 @@ NUL_CASES = ["raw-nul-in-a-string", "escaped-nul", "nul-block-before-a-line", "f
 
 
 @pytest.mark.parametrize("case", NUL_CASES)
-@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("source", list(USER_LINE))  # the sources with line templates
 def test_nul_bytes(source: Source, case: str, base: Path, db: Path) -> None:
     lines = template_lines(source, 3)
     target = flamingo_line(source, lines)
@@ -248,7 +248,7 @@ NESTED = {
 
 
 @pytest.mark.parametrize("shape", ["arrays", "objects", "inside-a-prompt", "unterminated-last-line"])
-@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("source", list(USER_LINE))  # the sources with line templates
 def test_deeply_nested_json_is_a_skipped_line(source: Source, shape: str, base: Path, db: Path) -> None:
     lines = template_lines(source, 6)
     target = flamingo_line(source, lines)

@@ -16,16 +16,26 @@ LEGACY = REPO / "tests" / "fixtures" / "legacy"
 # Real transcripts of Claude Code's interactive TUI (tools/agentgen --agents claude-tui), a root of their own so
 # that samples/history (and every count derived from it) stays as it is.
 CLAUDE_INTERACTIVE = REPO / "tests" / "fixtures" / "claude-interactive"
+# Minimal shapes that converters and deja-vu's day0bench write (docs/formats.md 1.8, 2.10), a root of their own.
+MINIMAL = REPO / "tests" / "fixtures" / "minimal"
 EXPECTED = REPO / "tests" / "fixtures" / "expected"
 
 
 def roots_under(base: Path) -> SourceRoots:
     """Agent roots laid out as in samples/history: claude/projects, codex/{sessions,archived_sessions},
-    pi/agent/sessions."""
+    pi/agent/sessions (and gemini/tmp, opencode for the fixtures of those agents); and as in
+    tests/fixtures/{copilot-cli,reconstructed}: copilot/session-state, vscode/Code/User/…,
+    cursor-home/.cursor/projects, cursor/User/globalStorage."""
+    vscode_user = base / "vscode" / "Code" / "User"
     return SourceRoots(
         pi=(base / "pi" / "agent" / "sessions",),
         claude=(base / "claude" / "projects",),
         codex=(base / "codex" / "sessions", base / "codex" / "archived_sessions"),
+        gemini=(base / "gemini" / "tmp",),
+        opencode=(base / "opencode",),
+        copilot_cli=(base / "copilot" / "session-state",),
+        copilot_chat=(vscode_user / "workspaceStorage", vscode_user / "globalStorage" / "emptyWindowChatSessions"),
+        cursor=(base / "cursor-home" / ".cursor" / "projects", base / "cursor" / "User" / "globalStorage"),
     )
 
 

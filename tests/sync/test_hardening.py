@@ -20,11 +20,11 @@ import pytest
 import pimem.sync as sync_module
 import pimem.sync.ingest as ingest_module
 from pimem import jsonl
-from pimem.models import HISTORY_SCHEMA_REFERENCE_VERSIONS, SOURCES, Source, SyncStats
+from pimem.models import HISTORY_SCHEMA_REFERENCE_VERSIONS, Source, SyncStats
 from pimem.store import StoreError, connect
 from pimem.sync import SourceFile, SyncRequest, import_files, run_sync
 from support.env import env_for
-from support.history import LEGACY, SAMPLES, copy_samples, roots_under
+from support.history import LEGACY, REPO, SAMPLES, copy_samples, roots_under
 from support.sync import run_guarded as guarded
 from support.sync import sync as guarded_sync
 
@@ -35,14 +35,19 @@ SAMPLE: dict[Source, Path] = {
     "pi": SAMPLES / "pi/agent/sessions/--tmp-pimem-demo-webshop--"
                     / "2026-11-30T09-45-48-861Z_01a22bd8-a83c-7278-b6dd-f7b4c2b178a9.jsonl",
 }
+# A real Copilot CLI 1.0.102 session (tests/fixtures/copilot-cli), laid out under its own fixture root.
+COPILOT_CLI_ROOT = REPO / "tests" / "fixtures" / "copilot-cli"
+SAMPLE["copilot-cli"] = COPILOT_CLI_ROOT / "copilot/session-state/c107a6be-2db9-4c62-99a6-f3ce273183ff/events.jsonl"
+UNDER: dict[Source, Path] = {"copilot-cli": COPILOT_CLI_ROOT}
 ZST = LEGACY / "codex/sessions/2026/06/11/rollout-2026-06-11T08-00-00-01a0d4e5-1a2b-7c3d-8e4f-5a6b7c8d9e0f.jsonl.zst"
 G0 = LEGACY / "codex/sessions/rollout-2025-04-18-0b6a2f1e-9c8d-4e7f-a6b5-c4d3e2f1a0b9.json"
 AGENT_VERSION: dict[Source, str] = {"claude": "Claude Code 2.1.332", "codex": "Codex CLI 0.171.0",
-                                    "pi": "Pi (session format v3)"}
+                                    "pi": "Pi (session format v3)", "copilot-cli": "Copilot CLI 1.0.102"}
 USER_LINE: dict[Source, Callable[[bytes], bool]] = {
     "pi": lambda line: b'"role":"user"' in line,
     "claude": lambda line: b'"type":"user"' in line and b"toolUseResult" not in line and b'"isMeta":true' not in line,
     "codex": lambda line: b'"type":"response_item"' in line and b'"role":"user"' in line,
+    "copilot-cli": lambda line: line.startswith(b'{"type":"user.message"'),
 }
 SKIPPED = b"this line is not JSON\n"
 TURNS_SQL = "SELECT turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names FROM turns ORDER BY turn_id"
@@ -87,14 +92,15 @@ def user_line(source: Source, lines: list[bytes], nth: int) -> int:
 # Item 14: a broken line in the middle of a file
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("source", list(SAMPLE))  # the sources with a sample transcript
 def test_broken_middle_line_is_reported_once_with_its_line_and_the_agent_version(
         source: Source, tmp_path: Path) -> None:
     lines = SAMPLE[source].read_bytes().splitlines(keepends=True)
     target = user_line(source, lines, 1)
     broken = lines[target][: len(lines[target]) // 2] + b"\n"   # a record cut by a crash, then more records
     base, db = tmp_path / "history", tmp_path / "memory.db"
-    path = place(base, SAMPLE[source], b"".join([*lines[:target], broken, *lines[target + 1:]]))
+    under = UNDER.get(source, SAMPLES)
+    path = place(base, SAMPLE[source], b"".join([*lines[:target], broken, *lines[target + 1:]]), under=under)
     stats = sync(base, db)
     assert [issue.jsonl_path for issue in stats.issues] == [str(path)]
     issue = stats.issues[0].error
@@ -102,7 +108,7 @@ def test_broken_middle_line_is_reported_once_with_its_line_and_the_agent_version
     assert f"written by {AGENT_VERSION[source]}" in issue and HISTORY_SCHEMA_REFERENCE_VERSIONS[source] in issue
     # The rest is imported as if the line were any other skipped line.
     oracle_base, oracle_db = tmp_path / "oracle", tmp_path / "oracle.db"
-    place(oracle_base, SAMPLE[source], b"".join([*lines[:target], SKIPPED, *lines[target + 1:]]))
+    place(oracle_base, SAMPLE[source], b"".join([*lines[:target], SKIPPED, *lines[target + 1:]]), under=under)
     sync(oracle_base, oracle_db)
     assert rows(db) == rows(oracle_db) and rows(db)
 

@@ -19,18 +19,20 @@ from pimem.recall import make_query, recall, recall_scan
 from pimem.recall.indexed import ORPHAN_ROWS_SQL, PENDING_ROWS_SQL
 from pimem.store import connect
 from pimem.sync import SyncRequest, run_sync
-from support.history import CLAUDE_INTERACTIVE, LEGACY, SAMPLES, roots_under
+from support.history import CLAUDE_INTERACTIVE, LEGACY, REPO, SAMPLES, roots_under
 from support.sync import sync as guarded_sync
 
+COPILOT_CLI = REPO / "tests" / "fixtures" / "copilot-cli"   # real Copilot CLI sessions
 LINE_FILES = sorted(
     [p for p in SAMPLES.rglob("*.jsonl") if "subagents" not in p.parts]
     + [p for p in LEGACY.rglob("*.jsonl") if "subagents" not in p.parts and not p.name.startswith("agent-")]
     + [p for p in CLAUDE_INTERACTIVE.rglob("*.jsonl") if "subagents" not in p.parts]
+    + sorted(COPILOT_CLI.rglob("events.jsonl"))
 )
 
 
 def _relative_root(file: Path) -> tuple[Path, Path]:
-    base = next(root for root in (SAMPLES, LEGACY, CLAUDE_INTERACTIVE) if root in file.parents)
+    base = next(root for root in (SAMPLES, LEGACY, CLAUDE_INTERACTIVE, COPILOT_CLI) if root in file.parents)
     return base, file.relative_to(base)
 
 

@@ -6,6 +6,7 @@ Speaks just enough of three wire APIs, with SSE streaming:
   * Anthropic Messages      POST /v1/messages  (+ /v1/messages/count_tokens)
   * OpenAI Responses        POST /v1/responses
   * OpenAI Chat Completions POST /v1/chat/completions
+  * Gemini API              POST /v1beta/models/<model>:generateContent, :streamGenerateContent, :countTokens
   * GET /v1/models          (both OpenAI and Anthropic list shapes)
 
 Every request (method, path, selected headers, body) is appended to a JSONL
@@ -325,7 +326,7 @@ def thinking_text(prompt):
 
 
 def pick_shell_tool(tool_names):
-    for name in ("Bash", "bash", "exec_command", "shell_command", "shell", "local_shell"):
+    for name in ("Bash", "bash", "exec_command", "shell_command", "shell", "local_shell", "run_shell_command"):
         if name in tool_names:
             return name
     return None
@@ -342,6 +343,8 @@ def shell_args(tool, cmd):
         return {"command": cmd}
     if tool == "shell":
         return {"command": ["bash", "-lc", cmd]}
+    if tool == "run_shell_command":   # Gemini CLI
+        return {"command": cmd, "description": "Run " + cmd.split()[0]}
     return {"command": cmd}
 
 
@@ -377,6 +380,10 @@ def pick(tool_names, *cands):
 
 
 WRITE_RE = re.compile(r"(?:create|write) (?:a )?file `([^`]+)`|创建文件\s*`([^`]+)`", re.I)
+
+
+VIEW_RE = re.compile(r"(?:read|show) (?:the )?file `([^`]+)`", re.I)
+EDIT_RE = re.compile(r"edit (?:the )?file `([^`]+)`", re.I)
 
 
 NOTIFY_RE = re.compile(r"<task-notification>.*?(?:<result>(.*?)(?:</result>|$))?", re.S)
@@ -421,16 +428,39 @@ def plan(turns, tool_names, system_text="", cwd=None, deferred=()):
                          "subagent_type": "general-purpose"}}
     # write a file (Claude Code Write / Pi write)
     m = WRITE_RE.search(prompt or "")
-    wtool = pick(tool_names, "Write", "write")
+    wtool = pick(tool_names, "Write", "write", "write_file")
     if m and wtool and not outputs:
         fname = m.group(1) or m.group(2)
         if wtool == "Write" and cwd and not fname.startswith("/"):
             fname = cwd.rstrip("/") + "/" + fname
         content = ("# 笔记\n\n- 100% 完成\n- a_b 已测试\n" if zh else
                    "# Notes\n\n- 100% done\n- a_b tested\n- path: C:\\path\\file\n")
-        args = {"file_path": fname, "content": content} if wtool == "Write" else {"path": fname, "content": content}
+        if wtool == "Write":
+            args = {"file_path": fname, "content": content}
+        elif wtool == "write_file":   # Gemini CLI
+            args = {"file_path": fname, "content": content}
+        elif "opencode" in (system_text or "").lower():   # OpenCode's write tool takes filePath
+            if cwd and not fname.startswith("/"):
+                fname = cwd.rstrip("/") + "/" + fname
+            args = {"filePath": fname, "content": content}
+        else:
+            args = {"path": fname, "content": content}
         return {"kind": "tool", "tool": wtool, "args": args, "prompt": prompt,
                 "text": ("我来创建 `%s`。" % fname) if zh else ("I'll create `%s`." % fname)}
+    # Copilot CLI's file tools (claude-* models): create/view/edit with an absolute `path`
+    ctool = pick(tool_names, "create")
+    if m and ctool and not outputs:
+        content = "# Notes\n\n- 100% done\n- a_b tested\n"
+        return {"kind": "tool", "tool": ctool, "args": {"path": m.group(1) or m.group(2), "file_text": content},
+                "prompt": prompt, "text": "I'll create `%s`." % (m.group(1) or m.group(2))}
+    m = VIEW_RE.search(prompt or "")
+    if m and "view" in tool_names and not outputs:
+        return {"kind": "tool", "tool": "view", "args": {"path": m.group(1)}, "prompt": prompt,
+                "text": "Let me read `%s`." % m.group(1)}
+    m = EDIT_RE.search(prompt or "")
+    if m and "edit" in tool_names and not outputs:
+        return {"kind": "tool", "tool": "edit", "prompt": prompt, "text": "I'll edit `%s`." % m.group(1),
+                "args": {"path": m.group(1), "old_str": "100% done", "new_str": "100% done, flamingo checked"}}
     cmds = commands_for(prompt)
     tool = pick_shell_tool(tool_names)
     if tool and len(outputs) < len(cmds):
@@ -810,6 +840,86 @@ def chat_json(body, pl):
 
 
 # --------------------------------------------------------------------------
+# Gemini API (generateContent / streamGenerateContent, as Gemini CLI calls it)
+# --------------------------------------------------------------------------
+
+def gemini_turns(body):
+    turns = []
+    for content in body.get("contents", []) or []:
+        texts, results = [], []
+        for part in content.get("parts", []) or []:
+            if not isinstance(part, dict):
+                continue
+            if isinstance(part.get("text"), str) and not part.get("thought"):
+                texts.append(part["text"])
+            if isinstance(part.get("functionResponse"), dict):
+                results.append(json.dumps(part["functionResponse"].get("response"), ensure_ascii=False))
+        if results:
+            turns.extend(("tool_result", r) for r in results)
+        elif content.get("role") == "user":
+            turns.append(("user", "\n".join(texts)))
+        else:
+            turns.append(("assistant", "\n".join(texts)))
+    return turns
+
+
+def _schema_value(schema):
+    """The smallest value of a JSON schema (Gemini CLI's side requests ask for JSON: next speaker, …)."""
+    schema = schema or {}
+    kind = str(schema.get("type", "object")).lower()
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if kind == "object":
+        return {k: _schema_value(v) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return []
+    if kind in ("number", "integer"):
+        return 0
+    if kind == "boolean":
+        return False
+    return "ok"
+
+
+def gemini_build(body):
+    tools = [d.get("name") for t in body.get("tools", []) or [] for d in (t.get("functionDeclarations") or [])]
+    system = "\n".join(p.get("text", "") for p in ((body.get("systemInstruction") or {}).get("parts") or [])
+                       if isinstance(p, dict))
+    config = body.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    if schema or config.get("responseMimeType") == "application/json":
+        return {"kind": "json", "text": json.dumps(_schema_value(schema)), "prompt": ""}
+    return plan(gemini_turns(body), [t for t in tools if t], system)
+
+
+def gemini_chunks(pl):
+    usage = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+    pieces = list(chunks(pl["text"])) if pl["text"] else []
+    out = [{"candidates": [{"content": {"role": "model", "parts": [{"text": c}]}, "index": 0}]} for c in pieces]
+    last_parts = []
+    if pl["kind"] == "tool":
+        last_parts.append({"functionCall": {"name": pl["tool"], "args": pl["args"]}})
+    last = {"candidates": [{"content": {"role": "model", "parts": last_parts or [{"text": ""}]},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": usage, "modelVersion": "gemini-mock"}
+    return out + [last]
+
+
+def gemini_json(pl):
+    parts = ([{"text": pl["text"]}] if pl["text"] else [])
+    if pl["kind"] == "tool":
+        parts.append({"functionCall": {"name": pl["tool"], "args": pl["args"]}})
+    return {"candidates": [{"content": {"role": "model", "parts": parts or [{"text": ""}]}, "finishReason": "STOP",
+                            "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": "gemini-mock"}
+
+
+def gemini_sse(pl):
+    for event in gemini_chunks(pl):
+        yield ("data: %s\r\n\r\n" % json.dumps(event, ensure_ascii=False)).encode()
+
+
+# --------------------------------------------------------------------------
 # HTTP plumbing
 # --------------------------------------------------------------------------
 
@@ -941,6 +1051,15 @@ class Handler(BaseHTTPRequestHandler):
                 if body.get("stream", True):
                     return self.send_sse(responses_sse(resp), {"x-request-id": rid("req_")})
                 return self.send_json(200, resp)
+            if path.endswith(":countTokens"):
+                self.record(raw, 200)
+                return self.send_json(200, {"totalTokens": max(1, len(raw) // 4)})
+            if path.endswith(":streamGenerateContent"):
+                self.record(raw, 200)
+                return self.send_sse(gemini_sse(gemini_build(body)))
+            if path.endswith(":generateContent"):
+                self.record(raw, 200)
+                return self.send_json(200, gemini_json(gemini_build(body)))
             if path.endswith("/chat/completions"):
                 self.record(raw, 200)
                 pl = chat_build(body)

@@ -181,6 +181,10 @@ function turnView(state: ConversationState, turn: ConversationTurn): HTMLElement
   }
   article.appendChild(part('reply', state.agent, turn.reply, '(no reply)'));
   const actions = el('div', 'actions');
+  if (turn.hidden > 0) {
+    const more = `Show more of this turn (${turn.hidden.toLocaleString('en-US')} characters not shown)`;
+    actions.appendChild(button('more-text', more, { type: 'moreText', index: turn.index }, `${more}, turn ${String(turn.position)}`));
+  }
   if (turn.truncated) {
     actions.appendChild(button('whole', 'Show whole turn', { type: 'whole', index: turn.index }, `Show whole turn ${String(turn.position)}`));
   }

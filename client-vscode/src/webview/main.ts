@@ -225,6 +225,9 @@ class ResultsView {
 
     if (row.truncated) {
       item.appendChild(el('p', 'shortened', 'This turn is shortened here: “Show whole turn” fetches all of it.'));
+    } else if (row.whole && row.hidden > 0) {
+      const more = row.hidden.toLocaleString('en-US');
+      item.appendChild(el('p', 'whole', `The turn's start: ${more} more characters are shown in pieces by “Open conversation”.`));
     } else if (row.whole) {
       item.appendChild(el('p', 'whole', 'The whole turn.'));
     }

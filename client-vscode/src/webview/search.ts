@@ -3,7 +3,6 @@
 // typed and chose; actions on a row go to the extension by row index.
 import { folderName, formatDate, highlightSegments, rowName, sourceLabel, turnsEstimate, type Segment } from '../render';
 import type { SearchedTerm } from '../panelProtocol';
-import type { Source } from '../protocol';
 import type { FromSearchView, SearchRow, SearchRowAction, SearchSettings, SearchStatus, ToSearchView } from '../searchProtocol';
 import { ELLIPSIS, snippetSegments } from '../snippet';
 
@@ -15,7 +14,6 @@ interface VsCodeApi {
 declare function acquireVsCodeApi(): VsCodeApi;
 
 const DEBOUNCE_MS = 250;
-const SOURCES: readonly Source[] = ['pi', 'claude', 'codex'];
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
@@ -45,7 +43,9 @@ function appendSegments(parent: HTMLElement, segments: readonly Segment[]): void
 class SearchPanel {
   private readonly query = (byId('query') as HTMLInputElement);
   private readonly workspaceOnly = (byId('workspaceOnly') as HTMLInputElement);
-  private readonly agents = SOURCES.map((s) => (byId(`agent-${s}`) as HTMLInputElement));
+  private readonly agentBox = byId('agents') as HTMLFieldSetElement;
+  /** One checkbox per source, built from the settings the extension sends (the server's list). */
+  private agents: HTMLInputElement[] = [];
   private readonly searched = (byId('searched') as HTMLParagraphElement);
   private readonly count = (byId('count') as HTMLParagraphElement);
   private readonly welcome = (byId('welcome') as HTMLDivElement);
@@ -70,9 +70,6 @@ class SearchPanel {
       }
     });
     this.workspaceOnly.addEventListener('change', () => this.searchNow());
-    for (const box of this.agents) {
-      box.addEventListener('change', () => this.searchNow());
-    }
     this.more.addEventListener('click', () => {
       this.more.disabled = true;
       this.more.textContent = 'Loading more…';
@@ -116,6 +113,22 @@ class SearchPanel {
   private applySettings(settings: SearchSettings): void {
     this.workspaceOnly.checked = settings.workspaceOnly && settings.hasWorkspace;
     this.workspaceOnly.disabled = !settings.hasWorkspace;
+    if (this.agents.map((box) => box.value).join('\n') !== settings.agents.map((a) => a.source).join('\n')) {
+      for (const box of this.agents) {
+        box.parentElement?.remove();
+      }
+      this.agents = settings.agents.map((agent) => {
+        const label = el('label');
+        const box = el('input');
+        box.type = 'checkbox';
+        box.id = `agent-${agent.source}`; // names are [a-z0-9-] (searchProtocol checks what comes back)
+        box.value = agent.source;
+        box.addEventListener('change', () => this.searchNow());
+        label.append(box, document.createTextNode(` ${agent.label}`));
+        this.agentBox.appendChild(label);
+        return box;
+      });
+    }
     for (const box of this.agents) {
       box.checked = settings.sources.some((s) => s === box.value);
     }
@@ -135,7 +148,7 @@ class SearchPanel {
     }
     this.vscode.setState({ query: this.query.value });
     this.list.setAttribute('aria-busy', 'true'); // until the answer (tests wait on it, screen readers too)
-    const sources = SOURCES.filter((_s, i) => this.agents[i]?.checked === true);
+    const sources = this.agents.filter((box) => box.checked).map((box) => box.value);
     this.vscode.postMessage({ type: 'search', query: this.query.value, workspaceOnly: this.workspaceOnly.checked, sources });
   }
 

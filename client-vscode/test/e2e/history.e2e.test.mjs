@@ -4,7 +4,7 @@
 // The history is written by fileEdits.mjs: transcripts of Claude Code, Codex and Pi whose tool calls edited
 // src/cart.py of the workspace (plus one that only read it, and one of another folder).
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import {
@@ -34,12 +34,19 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
   let page;
   let fixture;
   const dialogs = [];
+  // a stub `pi` on PATH that records its working directory and arguments ("Resume in Terminal" after Continue in Pi)
+  const stubs = mkdtempSync('/tmp/pimem-stubs-');
+  const originalPath = process.env.PATH;
 
   before(async () => {
+    writeFileSync(join(stubs, 'pi'), `#!/bin/sh\n{ printf 'cwd=%s\\n' "$(pwd -P)"; for a in "$@"; do printf 'arg=%s\\n' "$a"; done; } > '${stubs}/pi.argv'\nsleep 30\n`);
+    chmodSync(join(stubs, 'pi'), 0o755);
+    process.env.PATH = `${stubs}:${originalPath}`; // code-server and its extension host inherit it
     vs = await startVsCode({
       name: 'history',
       prepareHome: (home) => {
         fixture = writeFileEditHistory(home);
+        writeFileSync(join(home, '.profile'), `export PATH="${stubs}:$PATH"\n`); // the extension host's PATH comes from the login shell
       },
       settings: (dirs) => ({ ...QUIET_WORKBENCH_SETTINGS, 'pimem.dbPath': join(dirs.run, 'memory.db') }),
     });
@@ -58,6 +65,8 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
 
   after(async () => {
     await vs?.stop();
+    process.env.PATH = originalPath;
+    rmSync(stubs, { recursive: true, force: true });
   });
 
   const pane = (title) => page.locator('.pane', { has: page.locator('.pane-header h3.title', { hasText: new RegExp(`^${title}$`, 'i') }) });
@@ -265,6 +274,21 @@ describe('Pi Memory sessions, file history and conversations in VS Code', { time
     assert.equal(header.cwd, fixture.workspace);
     const clipboard = await page.evaluate(() => navigator.clipboard.readText());
     assert.equal(clipboard, `pi --session ${join(piDir, written[0])}`);
+    await clearNotifications(page);
+
+    // again: migrated before; "Resume in Terminal" runs pi itself, in the session's folder, the file its argument
+    await wv.locator('header button.continue').click();
+    const again = notification(page, 'migrated to Pi before');
+    await again.first().waitFor({ timeout: 60_000 });
+    await again.first().locator('a.monaco-button, button', { hasText: 'Resume in Terminal' }).click();
+    const record = join(stubs, 'pi.argv');
+    const deadline = Date.now() + 30_000;
+    while (!(existsSync(record) && readFileSync(record, 'utf8').includes('arg=')) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    assert.ok(existsSync(record), 'pi was started');
+    const lines = readFileSync(record, 'utf8').trim().split('\n');
+    assert.deepEqual(lines, [`cwd=${fixture.workspace}`, 'arg=--session', `arg=${join(piDir, written[0])}`]);
     await clearNotifications(page);
   });
 });

@@ -44,8 +44,9 @@ test('conversationState: a whole session has nothing more; only Codex offers Con
 test('parseConversationMessage accepts only the known messages with valid fields', () => {
   assert.deepEqual(c.parseConversationMessage({ type: 'openRaw', index: 2 }), { type: 'openRaw', index: 2 });
   assert.deepEqual(c.parseConversationMessage({ type: 'more', direction: 'later', extra: 1 }), { type: 'more', direction: 'later' });
-  for (const bad of [null, 'ready', { type: 'openRaw', index: -1 }, { type: 'openRaw', index: 1.5 }, { type: 'whole' },
-    { type: 'more', direction: 'up' }, { type: 'run', command: 'rm' }]) {
+  assert.deepEqual(c.parseConversationMessage({ type: 'moreText', index: 0 }), { type: 'moreText', index: 0 });
+  for (const bad of [null, 'ready', { type: 'openRaw', index: -1 }, { type: 'openRaw', index: 1.5 }, { type: 'whole' }, { type: 'moreText' },
+    { type: 'moreText', index: '1' }, { type: 'more', direction: 'up' }, { type: 'run', command: 'rm' }]) {
     assert.equal(c.parseConversationMessage(bad), undefined, JSON.stringify(bad));
   }
 });
@@ -80,14 +81,15 @@ test('piResumeCommand quotes the path for a POSIX shell and refuses a relative p
 
 test('migratedResume: the server command of a written session; for one migrated before, the quoted Pi file', () => {
   const report = (over) => ({ folder: '/w', dryRun: false, migrated: [], skipped: [], issues: [], ...over });
+  const resume = { program: 'pi', args: ['--session', '/p/s.jsonl'], cwd: '/w' };
   assert.deepEqual(a.migratedResume(report({ migrated: [{ codexSessionId: 'x', codexPath: '/c', piPath: '/p/s.jsonl', messages: 4, resumeCommand: 'pi --session /p/s.jsonl' }] })),
-    { command: 'pi --session /p/s.jsonl', fresh: true });
+    { command: 'pi --session /p/s.jsonl', resume, fresh: true });
   // the server refused the path: no command made here either
   assert.deepEqual(a.migratedResume(report({ migrated: [{ codexSessionId: 'x', codexPath: '/c', piPath: '/p/s.jsonl', messages: 4, resumeCommand: null }] })),
-    { command: undefined, fresh: true });
+    { command: undefined, resume: undefined, fresh: true });
   assert.deepEqual(a.migratedResume(report({ skipped: [{ codexSessionId: 'x', piPath: '/p/s.jsonl', reason: 'already migrated' }] })),
-    { command: 'pi --session /p/s.jsonl', fresh: false, reason: 'already migrated' });
+    { command: 'pi --session /p/s.jsonl', resume, fresh: false, reason: 'already migrated' });
   assert.deepEqual(a.migratedResume(report({ skipped: [{ codexSessionId: 'x', piPath: '/p/s.jsonl', reason: 'no user or assistant text to migrate' }] })),
-    { command: undefined, fresh: false, reason: 'no user or assistant text to migrate' });
+    { command: undefined, resume: undefined, fresh: false, reason: 'no user or assistant text to migrate' });
   assert.equal(a.migratedResume(report({})), undefined);
 });

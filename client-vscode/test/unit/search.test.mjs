@@ -130,6 +130,12 @@ test('resume in terminal: the agent and its arguments from validated ids, never 
     { program: 'codex', args: ['resume', uuid], cwd: undefined });
   assert.deepEqual(resume.resumeCommand({ source: 'pi', sessionId: 'pi:abc', cwd: '/w', jsonlPath: "/h/.pi/it's here.jsonl" }),
     { program: 'pi', args: ['--session', "/h/.pi/it's here.jsonl"], cwd: '/w' }, 'a quote in a path is an argument, not syntax');
+  assert.deepEqual(resume.resumeCommand({ source: 'gemini', sessionId: `gemini:${uuid}`, cwd: '/w', jsonlPath: '/j' }),
+    { program: 'gemini', args: ['--resume', uuid], cwd: '/w' });
+  assert.deepEqual(resume.resumeCommand({ source: 'opencode', sessionId: 'opencode:ses_db3cc199bffeqUVIlffB7rLM8o', cwd: '/w', jsonlPath: '/d.db' }),
+    { program: 'opencode', args: ['--session', 'ses_db3cc199bffeqUVIlffB7rLM8o'], cwd: '/w' });
+  assert.deepEqual(resume.resumeCommand({ source: 'copilot-cli', sessionId: `copilot-cli:${uuid}`, cwd: '', jsonlPath: '/j' }),
+    { program: 'copilot', args: ['--resume', uuid], cwd: undefined });
   for (const bad of [
     { source: 'claude', sessionId: 'claude:--help', cwd: '/w', jsonlPath: '/j' },
     { source: 'claude', sessionId: `claude:${uuid}; rm -rf ~`, cwd: '/w', jsonlPath: '/j' },
@@ -137,6 +143,11 @@ test('resume in terminal: the agent and its arguments from validated ids, never 
     { source: 'codex', sessionId: `claude:${uuid}`, cwd: '/w', jsonlPath: '/j' },
     { source: 'pi', sessionId: 'pi:x', cwd: '/w', jsonlPath: 'relative.jsonl' },
     { source: 'pi', sessionId: 'pi:x', cwd: '/w', jsonlPath: '/a\u001b]0;x\u0007.jsonl' },
+    { source: 'gemini', sessionId: 'gemini:--yolo', cwd: '/w', jsonlPath: '/j' },
+    { source: 'opencode', sessionId: 'opencode:ses_abc; rm -rf ~', cwd: '/w', jsonlPath: '/j' },
+    { source: 'opencode', sessionId: 'opencode:--session', cwd: '/w', jsonlPath: '/j' },
+    { source: 'copilot-cli', sessionId: 'copilot-cli:$(id)', cwd: '/w', jsonlPath: '/j' },
+    { source: 'cursor', sessionId: `cursor:${uuid}`, cwd: '/w', jsonlPath: '/j' },
   ]) {
     assert.equal(resume.resumeCommand(bad), undefined, JSON.stringify(bad));
   }
@@ -171,7 +182,9 @@ test('a restored panel state is checked field by field', () => {
 
 test('messages from the search webview are validated', () => {
   const p = searchProtocol.parseFromSearchView;
-  assert.deepEqual(p({ type: 'search', query: 'x', workspaceOnly: true, sources: ['codex', 'nope'] }), { type: 'search', query: 'x', workspaceOnly: true, sources: ['codex'] });
+  // Source names of the right shape pass (the view keeps those the server listed); anything else is dropped.
+  assert.deepEqual(p({ type: 'search', query: 'x', workspaceOnly: true, sources: ['codex', 'gemini', 'No!', '../x', 3, 'a'.repeat(40)] }),
+    { type: 'search', query: 'x', workspaceOnly: true, sources: ['codex', 'gemini'] });
   assert.deepEqual(p({ type: 'row', action: 'resume', index: 0 }), { type: 'row', action: 'resume', index: 0 });
   for (const bad of [null, 'x', { type: 'row', action: 'exec', index: 0 }, { type: 'row', action: 'open', index: -1 },
     { type: 'row', action: 'open', index: 1.5 }, { type: 'search', query: 1, workspaceOnly: true, sources: [] },

@@ -163,6 +163,21 @@ class TranscriptFiles:
     document_name = "a JSON transcript"
     """How an issue names a document transcript."""
 
+    watch_subfolders = True
+    """Live watching follows the roots' subfolders (False: only files at the top of a root change live;
+    the rest is found by full syncs)."""
+
+    def enters(self, parts: tuple[str, ...]) -> bool:
+        """Is the folder at ``parts`` (its names below the root) walked? A root that holds other programs'
+        folders (VS Code's ``workspaceStorage``) is walked only where the agent writes. Default: every
+        folder (but :attr:`skip_dirs`)."""
+        return True
+
+    def holds(self, parts: tuple[str, ...]) -> bool:
+        """May the files directly in the folder at ``parts`` be transcripts (:meth:`wants` then decides
+        by name)? Default: every folder's."""
+        return True
+
     def wants(self, name: str) -> bool:
         """Is a file of this name a transcript (or a compressed copy of one)?"""
         return name.endswith(".jsonl")
@@ -170,6 +185,22 @@ class TranscriptFiles:
     def plain_twin(self, name: str) -> str | None:
         """For a compressed copy (``x.jsonl.zst``): the name of the plain file, which is read instead
         when both are in the same folder. None for any other name."""
+        return None
+
+    def is_database(self, path: str) -> bool:
+        """Is this history a database of many sessions (read by the importer's
+        :class:`DatabaseReader`, only the sessions changed since the last read)? By its name."""
+        return False
+
+    def companions(self, name: str) -> tuple[str, ...]:
+        """Files beside a transcript of this name whose changes are its changes (a SQLite database's
+        ``-wal``: a WAL database grows there, not in its own file). Their sizes and times are part of
+        the transcript's stamp; a live update of one is an update of the transcript."""
+        return ()
+
+    def owner_of(self, name: str) -> str | None:
+        """For a companion file's name (see :meth:`companions`): the name of its transcript. None for any
+        other name."""
         return None
 
     def is_document(self, path: str) -> bool:
@@ -193,6 +224,28 @@ class TranscriptFiles:
             return loads(data), len(data)
         except (ValueError, RecursionError) as error:
             raise NotThisFormat(f"not valid JSON ({error})") from None
+
+
+class DatabaseReader(ABC):
+    """A history that is one database of many sessions (OpenCode's ``opencode.db``), read only where it
+    changed. ``state`` is what :meth:`state` returned after the last read (None: read everything); it
+    holds what that read saw, e.g. each session's update time. :meth:`sessions` yields each session
+    changed since, whole: all its turns as new (``is_new``), so that a session read again replaces what
+    was stored of it. After each yielded session, :meth:`state` counts it as read, so a sync stopped
+    between two sessions continues with the next one.
+
+    The database belongs to a running program: it is opened read-only without taking a lock that could
+    block its writer (pimem.foreign_db). A reader raises NotThisFormat when the file is not such a
+    database, and OSError or sqlite3.Error when it cannot be read now (tried again next sync)."""
+
+    def __init__(self, path: str, state: dict[str, Any] | None) -> None:
+        self.path = path
+
+    @abstractmethod
+    def sessions(self) -> Iterable[tuple[SessionInfo, Chunk]]: ...
+
+    @abstractmethod
+    def state(self) -> dict[str, Any]: ...
 
 
 class TranscriptParser(ABC):

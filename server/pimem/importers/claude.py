@@ -40,6 +40,12 @@ What the interactive client (2.1.x) adds, and what pimem makes of it:
   assistant answers it (2.1.x sends the command's output to the model, which replies); the
   ``<bash-stdout>``/``<bash-stderr>`` output is not part of the turn. A bash-mode command nobody
   answers (older clients never did) is no turn, as before.
+
+Minimal transcripts (converters, deja-vu's day-zero benchmark; docs/formats.md 1.8) have only
+``type``, ``sessionId``, ``timestamp`` and ``message``: without ``uuid`` a turn's id is ``L<line>``,
+without ``cwd`` the cwd is unknown. Assistant text before any ``user`` line (a conversation that opens
+with the assistant) is a turn of its own with an empty user text: the store's rows are exchanges, and
+this keeps the text findable, in its place, without mixing it into the first prompt.
 """
 
 from __future__ import annotations
@@ -73,8 +79,9 @@ class ClaudeFiles(TranscriptFiles):
 FILES = ClaudeFiles()
 
 # What the parser reads from a transcript changed: files parsed with an older version are parsed
-# again once (pimem.sync). 2: file touches; queued prompts are turns of their own.
-RULES_VERSION = 2
+# again once (pimem.sync). 2: file touches; queued prompts are turns of their own. 3: assistant text
+# that opens a conversation is a turn.
+RULES_VERSION = 3
 
 # tool name -> (the input key of its path, what it does to the file)
 FILE_TOOLS: dict[str, tuple[str, FileAction]] = {
@@ -216,6 +223,7 @@ class ClaudeParser(TranscriptParser):
         self._background: dict[str, str] = dict(state.get("background") or {})
         # a bash-mode command not answered yet: [message id, ts, "!cmd", line]
         self._bash: list[Any] | None = state.get("bash")
+        self._user_seen: bool = bool(state.get("userSeen", False))   # any main-thread user line yet
         self._version_seen: object = None
 
     def wants(self, line: Line) -> bool:
@@ -255,6 +263,7 @@ class ClaudeParser(TranscriptParser):
         if message is None:
             return
         if kind == "user":
+            self._user_seen = True
             if record.get("isMeta") is True or record.get("isCompactSummary") is True:
                 return
             if "toolUseResult" in record:
@@ -267,15 +276,26 @@ class ClaudeParser(TranscriptParser):
         if self._current is None and self._bash is not None and model != "<synthetic>":
             message_id, bash_ts, command, bash_line = self._bash
             self._start_turn(message_id, bash_ts, command, bash_line, chunk)
-        if self._current is None:
+        if self._current is None and not self._opening(model):
             return
         text, tools = assistant_text_and_tools(message)
+        current = self._current
+        if current is None:   # the opening assistant text: a turn of its own (docs/formats.md 1.8)
+            if not clean_text(text):
+                return
+            current = nonempty_str(record.get("uuid")) or f"L{line_number}"
+            self._start_turn(current, ts, "", line_number, chunk)
         for call_id in background_call_ids(message):
             self._background.pop(call_id, None)
-            self._background[call_id] = self._current
+            self._background[call_id] = current
             while len(self._background) > MAX_BACKGROUND_CALLS:
                 del self._background[next(iter(self._background))]
-        chunk.add_reply(self._current, clean_text(text), tools, file_touches(message))
+        chunk.add_reply(current, clean_text(text), tools, file_touches(message))
+
+    def _opening(self, model: str | None) -> bool:
+        """Assistant text before any user line opens the conversation: a turn with an empty user text."""
+        return (self._turns == 0 and not self._user_seen and self._info.native_id is not None
+                and model != "<synthetic>")
 
     def _user_text(self, text: str, record: dict[str, Any], ts: int | None, line_number: int,
                    chunk: Chunk) -> None:
@@ -319,4 +339,5 @@ class ClaudeParser(TranscriptParser):
 
     def state(self) -> dict[str, Any]:
         return {**self._info.to_state(), "turns": self._turns, "current": self._current, "latest": self._latest,
-                "background": dict(self._background), "bash": self._bash}
+                "background": dict(self._background), "bash": self._bash,
+                "userSeen": self._user_seen}

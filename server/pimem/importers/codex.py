@@ -15,6 +15,13 @@ replays earlier history. Injected user-role context (AGENTS.md, environment, IDE
 ``event_msg/task_started`` closes the current turn, so text produced by a task without a user message
 (a compaction summary) is attached to no turn. Sub-agent threads are skipped as a whole.
 
+Minimal rollouts that converters and other tools write (deja-vu's day-zero benchmark, docs/formats.md
+2.10) are read too: envelopes without ``session_meta`` take the session id from the file name
+(:func:`id_from_file_name`; cwd unknown), the message's ``role`` decides whose text an ``input_text``
+item is, and assistant text before the first user message and before any ``task_started`` (a
+conversation that opens with the assistant) is a turn of its own with an empty user text, so it stays
+findable without being mixed into the first prompt or put before it in that prompt's reply.
+
 Files a turn touched come from its tool calls: the headers of an ``apply_patch`` patch (``*** Add
 File:`` write, ``*** Update File:`` edit, ``*** Delete File:`` delete, ``*** Move to:`` write of the new
 path and delete of the old), wherever the patch is: a ``custom_tool_call``'s ``input`` (G3's freeform
@@ -70,8 +77,9 @@ class CodexFiles(TranscriptFiles):
 FILES = CodexFiles()
 
 # What the parser reads from a rollout changed: files parsed with an older version are parsed again
-# once (pimem.sync). 2: file touches.
-RULES_VERSION = 2
+# once (pimem.sync). 2: file touches. 3: minimal rollouts (no session_meta, input_text replies, an
+# opening assistant message).
+RULES_VERSION = 3
 
 # Codex file tools with a path argument (besides apply_patch), and what they do to the file.
 PATH_TOOLS: dict[str, FileAction] = {"read_file": "read", "view_image": "read"}
@@ -135,12 +143,33 @@ def user_text(payload: dict[str, Any]) -> str:
 
 
 def assistant_text(payload: dict[str, Any]) -> str:
+    """The text of an assistant message: ``output_text`` items, or ``input_text`` ones as minimal rollouts
+    write both roles (the message's role decides)."""
     texts = []
     for item in as_list(payload.get("content")):
         item = as_dict(item)
-        if item is not None and item.get("type") == "output_text" and isinstance(item.get("text"), str):
+        if (item is not None and item.get("type") in ("output_text", "input_text")
+                and isinstance(item.get("text"), str)):
             texts.append(item["text"])
     return "\n".join(texts).strip()
+
+
+_FILE_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def id_from_file_name(path: str) -> str | None:
+    """The session id a rollout's name gives: the UUID that ends ``rollout-<time>-<uuid>.jsonl``, else
+    whatever follows ``rollout-`` (day0bench writes ``rollout-<id>.jsonl``); None when nothing does."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    for suffix in (".jsonl.zst", ".jsonl", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    name = name.removeprefix("rollout-")
+    match = _FILE_UUID.search(name)
+    if match is not None:
+        return match.group(0).lower()
+    return nonempty_str(clean_text(name))
 
 
 def tool_name(payload: dict[str, Any]) -> str | None:
@@ -243,6 +272,7 @@ class CodexParser(TranscriptParser):
         self._id_prefix = "L"
         self._model_now: str | None = state.get("modelNow")
         self._provider: str | None = state.get("provider")
+        self._task_seen: bool = bool(state.get("taskSeen", False))
 
     def wants(self, line: Line) -> bool:
         if line.data is None or self._info.excluded:
@@ -286,8 +316,14 @@ class CodexParser(TranscriptParser):
         elif kind == "event_msg":
             if payload.get("type") == "task_started":
                 self._current = None
+                self._task_seen = True
         elif kind == "response_item":
-            self._item(payload, line_number, iso_to_ms(record.get("timestamp")), chunk)
+            ts = iso_to_ms(record.get("timestamp"))
+            if self._info.native_id is None:
+                # No session_meta (a minimal rollout): the file name gives the id, the first item the time.
+                self._info.native_id = id_from_file_name(self.path)
+                self._info.started_at = self._info.started_at or ts
+            self._item(payload, line_number, ts, chunk)
 
     def _detect(self, record: dict[str, Any]) -> None:
         if "payload" in record and "type" in record:
@@ -326,10 +362,25 @@ class CodexParser(TranscriptParser):
                 chunk.add_reply(self._current, text, [])
                 if text:
                     self._log("assistant", text, ts or self._info.started_at or 0)
+            elif role == "assistant" and self._opens_with_assistant():
+                text = clean_text(assistant_text(payload))
+                if not text:
+                    return
+                message_id = nonempty_str(payload.get("id")) or f"{self._id_prefix}{line_number}"
+                ts = ts or self._info.started_at or 0
+                chunk.start_turn(message_id, ts, "", self._turns, line_number)
+                chunk.add_reply(message_id, text, [])
+                self._turns += 1
+                self._current = message_id   # not logged: the Pi migration keeps starting with a prompt
             return
         name = tool_name(payload)
         if name and self._current is not None:
             chunk.add_reply(self._current, "", [name], call_touches(payload, name))
+
+    def _opens_with_assistant(self) -> bool:
+        """No turn yet and no task started: assistant text now opens the conversation (a task's text
+        without a user message, such as a compaction summary, still goes to no turn)."""
+        return self._turns == 0 and not self._task_seen and self._info.native_id is not None
 
     def _log(self, role: str, text: str, ts: int) -> None:
         """An accepted user or assistant message (see CodexMessageLog)."""
@@ -359,7 +410,8 @@ class CodexParser(TranscriptParser):
 
     def state(self) -> dict[str, Any]:
         return {**self._info.to_state(), "generation": self._generation, "turns": self._turns,
-                "current": self._current, "modelNow": self._model_now, "provider": self._provider}
+                "current": self._current, "modelNow": self._model_now, "provider": self._provider,
+                "taskSeen": self._task_seen}
 
 
 class CodexMessageLog(CodexParser):

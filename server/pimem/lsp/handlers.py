@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
 from typing import Any
 
 from lsprotocol import types
@@ -21,6 +22,7 @@ from pimem.lsp.params import (
     initialization_options,
     migrate_params,
     recall_params,
+    sources_params,
     status_params,
     sync_params,
     turn_params,
@@ -32,7 +34,7 @@ from pimem.paths import normalize_folder, same_folder
 from pimem.recall import get_turn, make_query, recall_page
 from pimem.recall.format import format_markdown
 from pimem.recall.freetext import candidates, recall_candidates, word_at
-from pimem.status import store_status
+from pimem.status import source_states, store_status
 from pimem.store import StoreError
 
 log = logging.getLogger("pimem.lsp")
@@ -91,7 +93,12 @@ def register(server: PimemServer) -> None:
     @guarded(methods.AGENT_RECALL)
     async def on_agent_recall(ls: PimemServer, params: Any) -> dict[str, Any]:
         call = agent_recall_params(params)
-        output = await ls.read(lambda: call.run(ls.connection()))
+        cancel = threading.Event()
+        try:
+            output = await ls.read(lambda: call.run(ls.connection(), cancel))
+        except asyncio.CancelledError:   # $/cancelRequest: the reader stops at the next field
+            cancel.set()
+            raise
         return {**output.structured, "markdown": output.markdown}
 
     @server.feature(methods.SYNC)
@@ -145,6 +152,12 @@ def register(server: PimemServer) -> None:
         status_params(params)
         status = await ls.read(lambda: store_status(ls.connection(), ls.db_path))
         return wire.store_status(status, syncing=ls.syncing > 0)
+
+    @server.feature(methods.SOURCES)
+    @guarded(methods.SOURCES)
+    async def on_sources(ls: PimemServer, params: Any) -> dict[str, Any]:
+        sources_params(params)
+        return wire.source_states(await ls.read(lambda: source_states(ls.roots, ls.options.sources)))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def on_folders_changed(ls: PimemServer, _params: types.DidChangeWorkspaceFoldersParams) -> None:

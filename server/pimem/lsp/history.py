@@ -6,6 +6,7 @@ service on a reader thread (pimem.sessions, pimem.filehistory) and sends the ser
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from pygls.lsp.server import LanguageServer
 from pimem import filehistory, sessions, wire
 from pimem.lsp import methods
 from pimem.lsp.params import ParamsError, _object, _unicode, uri_to_path
-from pimem.models import Source, is_source
+from pimem.models import SOURCES, Source, is_source
 from pimem.paths import normalize_folder
 from pimem.recall import MAX_PATH_CHARS, MAX_TURN_ID_CHARS
 
@@ -93,7 +94,7 @@ def sessions_params(raw: Any) -> SessionsRequest:
             decoded.append(normalize_folder(path))
     sources = params.get("sources")
     if sources is not None and (not isinstance(sources, list) or not all(is_source(item) for item in sources)):
-        raise ParamsError(method, "sources", '"sources" must be a list of "pi", "claude", "codex"')
+        raise ParamsError(method, "sources", f'"sources" must be a list of {", ".join(map(json.dumps, SOURCES))}')
     return SessionsRequest(decoded, list(sources) if sources else None,
                            _int(method, params, "limit", sessions.DEFAULT_SESSIONS, 1, sessions.MAX_SESSIONS),
                            _int(method, params, "offset", 0, 0, 2**31 - 1))

@@ -7,6 +7,7 @@ SYNC = "pimem/sync"
 BACKFILL = "pimem/backfill"   # deprecated: the old name of pimem/sync (same params, same result)
 MIGRATE_CODEX = "pimem/migrateCodex"
 STATUS = "pimem/status"
+SOURCES = "pimem/sources"
 TURN = "pimem/turn"
 AGENT_RECALL = "pimem/agentRecall"   # the editor's language-model tool: recall_memory, redacted
 SESSIONS = "pimem/sessions"
@@ -17,5 +18,6 @@ INDEX_CHANGED = "pimem/indexChanged"
 SYNC_STATUS = "pimem/syncStatus"
 
 DEPRECATED = {BACKFILL: SYNC}   # an old name -> the method it is an alias of
-REQUESTS = (RECALL, SYNC, BACKFILL, MIGRATE_CODEX, STATUS, TURN, AGENT_RECALL, SESSIONS, SESSION, FILE_HISTORY)
+REQUESTS = (RECALL, SYNC, BACKFILL, MIGRATE_CODEX, STATUS, SOURCES, TURN, AGENT_RECALL, SESSIONS, SESSION,
+            FILE_HISTORY)
 NOTIFICATIONS = (INDEX_CHANGED, SYNC_STATUS)

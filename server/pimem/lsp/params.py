@@ -149,6 +149,10 @@ def status_params(raw: Any) -> None:
     _object(methods.STATUS, raw)
 
 
+def sources_params(raw: Any) -> None:
+    _object(methods.SOURCES, raw)
+
+
 @dataclass
 class ServerOptions:
     db_path: str | None = None

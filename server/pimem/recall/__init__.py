@@ -44,6 +44,7 @@ from pimem.recall.query import (
 )
 from pimem.recall.rows import RecallRow, get_turn
 from pimem.recall.semantics import RecallPage, page_of, ranked_limit, recall_scan, recall_scan_page, with_matches
+from pimem.store.text import tolerating
 
 __all__ = [
     "DEFAULT_LIMIT", "MAX_ENTITIES", "MAX_ENTITY_CHARS", "MAX_LIMIT", "MAX_PAGE_END", "MAX_PATH_CHARS",
@@ -66,9 +67,9 @@ def recall_page(conn: sqlite3.Connection, query: RecallQuery) -> RecallPage:
     entities_lower = [entity.lower() for entity in query.entities]
     ranked = replace(query, limit=ranked_limit(query), offset=0, with_total=False)
     if not index.fts_enabled(conn) or index_cannot_answer(entities_lower):
-        rows = recall_by_scan(conn, ranked, entities_lower)
+        rows = tolerating(conn, lambda: recall_by_scan(conn, ranked, entities_lower))
     else:
-        rows = recall_with_index(conn, ranked, entities_lower)
+        rows = tolerating(conn, lambda: recall_with_index(conn, ranked, entities_lower))
     page = page_of(rows, query)
     with_matches(page.rows, query)
     return page

@@ -24,6 +24,15 @@ behind pimem's back are scanned exactly by the caller as before. When the delta 
 the snapshot and its lists are dropped and read again; a transaction that sees an older index than the
 snapshot gets the walk.
 
+**The same store.** The path and inode of the file say nothing of its content: a backup restored in
+place, a store created anew that got the same inode, or the store rolled back to an older copy of
+itself and synced on can show the same epoch and log position with other docs behind them. So each use
+first checks the store's id (:func:`pimem.index.store_id`, new at creation and at every rebuild) and
+the log entry at the position the delta was read up to (a write's random mark, :func:`pimem.index.log_entry`):
+another id, or another entry there, is another history, and everything is read again from the
+caller's transaction. A transaction whose log ends before that position (an older view, or a store
+rolled back and not yet written past it) gets the walk.
+
 Only processes that answer many queries keep lists (:func:`enable`: ``pimem serve``, ``pimem mcp``);
 the memory is bounded (:data:`DEFAULT_MAX_BYTES`, least recently used lists go first). Without it the
 walk answers, as for every query of fewer than two common entities.
@@ -56,6 +65,7 @@ _BITS_OF = tuple(tuple(bit for bit in range(8) if value >> bit & 1) for value in
 class Snapshot:
     """The docs of one index state, laid out as bit coordinates, and the lists read on it."""
 
+    store: str | None                 # index.store_id: the identity of the store's content
     epoch: int                        # index.epoch: postings are only ever added within one epoch
     seq: int                          # pimem_index_log position when the docs were read
     base: dict[int, int]              # day -> its first coordinate
@@ -66,6 +76,7 @@ class Snapshot:
     present: int                      # every coordinate (a free slot is verified to nothing)
     delta: frozenset[int] = frozenset()   # docs indexed since (replaced whole: reader threads share it)
     delta_seq: int = 0
+    delta_mark: int | None = None     # the log entry at delta_seq (the same history up to it)
     lists: OrderedDict[tuple[str, ...], int] = field(default_factory=OrderedDict)
     list_bytes: int = 0
     # (table, entity) -> (source of its list, whether the walk follows it exactly): a known entity
@@ -102,7 +113,7 @@ def read_snapshot(conn: sqlite3.Connection) -> Snapshot:
     first and highest key, two lookups at the ends of a b-tree range (a million turns: 900 days, 30 ms).
     Every slot up to a day's highest counts as a doc: a slot left free (a turn moved or went away) only
     ever gets stale postings' bits, and verifying it finds no row."""
-    epoch, seq = index.epoch(conn), index.log_position(conn)[1]
+    store, epoch, seq = index.store_id(conn), index.epoch(conn), index.log_position(conn)[1]
     base: dict[int, int] = {}
     slots: dict[int, int] = {}
     days: list[int] = []
@@ -120,7 +131,8 @@ def read_snapshot(conn: sqlite3.Connection) -> Snapshot:
         starts.append(width)
         width += slots[day]
         after = high
-    return Snapshot(epoch, seq, base, slots, days, starts, width, (1 << width) - 1, delta_seq=seq)
+    return Snapshot(store, epoch, seq, base, slots, days, starts, width, (1 << width) - 1, delta_seq=seq,
+                    delta_mark=index.log_entry(conn, seq))
 
 
 class ListCache:
@@ -133,23 +145,28 @@ class ListCache:
         self._reading = False
 
     def snapshot(self, conn: sqlite3.Connection) -> Snapshot | None:
-        """The snapshot, its delta brought up to the caller's transaction; read again when the index
-        was rebuilt, the delta grew past MAX_DELTA or the log no longer reaches back to it. None when
-        the caller's transaction sees an older index than the kept lists (another reader thread read
-        them later), or while another thread reads them: the walk answers it."""
-        epoch = index.epoch(conn)
+        """The snapshot, its delta brought up to the caller's transaction; read again when the store is
+        another (another id, or another log entry where the delta was read up to), the index was
+        rebuilt, the delta grew past MAX_DELTA or the log no longer reaches back to it. None when the
+        caller's transaction sees an older index than the kept lists (another reader thread read them
+        later, or the store was rolled back and not yet written past them), or while another thread
+        reads them: the walk answers it."""
+        store, epoch = index.store_id(conn), index.epoch(conn)
         low, high = index.log_position(conn)
         with self._lock:
             current = self._snapshot
-        if current is not None:
-            if (epoch, high) < (current.epoch, current.seq):
+            seen, mark = (current.delta_seq, current.delta_mark) if current is not None else (0, None)
+        if current is not None and store == current.store:
+            if (epoch, high) < (current.epoch, seen):
                 return None
-            if epoch == current.epoch and low <= current.seq + 1:
-                if high > current.delta_seq:
-                    changed = frozenset(index.logged_since(conn, current.delta_seq))
+            if epoch == current.epoch and low <= current.seq + 1 and index.log_entry(conn, seen) == mark:
+                if high > seen:
+                    changed = frozenset(index.logged_since(conn, seen))
+                    newest = index.log_entry(conn, high)
                     with self._lock:
                         current.delta = current.delta | changed
-                        current.delta_seq = max(current.delta_seq, high)
+                        if high > current.delta_seq:
+                            current.delta_seq, current.delta_mark = high, newest
                 if len(current.delta) <= MAX_DELTA:
                     return current
         with self._lock:
@@ -163,7 +180,9 @@ class ListCache:
                 self._reading = False
         with self._lock:
             kept = self._snapshot
-            if kept is None or (fresh.epoch, fresh.seq) >= (kept.epoch, kept.seq):
+            # Kept lists of another history are replaced; of the same one, only by newer ones.
+            if kept is None or kept is current or kept.store != fresh.store \
+                    or (fresh.epoch, fresh.seq) >= (kept.epoch, kept.seq):
                 self._snapshot = fresh
         return fresh
 

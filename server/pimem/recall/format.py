@@ -20,6 +20,8 @@ from pimem.recall.rows import RecallRow
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # Pi's assertValidSessionId (UUIDv7 ids, and the custom ids `--session-id` accepts).
 _PI_SESSION_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+# OpenCode's session ids: "ses_", 12 hex digits of time, 14 base-62 characters (packages/opencode/src/id/id.ts).
+_OPENCODE_SESSION_ID = re.compile(r"ses_[0-9A-Za-z]{12,40}")
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -57,7 +59,21 @@ def session_resume_command(source: str, session_id: str, cwd: str, jsonl_path: s
         return f"cd -- {shlex.quote(cwd)} && {resume}" if _safe_absolute(cwd) else None
     if source == "codex":
         return f"codex resume {native}" if _UUID.fullmatch(native) else None
+    # Gemini CLI and OpenCode find a session among the working folder's: the command starts there.
+    if source == "gemini" and _UUID.fullmatch(native):
+        return _in_folder(cwd, f"gemini --resume {native}")
+    if source == "opencode" and _OPENCODE_SESSION_ID.fullmatch(native):
+        return _in_folder(cwd, f"opencode --session {native}")
+    if source == "copilot-cli" and _UUID.fullmatch(native):
+        return _in_folder(cwd, f"copilot --resume {native}")
     return None
+
+
+def _in_folder(cwd: str, command: str) -> str | None:
+    """``command`` run in the session's folder (as is without one; None for a folder a command refuses)."""
+    if not cwd:
+        return command
+    return f"cd -- {shlex.quote(cwd)} && {command}" if _safe_absolute(cwd) else None
 
 
 PREVIEW_CHARS = 500

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pimem.models import SOURCES, Source, is_source
 from pimem.paths import normalize_folder
+from pimem.textutil import quoted
 
 MAX_ENTITIES = 8
 MAX_LIMIT = 50
@@ -75,10 +76,10 @@ def make_query(entities: object, limit: object = None, sources: object = None,
     source_set: frozenset[Source] | None = None
     if sources is not None:
         if not isinstance(sources, list | tuple | set | frozenset):
-            raise RecallError("sources", "sources must be a list of 'pi', 'claude', 'codex'")
+            raise RecallError("sources", f"sources must be a list of {', '.join(map(repr, SOURCES))}")
         for source in sources:
             if not is_source(source):
-                raise RecallError("sources", f"unknown source {source!r} (expected one of {', '.join(SOURCES)})")
+                raise RecallError("sources", f"unknown source {quoted(source)} (expected one of {', '.join(SOURCES)})")
         source_set = frozenset(sources) or None
     folder: str | None = None
     if cwd is not None:

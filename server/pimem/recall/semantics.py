@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pimem.paths import in_folder
 from pimem.recall.query import TOTAL_CAP, RecallQuery
 from pimem.recall.rows import ROW_COLUMNS, RecallRow, make_row
+from pimem.store.text import holds_undecodable, tolerating
 
 # Every stored turn, with the columns of a row (the oracle's scan, and the fast path's without an index).
 ALL_ROWS_SQL = (f"SELECT {ROW_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
@@ -58,6 +59,8 @@ def matched_entities(row: RecallRow, entities: Sequence[str]) -> list[str]:
 
 def admit(values: Sequence[object], query: RecallQuery, entities_lower: Sequence[str]) -> RecallRow | None:
     """A stored row (:data:`ROW_COLUMNS`) as a RecallRow when it passes the query's filters and scores."""
+    if holds_undecodable(values):      # not valid UTF-8 (read with store.text.tolerant_text): left out
+        return None
     if query.sources is not None and values[2] not in query.sources:
         return None
     if query.cwd is not None and not in_folder(str(values[3] or ""), query.cwd):
@@ -107,11 +110,12 @@ def ranked_limit(query: RecallQuery) -> int:
 def recall_scan_page(conn: sqlite3.Connection, query: RecallQuery) -> RecallPage:
     """The reference implementation: score every stored turn. Defines the semantics."""
     entities_lower = [entity.lower() for entity in query.entities]
-    rows = []
-    for values in conn.execute(ALL_ROWS_SQL):
-        row = admit(values, query, entities_lower)
-        if row is not None:
-            rows.append(row)
+
+    def scan() -> list[RecallRow]:
+        return [row for values in conn.execute(ALL_ROWS_SQL)
+                if (row := admit(values, query, entities_lower)) is not None]
+
+    rows = tolerating(conn, scan)
     page = page_of(top_rows(rows, ranked_limit(query)), query)
     with_matches(page.rows, query)
     return page

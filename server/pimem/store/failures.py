@@ -57,6 +57,8 @@ def store_failure(error: sqlite3.Error, path: object = None) -> StoreError:
     """The one actionable line for an SQLite failure of the store (locked, full disk, read-only,
     damaged, …). SQLite never loses a committed transaction to any of them."""
     where = f"the memory store at {path}" if path else "the memory store"
+    if str(error).startswith("Could not decode to UTF-8"):   # Python's message quotes the row: never shown
+        return StoreError(f"{where} holds text that is not valid UTF-8 (written by another program)")
     code = getattr(error, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):

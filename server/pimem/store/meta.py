@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+import uuid
+
+# The identity of the store's content: a random id written when the store is created and whenever its
+# index is rebuilt. A process that keeps what it read from the store (pimem.recall.dense) checks it on
+# each use: a store restored from another file, or created anew in its place, has another id.
+STORE_ID = "store_id"
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -15,3 +21,8 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
         "INSERT INTO pimem_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+def new_store_id(conn: sqlite3.Connection) -> None:
+    """Give the store's content a new identity (in the caller's write transaction)."""
+    set_meta(conn, STORE_ID, uuid.uuid4().hex)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from pimem import __version__
 from pimem.store.failures import StoreError
-from pimem.store.meta import get_meta, set_meta
+from pimem.store.meta import STORE_ID, get_meta, new_store_id, set_meta
 from pimem.store.touches import TOUCHES_SCHEMA
 
 BASE_LAYOUT = 3            # the tables below; what pimem 0.1.0 called schema_version "3"
@@ -322,6 +322,8 @@ def migrate(conn: sqlite3.Connection, *, for_writing: bool, path: object) -> Sto
         start = BASE_LAYOUT
     for layout in range(start, LAYOUT):
         MIGRATIONS[layout](conn)
+    if get_meta(conn, STORE_ID) is None:     # a new store (or one an older pimem made): its identity
+        new_store_id(conn)
     set_meta(conn, "layout", str(LAYOUT))
     set_meta(conn, "min_reader_layout", str(MIN_READER_LAYOUT))
     set_meta(conn, "layout_written_by", __version__)

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pimem.models import SOURCES
 from pimem.store.batches import chunks, placeholders
 
 
@@ -119,7 +120,7 @@ def encode_tool_names(names: list[str]) -> str | None:
 
 
 def count_turns_by_source(conn: sqlite3.Connection) -> dict[str, int]:
-    counts = {"pi": 0, "claude": 0, "codex": 0}
+    counts: dict[str, int] = dict.fromkeys(SOURCES, 0)
     for source, count in conn.execute(
         "SELECT s.source, count(*) FROM turns t JOIN sessions s ON s.session_id = t.session_id GROUP BY s.source"
     ):

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from pimem import index
 from pimem.discovery import SourceFile
-from pimem.importers import TRANSCRIPT_FILES, make_parser
+from pimem.importers import TRANSCRIPT_FILES, make_database_reader, make_parser
 from pimem.importers.base import (
     Chunk,
     NotThisFormat,
@@ -379,6 +379,9 @@ class _FileImport:
 
     def _run(self) -> None:
         self.outcome.parsed = True
+        if TRANSCRIPT_FILES[self.file.source].is_database(self.file.path):
+            self._run_database()
+            return
         if TRANSCRIPT_FILES[self.file.source].is_document(self.file.path):
             self._run_document()
             return
@@ -428,7 +431,42 @@ class _FileImport:
         parser = make_parser(self.file.source, self.file.path, None)
         chunk = Chunk()
         parser.feed_document(document, chunk)
-        self._commit(chunk, parser, size, 0, True, size)
+        # Records a document's reader could not use without a line (an OpenCode session's message files) are
+        # counted here; broken records with a line (a chat session log's entries) are reported like lines.
+        reports = []
+        if chunk.bad_lines and not chunk.first_bad_line:   # line 0: a record with no line of its own
+            bad, chunk.bad_lines, chunk.first_bad_line = chunk.bad_lines, 0, None
+            reports.append(import_issue(self.file.source, self.file.key,
+                                        f"{bad} record(s) could not be read and were skipped", partly=True))
+        self._commit(chunk, parser, size, 0, True, size, final=reports)
+
+    def _run_database(self) -> None:
+        """A database of many sessions: only the sessions changed since the saved state are read, each
+        committed as one unit with the reader's state after it (parse position 0 until the last: a sync
+        stopped midway continues next time from that state). The same database file (inode) only: a
+        replaced one is read whole."""
+        prior = self.prior
+        saved = None
+        if (prior is not None and not self.force and not prior.state.get("error")
+                and prior.inode == self.file.inode):
+            saved = prior.state
+        reader = make_database_reader(self.file.source, self.file.path, saved)
+        first = True
+        bad_records = 0
+        for info, chunk in reader.sessions():
+            bad_records += chunk.bad_lines
+            self.writer.add(_Unit(self, chunk, info, reader.state(), 0, 0, first, ""), 0)
+            first = False
+            if self.outcome.stopped:
+                return
+            if self.cancel():
+                self.outcome.cancelled = True
+                return
+        reports = []
+        if bad_records:
+            reports.append(import_issue(self.file.source, self.file.key,
+                                        f"{bad_records} record(s) could not be read and were skipped", partly=True))
+        self.writer.add(_Unit(self, Chunk(), SessionInfo(), reader.state(), self.file.size, 0, first, "", reports), 0)
 
     def _commit(self, chunk: Chunk, parser: TranscriptParser, parsed_bytes: int, parsed_lines: int,
                 first: bool, size: int, *, final: list[SyncIssue] | None = None) -> None:

@@ -1,0 +1,96 @@
+"""The LongMemEval day-zero harness (bench/lme/) end to end on its synthetic slice: no network, no LME
+data. The slice's answers are known by construction (bench/lme/synthetic.py), so the figures are
+asserted: writer (both shapes) -> pimem sync -> evaluate (pimem, the BM25 reference, a plugged ranker)
+-> metrics, and the dev/holdout split."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LME = REPO / "bench" / "lme"
+RUN = LME / "run.py"
+
+# A plugged ranker (``--ranker module:function``): for each question, a distractor session first and
+# then both copies of the session whose user text holds the question's needle word (its capitalised
+# rare word). Distinct conversations: [distractor, answer], so the answer's rank is 2 by construction.
+PLUGGED = '''
+import re
+import sqlite3
+
+
+def rank(store_path, question):
+    needle = [w for w in re.findall(r"[A-Z][a-z]{5,}", question) if w not in ("Where", "Which", "What", "Emily")][-1]
+    conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
+    hits = [row[0] for row in conn.execute(
+        "SELECT DISTINCT session_id FROM turns WHERE user_text LIKE ? OR reply_text LIKE ? ORDER BY session_id",
+        (f"%{needle}%", f"%{needle}%"))]
+    other = conn.execute("SELECT t.session_id FROM turns t WHERE t.session_id NOT IN (SELECT session_id FROM "
+                         "turns WHERE user_text LIKE ? OR reply_text LIKE ?) ORDER BY t.session_id LIMIT 1",
+                         (f"%{needle}%", f"%{needle}%")).fetchone()[0]
+    return [other, *hits]
+'''
+
+
+def run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    completed = subprocess.run([sys.executable, str(RUN), *args], capture_output=True, text=True, timeout=600,
+                               cwd=cwd, check=False)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    return completed
+
+
+@pytest.fixture(scope="module")
+def slice_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("lme") / "slice.json"
+    run("synthetic", "--out", str(path))
+    return path
+
+
+def test_the_split_keeps_the_first_hundred_answerable_questions_out(slice_file: Path) -> None:
+    sys.path.insert(0, str(LME))
+    try:
+        import data
+    finally:
+        sys.path.remove(str(LME))
+    questions = data.load_questions(slice_file)
+    dev, holdout = data.split(questions)
+    assert [q["question_id"] for q in holdout] == [f"hold_{n:03d}" for n in range(100)]
+    assert [q["question_id"] for q in dev] == [f"synth_{n}" for n in range(6)]   # no abstention question
+    described = json.loads(run("describe", "--data", str(slice_file)).stdout)
+    assert (described["total"], described["abstention"], described["dev"], described["holdout"],
+            described["uniqueSessions"]) == (107, 1, 6, 100, 30)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["day0", "real"])
+def test_the_harness_end_to_end_on_the_synthetic_slice(shape: str, slice_file: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / shape
+    built = json.loads(run("build", "--data", str(slice_file), "--shape", shape, "--dir", str(corpus)).stdout)
+    # Every session reaches the store through both agents (day0's Codex files gave 0 turns before).
+    assert (built["sessions"], built["sync"]["claude"], built["sync"]["codex"]) == (30, 30, 30)
+    assert built["sync"]["issues"] == []
+    (tmp_path / "plugged_rank.py").write_text(PLUGGED, encoding="utf-8")
+    results = tmp_path / "results.json"
+    run("evaluate", "--data", str(slice_file), "--dir", str(corpus), "--ranker", "pimem", "--ranker", "bm25",
+        "--ranker", "plugged_rank:rank", "--results", str(results), cwd=tmp_path)
+    report: dict[str, Any] = json.loads(results.read_text(encoding="utf-8"))
+    assert report["set"] == "dev" and report["questions"] == 6
+    figures = report["results"]
+    # pimem finds every needle first, the one said only by the assistant that opens its session included.
+    assert {key: figures["pimem"]["all"][key] for key in ("n", "hit1", "hit5", "found50", "mrr")} == {
+        "n": 6, "hit1": 6, "hit5": 6, "found50": 6, "mrr": 1.0}
+    assert figures["pimem"]["single-session-assistant"]["hit1"] == 1
+    # The reference reads user turns only: it finds the five facts the user said, not the assistant's.
+    assert figures["bm25"]["all"]["hit1"] == 5
+    assert figures["bm25"]["single-session-assistant"]["found50"] == 0
+    # Both copies of a conversation count once: the plugged ranker's answer is always second.
+    assert {key: figures["plugged_rank:rank"]["all"][key] for key in ("hit1", "hit5", "found50", "mrr")} == {
+        "hit1": 0, "hit5": 6, "found50": 6, "mrr": 0.5}
+    ranks = {entry["id"]: entry["rank"] for entry in report["perQuestion"]["plugged_rank:rank"]}
+    assert ranks == {f"synth_{n}": 2 for n in range(6)}
