@@ -305,7 +305,8 @@ def main(args: argparse.Namespace) -> int:
         chosen = chosen[:args.limit]
     directory: Path = args.dir
     store = directory / "memory.db"
-    mapping: dict[str, str] = json.loads((directory / "mapping.json").read_text(encoding="utf-8"))
+    mapping_file = directory / os.environ.get("LME_MAPPING", "mapping.json")   # another map of the same corpus
+    mapping: dict[str, str] = json.loads(mapping_file.read_text(encoding="utf-8"))
     results: dict[str, dict[str, dict[str, Any]]] = {}
     per_question: dict[str, list[dict[str, Any]]] = {}
     closers: list[Callable[[], None]] = []

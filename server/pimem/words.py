@@ -46,6 +46,7 @@ _KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
 _HANGUL = "\uac00-\ud7af"
 _CJK_ANY = re.compile(f"[{_HAN}{_HIRAGANA}{_KATAKANA}{_HANGUL}]")
 _SCRIPT_RUN = re.compile(f"[{_HAN}]+|[{_HIRAGANA}]+|[{_KATAKANA}]+|[{_HANGUL}]+")
+_SNAKE = re.compile(r"\b\w+_\w+\b")
 _CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+[A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z]+[A-Za-z0-9]*\b")
 _HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
@@ -73,6 +74,7 @@ def word_text(text: str) -> str:
     if _CJK_ANY.search(text):
         text = _SCRIPT_RUN.sub(_cjk_piece, text)
     parts = [" ".join(_HUMP.findall(word)) for word in _CAMEL.findall(text)]
+    parts.extend(" ".join(piece for piece in word.split("_") if piece) for word in _SNAKE.findall(text))
     if parts:
         text = text + "\n" + " ".join(parts)
     return text

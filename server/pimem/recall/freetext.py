@@ -33,7 +33,18 @@ from functools import cache
 from pathlib import Path
 
 from pimem import index, words
-from pimem.recall import MAX_LIMIT, MAX_PAGE_END, MAX_TEXT_CHARS, RecallError, RecallQuery, RecallRow, make_query, recall_page, ranking, termstats
+from pimem.recall import (
+    MAX_LIMIT,
+    MAX_PAGE_END,
+    MAX_TEXT_CHARS,
+    RecallError,
+    RecallQuery,
+    RecallRow,
+    make_query,
+    ranking,
+    recall_page,
+    termstats,
+)
 
 MAX_TERMS = 8
 STOPWORDS = Path(__file__).resolve().parent / "stopwords"   # package data (pyproject: package-data)
@@ -350,16 +361,27 @@ def recall_text(conn: sqlite3.Connection, text: object, limit: object = None, so
 WORD_BACKLOG_LIMIT = ranking.PENDING_SCORED
 
 
-def recall_conversations(conn: sqlite3.Connection, found: Sequence[Candidate], base: RecallQuery,
-                         store_key: str = "") -> TextRecall:
+def looks_like_code(found: Sequence[Candidate]) -> bool:
+    """Whether the text is code or an error (a hovered line, a pasted stack trace) rather than prose: it
+    holds an identifier (a word with parts: ``period_end``, ``getSignedUrl``, ``s3.get``, ``TypeError``).
+    Such text is recalled by literal substrings of its rarest terms (the trigram index), which finds an
+    identifier inside any other (``self.period_end``, ``periodEndDate``); the word index ranks prose."""
+    return any(candidate.whole is not None for candidate in found)
+
+
+def recall_conversations(conn: sqlite3.Connection, found: Sequence[Candidate], base: RecallQuery) -> TextRecall:
     """Free text as people ask it: conversations ranked by the word index (:mod:`pimem.recall.ranking`),
     one row each (its best turn), paged by conversation; ``base`` gives the page and the filters."""
-    if index.fts_enabled(conn) and words.words_enabled(conn) \
+    if index.fts_enabled(conn) and words.words_enabled(conn) and not looks_like_code(found) \
             and ranking.pending_backlog(conn) <= WORD_BACKLOG_LIMIT:
         qwords = ranking.query_words(_shortlist(list(found)))
-        page = ranking.rank(conn, qwords, base, store_key)
-        terms = [Term(w.surface, 0, 1) for w in qwords]
-        query = replace(base, entities=tuple(dict.fromkeys(w.surface for w in qwords)) or base.entities)
+        page = ranking.rank(conn, qwords, base)
+        searched = list(dict.fromkeys(word.surface for word, _, _ in page.searched)) or \
+            list(dict.fromkeys(w.surface for w in qwords))
+        turns = {word.surface: count for word, count, _ in reversed(page.searched)}
+        weight = {word.surface: max(1, round(value)) for word, _, value in reversed(page.searched)}
+        terms = [Term(surface, turns.get(surface, 0), weight.get(surface, 1)) for surface in searched]
+        query = replace(base, entities=tuple(searched[:MAX_TERMS]) or base.entities)
         total = page.total if base.with_total else None
         return TextRecall(terms, query, page.rows, total, False if base.with_total else None)
     # No word index yet: the weighted trigram recall, its rows grouped by conversation.

@@ -26,6 +26,7 @@ newest ones, between a sync's commit and its index build) are scored from their 
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import sqlite3
@@ -33,23 +34,27 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from pimem import words
 from pimem.paths import in_folder
 from pimem.recall.query import RecallQuery
 from pimem.recall.rows import ROW_COLUMNS, RecallRow, make_row
 from pimem.store.batches import chunks, placeholders
+from pimem.store.meta import STORE_ID, get_meta
 
 K1 = 1.2
 B = 0.75
 USER_WEIGHT = 1.0
 REPLY_WEIGHT = 0.3
 RRF_K = 60.0
+TURN_SHARE = 0.7             # the best turn's share of the fused rank (the session's: the rest)
 READ_BUDGET = 60_000          # postings read per query (the rarest words' first)
-CANDIDATE_TURNS = 3_000        # turns whose sessions are looked up after the first scoring
+CANDIDATE_TURNS = 2_000        # turns whose sessions are looked up after the first scoring
 CANDIDATE_SESSIONS = 150       # sessions scored in full
-CHECKED_SESSIONS = 100         # sessions in which the commoner words are looked up
+CHECKED_SESSIONS = 60         # sessions in which the commoner words are looked up
 MAX_QUERY_WORDS = 32
+CACHED_DF = 2_000             # a word's doc count is kept per process from this count on
 PENDING_SCORED = 2_000         # turns not in the word index yet that are scored from their text
 
 
@@ -72,6 +77,7 @@ class Conversation:
 class RankedPage:
     rows: list[RecallRow]
     total: int                 # conversations ranked (capped by CANDIDATE_SESSIONS)
+    searched: list[tuple[QueryWord, int, float]] = field(default_factory=list)  # (word, turns, idf), rarest first
 
 
 def query_words(found: Iterable[object]) -> list[QueryWord]:
@@ -99,17 +105,29 @@ class _Stats:
 _STATS = _Stats()
 
 
-def _totals(conn: sqlite3.Connection) -> tuple[int, float, float]:
+_TOTALS: dict[str, tuple[int, tuple[int, float, float]]] = {}
+
+
+def _totals(conn: sqlite3.Connection, store_key: str) -> tuple[int, float, float]:
+    """(docs, average user text, average reply) in characters; the averages from the newest 20,000
+    docs, read again when the index grew by a twentieth."""
+    top = int(conn.execute("SELECT max(rowid) FROM pimem_word_docs").fetchone()[0] or 0)
+    cached = _TOTALS.get(store_key)
+    if cached is not None and cached[0] * 21 >= top * 20 and top >= cached[0]:
+        return cached[1]
+    totals = _read_totals(conn)
+    _TOTALS[store_key] = (top, totals)
+    return totals
+
+
+def _read_totals(conn: sqlite3.Connection) -> tuple[int, float, float]:
     row = conn.execute("SELECT count(*), avg(user_chars), avg(reply_chars) FROM "
                        "(SELECT user_chars, reply_chars FROM pimem_word_docs ORDER BY doc_key DESC LIMIT 20000)"
                        ).fetchone()
     sampled = int(row[0] or 0)
     docs = int(conn.execute("SELECT max(rowid) FROM pimem_word_docs").fetchone()[0] or 0) if sampled else 0
     # count(*) of a large table is a scan; the rowid of an append-mostly table is close and free.
-    if sampled < 20000:
-        docs = sampled
-    else:
-        docs = max(docs, sampled)
+    docs = sampled if sampled < 20000 else max(docs, sampled)
     return docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0)
 
 
@@ -121,10 +139,11 @@ def _doc_count(conn: sqlite3.Connection, store: str, token: str, docs: int) -> i
         return cached[1]
     df = int(conn.execute(f"SELECT count(*) FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ?",
                           (_phrase(token),)).fetchone()[0])
-    with _STATS.lock:
-        if len(_STATS.df) > 100_000:
-            _STATS.df.clear()
-        _STATS.df[key] = (docs, df)
+    if df >= CACHED_DF:   # only common words are worth keeping (and a rare word's count must be exact)
+        with _STATS.lock:
+            if len(_STATS.df) > 100_000:
+                _STATS.df.clear()
+            _STATS.df[key] = (docs, df)
     return df
 
 
@@ -134,26 +153,39 @@ def _phrase(token: str) -> str:
 
 def _postings(conn: sqlite3.Connection, column: str, token: str, limit: int | None) -> set[int]:
     tail = f" ORDER BY rowid DESC LIMIT {int(limit)}" if limit is not None else ""
-    return {int(key) for (key,) in conn.execute(
+    return set(map(itemgetter(0), conn.execute(
         f"SELECT rowid FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ?{tail}",
-        (f"{column} : {_phrase(token)}",))}
+        (f"{column} : {_phrase(token)}",)).fetchall()))
 
 
 def _norm(length: float, average: float) -> float:
     return (K1 + 1) / (1 + K1 * (1 - B + B * length / average))
 
 
-def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQuery, store_key: str = "") -> RankedPage:
+def _store_key(conn: sqlite3.Connection) -> str:
+    """What the per-process counts are kept under: the store's file and its content's id (a store
+    replaced or restored under the same path gets another id; pimem.store.meta)."""
+    path = next((str(row[2]) for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    return f"{path}\0{get_meta(conn, STORE_ID) or ''}"
+
+
+def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQuery) -> RankedPage:
     """The conversations best matching ``qwords`` under ``query``'s filters, one row each (its best turn),
     the page ``query.offset``/``query.limit`` of them."""
     if not qwords:
         return RankedPage([], 0)
-    docs, avg_user, avg_reply = _totals(conn)
-    if docs == 0:
-        return _from_pending_only(conn, qwords, query)
+    store_key = _store_key(conn)
+    docs, avg_user, avg_reply = _totals(conn, store_key)
+    docs = max(docs, 1)   # an empty word index: the turns not in it yet are still scored below
+    pending = _pending_docs(conn, qwords)
     df = {w.token: _doc_count(conn, store_key, w.token, docs) for w in qwords}
+    docs += len(pending)
+    for user_tokens, reply_tokens, _session, _uc, _rc in pending.values():
+        for token in user_tokens | reply_tokens:
+            df[token] += 1
     idf = {token: math.log(1 + (docs - count + 0.5) / (count + 0.5)) for token, count in df.items()}
-    present = [w for w in qwords if df[w.token] > 0]
+    indexed_df = {w.token: df[w.token] - sum(1 for u, r, *_ in pending.values() if w.token in u | r) for w in qwords}
+    present = [w for w in qwords if indexed_df[w.token] > 0]
     present.sort(key=lambda w: df[w.token])
     read: list[str] = []
     spent = 0
@@ -177,27 +209,42 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
             first[doc] += weight * USER_WEIGHT
         for doc in reply_post[token]:
             first[doc] += weight * REPLY_WEIGHT
-    pending = _pending_docs(conn, qwords)
     for doc, (user_tokens, reply_tokens, _session, _uc, _rc) in pending.items():
         for token in user_tokens:
             first[doc] += idf.get(token, 0.0) * USER_WEIGHT
         for token in reply_tokens:
             first[doc] += idf.get(token, 0.0) * REPLY_WEIGHT
-    best_docs = sorted(first, key=lambda doc: (-first[doc], -doc))[:CANDIDATE_TURNS]
-    info = _doc_info(conn, best_docs)
+    best_docs = [doc for doc, _ in heapq.nlargest(CANDIDATE_TURNS, first.items(), key=itemgetter(1))]
+    # What the person typed, summed over a session's turns: a conversation that keeps coming back to
+    # the question's words, though no single turn holds them all.
+    typed: set[int] = set()
+    for token in read:
+        typed.update(user_post[token])
+    info = _doc_info(conn, sorted(typed.union(best_docs)))
     for doc, (_u, _r, session, uc, rc) in pending.items():
         info[doc] = (session, uc, rc)
-    # 2. sessions by their best turn, filtered
+    # 2. sessions by their best turn and by their typed words, filtered
     session_best: dict[int, float] = {}
     for doc in best_docs:
         if doc in info:
             session = info[doc][0]
             session_best[session] = max(session_best.get(session, 0.0), first[doc])
-    order = sorted(session_best, key=lambda s: -session_best[s])
-    allowed = _filter_sessions(conn, order, query)
-    candidates = [s for s in order if s in allowed][:max(CANDIDATE_SESSIONS, query.offset + query.limit)]
+    session_typed: dict[int, float] = defaultdict(float)
+    for token in read:
+        weight = idf[token]
+        for doc in user_post[token]:
+            if doc in info:
+                session_typed[info[doc][0]] += weight
+    wanted = max(CANDIDATE_SESSIONS, query.offset + query.limit)
+    by_best = sorted(session_best, key=lambda s: -session_best[s])
+    by_typed = [s for s, _ in heapq.nlargest(wanted, session_typed.items(), key=itemgetter(1))]
+    allowed = _filter_sessions(conn, list(dict.fromkeys(by_best + by_typed)), query)
+    best_allowed = [s for s in by_best if s in allowed]
+    typed_allowed = [s for s in by_typed if s in allowed]
+    candidates = list(dict.fromkeys(best_allowed[:wanted] + typed_allowed[:wanted // 2]))
     if not candidates:
-        return RankedPage([], 0)
+        return RankedPage([], 0, sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
+                                        key=lambda item: item[1]))
     # 3. every turn of those sessions, scored in full
     session_docs = _session_docs(conn, candidates)
     for doc, (_u, _r, session, uc, rc) in pending.items():
@@ -215,7 +262,11 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
             holds_user.setdefault(token, set())
             holds_reply.setdefault(token, set())
         _check_words(conn, checked, [session_docs[s] for s in candidates[:CHECKED_SESSIONS]], holds_user, holds_reply)
-    tokens = read + checked
+    tokens = read + checked + [w.token for w in qwords
+                               if w.token not in read and w.token not in checked and df[w.token] > 0]
+    for token in tokens:
+        holds_user.setdefault(token, set())
+        holds_reply.setdefault(token, set())
     avg_session = avg_user * max(docs, 1) / max(_session_count(conn), 1)
     conversations: list[Conversation] = []
     session_scores: dict[int, float] = {}
@@ -249,22 +300,17 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     by_session = sorted(conversations, key=lambda c: (-session_scores[c.session], -c.best_doc))
     fused: dict[int, float] = defaultdict(float)
     for position, conversation in enumerate(by_turn):
-        fused[conversation.session] += 1 / (RRF_K + position + 1)
+        fused[conversation.session] += TURN_SHARE / (RRF_K + position + 1)
     for position, conversation in enumerate(by_session):
-        fused[conversation.session] += 1 / (RRF_K + position + 1)
+        fused[conversation.session] += (1 - TURN_SHARE) / (RRF_K + position + 1)
     for conversation in conversations:
         conversation.score = fused[conversation.session]
     conversations.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
     page = conversations[query.offset:query.offset + query.limit]
     surface = {w.token: w.surface for w in qwords}
     rows = _rows(conn, page, surface)
-    return RankedPage(rows, len(conversations))
-
-
-def _from_pending_only(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQuery) -> RankedPage:
-    """A store whose word index is empty: nothing to rank from (the caller falls back)."""
-    del conn, qwords, query
-    return RankedPage([], 0)
+    searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
+    return RankedPage(rows, len(conversations), searched)
 
 
 def _doc_info(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, tuple[int, int, int]]:
@@ -302,7 +348,8 @@ def _check_words(conn: sqlite3.Connection, tokens: Sequence[str], groups: Sequen
         high = max(doc for doc, _, _ in group)
         members = {doc for doc, _, _ in group}
         for token in tokens:
-            for column, holds in (("user", holds_user), ("reply", holds_reply)):
+            # What the person typed only: a common word in a reply (they are long) tells little.
+            for column, holds in (("user", holds_user),):
                 for (doc,) in conn.execute(
                         f"SELECT rowid FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ? "
                         "AND rowid BETWEEN ? AND ?", (f"{column} : {_phrase(token)}", low, high)):

@@ -173,7 +173,7 @@ def _layout_4_to_5(conn: sqlite3.Connection) -> None:
 # The word index of free-text recall (pimem.words owns what goes in: words, CJK pieces, identifier
 # parts). Contentless, per-column postings without positions; columnsize=0 as above; the docs' sessions
 # and text lengths beside it, for ranking without reading the texts.
-WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
+WORD_TOKENIZER = "porter unicode61 remove_diacritics 2 tokenchars ''_''"
 WORDS_SCHEMA = f"""
 CREATE VIRTUAL TABLE IF NOT EXISTS pimem_words USING fts5(
   user, reply, tokenize = '{WORD_TOKENIZER}', detail = column, content = '', columnsize = 0
