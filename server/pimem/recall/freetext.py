@@ -382,6 +382,9 @@ def recall_conversations(conn: sqlite3.Connection, found: Sequence[Candidate], b
         weight = {word.surface: max(1, round(value)) for word, _, value in reversed(page.searched)}
         terms = [Term(surface, turns.get(surface, 0), weight.get(surface, 1)) for surface in searched]
         query = replace(base, entities=tuple(searched[:MAX_TERMS]) or base.entities)
+        order = {surface: position for position, surface in enumerate(searched)}
+        for row in page.rows:   # in the order of the answer's entities (docs/lsp-extensions.md)
+            row.matched.sort(key=lambda surface: order.get(surface, len(order)))
         total = page.total if base.with_total else None
         return TextRecall(terms, query, page.rows, total, False if base.with_total else None)
     # No word index yet: the weighted trigram recall, its rows grouped by conversation.
