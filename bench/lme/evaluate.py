@@ -126,7 +126,7 @@ def rank_of(conversations: Sequence[str], answers: Iterable[str]) -> int | None:
 
 def pimem_in_process(store: Path, mapping: dict[str, str]) -> Ranker:
     from pimem.recall import make_query
-    from pimem.recall.freetext import MAX_TERMS, parse_text, recall_candidates
+    from pimem.recall.freetext import MAX_TERMS, parse_text, recall_conversations
     from pimem.store import connect
 
     conn = connect(store, create=False, for_writing=False)
@@ -140,7 +140,7 @@ def pimem_in_process(store: Path, mapping: dict[str, str]) -> Ranker:
         started = time.perf_counter()
         while len(seen) < DEPTH and offset + PAGE <= PAGE_END:
             base = make_query([candidate.term for candidate in found[:MAX_TERMS]], PAGE, None, None, offset)
-            answer = recall_candidates(conn, found, base)
+            answer = recall_conversations(conn, found, base)
             pages += 1
             first_ms = first_ms if first_ms is not None else (time.perf_counter() - started) * 1000
             distinct((mapping.get(row.session_id) for row in answer.rows), seen)
@@ -305,7 +305,8 @@ def main(args: argparse.Namespace) -> int:
         chosen = chosen[:args.limit]
     directory: Path = args.dir
     store = directory / "memory.db"
-    mapping: dict[str, str] = json.loads((directory / "mapping.json").read_text(encoding="utf-8"))
+    mapping_file = directory / os.environ.get("LME_MAPPING", "mapping.json")   # another map of the same corpus
+    mapping: dict[str, str] = json.loads(mapping_file.read_text(encoding="utf-8"))
     results: dict[str, dict[str, dict[str, Any]]] = {}
     per_question: dict[str, list[dict[str, Any]]] = {}
     closers: list[Callable[[], None]] = []

@@ -288,7 +288,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _recall_text(args: argparse.Namespace) -> int:
     """``--text``: JSON is ``{entities, terms, results}`` (the ``pimem/recall {text}`` result without its
     Markdown); the readable form starts with the terms searched."""
-    from pimem.recall.freetext import parse_text, recall_candidates
+    from pimem.recall.freetext import parse_text, recall_conversations
 
     try:
         found = parse_text(args.text)
@@ -298,7 +298,7 @@ def _recall_text(args: argparse.Namespace) -> int:
         _err(f"pimem recall: {error}")
         return 2
     with _reading(args) as conn:
-        answer = recall_candidates(conn, found, base)
+        answer = recall_conversations(conn, found, base)
     if args.json:
         print(json_text(wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total,
                                            answer.total_capped)))

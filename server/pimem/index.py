@@ -41,6 +41,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pimem import words
 from pimem.store import get_meta, set_meta, transaction
 from pimem.store.batches import chunks, placeholders
 from pimem.store.meta import STORE_ID, new_store_id
@@ -175,6 +176,7 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
     """Write the postings of every pending doc, in batches sorted by key (each its own short
     transaction). Returns how many docs were indexed; stops early when ``cancel()`` turns true."""
     fts = fts_enabled(conn)
+    word_index = fts and words.words_enabled(conn)
     total = int(conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0])
     if fts and total >= BULK_MIN_PENDING and not in_bulk(conn):
         with transaction(conn):
@@ -183,12 +185,13 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
     while not cancel():
         with transaction(conn):
             rows = conn.execute(
-                "SELECT p.doc_key, t.user_text, t.reply_text FROM pimem_pending p "
+                "SELECT p.doc_key, t.user_text, t.reply_text, s.rowid FROM pimem_pending p "
                 "LEFT JOIN pimem_docs d ON d.doc_key = p.doc_key LEFT JOIN turns t ON t.turn_id = d.turn_id "
+                "LEFT JOIN sessions s ON s.session_id = t.session_id "
                 f"ORDER BY p.doc_key LIMIT {BUILD_BATCH}").fetchall()
             if not rows:
                 break
-            live = [(key, user, reply) for key, user, reply in rows if user is not None]
+            live = [(key, user, reply) for key, user, reply, _ in rows if user is not None]
             if fts and live:
                 conn.executemany("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)",
                                  [(key, index_text(user)) for key, user, _ in live])
@@ -198,11 +201,18 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
                 conn.execute("INSERT INTO pimem_index_log(doc_key) VALUES (?)", (-1 - secrets.randbits(62),))
                 if get_meta(conn, STORE_ID) is None:   # a store an older pimem created
                     new_store_id(conn)
+            if word_index:
+                words.write_docs(conn, [words.WordDoc(key, int(session or 0), user, reply or "")
+                                        for key, user, reply, session in rows if user is not None])
+                conn.execute(f"DELETE FROM pimem_words_pending WHERE doc_key IN ({placeholders(len(rows))})",
+                             [row[0] for row in rows])
             conn.execute(f"DELETE FROM pimem_pending WHERE doc_key IN ({placeholders(len(rows))})",
                          [row[0] for row in rows])
         done += len(rows)
         if progress is not None:
             progress(done, total)
+    if word_index:
+        _build_words_only(conn, cancel)
     if done:
         with transaction(conn):
             _trim_log(conn)
@@ -210,6 +220,27 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
         with transaction(conn):
             optimize(conn)
             set_bulk(conn, False)
+    return done
+
+
+def _build_words_only(conn: sqlite3.Connection, cancel: Callable[[], bool]) -> int:
+    """Write the word index of docs indexed before it existed (``pimem_words_pending``, filled by the
+    migration to layout 6), in batches of their own; the trigram index of those docs is not touched."""
+    done = 0
+    while not cancel():
+        with transaction(conn):
+            rows = conn.execute(
+                "SELECT p.doc_key, t.user_text, t.reply_text, s.rowid FROM pimem_words_pending p "
+                "LEFT JOIN pimem_docs d ON d.doc_key = p.doc_key LEFT JOIN turns t ON t.turn_id = d.turn_id "
+                "LEFT JOIN sessions s ON s.session_id = t.session_id "
+                f"ORDER BY p.doc_key LIMIT {BUILD_BATCH}").fetchall()
+            if not rows:
+                break
+            words.write_docs(conn, [words.WordDoc(key, int(session or 0), user, reply or "")
+                                    for key, user, reply, session in rows if user is not None])
+            conn.execute(f"DELETE FROM pimem_words_pending WHERE doc_key IN ({placeholders(len(rows))})",
+                         [row[0] for row in rows])
+        done += len(rows)
     return done
 
 
@@ -329,6 +360,8 @@ def rebuild(conn: sqlite3.Connection) -> None:
     :func:`build_pending` writes them anew."""
     for table in FTS_TABLES:
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+    if words.words_enabled(conn):
+        words.delete_all(conn)
     conn.execute("INSERT OR IGNORE INTO pimem_pending(doc_key) SELECT doc_key FROM pimem_docs")
     set_meta(conn, "index_garbage", "0")
     set_meta(conn, "index_epoch", str(epoch(conn) + 1))
@@ -346,7 +379,7 @@ def set_bulk(conn: sqlite3.Connection, bulk: bool) -> None:
     """Large builds write faster with FTS5's incremental merging off (segments are merged once at the
     end by :func:`optimize`). Persistent: an interrupted build leaves it off until a build finishes."""
     if fts_enabled(conn):
-        for table in FTS_TABLES:
+        for table in _fts_tables(conn):
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', ?)", (0 if bulk else 4,))
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', ?)", (32 << 20,))
     set_meta(conn, "index_bulk", "1" if bulk else "0")
@@ -359,5 +392,10 @@ def in_bulk(conn: sqlite3.Connection) -> bool:
 def optimize(conn: sqlite3.Connection) -> None:
     """Merge the FTS segments after a large build (smaller file, faster queries)."""
     if fts_enabled(conn):
-        for table in FTS_TABLES:
+        for table in _fts_tables(conn):
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+
+
+def _fts_tables(conn: sqlite3.Connection) -> tuple[str, ...]:
+    """The FTS5 tables of the store: the trigram index's, and the word index's where the layout has it."""
+    return FTS_TABLES + ((words.WORDS_TABLE,) if words.words_enabled(conn) else ())

@@ -33,7 +33,7 @@ from pimem.migrate import UnknownSession, migrate_codex_session, migrate_codex_s
 from pimem.paths import normalize_folder, same_folder
 from pimem.recall import get_turn, make_query, recall_page
 from pimem.recall.format import format_markdown
-from pimem.recall.freetext import candidates, recall_candidates, word_at
+from pimem.recall.freetext import candidates, recall_conversations, word_at
 from pimem.status import source_states, store_status
 from pimem.store import StoreError
 
@@ -72,7 +72,7 @@ def register(server: PimemServer) -> None:
 
         def run() -> dict[str, Any]:
             if request.text is not None:
-                answer = recall_candidates(ls.connection(), request.text, request.query)
+                answer = recall_conversations(ls.connection(), request.text, request.query)
                 return {**wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total,
                                              answer.total_capped),
                         "markdown": format_markdown(answer.rows)}
@@ -176,7 +176,7 @@ def register(server: PimemServer) -> None:
             return None
         base = make_query([found[0].term], 3)
         try:
-            rows = await ls.read(lambda: recall_candidates(ls.connection(), found, base).rows)
+            rows = await ls.read(lambda: recall_conversations(ls.connection(), found, base).rows)
         except (StoreError, sqlite3.Error):   # no store to recall from: no hover (requests say why)
             return None
         if not rows:

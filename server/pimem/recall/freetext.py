@@ -32,7 +32,19 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from pimem.recall import MAX_TEXT_CHARS, RecallError, RecallQuery, RecallRow, make_query, recall_page, termstats
+from pimem import index, words
+from pimem.recall import (
+    MAX_LIMIT,
+    MAX_PAGE_END,
+    MAX_TEXT_CHARS,
+    RecallError,
+    RecallQuery,
+    RecallRow,
+    make_query,
+    ranking,
+    recall_page,
+    termstats,
+)
 
 MAX_TERMS = 8
 STOPWORDS = Path(__file__).resolve().parent / "stopwords"   # package data (pyproject: package-data)
@@ -341,4 +353,51 @@ def recall_text(conn: sqlite3.Connection, text: object, limit: object = None, so
     """Free-text recall (what ``pimem recall --text`` and ``pimem/recall {text}`` do)."""
     found = parse_text(text)
     base = make_query([candidate.term for candidate in found[:MAX_TERMS]], limit, sources, cwd)
-    return recall_candidates(conn, found, base)
+    return recall_conversations(conn, found, base)
+
+
+# A word index still being built for more turns than this (a first import, an upgrade) is not used yet:
+# free text then ranks with the trigram index (the weighted terms above), one row per conversation.
+WORD_BACKLOG_LIMIT = ranking.PENDING_SCORED
+
+
+def looks_like_code(found: Sequence[Candidate]) -> bool:
+    """Whether the text is code or an error (a hovered line, a pasted stack trace) rather than prose: it
+    holds an identifier (a word with parts: ``period_end``, ``getSignedUrl``, ``s3.get``, ``TypeError``).
+    Such text is recalled by literal substrings of its rarest terms (the trigram index), which finds an
+    identifier inside any other (``self.period_end``, ``periodEndDate``); the word index ranks prose."""
+    return any(candidate.whole is not None for candidate in found)
+
+
+def recall_conversations(conn: sqlite3.Connection, found: Sequence[Candidate], base: RecallQuery) -> TextRecall:
+    """Free text as people ask it: conversations ranked by the word index (:mod:`pimem.recall.ranking`),
+    one row each (its best turn), paged by conversation; ``base`` gives the page and the filters."""
+    if index.fts_enabled(conn) and words.words_enabled(conn) and not looks_like_code(found) \
+            and ranking.pending_backlog(conn) <= WORD_BACKLOG_LIMIT:
+        qwords = ranking.query_words(_shortlist(list(found)))
+        page = ranking.rank(conn, qwords, base)
+        searched = list(dict.fromkeys(word.surface for word, _, _ in page.searched)) or \
+            list(dict.fromkeys(w.surface for w in qwords))
+        turns = {word.surface: count for word, count, _ in reversed(page.searched)}
+        weight = {word.surface: max(1, round(value)) for word, _, value in reversed(page.searched)}
+        terms = [Term(surface, turns.get(surface, 0), weight.get(surface, 1)) for surface in searched]
+        query = replace(base, entities=tuple(searched[:MAX_TERMS]) or base.entities)
+        order = {surface: position for position, surface in enumerate(searched)}
+        for row in page.rows:   # in the order of the answer's entities (docs/lsp-extensions.md)
+            row.matched.sort(key=lambda surface: order.get(surface, len(order)))
+        total = page.total if base.with_total else None
+        return TextRecall(terms, query, page.rows, total, False if base.with_total else None)
+    # No word index yet: the weighted trigram recall, its rows grouped by conversation.
+    wide = replace(base, offset=0, limit=min(MAX_PAGE_END, max(MAX_LIMIT, 4 * (base.offset + base.limit))),
+                   with_total=False)
+    answer = recall_candidates(conn, found, wide)
+    seen: set[str] = set()
+    rows: list[RecallRow] = []
+    for row in answer.rows:
+        if row.session_id not in seen:
+            seen.add(row.session_id)
+            rows.append(row)
+    page_rows = rows[base.offset:base.offset + base.limit]
+    total = len(rows) if base.with_total else None
+    return TextRecall(answer.terms, replace(answer.query, limit=base.limit, offset=base.offset), page_rows, total,
+                      False if base.with_total else None)

@@ -37,7 +37,7 @@ from pimem.store.meta import STORE_ID, get_meta, new_store_id, set_meta
 from pimem.store.touches import TOUCHES_SCHEMA
 
 BASE_LAYOUT = 3            # the tables below; what pimem 0.1.0 called schema_version "3"
-LAYOUT = 5                 # the layout this pimem writes
+LAYOUT = 6                 # the layout this pimem writes
 MIN_READER_LAYOUT = 3      # the oldest layout whose pimem can read what this one writes
 LEGACY_SCHEMA_VERSION = "3"
 
@@ -170,8 +170,45 @@ def _layout_4_to_5(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# The word index of free-text recall (pimem.words owns what goes in: words, CJK pieces, identifier
+# parts). Contentless, per-column postings without positions; columnsize=0 as above; the docs' sessions
+# and text lengths beside it, for ranking without reading the texts.
+WORD_TOKENIZER = "porter unicode61 remove_diacritics 2 tokenchars ''_''"
+WORDS_SCHEMA = f"""
+CREATE VIRTUAL TABLE IF NOT EXISTS pimem_words USING fts5(
+  user, reply, tokenize = '{WORD_TOKENIZER}', detail = column, content = '', columnsize = 0
+);
+CREATE TABLE IF NOT EXISTS pimem_word_docs (
+  doc_key     INTEGER PRIMARY KEY,
+  session     INTEGER NOT NULL,
+  user_chars  INTEGER NOT NULL,
+  reply_chars INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS pimem_word_docs_session ON pimem_word_docs(session, doc_key);
+-- Docs to write into the word index only (docs indexed before the word index existed).
+CREATE TABLE IF NOT EXISTS pimem_words_pending (
+  doc_key INTEGER PRIMARY KEY
+);
+"""
+
+
+def _layout_5_to_6(conn: sqlite3.Connection) -> None:
+    """The word index of free-text recall (pimem.words). Every doc already indexed is listed in
+    ``pimem_words_pending``, whose words the next index build writes (pimem.index.build_pending), in
+    batches, resumably; until then free text falls back to the trigram index. Older readers ignore the
+    new tables (MIN_READER_LAYOUT stays 3); older writers refuse a newer layout, so no turn is indexed
+    into one index without the other. A store without FTS5 gets no word index either."""
+    if get_meta(conn, "index") != "trigram":
+        return
+    for statement in _split_sql(WORDS_SCHEMA):
+        conn.execute(statement)
+    conn.execute("INSERT OR IGNORE INTO pimem_words_pending(doc_key) SELECT d.doc_key FROM pimem_docs d "
+                 "WHERE NOT EXISTS (SELECT 1 FROM pimem_pending p WHERE p.doc_key = d.doc_key)")
+
+
 # MIGRATIONS[n] brings a store from layout n to n + 1, inside the caller's transaction.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _layout_3_to_4, 4: _layout_4_to_5}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _layout_3_to_4, 4: _layout_4_to_5,
+                                                                5: _layout_5_to_6}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,419 @@
+"""Free text ranks conversations: BM25 over the word index (:mod:`pimem.words`), turns grouped by session.
+
+A question ("where does my sister Emily live?"), a hovered line or a pasted error is a bag of words, and
+what the person wants back is the conversation where that came up. So:
+
+1. **Words** (:func:`pimem.recall.freetext.candidates`: stop words, question phrasing and code keywords
+   dropped; identifiers whole and split; CJK pieces), each as the word index holds it (stemmed).
+2. **Weights**: BM25's idf from the number of turns holding the word (counted in the index, kept per
+   process). No word is left out for its cost: a common word weighs little, and is made cheap instead.
+3. **Turns**: the postings of the rarer words are read (the rarest first, up to :data:`READ_BUDGET`
+   postings in all; a word beyond it is read newest first up to the budget when nothing rarer is
+   there). A turn scores, per word, idf × (:data:`USER_WEIGHT` if in what the person typed, plus
+   :data:`REPLY_WEIGHT` if in the reply), each part normalised by the text's length (BM25's b, with a
+   term frequency of one: the index keeps presence, not counts).
+4. **Conversations**: the best :data:`CANDIDATE_SESSIONS` sessions by their best turn are scored in full:
+   every turn of theirs, the commoner words checked in their turns (index lookups by key range), and two
+   rankings fused by reciprocal rank (k = :data:`RRF_K`): the session's best turn, and the session as one
+   document of everything the person typed in it (BM25 over the session's user texts, the term frequency
+   being the number of its turns that hold the word). What the person typed is what identifies a
+   conversation; a long reply mentions everything.
+5. **Answer**: one row per conversation, its best turn (with the words it matched), paged by conversation.
+
+Filters (sources, folder) apply to sessions before they compete. Turns not in the word index yet (the
+newest ones, between a sync's commit and its index build) are scored from their text the same way.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import sqlite3
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+
+from pimem import words
+from pimem.paths import in_folder
+from pimem.recall.query import RecallQuery
+from pimem.recall.rows import ROW_COLUMNS, RecallRow, make_row
+from pimem.store.batches import chunks, placeholders
+from pimem.store.meta import STORE_ID, get_meta
+
+K1 = 1.2
+B = 0.75
+USER_WEIGHT = 1.0
+REPLY_WEIGHT = 0.3
+RRF_K = 60.0
+TURN_SHARE = 0.7             # the best turn's share of the fused rank (the session's: the rest)
+READ_BUDGET = 60_000          # postings read per query (the rarest words' first)
+CANDIDATE_TURNS = 2_000        # turns whose sessions are looked up after the first scoring
+CANDIDATE_SESSIONS = 150       # sessions scored in full
+CHECKED_SESSIONS = 60         # sessions in which the commoner words are looked up
+MAX_QUERY_WORDS = 32
+CACHED_DF = 2_000             # a word's doc count is kept per process from this count on
+PENDING_SCORED = 2_000         # turns not in the word index yet that are scored from their text
+
+
+@dataclass(frozen=True)
+class QueryWord:
+    token: str                 # as the word index holds it (stemmed, folded)
+    surface: str               # as the person wrote it (what a result says it matched)
+
+
+@dataclass
+class Conversation:
+    session: int               # sessions.rowid
+    score: float
+    best_doc: int
+    best_turn_score: float
+    matched_tokens: set[str] = field(default_factory=set)
+
+
+@dataclass
+class RankedPage:
+    rows: list[RecallRow]
+    total: int                 # conversations ranked (capped by CANDIDATE_SESSIONS)
+    searched: list[tuple[QueryWord, int, float]] = field(default_factory=list)  # (word, turns, idf), rarest first
+
+
+def query_words(found: Iterable[object]) -> list[QueryWord]:
+    """The words of free-text candidates (:class:`pimem.recall.freetext.Candidate`), as indexed, each once."""
+    seen: dict[str, QueryWord] = {}
+    for candidate in found:
+        term = str(getattr(candidate, "term", candidate))
+        for token in words.tokens(term):
+            if token not in seen:
+                seen[token] = QueryWord(token, term)
+        if len(seen) >= MAX_QUERY_WORDS:
+            break
+    return list(seen.values())
+
+
+class _Stats:
+    """Per-store counts kept per process: docs and their average lengths, and each word's doc count.
+    A count is read again when the index has grown by a twentieth since it was read."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.df: dict[tuple[str, str], tuple[int, int]] = {}   # (store, token) -> (docs when counted, df)
+
+
+_STATS = _Stats()
+
+
+_TOTALS: dict[str, tuple[int, tuple[int, float, float]]] = {}
+
+
+def _totals(conn: sqlite3.Connection, store_key: str) -> tuple[int, float, float]:
+    """(docs, average user text, average reply) in characters; the averages from the newest 20,000
+    docs, read again when the index grew by a twentieth."""
+    top = int(conn.execute("SELECT max(rowid) FROM pimem_word_docs").fetchone()[0] or 0)
+    cached = _TOTALS.get(store_key)
+    if cached is not None and cached[0] * 21 >= top * 20 and top >= cached[0]:
+        return cached[1]
+    totals = _read_totals(conn)
+    _TOTALS[store_key] = (top, totals)
+    return totals
+
+
+def _read_totals(conn: sqlite3.Connection) -> tuple[int, float, float]:
+    row = conn.execute("SELECT count(*), avg(user_chars), avg(reply_chars) FROM "
+                       "(SELECT user_chars, reply_chars FROM pimem_word_docs ORDER BY doc_key DESC LIMIT 20000)"
+                       ).fetchone()
+    sampled = int(row[0] or 0)
+    docs = int(conn.execute("SELECT max(rowid) FROM pimem_word_docs").fetchone()[0] or 0) if sampled else 0
+    # count(*) of a large table is a scan; the rowid of an append-mostly table is close and free.
+    docs = sampled if sampled < 20000 else max(docs, sampled)
+    return docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0)
+
+
+def _doc_count(conn: sqlite3.Connection, store: str, token: str, docs: int) -> int:
+    key = (store, token)
+    with _STATS.lock:
+        cached = _STATS.df.get(key)
+    if cached is not None and cached[0] * 21 >= docs * 20:
+        return cached[1]
+    df = int(conn.execute(f"SELECT count(*) FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ?",
+                          (_phrase(token),)).fetchone()[0])
+    if df >= CACHED_DF:   # only common words are worth keeping (and a rare word's count must be exact)
+        with _STATS.lock:
+            if len(_STATS.df) > 100_000:
+                _STATS.df.clear()
+            _STATS.df[key] = (docs, df)
+    return df
+
+
+def _phrase(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def _postings(conn: sqlite3.Connection, column: str, token: str, limit: int | None) -> set[int]:
+    tail = f" ORDER BY rowid DESC LIMIT {int(limit)}" if limit is not None else ""
+    return set(map(itemgetter(0), conn.execute(
+        f"SELECT rowid FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ?{tail}",
+        (f"{column} : {_phrase(token)}",)).fetchall()))
+
+
+def _norm(length: float, average: float) -> float:
+    return (K1 + 1) / (1 + K1 * (1 - B + B * length / average))
+
+
+def _store_key(conn: sqlite3.Connection) -> str:
+    """What the per-process counts are kept under: the store's file and its content's id (a store
+    replaced or restored under the same path gets another id; pimem.store.meta)."""
+    path = next((str(row[2]) for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    return f"{path}\0{get_meta(conn, STORE_ID) or ''}"
+
+
+def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQuery) -> RankedPage:
+    """The conversations best matching ``qwords`` under ``query``'s filters, one row each (its best turn),
+    the page ``query.offset``/``query.limit`` of them."""
+    if not qwords:
+        return RankedPage([], 0)
+    store_key = _store_key(conn)
+    docs, avg_user, avg_reply = _totals(conn, store_key)
+    docs = max(docs, 1)   # an empty word index: the turns not in it yet are still scored below
+    pending = _pending_docs(conn, qwords)
+    df = {w.token: _doc_count(conn, store_key, w.token, docs) for w in qwords}
+    docs += len(pending)
+    for user_tokens, reply_tokens, _session, _uc, _rc in pending.values():
+        for token in user_tokens | reply_tokens:
+            df[token] += 1
+    idf = {token: math.log(1 + (docs - count + 0.5) / (count + 0.5)) for token, count in df.items()}
+    indexed_df = {w.token: df[w.token] - sum(1 for u, r, *_ in pending.values() if w.token in u | r) for w in qwords}
+    present = [w for w in qwords if indexed_df[w.token] > 0]
+    present.sort(key=lambda w: df[w.token])
+    read: list[str] = []
+    spent = 0
+    for w in present:
+        if read and spent + df[w.token] > READ_BUDGET:
+            break
+        read.append(w.token)
+        spent += df[w.token]
+    checked = [w.token for w in present if w.token not in read]
+    user_post: dict[str, set[int]] = {}
+    reply_post: dict[str, set[int]] = {}
+    for token in read:
+        limit = READ_BUDGET if df[token] > READ_BUDGET else None
+        user_post[token] = _postings(conn, "user", token, limit)
+        reply_post[token] = _postings(conn, "reply", token, limit)
+    # 1. every doc holding a read word, by presence and idf alone
+    first: dict[int, float] = defaultdict(float)
+    for token in read:
+        weight = idf[token]
+        for doc in user_post[token]:
+            first[doc] += weight * USER_WEIGHT
+        for doc in reply_post[token]:
+            first[doc] += weight * REPLY_WEIGHT
+    for doc, (user_tokens, reply_tokens, _session, _uc, _rc) in pending.items():
+        for token in user_tokens:
+            first[doc] += idf.get(token, 0.0) * USER_WEIGHT
+        for token in reply_tokens:
+            first[doc] += idf.get(token, 0.0) * REPLY_WEIGHT
+    best_docs = [doc for doc, _ in heapq.nlargest(CANDIDATE_TURNS, first.items(), key=itemgetter(1))]
+    # What the person typed, summed over a session's turns: a conversation that keeps coming back to
+    # the question's words, though no single turn holds them all.
+    typed: set[int] = set()
+    for token in read:
+        typed.update(user_post[token])
+    info = _doc_info(conn, sorted(typed.union(best_docs)))
+    for doc, (_u, _r, session, uc, rc) in pending.items():
+        info[doc] = (session, uc, rc)
+    # 2. sessions by their best turn and by their typed words, filtered
+    session_best: dict[int, float] = {}
+    for doc in best_docs:
+        if doc in info:
+            session = info[doc][0]
+            session_best[session] = max(session_best.get(session, 0.0), first[doc])
+    session_typed: dict[int, float] = defaultdict(float)
+    for token in read:
+        weight = idf[token]
+        for doc in user_post[token]:
+            if doc in info:
+                session_typed[info[doc][0]] += weight
+    wanted = max(CANDIDATE_SESSIONS, query.offset + query.limit)
+    by_best = sorted(session_best, key=lambda s: -session_best[s])
+    by_typed = [s for s, _ in heapq.nlargest(wanted, session_typed.items(), key=itemgetter(1))]
+    allowed = _filter_sessions(conn, list(dict.fromkeys(by_best + by_typed)), query)
+    best_allowed = [s for s in by_best if s in allowed]
+    typed_allowed = [s for s in by_typed if s in allowed]
+    candidates = list(dict.fromkeys(best_allowed[:wanted] + typed_allowed[:wanted // 2]))
+    if not candidates:
+        return RankedPage([], 0, sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
+                                        key=lambda item: item[1]))
+    # 3. every turn of those sessions, scored in full
+    session_docs = _session_docs(conn, candidates)
+    for doc, (_u, _r, session, uc, rc) in pending.items():
+        if session in session_docs and doc not in {d for d, _, _ in session_docs[session]}:
+            session_docs[session].append((doc, uc, rc))
+    holds_user: dict[str, set[int]] = {token: set(user_post[token]) for token in read}
+    holds_reply: dict[str, set[int]] = {token: set(reply_post[token]) for token in read}
+    for doc, (user_tokens, reply_tokens, _s, _uc, _rc) in pending.items():
+        for token in user_tokens:
+            holds_user.setdefault(token, set()).add(doc)
+        for token in reply_tokens:
+            holds_reply.setdefault(token, set()).add(doc)
+    if checked:
+        for token in checked:
+            holds_user.setdefault(token, set())
+            holds_reply.setdefault(token, set())
+        _check_words(conn, checked, [session_docs[s] for s in candidates[:CHECKED_SESSIONS]], holds_user, holds_reply)
+    tokens = read + checked + [w.token for w in qwords
+                               if w.token not in read and w.token not in checked and df[w.token] > 0]
+    for token in tokens:
+        holds_user.setdefault(token, set())
+        holds_reply.setdefault(token, set())
+    avg_session = avg_user * max(docs, 1) / max(_session_count(conn), 1)
+    conversations: list[Conversation] = []
+    session_scores: dict[int, float] = {}
+    for session in candidates:
+        best_doc, best_score, matched = 0, -1.0, set()
+        tf: dict[str, int] = defaultdict(int)
+        length = 0.0
+        for doc, uc, rc in session_docs[session]:
+            length += uc
+            user_norm, reply_norm = _norm(uc, avg_user), _norm(rc, avg_reply)
+            value = 0.0
+            here: set[str] = set()
+            for token in tokens:
+                in_user = doc in holds_user[token]
+                in_reply = doc in holds_reply[token]
+                if in_user:
+                    tf[token] += 1
+                    value += idf[token] * USER_WEIGHT * user_norm
+                if in_reply:
+                    value += idf[token] * REPLY_WEIGHT * reply_norm
+                if in_user or in_reply:
+                    here.add(token)
+            if value > best_score or (value == best_score and doc > best_doc):
+                best_doc, best_score, matched = doc, value, here
+        whole = 0.0
+        for token, count in tf.items():
+            whole += idf[token] * count * (K1 + 1) / (count + K1 * (1 - B + B * length / max(avg_session, 1.0)))
+        session_scores[session] = whole
+        conversations.append(Conversation(session, 0.0, best_doc, best_score, matched))
+    by_turn = sorted(conversations, key=lambda c: (-c.best_turn_score, -c.best_doc))
+    by_session = sorted(conversations, key=lambda c: (-session_scores[c.session], -c.best_doc))
+    fused: dict[int, float] = defaultdict(float)
+    for position, conversation in enumerate(by_turn):
+        fused[conversation.session] += TURN_SHARE / (RRF_K + position + 1)
+    for position, conversation in enumerate(by_session):
+        fused[conversation.session] += (1 - TURN_SHARE) / (RRF_K + position + 1)
+    for conversation in conversations:
+        conversation.score = fused[conversation.session]
+    conversations.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
+    page = conversations[query.offset:query.offset + query.limit]
+    surface = {w.token: w.surface for w in qwords}
+    rows = _rows(conn, page, surface)
+    searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
+    return RankedPage(rows, len(conversations), searched)
+
+
+def _doc_info(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, tuple[int, int, int]]:
+    info: dict[int, tuple[int, int, int]] = {}
+    if not docs:
+        return info
+    for doc, session, uc, rc in conn.execute(
+            "SELECT w.doc_key, w.session, w.user_chars, w.reply_chars FROM json_each(?) j "
+            "JOIN pimem_word_docs w ON w.doc_key = j.value", (json.dumps(list(docs)),)):
+        info[int(doc)] = (int(session), int(uc), int(rc))
+    return info
+
+
+def _session_docs(conn: sqlite3.Connection, sessions: Sequence[int]) -> dict[int, list[tuple[int, int, int]]]:
+    found: dict[int, list[tuple[int, int, int]]] = {session: [] for session in sessions}
+    for session, doc, uc, rc in conn.execute(
+            "SELECT w.session, w.doc_key, w.user_chars, w.reply_chars FROM json_each(?) j "
+            "JOIN pimem_word_docs w ON w.session = j.value", (json.dumps(list(sessions)),)):
+        found[int(session)].append((int(doc), int(uc), int(rc)))
+    return found
+
+
+def _session_count(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT max(rowid) FROM sessions").fetchone()[0] or 0)
+
+
+def _check_words(conn: sqlite3.Connection, tokens: Sequence[str], groups: Sequence[list[tuple[int, int, int]]],
+                 holds_user: dict[str, set[int]], holds_reply: dict[str, set[int]]) -> None:
+    """Which docs of ``groups`` (one session's docs each) hold each of the commoner ``tokens``: one
+    lookup by key range per session and word (FTS5 seeks a long list by rowid)."""
+    for group in groups:
+        if not group:
+            continue
+        low = min(doc for doc, _, _ in group)
+        high = max(doc for doc, _, _ in group)
+        members = {doc for doc, _, _ in group}
+        for token in tokens:
+            # What the person typed only: a common word in a reply (they are long) tells little.
+            for column, holds in (("user", holds_user),):
+                for (doc,) in conn.execute(
+                        f"SELECT rowid FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ? "
+                        "AND rowid BETWEEN ? AND ?", (f"{column} : {_phrase(token)}", low, high)):
+                    if doc in members:
+                        holds[token].add(int(doc))
+
+
+def _filter_sessions(conn: sqlite3.Connection, sessions: Sequence[int], query: RecallQuery) -> set[int]:
+    if query.sources is None and query.cwd is None:
+        return set(sessions)
+    allowed: set[int] = set()
+    for batch in chunks(list(sessions)):
+        for rowid, source, cwd in conn.execute(
+                f"SELECT rowid, source, cwd FROM sessions WHERE rowid IN ({placeholders(len(batch))})", batch):
+            if query.sources is not None and source not in query.sources:
+                continue
+            if query.cwd is not None and not in_folder(str(cwd or ""), query.cwd):
+                continue
+            allowed.add(int(rowid))
+    return allowed
+
+
+def _pending_docs(conn: sqlite3.Connection, qwords: Sequence[QueryWord]
+                  ) -> dict[int, tuple[set[str], set[str], int, int, int]]:
+    """Turns not in the word index yet (at most PENDING_SCORED, newest first): the query words each
+    holds in its user text and its reply, its session and lengths."""
+    wanted = {w.token for w in qwords}
+    found: dict[int, tuple[set[str], set[str], int, int, int]] = {}
+    rows = conn.execute(
+        "SELECT p.doc_key, t.user_text, t.reply_text, s.rowid FROM "
+        "(SELECT doc_key FROM pimem_pending UNION SELECT doc_key FROM pimem_words_pending ORDER BY doc_key DESC "
+        f"LIMIT {PENDING_SCORED}) p JOIN pimem_docs d ON d.doc_key = p.doc_key JOIN turns t ON t.turn_id = d.turn_id "
+        "JOIN sessions s ON s.session_id = t.session_id").fetchall()
+    for doc, user, reply, session in rows:
+        user_text, reply_text = str(user or ""), str(reply or "")
+        user_tokens = wanted.intersection(words.tokens(user_text))
+        reply_tokens = wanted.intersection(words.tokens(reply_text))
+        if user_tokens or reply_tokens:
+            found[int(doc)] = (user_tokens, reply_tokens, int(session), len(user_text), len(reply_text))
+    return found
+
+
+def pending_backlog(conn: sqlite3.Connection) -> int:
+    """Turns not in the word index yet (a first import or an upgrade still building it)."""
+    return int(conn.execute("SELECT (SELECT count(*) FROM pimem_pending) + "
+                            "(SELECT count(*) FROM pimem_words_pending)").fetchone()[0])
+
+
+def _rows(conn: sqlite3.Connection, page: Sequence[Conversation], surface: dict[str, str]) -> list[RecallRow]:
+    if not page:
+        return []
+    by_doc: dict[int, RecallRow] = {}
+    keys = [c.best_doc for c in page]
+    for values in conn.execute(
+            f"SELECT {ROW_COLUMNS}, d.doc_key FROM json_each(?) j JOIN pimem_docs d ON d.doc_key = j.value "
+            "JOIN turns t ON t.turn_id = d.turn_id JOIN sessions s ON s.session_id = t.session_id",
+            (json.dumps(keys),)):
+        by_doc[int(values[-1])] = make_row(values[:-1], 0)
+    rows: list[RecallRow] = []
+    for conversation in page:
+        row = by_doc.get(conversation.best_doc)
+        if row is None:
+            continue
+        row.hits = len(conversation.matched_tokens)
+        row.matched = list(dict.fromkeys(surface[token] for token in conversation.matched_tokens if token in surface))
+        rows.append(row)
+    return rows

@@ -1,0 +1,130 @@
+"""The word index: what free-text recall ranks conversations with (entities keep the trigram index).
+
+A contentless FTS5 table, ``pimem_words(user, reply)``, holds the words of every indexed turn, keyed
+by the same doc key as the trigram index (:mod:`pimem.index`), and ``pimem_word_docs`` holds what
+ranking needs per doc without reading its text: its session (``sessions.rowid``) and the length of
+its two texts in characters. Both are written by :func:`pimem.index.build_pending`, in the same
+transactions as the trigram postings, so a turn is in both indexes or in neither.
+
+Words: FTS5's ``unicode61`` tokenizer (Unicode case folding, diacritics removed, every character that
+is not a letter or a digit separates words, so ``zeta_ratelimit`` and ``s3.get`` give their parts)
+under ``porter`` (English stemming: *crashed*, *crashes* and *crashing* are one word). Two things
+``unicode61`` does not do are done here, in :func:`word_text`, on both the indexed and the asked text:
+
+* CJK: a run of Han characters is one "word" to ``unicode61``; it is replaced by its overlapping
+  two-character pieces (and a lone character by itself), the usual bigram indexing of Chinese and
+  Japanese kanji; katakana and Hangul words stay whole; hiragana (particles, endings) is dropped.
+* identifiers written in camelCase (``getSignedUrl``) are kept whole and their parts (``get signed
+  url``) are added, so that either finds them.
+
+``detail=column``: a posting says which column holds the word, not where or how often (BM25 with a
+term frequency of one: prose repeats words less than code, and the positions would double the
+index). ``columnsize=0``: a turn whose reply grew is indexed again under the same key without
+removing its old postings, as the trigram index does; a word of the old text is still in the new one
+except after an edit, so such leftovers are rare, and a rebuild removes them.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pimem.store.schema import WORD_TOKENIZER
+
+WORDS_TABLE = "pimem_words"
+
+# Indexed text per field: a longer text is indexed up to here (the rest of a 50 MB paste adds
+# postings, not findability: what a turn is about is in its start).
+INDEXED_CHARS = 200_000
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+_HIRAGANA = "\u3040-\u309f"
+_KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+_HANGUL = "\uac00-\ud7af"
+_CJK_ANY = re.compile(f"[{_HAN}{_HIRAGANA}{_KATAKANA}{_HANGUL}]")
+_SCRIPT_RUN = re.compile(f"[{_HAN}]+|[{_HIRAGANA}]+|[{_KATAKANA}]+|[{_HANGUL}]+")
+_SNAKE = re.compile(r"\b\w+_\w+\b")
+_CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+[A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z]+[A-Za-z0-9]*\b")
+_HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def _cjk_piece(match: re.Match[str]) -> str:
+    run = match.group(0)
+    first = run[0]
+    if _HIRAGANA_START <= first <= _HIRAGANA_END:
+        return " "
+    if re.match(f"[{_HAN}]", first):
+        if len(run) == 1:
+            return f" {run} "
+        return " " + " ".join(run[i:i + 2] for i in range(len(run) - 1)) + " "
+    return f" {run} "
+
+
+_HIRAGANA_START, _HIRAGANA_END = "\u3040", "\u309f"
+
+
+def word_text(text: str) -> str:
+    """``text`` as the word index sees it (see the module docstring): CJK cut into words, camelCase
+    parts added at the end. Plain ASCII prose is returned as it is."""
+    if len(text) > INDEXED_CHARS:
+        text = text[:INDEXED_CHARS]
+    if _CJK_ANY.search(text):
+        text = _SCRIPT_RUN.sub(_cjk_piece, text)
+    parts = [" ".join(_HUMP.findall(word)) for word in _CAMEL.findall(text)]
+    parts.extend(" ".join(piece for piece in word.split("_") if piece) for word in _SNAKE.findall(text))
+    if parts:
+        text = text + "\n" + " ".join(parts)
+    return text
+
+
+@dataclass(frozen=True)
+class WordDoc:
+    doc_key: int
+    session: int          # sessions.rowid
+    user_text: str
+    reply_text: str
+
+
+def write_docs(conn: sqlite3.Connection, docs: Iterable[WordDoc]) -> int:
+    """Write the words of ``docs`` (inside the caller's transaction). Returns how many."""
+    batch = list(docs)
+    if not batch:
+        return 0
+    conn.executemany(f"INSERT INTO {WORDS_TABLE}(rowid, user, reply) VALUES (?, ?, ?)",
+                     [(doc.doc_key, word_text(doc.user_text), word_text(doc.reply_text)) for doc in batch])
+    conn.executemany("INSERT OR REPLACE INTO pimem_word_docs(doc_key, session, user_chars, reply_chars) "
+                     "VALUES (?, ?, ?, ?)",
+                     [(doc.doc_key, doc.session, len(doc.user_text), len(doc.reply_text)) for doc in batch])
+    return len(batch)
+
+
+_local = threading.local()
+
+
+def tokens(text: str) -> list[str]:
+    """The words of ``text`` exactly as the word index holds them (:func:`word_text`, then FTS5's own
+    tokenizer and stemmer, run on a private in-memory table), in order, each once."""
+    mem: sqlite3.Connection | None = getattr(_local, "conn", None)
+    if mem is None:
+        mem = sqlite3.connect(":memory:", check_same_thread=True)
+        mem.execute(f"CREATE VIRTUAL TABLE q USING fts5(x, tokenize = '{WORD_TOKENIZER}')")
+        mem.execute("CREATE VIRTUAL TABLE qv USING fts5vocab(q, 'instance')")
+        _local.conn = mem
+    mem.execute("DELETE FROM q")
+    mem.execute("INSERT INTO q(rowid, x) VALUES (1, ?)", (word_text(text),))
+    found = [str(term) for (term,) in mem.execute("SELECT term FROM qv ORDER BY offset")]
+    return list(dict.fromkeys(found))
+
+
+def words_enabled(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'pimem_word_docs'").fetchone() is not None
+
+
+def delete_all(conn: sqlite3.Connection) -> None:
+    """Empty the word index (a rebuild: :func:`pimem.index.rebuild` marks every doc pending)."""
+    conn.execute(f"INSERT INTO {WORDS_TABLE}({WORDS_TABLE}) VALUES ('delete-all')")
+    conn.execute("DELETE FROM pimem_word_docs")
+    conn.execute("DELETE FROM pimem_words_pending")

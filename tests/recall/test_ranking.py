@@ -1,0 +1,163 @@
+"""Free text ranks conversations through the word index (pimem/words.py, pimem/recall/ranking.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pimem import index, words
+from pimem.recall import make_query
+from pimem.recall.freetext import parse_text, recall_conversations
+from pimem.store import SessionRow, connect, get_meta, set_meta, transaction, upsert_session
+from pimem.store.schema import LAYOUT
+
+START = 1_700_000_000_000
+
+
+def _session(conn: sqlite3.Connection, session_id: str, turns: list[tuple[str, str]], *, source: str = "pi",
+             cwd: str = "/w", start: int = START, build: bool = True) -> None:
+    with transaction(conn):
+        upsert_session(conn, SessionRow(session_id, source, cwd, start, None, f"/{session_id}.jsonl"))
+        for number, (user, reply) in enumerate(turns):
+            turn_id, ts = f"{session_id}:{number}", start + number * 60_000
+            conn.execute(
+                "INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, "
+                "user_message_id) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+                (turn_id, session_id, number, ts, user, reply, turn_id))
+            index.put(conn, turn_id, ts, user, reply, None, None, fts=True)
+        index.catch_up(conn)
+    if build:
+        index.build_pending(conn)
+
+
+def ask(conn: sqlite3.Connection, text: str, limit: int = 10, offset: int = 0, **filters: object) -> list[str]:
+    found = parse_text(text)
+    base = make_query([c.term for c in found[:8]], limit, filters.get("sources"), filters.get("cwd"), offset)
+    return [row.session_id for row in recall_conversations(conn, found, base).rows]
+
+
+@pytest.fixture
+def conn(db_path: Path) -> sqlite3.Connection:
+    return connect(db_path)
+
+
+def _history(conn: sqlite3.Connection) -> None:
+    _session(conn, "pi:emily", [("My sister Emily just moved to Portland, she loves it there", "How nice!"),
+                                ("What should I get her as a housewarming gift?", "A plant, maybe.")])
+    _session(conn, "pi:dog", [("What breed is best for apartments? I have a golden retriever", "Retrievers..."),
+                              ("my dog keeps barking at night", "Try a routine.")])
+    _session(conn, "pi:cat", [("The application crashes when I change location settings", "Check the stack.")],
+             source="claude", cwd="/w/app")
+    for number in range(30):   # distractors that share the common words
+        _session(conn, f"pi:noise{number}", [(f"where do people live in city {number}", "In houses."),
+                                             ("help me with my application", "Sure, the application...")],
+                 start=START + (number + 1) * 3_600_000)
+
+
+def test_a_question_finds_its_conversation_first(conn: sqlite3.Connection) -> None:
+    _history(conn)
+    assert ask(conn, "Where does my sister Emily live?")[0] == "pi:emily"
+    assert ask(conn, "What breed is my dog?")[0] == "pi:dog"
+
+
+def test_words_not_substrings_and_stems(conn: sqlite3.Connection) -> None:
+    _history(conn)
+    assert "pi:cat" not in ask(conn, "cat")                 # not inside *application* or *location*
+    assert ask(conn, "crashed")[0] == "pi:cat"               # crashes ~ crashed
+    assert ask(conn, "barks")[0] == "pi:dog"
+
+
+def test_one_row_per_conversation_paged_by_conversation(conn: sqlite3.Connection) -> None:
+    _history(conn)
+    first = ask(conn, "application help live", limit=10)
+    second = ask(conn, "application help live", limit=10, offset=10)
+    assert len(first) == 10 and len(set(first)) == 10
+    assert not set(first) & set(second)
+    everything = ask(conn, "application help live", limit=50)
+    assert everything[:20] == first + second and len(set(everything)) == len(everything)
+
+
+def test_filters_apply_to_conversations(conn: sqlite3.Connection) -> None:
+    _history(conn)
+    assert ask(conn, "application crashes", sources=["claude"]) == ["pi:cat"]
+    assert ask(conn, "application crashes", cwd="/w/app") == ["pi:cat"]
+    assert "pi:cat" not in ask(conn, "application crashes", sources=["pi"])
+
+
+def test_a_result_says_which_words_matched(conn: sqlite3.Connection) -> None:
+    _history(conn)
+    found = parse_text("Where does my sister Emily live?")
+    answer = recall_conversations(conn, found, make_query(["x"], 3))
+    assert answer.rows[0].session_id == "pi:emily"
+    assert {"sister", "Emily"} <= set(answer.rows[0].matched)
+
+
+def test_cjk_and_identifiers(conn: sqlite3.Connection) -> None:
+    _session(conn, "pi:zh", [("数据库连接池满了怎么办", "增加连接池大小")])
+    _session(conn, "pi:id", [("getSignedUrl returns 403 for zeta_ratelimit", "Check the bucket policy")])
+    _session(conn, "pi:other", [("unrelated text about cooking pasta", "Boil water")])
+    assert ask(conn, "连接池")[0] == "pi:zh"
+    assert ask(conn, "signed url")[0] == "pi:id"
+    assert ask(conn, "getSignedUrl")[0] == "pi:id"
+    assert ask(conn, "ratelimit")[0] == "pi:id"
+
+
+def test_a_turn_not_in_the_word_index_yet_is_found(conn: sqlite3.Connection) -> None:
+    _history(conn)
+    _session(conn, "pi:new", [("the flamingo deployment failed on friday", "Roll back.")], build=False)
+    assert conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0] > 0
+    assert ask(conn, "flamingo deployment")[0] == "pi:new"
+    index.build_pending(conn)
+    assert conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0] == 0
+    assert ask(conn, "flamingo deployment")[0] == "pi:new"
+
+
+def test_a_reply_that_grew_is_indexed_again(conn: sqlite3.Connection) -> None:
+    _session(conn, "pi:grow", [("deploy the service", "Working on it")])
+    _session(conn, "pi:other", [("cook pasta", "Boil water")])
+    assert "pi:grow" not in ask(conn, "kubernetes")
+    with transaction(conn):
+        previous = conn.execute("SELECT ts, user_text, reply_text FROM turns WHERE turn_id = 'pi:grow:0'").fetchone()
+        conn.execute("UPDATE turns SET reply_text = 'Working on it: kubernetes rollout done' "
+                     "WHERE turn_id = 'pi:grow:0'")
+        index.put(conn, "pi:grow:0", previous[0], previous[1], "Working on it: kubernetes rollout done", None,
+                  tuple(previous), fts=True)
+    index.build_pending(conn)
+    assert ask(conn, "kubernetes") == ["pi:grow"]
+
+
+def test_a_store_of_the_previous_layout_gets_its_word_index(conn: sqlite3.Connection, db_path: Path) -> None:
+    _history(conn)
+    with transaction(conn):   # what layout 5 had: no word index
+        for table in ("pimem_words", "pimem_word_docs", "pimem_words_pending"):
+            conn.execute(f"DROP TABLE {table}")
+        set_meta(conn, "layout", "5")
+    conn.close()
+    upgraded = connect(db_path)
+    assert get_meta(upgraded, "layout") == str(LAYOUT)
+    assert upgraded.execute("SELECT count(*) FROM pimem_words_pending").fetchone()[0] > 60
+    # before the words are built: the trigram index answers, one row per conversation
+    assert ask(upgraded, "Where does my sister Emily live?")[0] == "pi:emily"
+    index.build_pending(upgraded)
+    assert upgraded.execute("SELECT count(*) FROM pimem_words_pending").fetchone()[0] == 0
+    assert upgraded.execute("SELECT count(*) FROM pimem_word_docs").fetchone()[0] == \
+        upgraded.execute("SELECT count(*) FROM turns").fetchone()[0]
+    assert ask(upgraded, "Where does my sister Emily live?")[0] == "pi:emily"
+
+
+def test_a_rebuild_empties_and_refills_the_word_index(conn: sqlite3.Connection) -> None:
+    _history(conn)
+    with transaction(conn):
+        index.rebuild(conn)
+    assert conn.execute("SELECT count(*) FROM pimem_word_docs").fetchone()[0] == 0
+    index.build_pending(conn)
+    assert ask(conn, "What breed is my dog?")[0] == "pi:dog"
+
+
+def test_tokens_are_the_index_words() -> None:
+    assert words.tokens("Crashed crashes CRASHING") == ["crash"]
+    assert words.tokens("Café") == ["cafe"]
+    assert "get" in words.tokens("getSignedUrl") and "getsignedurl" in words.tokens("getSignedUrl")
+    assert words.tokens("数据库") == ["数据", "据库"]
