@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from pimem import wire
 from pimem.models import SOURCES
 from pimem.recall import MAX_ENTITIES, RecallError, RecallQuery, make_query, recall
+from pimem.recall.freetext import Candidate, parse_text, recall_conversations
 from pimem.recall.query import TOOL_NAMES_CUT
 from pimem.recall.rows import RecallRow
 from pimem.redact import bounded, redact
@@ -35,6 +36,7 @@ from pimem.sessions import MAX_CONTEXT, SessionError, SessionWindow, read_window
 from pimem.textutil import quoted
 
 RECALL_MEMORY = "recall_memory"
+MAX_QUERY_CHARS = 2_000     # recall_memory's query: a question, not a document
 READ_SESSION = "read_session"
 MAX_RESULTS = 20            # recall_memory's limit (the CLI and the editor allow more)
 DEFAULT_RESULTS = 5
@@ -65,8 +67,10 @@ are not relevant.
 Extract 2–5 specific entities from the user's topic: project names, tool names, technologies, domain \
 terms, or identifiers (e.g. ["payroll", "LangGraph", "A2A"]). Each entity is matched literally and \
 case-insensitively; a turn scores 2 per entity in what the user typed and 1 per entity in the reply, \
-best first, then newest. Each result has a turnId and a sessionId: call read_session with them to \
-read the turns around it. Secrets in the results are masked as [REDACTED:<kind>]."""
+best first, then newest. Or, instead of entities, pass the user's question as `query`: past \
+conversations are then ranked by its words, one result (its best turn) per conversation. Each \
+result has a turnId and a sessionId: call read_session with them to read the turns around it. \
+Secrets in the results are masked as [REDACTED:<kind>]."""
 
 READ_SESSION_DESCRIPTION = """\
 Read the turns of one past session, in order, around one turn: the `before` turns before `turnId`, \
@@ -99,7 +103,12 @@ RECALL_INPUT_SCHEMA: dict[str, Any] = {
         "entities": {
             "type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "maxItems": MAX_ENTITIES,
             "description": "2-5 specific terms from the user's topic (at most 8), "
-                           'e.g. ["payroll", "LangGraph", "A2A"]',
+                           'e.g. ["payroll", "LangGraph", "A2A"]; give either entities or query',
+        },
+        "query": {
+            "type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
+            "description": "instead of entities: the user's question in their own words; past conversations "
+                           "are ranked by its words and each one's best turn is returned",
         },
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": DEFAULT_RESULTS,
                   "description": f"how many past turns to return, 1 to {MAX_RESULTS} (default {DEFAULT_RESULTS})"},
@@ -108,7 +117,7 @@ RECALL_INPUT_SCHEMA: dict[str, Any] = {
         "cwd": {"type": "string",
                 "description": "only sessions run in this folder or below it (an absolute path; default: all)"},
     },
-    "required": ["entities"],
+    "required": [],
     "additionalProperties": False,
 }
 RECALL_OUTPUT_SCHEMA: dict[str, Any] = {
@@ -187,7 +196,8 @@ class ToolCall(Protocol):
 def decode_call(name: str, arguments: object, *, redact_secrets: bool = True) -> ToolCall:
     """Validate a call's arguments (before any store is opened). Raises :class:`ToolInputError`."""
     if name == RECALL_MEMORY:
-        return RecallCall(recall_query(arguments), redact_secrets)
+        query, found = recall_query(arguments)
+        return RecallCall(query, redact_secrets, found)
     if name == READ_SESSION:
         return _read_session_call(arguments, redact_secrets)
     known = ", ".join(tool.name for tool in TOOLS)
@@ -223,16 +233,28 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:40] + "…"
 
 
-def recall_query(arguments: object) -> RecallQuery:
-    """``recall_memory``'s arguments as a recall query (the same semantics as ``pimem recall``)."""
+def recall_query(arguments: object) -> tuple[RecallQuery, list[Candidate] | None]:
+    """``recall_memory``'s arguments as a recall query (the same semantics as ``pimem recall``), and
+    the free-text candidates of its ``query`` when it was asked in words (``pimem recall --text``)."""
     args = _arguments(arguments, RECALL_INPUT_SCHEMA)
-    entities = args["entities"]
-    # Issue 13 (free-text recall) adds an alternative here: a `query` string turned into entities
-    # by the free-text service, so that the rest of the call stays the same.
+    entities, text = args.get("entities"), args.get("query")
+    if entities is not None and text is not None:
+        raise ToolInputError("query", "give either entities or query, not both")
+    if entities is None and text is None:
+        raise ToolInputError("entities", "this argument is required (or, instead, query)")
     try:
+        found: list[Candidate] | None = None
+        if text is not None:
+            if not isinstance(text, str) or len(text) > MAX_QUERY_CHARS:
+                raise RecallError("query", f"query must be a string of at most {MAX_QUERY_CHARS} characters")
+            try:
+                found = parse_text(text)
+            except RecallError as error:
+                raise RecallError("query", str(error).replace("text ", "query ", 1)) from None
+            entities = [candidate.term for candidate in found[:MAX_ENTITIES]]
         make_query(entities)  # the entities first, as the CLI reports them
         limit = _bounded_int(args, "limit", DEFAULT_RESULTS, 1, MAX_RESULTS)
-        return make_query(entities, limit, args.get("sources"), args.get("cwd"))
+        return make_query(entities, limit, args.get("sources"), args.get("cwd")), found
     except RecallError as error:
         raise ToolInputError(error.field, str(error)) from None
 
@@ -252,9 +274,13 @@ def _read_session_call(arguments: object, redact_secrets: bool) -> ReadSessionCa
 class RecallCall:
     query: RecallQuery
     redact_secrets: bool
+    text: list[Candidate] | None = None   # asked in words: conversations ranked (pimem.recall.freetext)
 
     def run(self, conn: sqlite3.Connection, cancel: threading.Event | None = None) -> ToolOutput:
-        found = recall(conn, self.query)
+        if self.text is not None:
+            found = recall_conversations(conn, self.text, self.query).rows
+        else:
+            found = recall(conn, self.query)
         if self.redact_secrets:
             found = [_redacted_row(row, cancel) for row in found]
         rows = [wire.agent_row(row) for row in found]

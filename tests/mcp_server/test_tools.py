@@ -4,6 +4,7 @@ same rows as `pimem recall --json`, session windows, redaction, and Markdown tha
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -244,3 +245,33 @@ def test_description_carries_the_invocation_policy() -> None:
     for phrase in ("Invocation policy", "last time we", "didn't we fix", "我之前", "first ask whether",
                    "Do not search history merely because", "Extract 2–5 specific entities"):
         assert phrase in description
+
+
+def test_recall_memory_takes_a_question_and_answers_conversations(tmp_path: Path) -> None:
+    from pimem import agent_tools, index
+    from pimem.store import SessionRow, connect, transaction, upsert_session
+
+    conn = connect(tmp_path / "memory.db")
+    with transaction(conn):
+        for session, texts in (("pi:emily", ["My sister Emily moved to Portland", "Emily loves the rain there"]),
+                               ("pi:other", ["where do people live", "help with my application"])):
+            upsert_session(conn, SessionRow(session, "pi", "/w", 0, None, f"/{session}.jsonl"))
+            for number, text in enumerate(texts):
+                turn_id, ts = f"{session}:{number}", 1_700_000_000_000 + number * 60_000
+                conn.execute("INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, "
+                             "tool_names, user_message_id) VALUES (?, ?, ?, ?, ?, 'ok', NULL, ?)",
+                             (turn_id, session, number, ts, text, turn_id))
+                index.put(conn, turn_id, ts, text, "ok", None, None, fts=True)
+        index.catch_up(conn)
+    index.build_pending(conn)
+    call = agent_tools.decode_call(agent_tools.RECALL_MEMORY, {"query": "Where does my sister Emily live?"})
+    rows = call.run(conn).structured["results"]  # type: ignore[attr-defined]
+    assert [row["sessionId"] for row in rows] == ["pi:emily", "pi:other"][:len(rows)]
+    assert len({row["sessionId"] for row in rows}) == len(rows)   # one row per conversation
+    for arguments, field in (({}, "entities"), ({"entities": ["x"], "query": "x"}, "query")):
+        with pytest.raises(agent_tools.ToolInputError) as error:
+            agent_tools.decode_call(agent_tools.RECALL_MEMORY, arguments)
+        assert error.value.field == field
+    with pytest.raises(agent_tools.ToolInputError) as error:
+        agent_tools.decode_call(agent_tools.RECALL_MEMORY, {"query": "x" * 2001})
+    assert error.value.field == "query"
