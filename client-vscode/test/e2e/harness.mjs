@@ -351,4 +351,9 @@ export async function screenshot(page, name) {
 /** Closes every notification toast (so that screenshots show the panel and the hover unobstructed). */
 export async function clearNotifications(page) {
   await runCommand(page, 'Notifications: Clear All Notifications');
+  // the command runs after the palette closes: wait until the toasts are gone, or a notification that a next
+  // step raises at once can be cleared with them (a fast machine answers a request before the clear has run)
+  await page.locator('.notifications-toasts .notification-list-item').first()
+    .waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
+  await page.waitForTimeout(300);
 }
