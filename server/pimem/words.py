@@ -40,12 +40,15 @@ WORDS_TABLE = "pimem_words"
 # postings, not findability: what a turn is about is in its start).
 INDEXED_CHARS = 200_000
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
-_HIRAGANA = "\u3040-\u309f"
-_KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
-_HANGUL = "\uac00-\ud7af"
-_CJK_ANY = re.compile(f"[{_HAN}{_HIRAGANA}{_KATAKANA}{_HANGUL}]")
-_SCRIPT_RUN = re.compile(f"[{_HAN}]+|[{_HIRAGANA}]+|[{_KATAKANA}]+|[{_HANGUL}]+")
+# The scripts' ranges, shared with the free-text candidates (pimem.recall.freetext).
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+HIRAGANA = "\u3040-\u309f"
+KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+HANGUL = "\uac00-\ud7af"
+_HAN_START = re.compile(f"[{HAN}]")
+_HIRAGANA_START = re.compile(f"[{HIRAGANA}]")
+_CJK_ANY = re.compile(f"[{HAN}{HIRAGANA}{KATAKANA}{HANGUL}]")
+_SCRIPT_RUN = re.compile(f"[{HAN}]+|[{HIRAGANA}]+|[{KATAKANA}]+|[{HANGUL}]+")
 _SNAKE = re.compile(r"\b\w+_\w+\b")
 _CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+[A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z]+[A-Za-z0-9]*\b")
 _HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -54,16 +57,15 @@ _HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 def _cjk_piece(match: re.Match[str]) -> str:
     run = match.group(0)
     first = run[0]
-    if _HIRAGANA_START <= first <= _HIRAGANA_END:
+    if _HIRAGANA_START.match(first):
         return " "
-    if re.match(f"[{_HAN}]", first):
+    if _HAN_START.match(first):
         if len(run) == 1:
             return f" {run} "
         return " " + " ".join(run[i:i + 2] for i in range(len(run) - 1)) + " "
     return f" {run} "
 
 
-_HIRAGANA_START, _HIRAGANA_END = "\u3040", "\u309f"
 
 
 def word_text(text: str) -> str:

@@ -55,10 +55,7 @@ MAX_CANDIDATES = 32
 SCANNED_TEXT_CHARS = 20_000
 MAX_TERM_CHARS = 200
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
-_HIRAGANA = "\u3040-\u309f"
-_KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
-_HANGUL = "\uac00-\ud7af"
+_HAN, _HIRAGANA, _KATAKANA, _HANGUL = words.HAN, words.HIRAGANA, words.KATAKANA, words.HANGUL
 _CJK = _HAN + _HIRAGANA + _KATAKANA + _HANGUL
 _CJK_OR_NOT = re.compile(f"[{_CJK}]+|[^{_CJK}]+")
 _CJK_RUN = re.compile(f"[{_CJK}]+")
