@@ -81,13 +81,15 @@ def test_a_source_without_an_importer_is_not_walked(tmp_path: Path, monkeypatch:
 
 @pytest.mark.parametrize(("source", "native", "cwd", "expected"), [
     ("gemini", UUID, "/w/a b", f"cd -- '/w/a b' && gemini --resume {UUID}"),
-    ("gemini", UUID, "", f"gemini --resume {UUID}"),
+    ("gemini", UUID, "", None),   # Gemini CLI finds a session only from its project folder
     ("gemini", "--yolo", "/w", None),
     ("gemini", UUID, "relative/dir", None),
     ("opencode", OPENCODE, "/w", f"cd -- /w && opencode --session {OPENCODE}"),
     ("opencode", "ses_1a2b;rm -rf ~", "/w", None),
     ("opencode", "-ses_1a2b3c4d5e6fAbCdEfGh", "/w", None),
-    ("copilot-cli", UUID, "/w", f"cd -- /w && copilot --resume {UUID}"),
+    ("copilot-cli", UUID, "/w", f"cd -- /w && copilot --resume={UUID}"),
+    ("copilot-cli", UUID, "", f"copilot --resume={UUID}"),
+    ("copilot-chat", UUID, "/w", None),
     ("copilot-cli", "$(id)", "/w", None),
     ("cursor", UUID, "/w", None),
 ])

@@ -98,7 +98,7 @@ AWKWARD_NAMES = ["a b", "it's", "$(touch pwned)", "`touch pwned`", "-rf", "--dan
 def stub_bin(tmp_path: Path) -> Path:
     folder = tmp_path / "bin"
     folder.mkdir()
-    for name in ("claude", "codex", "pi"):
+    for name in ("claude", "codex", "pi", "gemini", "opencode", "copilot"):
         stub = folder / name
         stub.write_text(STUB, encoding="utf-8")
         stub.chmod(0o755)
@@ -137,6 +137,38 @@ def test_pi_command_reaches_pi_with_exactly_the_session_path(name: str, stub_bin
     assert command is not None
     assert run_in_shell(command, stub_bin, tmp_path, tmp_path) == ["pi", str(tmp_path), "--session", str(session)]
     assert not list(tmp_path.rglob("pwned"))
+
+
+@pytest.mark.parametrize("name", AWKWARD_NAMES)
+@pytest.mark.parametrize(("source", "native", "argv"), [
+    ("gemini", CLAUDE_ID, ["gemini", "--resume", CLAUDE_ID]),
+    ("opencode", "ses_db3cc199bffeqUVIlffB7rLM8o", ["opencode", "--session", "ses_db3cc199bffeqUVIlffB7rLM8o"]),
+    ("copilot-cli", CLAUDE_ID, ["copilot", f"--resume={CLAUDE_ID}"]),
+])
+def test_gemini_opencode_and_copilot_commands_reach_their_agent_in_the_sessions_folder(
+        source: str, native: str, argv: list[str], name: str, stub_bin: Path, tmp_path: Path) -> None:
+    project = tmp_path / "projects" / name
+    project.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    command = resume_command(row(source, native, cwd=str(project), path="/home/me/store.db"))
+    assert command is not None
+    recorded = run_in_shell(command, stub_bin, tmp_path, elsewhere)
+    assert recorded == [argv[0], str(project), *argv[1:]]
+    assert not list(tmp_path.rglob("pwned"))
+
+
+@pytest.mark.parametrize("native", HOSTILE_IDS)
+@pytest.mark.parametrize("source", ["gemini", "copilot-cli", "opencode"])
+def test_a_gemini_opencode_or_copilot_id_not_of_the_agents_shape_gets_no_command(source: str, native: str) -> None:
+    assert resume_command(row(source, native)) is None
+
+
+def test_gemini_without_its_project_folder_and_copilot_chat_or_cursor_get_no_command() -> None:
+    assert resume_command(row("gemini", CLAUDE_ID, cwd="")) is None    # found only from its project folder
+    assert resume_command(row("gemini", CLAUDE_ID, cwd="rel/dir")) is None
+    assert resume_command(row("copilot-chat", CLAUDE_ID)) is None     # no command line resumes them
+    assert resume_command(row("cursor", CLAUDE_ID)) is None
 
 
 def test_codex_command_reaches_codex_with_exactly_resume_and_the_id(stub_bin: Path, tmp_path: Path) -> None:

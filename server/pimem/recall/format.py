@@ -59,13 +59,18 @@ def session_resume_command(source: str, session_id: str, cwd: str, jsonl_path: s
         return f"cd -- {shlex.quote(cwd)} && {resume}" if _safe_absolute(cwd) else None
     if source == "codex":
         return f"codex resume {native}" if _UUID.fullmatch(native) else None
-    # Gemini CLI and OpenCode find a session among the working folder's: the command starts there.
+    # Gemini CLI looks a session up among its project's only (~/.gemini/tmp/<project of the working
+    # folder>/chats, SessionSelector.findSession): without the folder there is nothing to resume.
     if source == "gemini" and _UUID.fullmatch(native):
-        return _in_folder(cwd, f"gemini --resume {native}")
+        return f"cd -- {shlex.quote(cwd)} && gemini --resume {native}" if _safe_absolute(cwd) else None
+    # OpenCode opens the session in the working folder's project: the command starts there.
     if source == "opencode" and _OPENCODE_SESSION_ID.fullmatch(native):
         return _in_folder(cwd, f"opencode --session {native}")
+    # Copilot CLI's --resume takes an optional value: given as one argument (``--resume=<id>``, the form
+    # the CLI prints itself), nothing after it can be read as the id or the id as something else.
     if source == "copilot-cli" and _UUID.fullmatch(native):
-        return _in_folder(cwd, f"copilot --resume {native}")
+        return _in_folder(cwd, f"copilot --resume={native}")
+    # Copilot Chat and Cursor have no command line that resumes a conversation: no command.
     return None
 
 
