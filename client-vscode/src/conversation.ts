@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { continueInPi } from './continueInPi';
 import { conversationState, MORE_CHARS, parseConversationMessage, PIECE_CHARS, type ConversationToWebview } from './conversationProtocol';
 import { parseOpenConversationArgs } from './historyArgs';
+import { isDatabaseFile } from './rawTranscript';
 import { SessionRequest, TurnRequest, type SessionResult, type SessionTurn } from './protocol';
 import { folderName, plainText, sourceLabel } from './render';
 import { describeError, type PimemServer } from './server';
@@ -172,6 +173,11 @@ export class ConversationPanel implements vscode.Disposable {
 
   /** The transcript file at the turn's line, in the panel's group (a preview tab). */
   private async openRaw(turn: SessionTurn): Promise<void> {
+    if (isDatabaseFile(turn.jsonlPath)) {
+      // OpenCode's and Cursor's stores: binary, and an editor could write them back; this view is the conversation
+      void vscode.window.showInformationMessage('Pi Memory: this session is stored in a database, not a text transcript; its conversation is shown here.');
+      return;
+    }
     try {
       const document = await vscode.workspace.openTextDocument(vscode.Uri.file(turn.jsonlPath));
       const line = turn.line !== null && turn.line >= 1 ? Math.min(turn.line, document.lineCount) - 1 : 0;

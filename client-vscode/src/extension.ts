@@ -1,6 +1,7 @@
 // Entry point of the Pi Memory extension: wires the server, the results panel, the hover, the status bar, the
 // commands and the tools for the editor's agents together. The only module-level state is the instance
 // deactivate() must stop.
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { registerAgentTools } from './agents';
 import { Commands, PimemCommands } from './commands';
@@ -20,7 +21,11 @@ let active: PimemServer | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Pi Memory', { log: true });
   const server = new PimemServer(context.extensionPath, log);
-  const actions = new RowActions(log);
+  // VS Code's chat store of this window: the parents of the extension's storage folders (src/resumeArgs.ts)
+  const actions = new RowActions(log, {
+    workspace: context.storageUri?.scheme === 'file' ? path.dirname(context.storageUri.fsPath) : undefined,
+    global: context.globalStorageUri.scheme === 'file' ? path.dirname(context.globalStorageUri.fsPath) : undefined,
+  });
   const panel = new ResultsPanel(context.extensionUri, log, async (turnId) => (await server.request(TurnRequest, { turnId })).turn, actions);
   const hover = new SelectionHoverProvider(server, Commands.showResults, log, FOCUS_SEARCH_COMMAND);
   const search = new SearchView(context.extensionUri, server, actions, hover, context.workspaceState, log);

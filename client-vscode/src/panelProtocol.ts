@@ -15,6 +15,8 @@ export interface PanelRow {
   canOpen: boolean;
   /** "Resume in terminal" can run the agent for this session. */
   canResume: boolean;
+  /** The resume button's label: "Resume in terminal", or "Open in Copilot Chat". */
+  resumeLabel: string;
   resumeCommand: string | null;
   /** The entities / terms found in this turn (why it was found). */
   matched: string[];

@@ -247,6 +247,7 @@ export class ResultsPanel implements vscode.Disposable {
       toolNames: row.toolNames,
       canOpen: row.jsonlPath.length > 0,
       canResume: this.actions.canResume(row),
+      resumeLabel: this.actions.resumeLabel(row),
       resumeCommand: row.resumeCommand,
       matched: row.matched,
       truncated: row.truncated,

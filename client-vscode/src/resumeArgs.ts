@@ -56,14 +56,66 @@ export function resumeCommand(target: ResumeTarget): ResumeCommand | undefined {
     case 'pi':
       return usablePath(target.jsonlPath) ? { program: 'pi', args: ['--session', target.jsonlPath], cwd } : undefined;
     case 'gemini':
-      return UUID.test(id) ? { program: 'gemini', args: ['--resume', id], cwd } : undefined;
+      // Gemini CLI finds a session only among its project folder's (SessionSelector.findSession)
+      return UUID.test(id) && cwd !== undefined ? { program: 'gemini', args: ['--resume', id], cwd } : undefined;
     case 'opencode':
       return OPENCODE_SESSION_ID.test(id) ? { program: 'opencode', args: ['--session', id], cwd } : undefined;
     case 'copilot-cli':
-      return UUID.test(id) ? { program: 'copilot', args: ['--resume', id], cwd } : undefined;
+      // --resume takes an optional value: one argument, as the CLI itself prints it
+      return UUID.test(id) ? { program: 'copilot', args: [`--resume=${id}`], cwd } : undefined;
     default:
       return undefined;
   }
+}
+
+/** Where VS Code keeps this window's chat sessions: the parents of the extension's own storage folders. */
+export interface ChatStorage {
+  /** `<User>/workspaceStorage/<this workspace>` (dirname of ExtensionContext.storageUri); none in an empty window. */
+  workspace: string | undefined;
+  /** `<User>/globalStorage` (dirname of ExtensionContext.globalStorageUri): an empty window's sessions are below. */
+  global: string | undefined;
+}
+
+/** What "Resume" does for a session: its agent in a terminal, VS Code's own chat, or pimem's conversation view. */
+export type ResumeAction =
+  | { kind: 'terminal'; command: ResumeCommand }
+  | { kind: 'chat'; sessionId: string; uriPath: string }
+  | { kind: 'conversation' };
+
+/**
+ * How `target` can be continued. A Copilot Chat session is opened in VS Code's chat when this window's chat
+ * service can restore it: VS Code reads a local session only from the window's own store (ChatService
+ * acquireOrRestoreLocalSession: `chatSessions/<id>.jsonl` of this workspace, or `emptyWindowChatSessions/` in an
+ * empty window), by the session URI `vscode-chat-session://local/<base64url(id)>` (LocalChatSessionUri). Any
+ * other Copilot Chat session (another workspace's, or known from a transcript only) and every Cursor
+ * conversation (no command opens one by id) is shown in pimem's conversation view. Undefined: nothing to offer.
+ */
+export function resumeAction(target: ResumeTarget & { resumeCommand: string | null }, storage: ChatStorage, separator = path.sep): ResumeAction | undefined {
+  if (target.source === 'copilot-chat' || target.source === 'cursor') {
+    if (target.source === 'copilot-chat') {
+      const id = target.sessionId.startsWith('copilot-chat:') ? target.sessionId.slice('copilot-chat:'.length) : '';
+      if (UUID.test(id) && isOwnChatLog(target.jsonlPath, id, storage, separator)) {
+        return { kind: 'chat', sessionId: id, uriPath: `/${Buffer.from(id, 'utf8').toString('base64url')}` };
+      }
+    }
+    return { kind: 'conversation' };
+  }
+  const command = target.resumeCommand === null ? undefined : resumeCommand(target);
+  return command === undefined ? undefined : { kind: 'terminal', command };
+}
+
+function isOwnChatLog(jsonlPath: string, id: string, storage: ChatStorage, separator: string): boolean {
+  const candidates = [
+    ...(storage.workspace === undefined ? [] : [[storage.workspace, 'chatSessions']]),
+    // an empty window (no workspace storage) keeps its sessions in the global storage
+    ...(storage.workspace !== undefined || storage.global === undefined ? [] : [[storage.global, 'emptyWindowChatSessions']]),
+  ];
+  return candidates.some((parts) => [`${id}.jsonl`, `${id}.json`].some((name) => jsonlPath === [...parts, name].join(separator)));
+}
+
+/** The label of a row's resume button for `action`. */
+export function resumeLabel(action: ResumeAction | undefined): string {
+  return action?.kind === 'chat' ? 'Open in Copilot Chat' : 'Resume in terminal';
 }
 
 /**
@@ -102,8 +154,8 @@ export function planResume(command: ResumeCommand, executable: string | undefine
   }
   let cwd = command.cwd;
   if (cwd !== undefined && !isDirectory(cwd)) {
-    if (command.program === 'claude') {
-      return { kind: 'folderGone' }; // Claude Code resumes a session only in its folder
+    if (command.program === 'claude' || command.program === 'gemini') {
+      return { kind: 'folderGone' }; // Claude Code and Gemini CLI resume a session only in its folder
     }
     cwd = undefined; // else the terminal would not start
   }

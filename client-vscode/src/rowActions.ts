@@ -4,7 +4,8 @@
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { RecallRow } from './protocol';
-import { findExecutable, planResume, programLabel, resumeCommand, type ResumeCommand } from './resumeArgs';
+import { isDatabaseFile } from './rawTranscript';
+import { findExecutable, planResume, programLabel, resumeAction, resumeLabel, type ChatStorage, type ResumeAction, type ResumeCommand } from './resumeArgs';
 
 /** The rendered conversation (pimem/session), registered by src/conversation code when present. */
 export const OPEN_CONVERSATION_COMMAND = 'pimem.openConversation';
@@ -15,11 +16,28 @@ export class RowActions {
   /** A copy confirms itself once with a notification, then in the status bar: one toast at most. */
   private copyToastShown = false;
 
-  constructor(private readonly log: vscode.LogOutputChannel) {}
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    private readonly chatStorage: ChatStorage = { workspace: undefined, global: undefined },
+  ) {}
 
-  /** Rows whose session can be resumed from here (the server gave a command and the ids have the agent's shape). */
+  private action(row: ActionRow): ResumeAction | undefined {
+    return resumeAction(row, this.chatStorage);
+  }
+
+  /**
+   * Rows whose resume button works: a terminal (the server gave a command and the ids have the agent's shape) or
+   * VS Code's chat. A conversation only pimem can show (Cursor, another workspace's Copilot Chat) has "Open
+   * conversation" instead.
+   */
   canResume(row: ActionRow): boolean {
-    return row.resumeCommand !== null && resumeCommand(row) !== undefined;
+    const action = this.action(row);
+    return action !== undefined && action.kind !== 'conversation';
+  }
+
+  /** The resume button's label for this row. */
+  resumeLabel(row: ActionRow): string {
+    return resumeLabel(this.action(row));
   }
 
   async openConversation(row: ActionRow): Promise<void> {
@@ -31,8 +49,21 @@ export class RowActions {
     await this.openRaw(row);
   }
 
-  /** The transcript file beside the current editor, the cursor on the turn's user message. */
+  /**
+   * The transcript file beside the current editor, the cursor on the turn's user message. A database (OpenCode,
+   * Cursor) is not text: its conversation is shown instead.
+   */
   async openRaw(row: ActionRow): Promise<void> {
+    if (isDatabaseFile(row.jsonlPath)) {
+      const commands = await vscode.commands.getCommands(true);
+      if (commands.includes(OPEN_CONVERSATION_COMMAND)) {
+        vscode.window.setStatusBarMessage('Pi Memory: this session is stored in a database; showing its conversation', 5000);
+        await vscode.commands.executeCommand(OPEN_CONVERSATION_COMMAND, { sessionId: row.sessionId, turnId: row.turnId });
+      } else {
+        void vscode.window.showWarningMessage('Pi Memory: this session is stored in a database, not a text transcript.');
+      }
+      return;
+    }
     try {
       const document = await vscode.workspace.openTextDocument(vscode.Uri.file(row.jsonlPath));
       const line = row.line !== null && row.line >= 1 ? Math.min(row.line, document.lineCount) - 1 : 0;
@@ -52,12 +83,32 @@ export class RowActions {
    * src/resumeArgs.ts for why no shell reads the command).
    */
   resumeInTerminal(row: ActionRow): void {
-    const command = row.resumeCommand === null ? undefined : resumeCommand(row);
-    if (command === undefined) {
+    const action = this.action(row);
+    if (action === undefined) {
       void vscode.window.showWarningMessage('Pi Memory: this session cannot be resumed from here.');
       return;
     }
-    runResume(command, this.log, () => this.copyResume(row));
+    if (action.kind === 'chat') {
+      void this.openChatSession(row, action.uriPath);
+    } else if (action.kind === 'conversation') {
+      void this.openConversation(row); // no command line or editor command resumes it: pimem's view shows it
+    } else {
+      runResume(action.command, this.log, () => this.copyResume(row));
+    }
+  }
+
+  /**
+   * The Copilot Chat session in VS Code's own chat editor, restored by VS Code from this window's chat store (the
+   * session URI is built from the validated id only); if VS Code cannot open it, pimem's conversation view.
+   */
+  private async openChatSession(row: ActionRow, uriPath: string): Promise<void> {
+    const uri = vscode.Uri.from({ scheme: 'vscode-chat-session', authority: 'local', path: uriPath });
+    try {
+      await vscode.commands.executeCommand('vscode.open', uri);
+    } catch (error) {
+      this.log.warn(`Copilot Chat could not open the session: ${error instanceof Error ? error.message : String(error)}`);
+      await this.openConversation(row);
+    }
   }
 
   async copyResume(row: ActionRow): Promise<void> {

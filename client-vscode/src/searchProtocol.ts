@@ -19,6 +19,8 @@ export interface SearchRow {
   matched: string[];
   canOpen: boolean;
   canResume: boolean;
+  /** The resume button's label: "Resume in terminal", or "Open in Copilot Chat". */
+  resumeLabel: string;
   canCopy: boolean;
 }
 

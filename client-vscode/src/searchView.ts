@@ -360,6 +360,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       matched: row.matched,
       canOpen: row.jsonlPath.length > 0,
       canResume: this.actions.canResume(row),
+      resumeLabel: this.actions.resumeLabel(row),
       canCopy: row.resumeCommand !== null,
     };
   }

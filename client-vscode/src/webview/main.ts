@@ -270,7 +270,7 @@ class ResultsView {
     };
     button('open', 'Open conversation', 'open', row.canOpen);
     button('raw', 'Open raw transcript', 'raw', row.canOpen);
-    button('resume', 'Resume in terminal', 'resume', row.canResume);
+    button('resume', row.resumeLabel, 'resume', row.canResume);
     const copy = button('copy', 'Copy resume command', 'copyResume', row.resumeCommand !== null);
     if (row.resumeCommand !== null) {
       copy.title = row.resumeCommand;

@@ -286,7 +286,7 @@ class SearchPanel {
     };
     button('open', 'Open conversation', 'open', row.canOpen);
     button('raw', 'Open raw transcript', 'raw', row.canOpen);
-    button('resume', 'Resume in terminal', 'resume', row.canResume);
+    button('resume', row.resumeLabel, 'resume', row.canResume);
     button('copy', 'Copy resume command', 'copy', row.canCopy);
     if (long) {
       const expand = el('button', 'expand', 'Show full text');

@@ -1,6 +1,7 @@
 // The pure parts of the sidebar search and of the result cards: snippets, Markdown highlighting, paging,
 // the resume command, and the validation of what the webviews send.
 import assert from 'node:assert/strict';
+import { Buffer } from 'node:buffer';
 import { test } from 'node:test';
 import { load } from './load.mjs';
 
@@ -135,7 +136,7 @@ test('resume in terminal: the agent and its arguments from validated ids, never 
   assert.deepEqual(resume.resumeCommand({ source: 'opencode', sessionId: 'opencode:ses_db3cc199bffeqUVIlffB7rLM8o', cwd: '/w', jsonlPath: '/d.db' }),
     { program: 'opencode', args: ['--session', 'ses_db3cc199bffeqUVIlffB7rLM8o'], cwd: '/w' });
   assert.deepEqual(resume.resumeCommand({ source: 'copilot-cli', sessionId: `copilot-cli:${uuid}`, cwd: '', jsonlPath: '/j' }),
-    { program: 'copilot', args: ['--resume', uuid], cwd: undefined });
+    { program: 'copilot', args: [`--resume=${uuid}`], cwd: undefined }, "--resume's value is optional: one argument");
   for (const bad of [
     { source: 'claude', sessionId: 'claude:--help', cwd: '/w', jsonlPath: '/j' },
     { source: 'claude', sessionId: `claude:${uuid}; rm -rf ~`, cwd: '/w', jsonlPath: '/j' },
@@ -148,10 +149,53 @@ test('resume in terminal: the agent and its arguments from validated ids, never 
     { source: 'opencode', sessionId: 'opencode:--session', cwd: '/w', jsonlPath: '/j' },
     { source: 'copilot-cli', sessionId: 'copilot-cli:$(id)', cwd: '/w', jsonlPath: '/j' },
     { source: 'cursor', sessionId: `cursor:${uuid}`, cwd: '/w', jsonlPath: '/j' },
+    { source: 'gemini', sessionId: `gemini:${uuid}`, cwd: '', jsonlPath: '/j' }, // found only from its project folder
+    { source: 'copilot-chat', sessionId: `copilot-chat:${uuid}`, cwd: '/w', jsonlPath: '/j' },
   ]) {
     assert.equal(resume.resumeCommand(bad), undefined, JSON.stringify(bad));
   }
   assert.equal(resume.resumeCommand({ source: 'pi', sessionId: 'pi:x', cwd: '/a\nb', jsonlPath: '/j' }).cwd, undefined);
+});
+
+test('resume action: a terminal for the CLIs, VS Code\'s chat for this window\'s Copilot Chat logs, else the conversation', () => {
+  const uuid = '1ed4dd9a-5989-4487-9ac3-d2b870816ee8';
+  const ws = '/h/.config/Code/User/workspaceStorage/8f1e';
+  const storage = { workspace: ws, global: '/h/.config/Code/User/globalStorage' };
+  const chat = (jsonlPath, id = uuid) => ({ source: 'copilot-chat', sessionId: `copilot-chat:${id}`, cwd: '/w', jsonlPath, resumeCommand: null });
+  const opened = resume.resumeAction(chat(`${ws}/chatSessions/${uuid}.jsonl`), storage, '/');
+  // LocalChatSessionUri.forSession: the id's UTF-8 bytes, base64url without padding
+  assert.deepEqual(opened, { kind: 'chat', sessionId: uuid, uriPath: '/MWVkNGRkOWEtNTk4OS00NDg3LTlhYzMtZDJiODcwODE2ZWU4' });
+  assert.equal(Buffer.from(opened.uriPath.slice(1), 'base64url').toString(), uuid);
+  assert.equal(resume.resumeLabel(opened), 'Open in Copilot Chat');
+  assert.equal(resume.resumeAction(chat(`${ws}/chatSessions/${uuid}.json`), storage, '/').kind, 'chat');
+  for (const other of [
+    chat(`/h/.config/Code/User/workspaceStorage/other/chatSessions/${uuid}.jsonl`), // another workspace's: not in this window's store
+    chat(`${ws}/GitHub.copilot-chat/transcripts/${uuid}.jsonl`), // a transcript only: VS Code has no log to restore
+    chat(`${ws}/chatSessions/${uuid}.jsonl`, `${uuid}/../x`),
+    chat(`${ws}/chatSessions/x.jsonl`, 'x'),
+    chat(`/h/.config/Code/User/globalStorage/emptyWindowChatSessions/${uuid}.jsonl`), // a workspace window
+    { source: 'cursor', sessionId: `cursor:${uuid}`, cwd: '/w', jsonlPath: '/h/.cursor/state.vscdb', resumeCommand: null },
+  ]) {
+    assert.deepEqual(resume.resumeAction(other, storage, '/'), { kind: 'conversation' }, other.jsonlPath);
+  }
+  const empty = { workspace: undefined, global: '/h/.config/Code/User/globalStorage' };
+  assert.equal(resume.resumeAction(chat(`/h/.config/Code/User/globalStorage/emptyWindowChatSessions/${uuid}.jsonl`), empty, '/').kind, 'chat');
+  const cli = resume.resumeAction({ source: 'copilot-cli', sessionId: `copilot-cli:${uuid}`, cwd: '/w', jsonlPath: '/e.jsonl', resumeCommand: 'x' }, storage, '/');
+  assert.deepEqual(cli, { kind: 'terminal', command: { program: 'copilot', args: [`--resume=${uuid}`], cwd: '/w' } });
+  assert.equal(resume.resumeLabel(cli), 'Resume in terminal');
+  // the server gave no command: nothing to run
+  assert.equal(resume.resumeAction({ source: 'claude', sessionId: `claude:${uuid}`, cwd: '/w', jsonlPath: '/j', resumeCommand: null }, storage, '/'), undefined);
+});
+
+test('planResume: Gemini CLI, like Claude Code, resumes only in the session\'s folder', () => {
+  const uuid = '1ed4dd9a-5989-4487-9ac3-d2b870816ee8';
+  const gemini = resume.resumeCommand({ source: 'gemini', sessionId: `gemini:${uuid}`, cwd: '/w/gone', jsonlPath: '/j' });
+  assert.deepEqual(resume.planResume(gemini, '/usr/bin/gemini', () => false), { kind: 'folderGone' });
+  const plan = resume.planResume(gemini, '/usr/bin/gemini', () => true);
+  assert.deepEqual(plan.options.shellArgs, ['--resume', uuid]);
+  assert.equal(plan.options.cwd, '/w/gone');
+  const opencode = resume.resumeCommand({ source: 'opencode', sessionId: 'opencode:ses_db3cc199bffeqUVIlffB7rLM8o', cwd: '/w/gone', jsonlPath: '/d.db' });
+  assert.equal(resume.planResume(opencode, '/usr/bin/opencode', () => false).options.cwd, undefined);
 });
 
 test('findExecutable: the first on PATH, never a relative entry or one inside the workspace', () => {
@@ -210,4 +254,27 @@ test('the status bar keeps showing a finished sync until the new count is known 
   assert.notEqual(s.current, undefined);
   s.clear();
   assert.equal(s.current, undefined);
+});
+
+test('open raw: a SQLite database (OpenCode, Cursor) is recognised by its header, never opened as text', async () => {
+  const raw = load('rawTranscript.ts');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pimem-raw-'));
+  const db = path.join(dir, 'opencode.db');
+  fs.writeFileSync(db, Buffer.concat([Buffer.from('SQLite format 3\0', 'latin1'), Buffer.alloc(84)]));
+  const vscdb = path.join(dir, 'state.vscdb');
+  fs.copyFileSync(db, vscdb);
+  const jsonl = path.join(dir, 'rollout.jsonl');
+  fs.writeFileSync(jsonl, '{"type":"session_meta"}\n');
+  const named = path.join(dir, 'looks.db'); // a text file named like a database is text
+  fs.writeFileSync(named, 'SQLite format 2 is not this\n');
+  assert.equal(raw.isDatabaseFile(db), true);
+  assert.equal(raw.isDatabaseFile(vscdb), true);
+  assert.equal(raw.isDatabaseFile(jsonl), false);
+  assert.equal(raw.isDatabaseFile(named), false);
+  assert.equal(raw.isDatabaseFile(path.join(dir, 'gone.db')), false);
+  assert.equal(raw.isDatabaseFile(dir), false, 'a folder');
+  fs.rmSync(dir, { recursive: true });
 });
