@@ -11,8 +11,11 @@ Builds under ``--dir`` (default /tmp/pimem-bench-vscode):
   and a ``GitHub.copilot-chat/transcripts`` folder with 20 transcripts per workspace;
 * ``claude/projects/<p>/<id>.jsonl``: the same number of one-turn Claude transcripts;
 
-imports both once, then times ``--runs`` no-change syncs of each (its own store), interleaved, and prints
-the medians and the ratio.
+imports both once, then times ``--runs`` no-change syncs of each (its own store), interleaved with a third
+reference: a sync whose source is absent (its root a missing folder, its store empty: the fixed cost of a
+sync: the store's opening, the rules row, the index's reconcile, the last_sync row). It prints the
+medians, the ratios, and where the wall time went: CPU (user + system), waits the process asked for
+(voluntary context switches: I/O, locks) and preemptions (involuntary ones: other processes on the cores).
 
     .venv/bin/python bench/experiments/vscode_workspace_storage.py [--workspaces 200 --sessions 400 --runs 5]
     .venv/bin/python bench/experiments/vscode_workspace_storage.py --reuse --runs 9   # time again
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import sys
@@ -104,13 +109,19 @@ def import_once(db: Path, roots: SourceRoots) -> None:
     assert not first.issues, [issue.error for issue in first.issues[:3]]
 
 
-def no_change_sync(db: Path, roots: SourceRoots) -> tuple[float, float]:
-    """Wall and CPU seconds (this process's user + system time: steadier than the wall on a shared machine)."""
+Run = tuple[float, float, int, int]
+
+
+def no_change_sync(db: Path, roots: SourceRoots) -> Run:
+    """Wall and CPU seconds (this process's user + system time: steadier than the wall on a shared machine),
+    and the voluntary and involuntary context switches of the sync."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
     wall, cpu = time.perf_counter(), time.process_time()
     stats = run_sync(SyncRequest(db_path=str(db), roots=roots))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    after = resource.getrusage(resource.RUSAGE_SELF)
     assert stats.scanned_files == 0, stats.scanned_files
-    return wall, cpu
+    return wall, cpu, after.ru_nvcsw - before.ru_nvcsw, after.ru_nivcsw - before.ru_nivcsw
 
 
 def main() -> None:
@@ -127,6 +138,8 @@ def main() -> None:
     chat_roots = SourceRoots(copilot_chat=(user / "workspaceStorage",
                                            user / "globalStorage" / "emptyWindowChatSessions"))
     claude_roots = SourceRoots(claude=(args.dir / "claude" / "projects",))
+    absent_roots = SourceRoots(copilot_chat=(args.dir / "absent" / "workspaceStorage",))
+    load = f"{os.getloadavg()[0]:.1f}"
     if args.reuse:
         files = args.workspaces * (args.sessions + args.transcripts)
     else:
@@ -135,22 +148,32 @@ def main() -> None:
         print(f"built {files} chat files + {files} Claude files in {time.perf_counter() - started:.1f} s")
         import_once(args.dir / "chat.db", chat_roots)
         import_once(args.dir / "claude.db", claude_roots)
-    # Interleaved, so that a busy period of the machine weighs on both alike.
-    chat: list[tuple[float, float]] = []
-    claude: list[tuple[float, float]] = []
+    if not (args.dir / "absent.db").exists():
+        import_once(args.dir / "absent.db", absent_roots)   # a store that never saw the source
+    # Interleaved, so that a busy period of the machine weighs on all alike.
+    chat: list[Run] = []
+    claude: list[Run] = []
+    absent: list[Run] = []
     for _ in range(args.runs):
         chat.append(no_change_sync(args.dir / "chat.db", chat_roots))
         claude.append(no_change_sync(args.dir / "claude.db", claude_roots))
-    print(f"| no-change sync of {files:,} files | median wall s | median CPU s | wall of each run |\n|---|---|---|---|")
+        absent.append(no_change_sync(args.dir / "absent.db", absent_roots))
+    print(f"load average before/after: {load} / {os.getloadavg()[0]:.1f}")
+    print(f"| no-change sync of {files:,} files | median wall s | median CPU s | waits (vol. switches) | "
+          f"preemptions (invol. switches) | wall of each run |\n|---|---|---|---|---|---|")
     medians = []
     for label, runs in ((f"VS Code workspaceStorage ({args.workspaces} x ({args.sessions} logs + "
                          f"{args.transcripts} transcripts))", chat),
-                        ("Claude Code, one-turn transcripts (reference)", claude)):
+                        ("Claude Code, one-turn transcripts (reference)", claude),
+                        ("workspaceStorage absent (reference: a sync's fixed cost)", absent)):
         wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
         medians.append((wall, cpu))
-        print(f"| {label} | {wall:.3f} | {cpu:.3f} | {', '.join(f'{r[0]:.3f}' for r in runs)} |")
-    print(f"ratio (workspaceStorage / reference): wall {medians[0][0] / medians[1][0]:.2f}, "
+        print(f"| {label} | {wall:.3f} | {cpu:.3f} | {statistics.median(r[2] for r in runs):.0f} | "
+              f"{statistics.median(r[3] for r in runs):.0f} | {', '.join(f'{r[0]:.3f}' for r in runs)} |")
+    print(f"ratio (workspaceStorage / Claude reference): wall {medians[0][0] / medians[1][0]:.2f}, "
           f"CPU {medians[0][1] / medians[1][1]:.2f}")
+    print(f"ratio (workspaceStorage / absent): wall {medians[0][0] / medians[2][0]:.1f}, "
+          f"CPU {medians[0][1] / medians[2][1]:.1f}")
 
 if __name__ == "__main__":
     main()

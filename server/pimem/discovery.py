@@ -70,28 +70,44 @@ def discover(roots: SourceRoots, sources: set[Source], issues: list[SyncIssue]) 
             with contextlib.suppress(OSError):
                 info = os.stat(root)
                 root_keys.add((info.st_dev, info.st_ino))
+        # The per-file work is what a no-change sync of a large history costs (a stat, a name test, a
+        # tuple): the rules' hooks that do nothing for this source are not called per file.
+        has_twins = type(rules).plain_twin is not TranscriptFiles.plain_twin
+        has_companions = type(rules).companions is not TranscriptFiles.companions
+        is_reg = stat.S_ISREG
         visited: set[tuple[int, int]] = set()
         seen_files: set[tuple[int, int]] = set()
         for root in roots.for_source(source):
             root_str = str(root)
             if not os.path.isdir(root_str):
                 continue  # a missing root is not an error
-            for dirpath, entry in _walk(root_str, visited, root_keys - _key_set(root_str), source, rules, issues):
-                name = entry.name
-                if not wants(name):
-                    continue
-                twin = plain_twin(name)
-                if twin is not None and os.path.exists(os.path.join(dirpath, twin)):
-                    continue
-                try:
-                    info = entry.stat()
-                except OSError as error:
-                    issues.append(import_issue(source, storable_path(entry.path),
-                                               f"cannot read the file ({error.strerror})"))
-                    continue
-                if stat.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) not in seen_files:
-                    seen_files.add((info.st_dev, info.st_ino))
-                    found.append(SourceFile.at(source, entry.path, info, rules))
+            for dirpath, entries in _walk(root_str, visited, root_keys - _key_set(root_str), source, rules, issues):
+                for entry in entries:
+                    name = entry.name
+                    if not wants(name):
+                        continue
+                    if has_twins:
+                        twin = plain_twin(name)
+                        if twin is not None and os.path.exists(os.path.join(dirpath, twin)):
+                            continue
+                    try:
+                        info = entry.stat()
+                    except OSError as error:
+                        issues.append(import_issue(source, storable_path(entry.path),
+                                                   f"cannot read the file ({error.strerror})"))
+                        continue
+                    if not is_reg(info.st_mode):
+                        continue
+                    file_key = (info.st_dev, info.st_ino)
+                    if file_key in seen_files:
+                        continue
+                    seen_files.add(file_key)
+                    path = entry.path
+                    if has_companions:
+                        found.append(SourceFile.at(source, path, info, rules))
+                    else:
+                        found.append(SourceFile(source, path, info.st_size, info.st_mtime_ns, info.st_ino,
+                                                path if path.isascii() else storable_path(path)))
     return found
 
 
@@ -170,8 +186,10 @@ def _key_set(path: str) -> set[tuple[int, int]]:
 
 def _walk(directory: str, visited: set[tuple[int, int]], other_roots: set[tuple[int, int]], source: Source,
           rules: TranscriptFiles, issues: list[SyncIssue],
-          parts: tuple[str, ...] = ()) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """The files under ``directory`` (at ``parts`` below its root) that the rules' folders may hold."""
+          parts: tuple[str, ...] = ()) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+    """The files under ``directory`` (at ``parts`` below its root) that the rules' folders may hold, a
+    folder's at once (a generator step per file, through every level of the recursion, cost more than
+    the stat of the file)."""
     try:
         info = os.stat(directory)
     except OSError as error:
@@ -188,15 +206,21 @@ def _walk(directory: str, visited: set[tuple[int, int]], other_roots: set[tuple[
         issues.append(import_issue(source, storable_path(directory), f"cannot read the directory ({error.strerror})"))
         return
     holds = rules.holds(parts)
+    files: list[os.DirEntry[str]] = []
+    folders: list[os.DirEntry[str]] = []
     for entry in children:
         try:
             is_dir = entry.is_dir()  # follows symlinks, like Pi's own listing
         except OSError:
             continue
         if is_dir:
-            child = (*parts, entry.name)
-            if entry.name in rules.skip_dirs or not rules.enters(child):
-                continue
-            yield from _walk(entry.path, visited, other_roots, source, rules, issues, child)
+            folders.append(entry)
         elif holds:
-            yield directory, entry
+            files.append(entry)
+    if files:
+        yield directory, files
+    for entry in folders:
+        child = (*parts, entry.name)
+        if entry.name in rules.skip_dirs or not rules.enters(child):
+            continue
+        yield from _walk(entry.path, visited, other_roots, source, rules, issues, child)

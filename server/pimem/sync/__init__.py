@@ -99,11 +99,12 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
             if request.paths is None:
                 stamps = load_stamps(conn)
                 files = discover(request.roots, request.sources, stats.issues)
-                _forget_vanished(conn, stamps, {f.key for f in files})
+                changed, unseen = _compare(files, stamps, request.force)
+                _forget_vanished(conn, unseen)
             else:  # a live update: only these files' stamps are read (cheap whatever the store's size)
                 files = stat_paths(request.paths or [], request.roots, request.sources, stats.issues)
                 stamps = load_stamps_for(conn, [f.key for f in files])
-            changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
+                changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
         # Only changed files need their saved parse state (a no-change sync reads none).
         todo = with_saved_states(conn, changed, stamps)
         stats.skipped_files = len(files) - len(todo)
@@ -150,8 +151,25 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
             conn.close()
 
 
-def _forget_vanished(conn: sqlite3.Connection, stamps: dict[str, Stamp], present: set[str]) -> None:
-    gone = [stamp[5] for path, stamp in stamps.items() if path not in present and not os.path.exists(path)]
+def _compare(files: list[SourceFile], stamps: dict[str, Stamp],
+             force: bool) -> tuple[list[SourceFile], list[Stamp]]:
+    """The files to parse, and the stamps of known files discovery did not find (maybe vanished), in one
+    pass over the files (a no-change sync of a large history is this loop and discovery's)."""
+    unseen = dict(stamps)
+    pop = unseen.pop
+    changed = []
+    for f in files:
+        stamp = pop(f.key, None)
+        if stamp is None:
+            stamp = stamps.get(f.key)   # the same path found twice (never by discover; kept exact)
+        if force or stamp is None or not (stamp[1] == f.size and stamp[2] == f.mtime_ns and stamp[3] == f.inode
+                                          and stamp[4] >= f.size):
+            changed.append(f)
+    return changed, list(unseen.values())
+
+
+def _forget_vanished(conn: sqlite3.Connection, unseen: list[Stamp]) -> None:
+    gone = [stamp[5] for stamp in unseen if not os.path.exists(stamp[0])]
     if not gone:
         return
     with transaction(conn):
