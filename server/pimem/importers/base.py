@@ -256,8 +256,12 @@ class DatabaseReader(ABC):
 class TranscriptParser(ABC):
     source: Source
     # A pattern found in every line the parser needs (a superset is fine): other lines are skipped
-    # in bulk by the reader without being split out (see LineReader.scan). None: every line.
+    # in bulk by the reader without being split out (see LineReader.scan), and :meth:`wants` rejects
+    # the lines it does not match. None: every line.
     interesting: re.Pattern[bytes] | None = None
+    # Where :meth:`wants` looks for ``interesting``: the line's first HEAD_BYTES (a record whose kind is
+    # named before its payload) or the whole line.
+    interesting_in_head = False
     # Set by make_parser when the store can be asked (see StoredTurnLookup); None: it cannot.
     stored_turns: StoredTurnLookup | None = None
 
@@ -266,8 +270,14 @@ class TranscriptParser(ABC):
         self.lookup = lookup
 
     def wants(self, line: Line) -> bool:
-        """Cheap pre-filter on the raw bytes: False when the record cannot carry turn text."""
-        return True
+        """Cheap pre-filter on the raw bytes: False when the record cannot carry turn text. By default,
+        every line when there is no :attr:`interesting` pattern; else the lines it matches (in the head
+        with :attr:`interesting_in_head`)."""
+        if self.interesting is None:
+            return True
+        if line.data is None:
+            return False
+        return self.interesting.search(line.head if self.interesting_in_head else line.data) is not None
 
     def skip(self, line: Line, chunk: Chunk) -> None:  # noqa: B027 - optional hook
         """Called for lines the pre-filter rejected (Pi still records them as tree nodes)."""

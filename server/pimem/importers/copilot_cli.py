@@ -38,7 +38,7 @@ from pimem.importers.base import (
     version_hint,
 )
 from pimem.importers.codex import patch_touches
-from pimem.jsonl import Line, UnsupportedFile, open_regular
+from pimem.jsonl import UnsupportedFile, open_regular
 from pimem.models import Source
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
 
@@ -157,6 +157,7 @@ class CopilotEventsParser(TranscriptParser):
 
     source: Source = "copilot-cli"
     interesting = _INTERESTING
+    interesting_in_head = True   # the record's type comes before its payload
     product = "Copilot CLI"
 
     def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
@@ -177,9 +178,6 @@ class CopilotEventsParser(TranscriptParser):
         """The cwd when ``session.start`` gives none: ``workspace.yaml`` beside the events."""
         text = read_sidecar(os.path.join(os.path.dirname(self.path), "workspace.yaml"))
         return clean_text(yaml_scalar(text, "cwd") or yaml_scalar(text, "git_root") or "")
-
-    def wants(self, line: Line) -> bool:
-        return line.data is not None and _INTERESTING.search(line.head) is not None
 
     def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
         record = as_dict(record)

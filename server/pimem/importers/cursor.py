@@ -44,7 +44,6 @@ from pimem.importers.base import (
     TranscriptFiles,
     TranscriptParser,
 )
-from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, number_to_ms
 
 TRANSCRIPTS_DIR = "agent-transcripts"
@@ -167,6 +166,7 @@ class CursorTranscriptParser(TranscriptParser):
 
     source = "cursor"
     interesting = _INTERESTING
+    interesting_in_head = True   # the record's type comes before its payload
 
     def __init__(self, path: str, state: dict[str, Any] | None, lookup: Any = None) -> None:
         super().__init__(path, state, lookup)
@@ -189,9 +189,6 @@ class CursorTranscriptParser(TranscriptParser):
         if os.path.basename(folder) == TRANSCRIPTS_DIR:
             self._info.cwd = decode_slug(os.path.basename(os.path.dirname(folder)))
         self._info.started_at = self._mtime
-
-    def wants(self, line: Line) -> bool:
-        return line.data is not None and _INTERESTING.search(line.head) is not None
 
     def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
         record = as_dict(record)

@@ -51,7 +51,6 @@ from pimem.importers.base import (
     TranscriptFiles,
     TranscriptParser,
 )
-from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
 
 RULES_VERSION = 1
@@ -168,9 +167,6 @@ class GeminiParser(TranscriptParser):
         self._current: list[Any] | None = state.get("current")
         self._replies: list[list[Any]] = list(state.get("replies") or [])
         self._folder_checked = bool(state.get("folderChecked"))
-
-    def wants(self, line: Line) -> bool:
-        return line.data is not None and _INTERESTING.search(line.data) is not None
 
     def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
         record = as_dict(record)
