@@ -29,6 +29,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_c
 from pimem import __version__, wire
 from pimem.discovery import is_history_name
 from pimem.importers import TRANSCRIPT_FILES
+from pimem.importers.base import TranscriptFiles
 from pimem.lsp import methods
 from pimem.lsp.errors import CLIENT_ERRORS
 from pimem.lsp.params import ServerOptions
@@ -176,7 +177,12 @@ class PimemServer(LanguageServer):
         roots = [root for source, roots in self.roots.items() if source in self.options.sources for root in roots]
         shallow = [root for source, roots in self.roots.items() if source in self.options.sources
                    and source in TRANSCRIPT_FILES and not TRANSCRIPT_FILES[source].watch_subfolders for root in roots]
-        self.watcher = TranscriptWatcher(roots, self.live_update, is_history_name, shallow)
+        # Roots holding other programs' folders (VS Code's workspaceStorage, Cursor's globalStorage): watched
+        # only where their importer's rule enters, folder by folder (pimem.watch), not every folder below.
+        guided = {root: TRANSCRIPT_FILES[source].enters for source, roots in self.roots.items()
+                  if source in self.options.sources and source in TRANSCRIPT_FILES
+                  and type(TRANSCRIPT_FILES[source]).enters is not TranscriptFiles.enters for root in roots}
+        self.watcher = TranscriptWatcher(roots, self.live_update, is_history_name, shallow, guided)
         try:
             self.watcher.start()
         except Exception as error:  # no watching is a degraded mode, not a failure
