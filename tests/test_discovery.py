@@ -55,6 +55,32 @@ def test_discovery_takes_each_agents_transcripts_and_nothing_else(base: Path) ->
         {("pi", "pi"), ("claude", "claude"), ("codex", "codex")}
 
 
+def test_files_are_stated_alike_relative_to_their_folder_or_by_path(base: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """fstatat where the platform has it, a stat by path elsewhere: the same files, stamps and issues (a
+    symlink to a transcript followed, a dangling one an issue naming it)."""
+    from pimem import discovery
+
+    target = base / CLAUDE / "0f0f0f0f-0000-4000-8000-000000000001.jsonl"
+    target.write_text('{"type":"user"}\n')
+    os.symlink(target, base / CLAUDE / "0f0f0f0f-0000-4000-8000-000000000002.jsonl")
+    os.symlink(base / "gone", base / PI / "2026-12-01T00-00-00-000Z_dangling.jsonl")
+
+    def run() -> tuple[list[tuple[str, ...]], list[str]]:
+        issues: list[SyncIssue] = []
+        found = discover(roots_under(base), {"pi", "claude", "codex"}, issues)
+        return sorted((f.source, f.path, str(f.size), str(f.mtime_ns), str(f.inode), f.key) for f in found), \
+            sorted(issue.error for issue in issues)
+
+    relative = run()
+    monkeypatch.setattr(discovery, "_STAT_IN_FOLDER", False)
+    assert run() == relative
+    files, issues = relative
+    assert len(issues) == 1 and "_dangling.jsonl" in issues[0] and "cannot read the file" in issues[0]
+    # the link and its target are one file of one agent: taken once
+    assert sum(1 for f in files if f[4] == str(target.stat().st_ino)) == 1
+
+
 def test_a_live_update_takes_the_same_files_as_discovery(base: Path) -> None:
     roots = roots_under(base)
     issues: list[SyncIssue] = []
