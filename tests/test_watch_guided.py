@@ -3,9 +3,13 @@ the importer's rule enters are watched, each without subfolders, a bounded numbe
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from pimem.discovery import is_history_name
 from pimem.importers import TRANSCRIPT_FILES
@@ -91,5 +95,38 @@ def test_past_the_bound_folders_are_polled_by_their_files_stamps(tmp_path: Path)
         batches.paths.clear()
         time.sleep(1.5)                                   # nothing changed: nothing noticed
         assert batches.paths == []
+    finally:
+        watcher.stop()
+
+
+def test_when_the_system_refuses_a_watch_the_rest_is_polled_with_one_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    root = workspace_storage(tmp_path, 3)
+    batches = Batches()
+    watcher = TranscriptWatcher([root], batches, is_history_name, guided={root: ENTERS}, poll_seconds=0.5)
+    from watchdog.observers import Observer
+
+    real_schedule = Observer.schedule
+    calls = {"n": 0}
+
+    def schedule(self: Any, handler: Any, path: str, recursive: bool = False, **kw: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] > 4:   # the inotify limit reached after four folders
+            raise OSError(28, "No space left on device")
+        return real_schedule(self, handler, path, recursive=recursive, **kw)
+
+    with caplog.at_level(logging.WARNING, logger="pimem.watch"):
+        Observer.schedule = schedule   # type: ignore[method-assign]
+        try:
+            watcher.start()
+        finally:
+            Observer.schedule = real_schedule   # type: ignore[method-assign]
+    try:
+        assert len(watcher._folder_watches) == 4 and len(watcher._polled) == 13 - 4
+        assert calls["n"] == 5                                  # not tried again for every folder
+        assert len([r for r in caplog.records if "cannot watch" in r.getMessage()]) == 1
+        polled = next(Path(folder) for folder in watcher._polled if folder.endswith("transcripts"))
+        (polled / "f.jsonl").write_text('{"type":"session.start"}\n')
+        assert batches.wait_for("f.jsonl")
     finally:
         watcher.stop()

@@ -151,8 +151,10 @@ class TranscriptWatcher:
                 try:
                     self._folder_watches[current] = self._observer.schedule(self._handler, current, recursive=False)
                     watched = True
-                except OSError as error:  # e.g. the inotify watch limit: this folder is polled
-                    log.warning("cannot watch %s (%s): polled instead", current, error.strerror or error)
+                except OSError as error:  # e.g. the inotify watch limit: this folder and the next are polled
+                    self._max_folder_watches = len(self._folder_watches)
+                    log.warning("cannot watch %s (%s): it and further history folders are polled every %g s",
+                                current, error.strerror or error, self._poll_seconds)
             try:
                 with os.scandir(current) as entries:
                     children = list(entries)
