@@ -37,7 +37,8 @@ _TOKEN = re.compile(r"[A-Za-z0-9+/_-]{20,}+=*+")
 _HEX = re.compile(r"[0-9a-fA-F_/-]++")
 # Identifiers, words in camelCase or snake_case, paths and versions: runs of lower-case words, capitalised
 # words, acronyms and short numbers with separators between them.
-_WORDY = re.compile(r"(?:[A-Z]?[a-z]{2,}+|[A-Z]{2,}+(?![a-z])|[0-9]{1,4}+|[_/+-])++")
+_WORDY = re.compile(r"(?:[A-Z]?[a-z]{2,}+|[A-Z]{2,}+(?![a-z])|[A-Z](?![a-z])|[a-z](?=[0-9_/+-]|$)"
+                    r"|[0-9]{1,4}+|[_/+-])++")
 # Public data in base64: OpenSSH public keys, images in data: URLs; subresource integrity hashes.
 _PUBLIC_BEFORE = re.compile(r"(?:(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp[0-9]+|sk-ssh-ed25519@openssh\.com) "
                             r"|data:image/[a-z0-9.+-]{1,20}+;base64,)$")

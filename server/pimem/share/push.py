@@ -140,6 +140,9 @@ class _Pusher:
     def open(self) -> psycopg.Connection[tuple[object, ...]]:
         if self.pg is None or self.pg.closed:
             self.pg = connect(self.config.conninfo)
+            # A batch is recorded as pushed once its COMMIT returns: that must mean durable, whatever the
+            # server's default (with synchronous_commit off, a server crash loses the last commits).
+            self.pg.execute("SET synchronous_commit = on")
             check_writable(read_layout(self.pg))
             self.pg.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (LIKE pimem.turns INCLUDING DEFAULTS) "
                             "ON COMMIT DELETE ROWS")
