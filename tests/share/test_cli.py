@@ -92,3 +92,29 @@ def test_init_prints_sql_and_refuses_odd_names(capsys: pytest.CaptureFixture[str
     assert "PASSWORD" not in out.upper().replace("\\PASSWORD", "")
     code, out, err = run(capsys, "share", "init", "--member", 'x"; DROP TABLE t; --')
     assert code == 2 and err.count("\n") == 1
+
+
+def test_sync_pushes_afterwards_when_auto_is_set(share_db: ShareDb, history: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from support.env import env_for
+
+    db_path = tmp_path / "memory.db"
+    env = env_for(history, db_path)
+
+    def pimem(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pimem", *args], env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    first = pimem("sync", "--json")           # not configured: nothing about sharing
+    assert first.returncode == 0 and "share" not in first.stderr
+    assert pimem("share", "config", "--conninfo", share_db.conninfo("alice"), "--agent", "pi").returncode == 0
+    assert "share push" not in pimem("sync").stderr                          # configured, but not --auto
+    assert pimem("share", "config", "--auto").returncode == 0
+    synced = pimem("sync", "--json")
+    assert synced.returncode == 0 and json.loads(synced.stdout)["turns"] == 0      # stdout stays JSON
+    assert "pimem share push: " in synced.stderr and "turns pushed" in synced.stderr
+    with psycopg.connect(share_db.admin) as conn:
+        pushed = conn.execute("SELECT count(*), count(DISTINCT source) FROM pimem.turns").fetchone()
+    assert pushed is not None and pushed[0] > 0 and pushed[1] == 1
