@@ -24,6 +24,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -301,17 +302,15 @@ def push(db_path: Path, config: ShareConfig, *, progress: ProgressCallback | Non
         pusher.open()
         pusher.sync_forgotten()
         scope = Scope(config, state.execute("SELECT scope, value FROM forgotten").fetchall())
-        has_log = _has_index_log(local)
+        # without FTS5 the index (and its log) is never written: every push compares every turn
+        has_log = _has_index_log(local) and index.fts_enabled(local)
         low, high = index.log_position(local) if has_log else (0, 0)
         saved = get_meta(state, "log_seq")
         since = int(saved) if saved is not None else -1
         full = not has_log or since < 0 or (low > since + 1 and high > since)
         pusher.stats.full = full
         turn_ids = _candidates(local, state, scope, full, since)
-        for done, part in enumerate(chunks(turn_ids, batch_rows)):
-            _push_part(pusher, local, scope, part)
-            if progress is not None:
-                progress(min((done + 1) * batch_rows, len(turn_ids)), len(turn_ids))
+        _push_all(pusher, local, scope, turn_ids, batch_rows, progress)
         pusher.stats.duration_ms = int((time.monotonic() - started) * 1000)
         with state:
             if has_log:
@@ -325,7 +324,15 @@ def push(db_path: Path, config: ShareConfig, *, progress: ProgressCallback | Non
         local.close()
 
 
-def _push_part(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids: Sequence[str]) -> None:
+@dataclass
+class _Prepared:
+    rows: list[tuple[object, ...]]
+    pushed: list[tuple[str, str]]              # (turn id, fingerprint) of the rows
+    held: list[tuple[str, str, str, int]]      # (turn id, session id, reasons, ts)
+
+
+def _prepare(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids: Sequence[str]) -> _Prepared:
+    """One batch's rows: read, scoped, compared with what was pushed, gated, lowered, tokenized."""
     state, stats, config = pusher.state, pusher.stats, pusher.config
     turns = _read_turns(local, turn_ids)
     stats.examined += len(turns)
@@ -362,13 +369,40 @@ def _push_part(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_id
                                 [_clean(name) for name in turn.tools]]
         values.append(_content_hash(values))
         rows.append(tuple(values))
-    if rows:
-        pusher.send(rows)
-    stats.sent += len(rows)
-    stats.held += len(held)
-    # recorded once the rows are committed (a kill before this line: the next push sends them again, no change)
-    with state:
-        state.executemany("INSERT OR REPLACE INTO pushed(turn_id, fingerprint) VALUES (?, ?)",
-                          [(turn.turn_id, fp) for turn, fp, _u, _r in gated])
-        state.executemany("DELETE FROM held WHERE turn_id = ?", [(turn.turn_id,) for turn, _f, _u, _r in gated])
-        state.executemany("INSERT OR REPLACE INTO held(turn_id, session_id, reasons, ts) VALUES (?, ?, ?, ?)", held)
+    return _Prepared(rows, [(turn.turn_id, fp) for turn, fp, _u, _r in gated], held)
+
+
+def _record(pusher: _Pusher, prepared: _Prepared) -> None:
+    """After the batch's COMMIT (a kill before this: the next push sends the batch again, which changes nothing)."""
+    pusher.stats.sent += len(prepared.rows)
+    pusher.stats.held += len(prepared.held)
+    with pusher.state as state:
+        state.executemany("INSERT OR REPLACE INTO pushed(turn_id, fingerprint) VALUES (?, ?)", prepared.pushed)
+        state.executemany("DELETE FROM held WHERE turn_id = ?", [(turn_id,) for turn_id, _fp in prepared.pushed])
+        state.executemany("INSERT OR REPLACE INTO held(turn_id, session_id, reasons, ts) VALUES (?, ?, ?, ?)",
+                          prepared.held)
+
+
+def _push_all(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids: list[str], batch_rows: int,
+              progress: ProgressCallback | None) -> None:
+    """Batches in order; one is sent (by one sender thread, the connection's only user meanwhile) while the
+    next is prepared, so that pimem's CPU work and the server's overlap."""
+    inflight: tuple[Future[None] | None, _Prepared] | None = None
+
+    def settle(item: tuple[Future[None] | None, _Prepared]) -> None:
+        if item[0] is not None:
+            item[0].result()
+        _record(pusher, item[1])
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pimem-share-send") as sender:
+        for number, part in enumerate(chunks(turn_ids, batch_rows)):
+            prepared = _prepare(pusher, local, scope, part)
+            if inflight is not None:
+                settle(inflight)
+            inflight = (sender.submit(pusher.send, prepared.rows) if prepared.rows else None, prepared)
+            if progress is not None:
+                progress(min(number * batch_rows, len(turn_ids)), len(turn_ids))
+        if inflight is not None:
+            settle(inflight)
+    if progress is not None:
+        progress(len(turn_ids), len(turn_ids))
