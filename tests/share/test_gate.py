@@ -78,3 +78,27 @@ def test_a_secret_across_the_cut_of_a_huge_text_does_not_leave_half() -> None:
                                                                                  - into) % 2)
             out = gate.gate_text(text + case.text + " tail " + "b" * 60_000).text
             assert case.secret[:into] not in out, (kind, into)
+
+
+def test_home_paths_outside_the_shared_folders_are_masked(share_db: ShareDb, db_path: Path) -> None:
+    home = str(Path("~").expanduser())
+    user = (f"compare {home}/work/app/main.py with ~/clients/acme/contract.md and /home/bob/private/x.txt, "
+            "C:\\Users\\carol\\taxes.pdf; /usr/lib/python3/os.py stays")
+    write(db_path, [Turn("f", "s1", f"{home}/work/app", user, "see ~/work/app/README.md"),
+                    Turn("a", "s2", "/elsewhere", user, "r", source="codex")])
+    push(db_path, ShareConfig(conninfo=share_db.conninfo("alice"), machine="m", folders=(f"{home}/work/app",),
+                              sources=("codex",)))
+    with psycopg.connect(share_db.admin) as conn:
+        rows = dict(conn.execute("SELECT doc_key, user_text || ' | ' || reply_text FROM pimem.turns").fetchall())
+    assert rows["f"] == (f"compare {home}/work/app/main.py with [PATH] and [PATH], [PATH]; "
+                         "/usr/lib/python3/os.py stays | see ~/work/app/README.md")
+    assert rows["a"].startswith(user)        # its whole agent is shared: every folder was chosen
+    with psycopg.connect(share_db.admin) as conn:
+        words = conn.execute("SELECT user_lower || array_to_string(user_words, ' ') FROM pimem.turns "
+                             "WHERE doc_key = 'f'").fetchone()
+    assert words is not None and "acme" not in str(words[0]) and "carol" not in str(words[0])
+
+
+def test_path_masking_is_only_for_paths_not_words() -> None:
+    for text in ("https://example.com/home/alice/x", "a/home/alice/x", "~bob and ~ alone", "/homework/x"):
+        assert gate.mask_paths(text, ()) == (text, 0), text

@@ -22,11 +22,13 @@ a margin, cut after, so that no half of a secret survives the cut. Every check i
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
 
 from pimem import redact
+from pimem.paths import in_folder
 
 SHARED_TEXT_CHARS = 200_000
 _CUT_MARGIN = 32_768          # longer than any key block the redactor masks whole
@@ -99,8 +101,43 @@ def suspicious_kinds(text: str) -> Counter[str]:
     return found
 
 
-def gate_text(text: str) -> GatedText:
-    """``text`` as it may leave the machine, with what was masked and what looked secret."""
+# Paths into home directories (this person's or anyone's), POSIX and Windows: they name clients, projects
+# and people. Anchored on literals; a path runs to whitespace, a quote or a delimiter.
+_HOME_PATH = re.compile(r"(?:~(?=[/\\])|/home/[^/\s]++|/Users/[^/\s]++|/root|[A-Za-z]:\\Users\\[^\\\s]++)"
+                        r"(?:[/\\][^\s'\"`<>|;,()\[\]{}]*+)?")
+PATH_MARKER = "[PATH]"
+
+
+def mask_paths(text: str, folders: tuple[str, ...]) -> tuple[str, int]:
+    """Paths into home directories that are not in one of ``folders`` (normalized) replaced by
+    :data:`PATH_MARKER`; ``~`` is this machine's home. Paths elsewhere (``/usr``, ``/etc``, ``/tmp``)
+    stay: they say little about anyone."""
+    if "~" not in text and "/home/" not in text and "/Users/" not in text and "/root" not in text \
+            and ":\\Users\\" not in text:
+        return text, 0
+    home = os.path.expanduser("~")
+    masked = 0
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal masked
+        start = match.start()
+        if start and (text[start - 1].isalnum() or text[start - 1] in "_-.~/\\"):
+            return match.group(0)           # inside a word, a URL or a longer path: not a home path
+        path = match.group(0).rstrip(".:")
+        tail = match.group(0)[len(path):]
+        absolute = home + path[1:] if path.startswith("~") else path
+        if any(in_folder(absolute, folder) for folder in folders):
+            return match.group(0)
+        masked += 1
+        return PATH_MARKER + tail
+
+    return _HOME_PATH.sub(replace, text), masked
+
+
+def gate_text(text: str, folders: tuple[str, ...] | None = None) -> GatedText:
+    """``text`` as it may leave the machine, with what was masked and what looked secret. ``folders``:
+    the shared folders, when the turn is shared because of its folder (home paths outside them are
+    masked); None when its whole agent is shared."""
     cut = len(text) > SHARED_TEXT_CHARS
     if len(text) > SHARED_TEXT_CHARS + _CUT_MARGIN:
         text = text[:SHARED_TEXT_CHARS + _CUT_MARGIN]
@@ -112,4 +149,9 @@ def gate_text(text: str) -> GatedText:
     # NUL cannot be stored in a PostgreSQL text value
     if "\x00" in out:
         out = out.replace("\x00", "\ufffd")
-    return GatedText(out, Counter(redacted.kinds), suspicious_kinds(out))
+    masked = Counter(redacted.kinds)
+    if folders is not None:
+        out, paths = mask_paths(out, folders)
+        if paths:
+            masked["path"] += paths
+    return GatedText(out, masked, suspicious_kinds(out))

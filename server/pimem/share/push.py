@@ -111,9 +111,9 @@ class Scope:
         return source in self.sources or any(in_folder(cwd, f) for f in self.folders)
 
 
-def _fingerprint(turn: _Local, allowed: bool) -> str:
+def _fingerprint(turn: _Local, allowed: bool, scope: str) -> str:
     digest = hashlib.blake2b(digest_size=16)
-    for value in (turn.session_id, str(turn.turn_index), str(turn.ts), turn.source, turn.cwd, turn.user_text,
+    for value in (scope, turn.session_id, str(turn.turn_index), str(turn.ts), turn.source, turn.cwd, turn.user_text,
                   turn.reply_text, "\x1f".join(turn.tools), f"{GATE_VERSION}:{int(allowed)}"):
         digest.update(value.encode("utf-8", "surrogatepass"))
         digest.update(b"\x00")
@@ -342,16 +342,19 @@ def _prepare(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids:
     allowed_sessions = {str(v) for (v,) in state.execute("SELECT value FROM allowed WHERE scope = 'session'")}
     gated: list[tuple[_Local, str, gate.GatedText, gate.GatedText]] = []
     held: list[tuple[str, str, str, int]] = []
+    scope_key = config.scope_fingerprint()     # the folders decide which paths are masked
     for turn in turns:
         if not scope.session_in(turn.session_id, turn.source, turn.cwd):
             stats.out_of_scope += 1
             continue
         allowed = turn.turn_id in allowed_turns or turn.session_id in allowed_sessions
-        fingerprint = _fingerprint(turn, allowed)
+        fingerprint = _fingerprint(turn, allowed, scope_key)
         if known.get(turn.turn_id) == fingerprint:
             stats.unchanged += 1
             continue
-        user, reply = gate.gate_text(turn.user_text), gate.gate_text(turn.reply_text)
+        # a turn shared for its folder: home paths outside the shared folders are masked; for its agent: none
+        folders = None if turn.source in scope.sources else scope.folders
+        user, reply = gate.gate_text(turn.user_text, folders), gate.gate_text(turn.reply_text, folders)
         suspicious = user.suspicious + reply.suspicious
         if suspicious and not allowed:
             held.append((turn.turn_id, turn.session_id, ",".join(sorted(suspicious)), turn.ts))
