@@ -61,6 +61,9 @@ def test_a_password_in_the_connection_string_is_refused(db_path: Path, capsys: p
 def test_unconfigured_and_unreachable_are_one_line(db_path: Path, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     write(db_path, many(3))
+    code, out, err = run(capsys, "share", "status", "--db", str(db_path))
+    assert code == 0 and "not configured" in out and "0 pushed, 0 pending, 0 held back" in out
+    assert not state_path(db_path).exists() and not config_path(db_path).exists()
     code, out, err = run(capsys, "share", "push", "--db", str(db_path))
     assert code == 1 and err.count("\n") == 1 and "not configured" in err
     run(capsys, "share", "config", "--db", str(db_path), "--conninfo",

@@ -13,7 +13,7 @@ import psycopg
 from pimem.paths import in_folder, normalize_folder
 from pimem.share.db import ShareError, connect, one_line, read_layout
 from pimem.share.push import Scope, apply_forget
-from pimem.share.state import ShareConfig, get_meta, open_state
+from pimem.share.state import ShareConfig, get_meta, open_state, state_path
 from pimem.store import connect as store_connect
 
 HELD_LISTED = 50
@@ -69,6 +69,8 @@ def _count_in_scope(db_path: Path, scope: Scope) -> int:
 
 
 def share_status(db_path: Path, config: ShareConfig | None, *, probe: bool = True) -> ShareStatus:
+    if config is None and not state_path(db_path).exists():      # never shared: no file is created
+        return ShareStatus(None, None, None, None, None, 0, 0, 0, (), None)
     state = open_state(db_path)
     try:
         pushed = int(state.execute("SELECT count(*) FROM pushed").fetchone()[0])

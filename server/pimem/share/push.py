@@ -336,8 +336,10 @@ def _prepare(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids:
     state, stats, config = pusher.state, pusher.stats, pusher.config
     turns = _read_turns(local, turn_ids)
     stats.examined += len(turns)
-    known = dict(state.execute(f"SELECT turn_id, fingerprint FROM pushed WHERE turn_id IN "
-                               f"({placeholders(len(turn_ids))})", list(turn_ids)).fetchall()) if turn_ids else {}
+    known: dict[str, str] = {}
+    for part in chunks(turn_ids):     # SQLite's limit on the variables of one statement
+        known.update(state.execute(f"SELECT turn_id, fingerprint FROM pushed WHERE turn_id IN "
+                                   f"({placeholders(len(part))})", list(part)).fetchall())
     allowed_turns = {str(v) for (v,) in state.execute("SELECT value FROM allowed WHERE scope = 'turn'")}
     allowed_sessions = {str(v) for (v,) in state.execute("SELECT value FROM allowed WHERE scope = 'session'")}
     gated: list[tuple[_Local, str, gate.GatedText, gate.GatedText]] = []
