@@ -50,16 +50,23 @@ FOLDER = "/work/proj"
 
 def server_cpu(datadir: Path) -> float:
     """CPU seconds the PostgreSQL server has used so far: the postmaster, its live processes, and the
-    backends it has reaped (a push's connection ends with the push)."""
+    backends it has reaped. Call it with no connection open (the backends' CPU counts once reaped)."""
     import psutil
 
     pid = int((datadir / "postmaster.pid").read_text().split()[0])
     main = psutil.Process(pid)
+    def client_backends() -> int:
+        count = 0
+        for child in main.children():
+            try:
+                count += "[local]" in " ".join(child.cmdline())
+            except psutil.Error:       # exiting, or a zombie not reaped yet
+                count += 1
+        return count
+
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:     # a closed connection's backend: reaped, its CPU then counted
-        if not any("alice" in " ".join(child.cmdline()) for child in main.children() if child.is_running()):
-            break
-        time.sleep(0.05)
+    while client_backends() and time.monotonic() < deadline:
+        time.sleep(0.05)    # a closed connection's backend: once reaped, its CPU is in children_*
     times = main.cpu_times()
     total = times.user + times.system + times.children_user + times.children_system
     for child in main.children(recursive=True):
@@ -91,12 +98,13 @@ def reference_copy(conninfo: str, turns: list[Turn], datadir: Path) -> tuple[flo
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS public.ref_turns")
         conn.execute("CREATE TABLE public.ref_turns (LIKE pimem.turns INCLUDING ALL)")
-        start, cpu = time.perf_counter(), server_cpu(datadir)
+    start, cpu = time.perf_counter(), server_cpu(datadir)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
         statement = f"COPY public.ref_turns ({columns}) FROM STDIN"
         with conn.transaction(), conn.cursor() as cur, cur.copy(statement) as copy:
             for row in rows:
                 copy.write_row(row)
-        return time.perf_counter() - start, server_cpu(datadir) - cpu
+    return time.perf_counter() - start, server_cpu(datadir) - cpu
 
 
 def gate_only(turns: list[Turn]) -> float:
