@@ -107,6 +107,49 @@ def reference_copy(conninfo: str, turns: list[Turn], datadir: Path) -> tuple[flo
     return time.perf_counter() - start, server_cpu(datadir) - cpu
 
 
+_INDEXES = {
+    "primary key": "ALTER TABLE public.idx_turns ADD PRIMARY KEY (author, machine, doc_key)",
+    "b-trees": "CREATE INDEX ON public.idx_turns (author, ts DESC); CREATE INDEX ON public.idx_turns (ts DESC); "
+               "CREATE INDEX ON public.idx_turns (author, session_id)",
+    "word GINs": "CREATE INDEX ON public.idx_turns USING gin (user_words); "
+                 "CREATE INDEX ON public.idx_turns USING gin (reply_words)",
+    "trigram GIN user_lower": "CREATE INDEX ON public.idx_turns USING gin (user_lower gin_trgm_ops)",
+    "trigram GIN reply_lower": "CREATE INDEX ON public.idx_turns USING gin (reply_lower gin_trgm_ops)",
+}
+
+
+def _backend_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def index_costs(conninfo: str, turns: list[Turn]) -> list[tuple[str, float]]:
+    """CPU of the backend per turn for a COPY into the heap alone, then with each index set alone, then all."""
+    users = tokens_many([t.user for t in turns])
+    replies = tokens_many([t.reply for t in turns])
+    rows = [("m", t.turn_id, t.session, 0, "pi", t.cwd, datetime.fromtimestamp(t.ts / 1000, UTC), t.user, t.reply,
+             t.user.lower(), t.reply.lower(), users[i], replies[i], 1, 1, [], "h") for i, t in enumerate(turns)]
+    columns = ("machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, reply_text, user_lower, "
+               "reply_lower, user_words, reply_words, user_chars, reply_chars, tools, content_hash")
+    found = []
+    for label, parts in [("heap (and TOAST) only", []), *[(name, [name]) for name in _INDEXES],
+                         ("everything", list(_INDEXES))]:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS public.idx_turns")
+            conn.execute("CREATE TABLE public.idx_turns (LIKE pimem.turns INCLUDING DEFAULTS)")
+            for part in parts:
+                conn.execute(_INDEXES[part])
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+            assert row is not None
+            before = _backend_cpu(int(row[0]))
+            with conn.transaction(), conn.cursor() as cur, cur.copy(f"COPY public.idx_turns ({columns}) FROM STDIN") \
+                    as copy:
+                for values in rows:
+                    copy.write_row(values)
+            found.append((label, (_backend_cpu(int(row[0])) - before) / len(rows)))
+    return found
+
+
 def gate_only(turns: list[Turn]) -> float:
     start = time.process_time()
     gated = [(gate.gate_text(t.user).text, gate.gate_text(t.reply).text) for t in turns]
@@ -119,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3, help="runs of each timed push (medians)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--indexes", type=int, default=0, metavar="N",
+                        help="also: the server's CPU per turn for a COPY of N turns with each index alone")
     args = parser.parse_args(argv)
 
     print(f"`nice -n 10 .venv/bin/python bench/share_push.py --turns {args.turns} --runs {args.runs}`  ")
@@ -163,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                 ref_cpus.append(ref_cpu)
                 gates.append(gate_only(turns))
                 held = stats.held
+            costs = index_costs(server.conninfo(dbname=dbname), turns[:args.indexes]) if args.indexes else []
     med = statistics.median
     n = len(turns)
     print(f"corpus: {n:,} turns, {chars / n:,.0f} characters per turn; {held} held by the gate\n")
@@ -179,6 +225,12 @@ def main(argv: list[str] | None = None) -> int:
           f"| COPY: {n / med(ref_cpus):,.0f} | |")
     print(f"| no-change push, wall s | {med(again):.3f} | target 0.5 | |")
     print(f"| push after 10 turns changed, wall s | {med(changed):.3f} | | |")
+    if costs:
+        print(f"\nServer CPU per turn, COPY of {args.indexes:,} turns (the backend's own CPU):\n")
+        print("| table with | ms per turn |")
+        print("|---|---|")
+        for label, seconds in costs:
+            print(f"| {label} | {seconds * 1000:.2f} |")
     return 0
 
 
