@@ -152,6 +152,6 @@ def tokens_many(texts: list[str]) -> list[list[str]]:
                         ((index, word_text(text)) for index, text in enumerate(texts) if text))
         # detail=column and one column: one instance row per (term, doc) already (a DISTINCT would sort
         # them all: 4x the time)
-        for doc, term in mem.execute("SELECT doc, term FROM qv"):
+        for doc, term in mem.execute("SELECT doc, term FROM qv").fetchall():
             found[doc].append(term)
     return found
