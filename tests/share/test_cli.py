@@ -121,3 +121,14 @@ def test_sync_pushes_afterwards_when_auto_is_set(share_db: ShareDb, history: Pat
     with psycopg.connect(share_db.admin) as conn:
         pushed = conn.execute("SELECT count(*), count(DISTINCT source) FROM pimem.turns").fetchone()
     assert pushed is not None and pushed[0] > 0 and pushed[1] == 1
+
+
+def test_init_apply_sets_up_a_new_database(share_db: ShareDb, capsys: pytest.CaptureFixture[str]) -> None:
+    dbname = share_db.server.new_database()
+    admin = share_db.server.conninfo(dbname=dbname)
+    code, out, err = run(capsys, "share", "init", "--member", "dave", "--apply", admin)
+    assert code == 0 and out.strip() == "shared store ready: layout 1, group pimem_team, members dave", err
+    with psycopg.connect(share_db.server.conninfo(user="dave", dbname=dbname)) as conn:
+        assert conn.execute("SELECT value FROM pimem.pimem_share_meta WHERE key = 'layout'").fetchone() == ("1",)
+    code, out, err = run(capsys, "share", "init", "--apply", share_db.server.conninfo(dbname="no_such_db"))
+    assert code == 1 and err.count("\n") == 1 and "cannot reach the shared store" in err
