@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pimem.models import SOURCES
 from pimem.paths import default_db_path
+from pimem.store import StoreError, store_failure
 from pimem.terminal import json_text, visible
 
 _MISSING_DRIVER = ("pimem share: the PostgreSQL driver is not installed (pip install 'pimem[share]', "
@@ -90,6 +92,14 @@ def cmd_share(args: argparse.Namespace) -> int:
     except ShareError as error:
         _err(f"pimem share {args.share_command}: {error}")
         return 1
+    except StoreError as error:      # the local store: missing, not a store, newer
+        _err(f"pimem: {error}")
+        return 1
+    except sqlite3.Error as error:
+        _err(f"pimem: {store_failure(error, _db(args))}")
+        return 1
+    except BrokenPipeError:
+        return 0
 
 
 def _init(args: argparse.Namespace) -> int:

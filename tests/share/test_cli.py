@@ -132,3 +132,13 @@ def test_init_apply_sets_up_a_new_database(share_db: ShareDb, capsys: pytest.Cap
         assert conn.execute("SELECT value FROM pimem.pimem_share_meta WHERE key = 'layout'").fetchone() == ("1",)
     code, out, err = run(capsys, "share", "init", "--apply", share_db.server.conninfo(dbname="no_such_db"))
     assert code == 1 and err.count("\n") == 1 and "cannot reach the shared store" in err
+
+
+def test_a_missing_local_store_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "nothing" / "memory.db"
+    run(capsys, "share", "config", "--db", str(db), "--conninfo", "host=/x dbname=y", "--folder", "/w")
+    for action in ("status", "push"):
+        code, out, err = run(capsys, "share", action, "--db", str(db))
+        assert code == 1 and err.count("\n") == 1 and err.startswith("pimem"), (action, out, err)
+        assert "Traceback" not in err
+    assert not db.exists()
