@@ -465,11 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     log_handler = logging.StreamHandler(sys.stderr)
     log_handler.setFormatter(VisibleFormatter("pimem %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[log_handler])
-    if args.command == "share":     # pimem share: its own module and failures (cli_share.py)
-        return cmd_share(args)
     handlers = {"sync": cmd_sync, "recall": cmd_recall, "show": cmd_show, "sessions": cmd_sessions,
                 "file-history": cmd_file_history, "migrate-codex": cmd_migrate,
-                "status": cmd_status, "serve": cmd_serve, "mcp": cmd_mcp}
+                "status": cmd_status, "serve": cmd_serve, "mcp": cmd_mcp, "share": cmd_share}
     try:
         return handlers[args.command](args)
     except StoreError as error:
