@@ -157,3 +157,20 @@ def test_texts_with_nul_and_huge_texts_are_pushed(share_db: ShareDb, db_path: Pa
                                  "SELECT 'nul-text', 0 FROM pimem.turns WHERE user_text = 'a\ufffdb'"))
     from pimem.share.gate import SHARED_TEXT_CHARS
     assert SHARED_TEXT_CHARS < rows["huge"] < SHARED_TEXT_CHARS + 100 and "nul-text" in rows
+
+
+def test_an_allowance_is_for_the_held_content_only(share_db: ShareDb, db_path: Path) -> None:
+    """Allowing a session lets its turns held *now* go; a later turn of that session, or an allowed turn
+    that changes, with something secret-looking goes through the gate again (held)."""
+    token, other = "Zx81QmPw3LrT9vKd2NcY7hJs", "Qa72WnEr4TyU8iOp1AsDf6Gh"
+    write(db_path, [Turn("h1", "s1", "/work/proj", f"use {token}", "ok")])
+    cfg = config(share_db)
+    assert push(db_path, cfg).held == 1
+    assert allow(db_path, "s1") == ("session", 1)
+    assert push(db_path, cfg).sent == 1
+    write(db_path, [Turn("h2", "s1", "/work/proj", f"and now {other}", "ok"),
+                    Turn("h1", "s1", "/work/proj", f"use {token}", f"ok, also {other}")])
+    stats = push(db_path, cfg)
+    assert (stats.sent, stats.held) == (0, 2)
+    stored = remote(share_db, "SELECT doc_key, user_text || reply_text FROM pimem.turns")
+    assert stored == [("h1", f"use {token}ok")] and other not in str(stored)

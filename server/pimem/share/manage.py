@@ -103,19 +103,20 @@ def share_status(db_path: Path, config: ShareConfig | None, *, probe: bool = Tru
 
 
 def allow(db_path: Path, value: str) -> tuple[str, int]:
-    """Let a held turn, or every held turn of a session, go at the next push. Returns (scope, turns)."""
+    """Let a held turn, or the turns of a session held now, go at the next push, as they are now (a turn
+    that changes, or a later turn of the session, goes through the gate again). Returns (scope, turns)."""
     state = open_state(db_path)
     try:
-        turns = int(state.execute("SELECT count(*) FROM held WHERE turn_id = ?", (value,)).fetchone()[0])
+        rows = state.execute("SELECT turn_id, content FROM held WHERE turn_id = ?", (value,)).fetchall()
         scope = "turn"
-        if not turns:
-            turns = int(state.execute("SELECT count(*) FROM held WHERE session_id = ?", (value,)).fetchone()[0])
+        if not rows:
+            rows = state.execute("SELECT turn_id, content FROM held WHERE session_id = ?", (value,)).fetchall()
             scope = "session"
-        if not turns:
+        if not rows:
             raise ShareError(f"no held turn or session {value!r} (pimem share status lists them)")
         with state:
-            state.execute("INSERT OR IGNORE INTO allowed(scope, value) VALUES (?, ?)", (scope, value))
-        return scope, turns
+            state.executemany("INSERT OR REPLACE INTO allowed(turn_id, content) VALUES (?, ?)", rows)
+        return scope, len(rows)
     finally:
         state.close()
 

@@ -111,6 +111,11 @@ class Scope:
         return source in self.sources or any(in_folder(cwd, f) for f in self.folders)
 
 
+def _content_key(turn: _Local) -> str:
+    """The turn's local content alone: what an allowance is for."""
+    return _fingerprint(turn, False, "")
+
+
 def _fingerprint(turn: _Local, allowed: bool, scope: str) -> str:
     digest = hashlib.blake2b(digest_size=16)
     for value in (scope, turn.session_id, str(turn.turn_index), str(turn.ts), turn.source, turn.cwd, turn.user_text,
@@ -266,8 +271,8 @@ def _candidates(local: sqlite3.Connection, state: sqlite3.Connection, scope: Sco
             f"WHERE d.doc_key IN ({placeholders(len(keys_part))})", list(keys_part)) if sid in wanted)
     # held turns the person allowed since
     ids.extend(str(tid) for tid, sid in state.execute(
-        "SELECT turn_id, session_id FROM held WHERE turn_id IN (SELECT value FROM allowed WHERE scope = 'turn') "
-        "OR session_id IN (SELECT value FROM allowed WHERE scope = 'session')") if sid in wanted)
+        "SELECT h.turn_id, h.session_id FROM held h JOIN allowed a ON a.turn_id = h.turn_id AND a.content = h.content")
+        if sid in wanted)
     return list(dict.fromkeys(ids))
 
 
@@ -334,7 +339,7 @@ def push(db_path: Path, config: ShareConfig, *, progress: ProgressCallback | Non
 class _Prepared:
     rows: list[tuple[object, ...]]
     pushed: list[tuple[str, str]]              # (turn id, fingerprint) of the rows
-    held: list[tuple[str, str, str, int]]      # (turn id, session id, reasons, ts)
+    held: list[tuple[str, str, str, int, str]]      # (turn id, session id, reasons, ts, content key)
 
 
 def _prepare(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids: Sequence[str]) -> _Prepared:
@@ -346,16 +351,19 @@ def _prepare(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids:
     for part in chunks(turn_ids):     # SQLite's limit on the variables of one statement
         known.update(state.execute(f"SELECT turn_id, fingerprint FROM pushed WHERE turn_id IN "
                                    f"({placeholders(len(part))})", list(part)).fetchall())
-    allowed_turns = {str(v) for (v,) in state.execute("SELECT value FROM allowed WHERE scope = 'turn'")}
-    allowed_sessions = {str(v) for (v,) in state.execute("SELECT value FROM allowed WHERE scope = 'session'")}
+    allowances: dict[str, str] = {}
+    for part in chunks(turn_ids):
+        allowances.update(state.execute(f"SELECT turn_id, content FROM allowed WHERE turn_id IN "
+                                        f"({placeholders(len(part))})", list(part)).fetchall())
     gated: list[tuple[_Local, str, gate.GatedText, gate.GatedText]] = []
-    held: list[tuple[str, str, str, int]] = []
+    held: list[tuple[str, str, str, int, str]] = []
     scope_key = config.scope_fingerprint()     # the folders decide which paths are masked
     for turn in turns:
         if not scope.session_in(turn.session_id, turn.source, turn.cwd):
             stats.out_of_scope += 1
             continue
-        allowed = turn.turn_id in allowed_turns or turn.session_id in allowed_sessions
+        content = _content_key(turn) if turn.turn_id in allowances else ""
+        allowed = bool(content) and allowances[turn.turn_id] == content    # as it was when allowed, only
         fingerprint = _fingerprint(turn, allowed, scope_key)
         if known.get(turn.turn_id) == fingerprint:
             stats.unchanged += 1
@@ -365,7 +373,8 @@ def _prepare(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids:
         user, reply = gate.gate_text(turn.user_text, folders), gate.gate_text(turn.reply_text, folders)
         suspicious = user.suspicious + reply.suspicious
         if suspicious and not allowed:
-            held.append((turn.turn_id, turn.session_id, ",".join(sorted(suspicious)), turn.ts))
+            held.append((turn.turn_id, turn.session_id, ",".join(sorted(suspicious)), turn.ts,
+                         content or _content_key(turn)))
             continue
         gated.append((turn, fingerprint, user, reply))
     words = tokens_many([g[2].text for g in gated] + [g[3].text for g in gated])
@@ -390,8 +399,8 @@ def _record(pusher: _Pusher, prepared: _Prepared) -> None:
     with pusher.state as state:
         state.executemany("INSERT OR REPLACE INTO pushed(turn_id, fingerprint) VALUES (?, ?)", prepared.pushed)
         state.executemany("DELETE FROM held WHERE turn_id = ?", [(turn_id,) for turn_id, _fp in prepared.pushed])
-        state.executemany("INSERT OR REPLACE INTO held(turn_id, session_id, reasons, ts) VALUES (?, ?, ?, ?)",
-                          prepared.held)
+        state.executemany("INSERT OR REPLACE INTO held(turn_id, session_id, reasons, ts, content) "
+                          "VALUES (?, ?, ?, ?, ?)", prepared.held)
 
 
 def _push_all(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids: list[str], batch_rows: int,

@@ -8,10 +8,11 @@ refused), this machine's name, the shared folders and agents (nothing by default
 ``pimem sync`` pushes afterwards.
 
 State (SQLite): per turn the fingerprint of what was pushed (``pushed``), the turns held back by the
-gate (``held``), what the person allowed (``allowed``) or forgot (``forgotten``), and ``meta``: the
-local store's ``store_id`` and the target the state belongs to (a replaced store or another database
-starts afresh: everything is compared again, nothing pushed twice thanks to the shared key), the
-position in the store's ``pimem_index_log`` up to which changes were pushed, and the last push.
+gate (``held``), the held turns the person allowed, as they were when held (``allowed``), what they
+forgot (``forgotten``), and ``meta``: the local store's ``store_id`` and the target the state belongs
+to (a replaced store or another database starts afresh: everything is compared again, nothing pushed
+twice thanks to the shared key), the position in the store's ``pimem_index_log`` up to which changes
+were pushed, and the last push.
 """
 
 from __future__ import annotations
@@ -30,10 +31,13 @@ from pimem.paths import make_private_dirs, normalize_folder
 STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pushed (turn_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL) WITHOUT ROWID;
+-- content: the fingerprint of the turn's local content when it was held; an allowance is for that
+-- content only (a turn that changes afterwards goes through the gate again)
 CREATE TABLE IF NOT EXISTS held (
-  turn_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, reasons TEXT NOT NULL, ts INTEGER NOT NULL
+  turn_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, reasons TEXT NOT NULL, ts INTEGER NOT NULL,
+  content TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS allowed (scope TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (scope, value));
+CREATE TABLE IF NOT EXISTS allowed (turn_id TEXT PRIMARY KEY, content TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS forgotten (
   scope TEXT NOT NULL, value TEXT NOT NULL, remote_done INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (scope, value)
 );
