@@ -174,3 +174,12 @@ def test_an_allowance_is_for_the_held_content_only(share_db: ShareDb, db_path: P
     assert (stats.sent, stats.held) == (0, 2)
     stored = remote(share_db, "SELECT doc_key, user_text || reply_text FROM pimem.turns")
     assert stored == [("h1", f"use {token}ok")] and other not in str(stored)
+
+
+def test_timestamps_out_of_range_do_not_stop_the_push(share_db: ShareDb, db_path: Path) -> None:
+    """Another program may write any integer into turns.ts: clamped as local recall clamps it."""
+    write(db_path, [Turn("far", "s", "/work/proj", "u", "r", ts=10**17), Turn("neg", "s", "/work/proj", "u", "r",
+                                                                             ts=-5)])
+    assert push(db_path, config(share_db)).sent == 2
+    years = dict(remote(share_db, "SELECT doc_key, extract(year FROM ts AT TIME ZONE 'UTC')::int FROM pimem.turns"))
+    assert years["neg"] == 1970 and years["far"] >= 2100   # type: ignore[operator]

@@ -41,6 +41,7 @@ from pimem.store import connect as store_connect
 from pimem.store import parse_tool_names
 from pimem.store.batches import chunks, placeholders
 from pimem.store.text import holds_undecodable, tolerating
+from pimem.textutil import clamp_ms
 from pimem.words import tokens_many
 
 GATE_VERSION = 1          # raised when what the gate lets through changes: every turn is compared again
@@ -382,8 +383,9 @@ def _prepare(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids:
     for position, (turn, _fp, user, reply) in enumerate(gated):
         for kind, count in (user.masked + reply.masked).items():
             stats.masked[kind] = stats.masked.get(kind, 0) + count
+        when = datetime.fromtimestamp(clamp_ms(turn.ts) / 1000, UTC)
         values: list[object] = [config.machine, _clean(turn.turn_id), _clean(turn.session_id), turn.turn_index,
-                                _clean(turn.source), _clean(turn.cwd), datetime.fromtimestamp(turn.ts / 1000, UTC),
+                                _clean(turn.source), _clean(turn.cwd), when,
                                 user.text, reply.text, user.text.lower(), reply.text.lower(), words[position],
                                 words[len(gated) + position], len(user.text), len(reply.text),
                                 [_clean(name) for name in turn.tools]]
