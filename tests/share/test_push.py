@@ -3,6 +3,7 @@ turns, the shared key, forget, allow, and the CLI's status."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import psycopg
@@ -177,9 +178,12 @@ def test_an_allowance_is_for_the_held_content_only(share_db: ShareDb, db_path: P
 
 
 def test_timestamps_out_of_range_do_not_stop_the_push(share_db: ShareDb, db_path: Path) -> None:
-    """Another program may write any integer into turns.ts: clamped as local recall clamps it."""
+    """Another program may write any integer into turns.ts (clamped as local recall clamps it) or
+    turns.turn_index (clamped to PostgreSQL's integer)."""
     write(db_path, [Turn("far", "s", "/work/proj", "u", "r", ts=10**17), Turn("neg", "s", "/work/proj", "u", "r",
                                                                              ts=-5)])
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE turns SET turn_index = ? WHERE turn_id = 'far'", (2**40,))
     assert push(db_path, config(share_db)).sent == 2
     years = dict(remote(share_db, "SELECT doc_key, extract(year FROM ts AT TIME ZONE 'UTC')::int FROM pimem.turns"))
     assert years["neg"] == 1970 and years["far"] >= 2100   # type: ignore[operator]

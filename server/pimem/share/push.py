@@ -384,7 +384,8 @@ def _prepare(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids:
         for kind, count in (user.masked + reply.masked).items():
             stats.masked[kind] = stats.masked.get(kind, 0) + count
         when = datetime.fromtimestamp(clamp_ms(turn.ts) / 1000, UTC)
-        values: list[object] = [config.machine, _clean(turn.turn_id), _clean(turn.session_id), turn.turn_index,
+        index_int4 = max(-2**31, min(turn.turn_index, 2**31 - 1))     # any integer another program wrote
+        values: list[object] = [config.machine, _clean(turn.turn_id), _clean(turn.session_id), index_int4,
                                 _clean(turn.source), _clean(turn.cwd), when,
                                 user.text, reply.text, user.text.lower(), reply.text.lower(), words[position],
                                 words[len(gated) + position], len(user.text), len(reply.text),
