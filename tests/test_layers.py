@@ -125,3 +125,17 @@ def test_the_import_graph_sees_lazy_imports() -> None:
     # The cycle check must be able to fail: an import inside a function is an edge.
     assert "pimem.sync" in import_graph()["pimem.cli"]   # cmd_sync imports it when it runs
 
+
+
+def test_only_the_share_package_imports_the_postgresql_driver() -> None:
+    offenders = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.relative_to(PACKAGE).parts[0] == "share":
+            continue
+        bad = {name for name in imported_modules(path) if name.split(".")[0] == "psycopg"}
+        if path.name == "cli_share.py":
+            bad = set()   # only to tell a missing driver (the optional share extra) in one line
+        if bad:
+            offenders[str(path.relative_to(PACKAGE))] = bad
+    assert offenders == {}
+    assert "psycopg" in imported_modules(PACKAGE / "share" / "push.py")

@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pimem import __version__, wire
+from pimem.cli_share import add_share, cmd_share, push_after_sync
 from pimem.models import SOURCES, Source, SyncProgress, source_label
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import (
@@ -136,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the language server over stdio")
     serve.add_argument("--stdio", action="store_true", help="accepted for vscode-languageclient (stdio is the default)")
     _add_mcp(commands)
+    add_share(commands)
     return parser
 
 
@@ -235,6 +237,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
         print(f"imported {stats.turns} turns from {stats.pi} Pi, {stats.claude} Claude, {stats.codex} Codex{others} "
               f"sessions ({stats.scanned_files} files parsed, {stats.skipped_files} unchanged, "
               f"{len(stats.issues)} issues, {stats.duration_ms} ms)")
+    if not cancel.is_set():
+        push_after_sync(_db(args))   # pimem share config --auto (docs/share.md)
     return 0
 
 
@@ -463,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, handlers=[log_handler])
     handlers = {"sync": cmd_sync, "recall": cmd_recall, "show": cmd_show, "sessions": cmd_sessions,
                 "file-history": cmd_file_history, "migrate-codex": cmd_migrate,
-                "status": cmd_status, "serve": cmd_serve, "mcp": cmd_mcp}
+                "status": cmd_status, "serve": cmd_serve, "mcp": cmd_mcp, "share": cmd_share}
     try:
         return handlers[args.command](args)
     except StoreError as error:

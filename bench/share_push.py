@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Push to the shared PostgreSQL store (docs/share.md): turns/s of a first push, a no-change push, and
+a push after a few turns changed, each against a reference measured in the same run.
+
+    nice -n 10 .venv/bin/python bench/share_push.py --turns 20000 [--runs 3]
+
+A local store of ``--turns`` turns is written as the sync writes it (rows, docs, index and its log),
+with texts of bench/textpool.py (user 20..600 characters, replies 100..4000: the corpus of
+bench/generate.py). A PostgreSQL server (Debian's binaries, tests/share/pgserver.py) is started in a
+temporary directory, with pimem's schema, roles and row-level security; the push runs as a member.
+
+References, same server, same run:
+* ``COPY`` of the same turns, their raw texts lowered and tokenized beforehand, into a table with the
+  same columns and indexes (no RLS, no gate, no local reads): the floor of what PostgreSQL itself costs;
+* the gate and the tokenizer alone (Python, no database), in CPU seconds of this process, against the
+  push's own CPU seconds: where pimem's side of the time goes (wall-clock times on a shared machine
+  move with its load; the ratios move less).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "tests"))
+
+import psycopg  # noqa: E402
+
+from pimem.share import gate  # noqa: E402
+from pimem.share.db import apply_init  # noqa: E402
+from pimem.share.push import push  # noqa: E402
+from pimem.share.state import ShareConfig  # noqa: E402
+from pimem.words import tokens_many  # noqa: E402
+from share.local import Turn, write  # noqa: E402
+from share.pgserver import running_server  # noqa: E402
+from textpool import TextPool  # noqa: E402
+
+FOLDER = "/work/proj"
+
+
+def server_cpu(datadir: Path) -> float:
+    """CPU seconds the PostgreSQL server has used so far: the postmaster, its live processes, and the
+    backends it has reaped. Call it with no connection open (the backends' CPU counts once reaped)."""
+    import psutil
+
+    pid = int((datadir / "postmaster.pid").read_text().split()[0])
+    main = psutil.Process(pid)
+    def client_backends() -> int:
+        count = 0
+        for child in main.children():
+            try:
+                count += "[local]" in " ".join(child.cmdline())
+            except psutil.Error:       # exiting, or a zombie not reaped yet
+                count += 1
+        return count
+
+    deadline = time.monotonic() + 10
+    while client_backends() and time.monotonic() < deadline:
+        time.sleep(0.05)    # a closed connection's backend: once reaped, its CPU is in children_*
+    times = main.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in main.children(recursive=True):
+        try:
+            child_times = child.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += child_times.user + child_times.system
+    return float(total)
+
+
+def corpus(turns: int, seed: int) -> list[Turn]:
+    pool = TextPool(seed)
+    rng = random.Random(seed)
+    start = 1_750_000_000_000
+    return [Turn(f"t{n:08d}", f"s{n // 25}", FOLDER if n % 10 else f"{FOLDER}/sub", pool.text(rng, 20, 600, 0.05),
+                 pool.text(rng, 100, 4000, 0.05), start + n * 7_000) for n in range(turns)]
+
+
+def reference_copy(conninfo: str, turns: list[Turn], datadir: Path) -> tuple[float, float]:
+    """COPY of the same rows (lowered and tokenized before the clock starts) into a twin of pimem.turns."""
+    users = tokens_many([t.user for t in turns])
+    replies = tokens_many([t.reply for t in turns])
+    rows = [("m", t.turn_id, t.session, 0, t.source, t.cwd, datetime.fromtimestamp(t.ts / 1000, UTC), t.user,
+             t.reply, t.user.lower(), t.reply.lower(), users[i], replies[i], len(t.user), len(t.reply), list(t.tools),
+             hashlib.blake2b((t.user + t.reply).encode(), digest_size=16).hexdigest()) for i, t in enumerate(turns)]
+    columns = ("machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, reply_text, user_lower, "
+               "reply_lower, user_words, reply_words, user_chars, reply_chars, tools, content_hash")
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS public.ref_turns")
+        conn.execute("CREATE TABLE public.ref_turns (LIKE pimem.turns INCLUDING ALL)")
+    start, cpu = time.perf_counter(), server_cpu(datadir)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        statement = f"COPY public.ref_turns ({columns}) FROM STDIN"
+        with conn.transaction(), conn.cursor() as cur, cur.copy(statement) as copy:
+            for row in rows:
+                copy.write_row(row)
+    return time.perf_counter() - start, server_cpu(datadir) - cpu
+
+
+_INDEXES = {
+    "primary key": "ALTER TABLE public.idx_turns ADD PRIMARY KEY (author, machine, doc_key)",
+    "b-trees": "CREATE INDEX ON public.idx_turns (author, ts DESC); CREATE INDEX ON public.idx_turns (ts DESC); "
+               "CREATE INDEX ON public.idx_turns (author, session_id)",
+    "word GINs": "CREATE INDEX ON public.idx_turns USING gin (user_words); "
+                 "CREATE INDEX ON public.idx_turns USING gin (reply_words)",
+    "trigram GIN user_lower": "CREATE INDEX ON public.idx_turns USING gin (user_lower gin_trgm_ops)",
+    "trigram GIN reply_lower": "CREATE INDEX ON public.idx_turns USING gin (reply_lower gin_trgm_ops)",
+}
+
+
+def _backend_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def index_costs(conninfo: str, turns: list[Turn]) -> list[tuple[str, float]]:
+    """CPU of the backend per turn for a COPY into the heap alone, then with each index set alone, then all."""
+    users = tokens_many([t.user for t in turns])
+    replies = tokens_many([t.reply for t in turns])
+    rows = [("m", t.turn_id, t.session, 0, "pi", t.cwd, datetime.fromtimestamp(t.ts / 1000, UTC), t.user, t.reply,
+             t.user.lower(), t.reply.lower(), users[i], replies[i], 1, 1, [], "h") for i, t in enumerate(turns)]
+    columns = ("machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, reply_text, user_lower, "
+               "reply_lower, user_words, reply_words, user_chars, reply_chars, tools, content_hash")
+    found = []
+    for label, parts in [("heap (and TOAST) only", []), *[(name, [name]) for name in _INDEXES],
+                         ("everything", list(_INDEXES))]:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS public.idx_turns")
+            conn.execute("CREATE TABLE public.idx_turns (LIKE pimem.turns INCLUDING DEFAULTS)")
+            for part in parts:
+                conn.execute(_INDEXES[part])
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+            assert row is not None
+            before = _backend_cpu(int(row[0]))
+            with conn.transaction(), conn.cursor() as cur, cur.copy(f"COPY public.idx_turns ({columns}) FROM STDIN") \
+                    as copy:
+                for values in rows:
+                    copy.write_row(values)
+            found.append((label, (_backend_cpu(int(row[0])) - before) / len(rows)))
+    return found
+
+
+def gate_only(turns: list[Turn]) -> float:
+    start = time.process_time()
+    gated = [(gate.gate_text(t.user).text, gate.gate_text(t.reply).text) for t in turns]
+    tokens_many([g[0] for g in gated] + [g[1] for g in gated])
+    return time.process_time() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--turns", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=3, help="runs of each timed push (medians)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--indexes", type=int, default=0, metavar="N",
+                        help="also: the server's CPU per turn for a COPY of N turns with each index alone")
+    args = parser.parse_args(argv)
+
+    print(f"`nice -n 10 .venv/bin/python bench/share_push.py --turns {args.turns} --runs {args.runs}`  ")
+    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at start; PostgreSQL: Debian, "
+          "fsync off (temporary server)\n")
+    # CPU seconds as well as wall time: on a shared machine the wall time follows the load
+    turns = corpus(args.turns, args.seed)
+    chars = sum(len(t.user) + len(t.reply) for t in turns)
+    with tempfile.TemporaryDirectory(prefix="pimem-bench-") as tmp:
+        base = Path(tmp)
+        base.chmod(0o755)
+        with running_server(base / "pg") as server:
+            full, first_rate, again, changed, gates, cpus = [], [], [], [], [], []
+            refs, ref_cpus, pg_cpus = [], [], []
+            for run in range(args.runs):
+                dbname = server.new_database()
+                admin = server.conninfo(dbname=dbname)
+                apply_init(admin, members=("alice",))
+                store = base / f"store{run}" / "memory.db"
+                write(store, turns)
+                cfg = ShareConfig(conninfo=server.conninfo(user="alice", dbname=dbname), machine="m",
+                                  folders=(FOLDER,))
+                cpu, pg_cpu = time.process_time(), server_cpu(server.datadir)
+                stats = push(store, cfg)
+                cpus.append(time.process_time() - cpu)
+                pg_cpus.append(server_cpu(server.datadir) - pg_cpu)
+                assert stats.sent + stats.held == len(turns), stats
+                full.append(stats.duration_ms / 1000)
+                first_rate.append(stats.sent / (stats.duration_ms / 1000))
+                start = time.perf_counter()
+                none = push(store, cfg)
+                again.append(time.perf_counter() - start)
+                assert none.sent == 0 and not none.full
+                edited = [Turn(t.turn_id, t.session, t.cwd, t.user, t.reply + " (edited)", t.ts) for t in turns[:10]]
+                write(store, edited)
+                start = time.perf_counter()
+                some = push(store, cfg)
+                changed.append(time.perf_counter() - start)
+                assert some.sent + some.held == 10, some
+                ref_wall, ref_cpu = reference_copy(admin, turns, server.datadir)
+                refs.append(ref_wall)
+                ref_cpus.append(ref_cpu)
+                gates.append(gate_only(turns))
+                held = stats.held
+            costs = index_costs(server.conninfo(dbname=dbname), turns[:args.indexes]) if args.indexes else []
+    med = statistics.median
+    n = len(turns)
+    print(f"corpus: {n:,} turns, {chars / n:,.0f} characters per turn; {held} held by the gate\n")
+    print("| measure | push | reference (same run) | ratio |")
+    print("|---|---|---|---|")
+    print(f"| first push, wall s | {med(full):.2f} ({n / med(full):,.0f} turns/s) | COPY of the same rows: "
+          f"{med(refs):.2f} s ({n / med(refs):,.0f} turns/s) | {med(full) / med(refs):.1f}x |")
+    print(f"| first push, PostgreSQL CPU s | {med(pg_cpus):.2f} | COPY: {med(ref_cpus):.2f} | "
+          f"{med(pg_cpus) / med(ref_cpus):.1f}x |")
+    print(f"| first push, pimem CPU s | {med(cpus):.2f} | gate + tokenizer alone: {med(gates):.2f} | "
+          f"{med(gates) / med(cpus):.0%} of it |")
+    bound = max(med(cpus), med(pg_cpus))
+    print(f"| first push, turns/s on 2 idle cores (pipelined: n / max(pimem CPU, server CPU)) | {n / bound:,.0f} "
+          f"| COPY: {n / med(ref_cpus):,.0f} | |")
+    print(f"| no-change push, wall s | {med(again):.3f} | target 0.5 | |")
+    print(f"| push after 10 turns changed, wall s | {med(changed):.3f} | | |")
+    if costs:
+        print(f"\nServer CPU per turn, COPY of {args.indexes:,} turns (the backend's own CPU):\n")
+        print("| table with | ms per turn |")
+        print("|---|---|")
+        for label, seconds in costs:
+            print(f"| {label} | {seconds * 1000:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
