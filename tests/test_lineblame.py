@@ -318,6 +318,8 @@ def test_a_copy_the_person_added_is_not_told_apart(tmp_path: Path, project: Path
     db = tmp_path / "m.db"
     sync(base, db)
     assert _blame(db, path, "x()\nlogger.info('started')\ny()\n") == {1: ("line", "log it")}
+    # a trivial line whose nearest lines nobody's edit wrote, next to an attributed one
+    assert _blame(db, path, "}\nhuman_line_here()\nlogger.info('started')\n") == {2: ("line", "log it")}
     # two copies, one write: which one the agent wrote is not known
     assert _blame(db, path, "logger.info('started')\ny()\nlogger.info('started')\n") == {}
 

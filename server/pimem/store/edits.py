@@ -137,6 +137,11 @@ def line_rows(conn: sqlite3.Connection, file_id: int, hashes: Sequence[int],
     return found
 
 
+def file_rows(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, int, int]]:
+    """(hash, span id, pos) of every row of one file: one range of the primary key."""
+    return list(conn.execute("SELECT hash, span_id, pos FROM pimem_edit_lines WHERE path_id = ?", (file_id,)))
+
+
 def whole_spans(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, int]]:
     """(ts, span id) of the calls that wrote the whole file."""
     return [(int(ts), int(span_id)) for span_id, ts in conn.execute(
