@@ -367,6 +367,8 @@ def test_git_blame_rules_out_lines_committed_before_the_edit(tmp_path: Path, pro
     assert with_git.git_used and not without.git_used
     assert [found.line for found in without.lines] == [0, 1, 2, 3, 4]
     assert [found.line for found in with_git.lines] == [0, 2, 3, 4]   # line 1 is older than the edit
+    one = line_history(conn, str(path), FUNCTION, 1, 2)                 # a current-line request: the same
+    assert one.git_used and one.lines == []
     # outside git: the same as without
     outside = tmp_path / "plain"
     outside.mkdir()

@@ -62,6 +62,7 @@ MAX_RANGE_LINES = 20_000          # the most lines of one request
 PROMPT_CHARS = 200
 GIT_SLACK_MS = 120_000            # clock skew between the agent's machine and the commit's
 GIT_TIMEOUT_S = 5.0
+GIT_PAGE = 256
 _TEXT_CACHE = 8
 _GIT_CACHE = 32
 
@@ -191,7 +192,10 @@ def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int
     spans = span_infos(conn, {span for _, span, _ in chosen.values()})
     git_used = False
     if git:
-        times = _git_times(path, text, digest, min(chosen) + 1, max(chosen) + 1)
+        # blamed in pages of GIT_PAGE lines, kept per text: a cursor moving in a file runs git once a page
+        first = min(chosen) // GIT_PAGE * GIT_PAGE + 1
+        last = min(len(info.lines), (max(chosen) // GIT_PAGE + 1) * GIT_PAGE)
+        times = _git_times(path, text, digest, first, last)
         if times is not None:
             git_used = True
             for line in list(chosen):
@@ -409,7 +413,10 @@ def _run_blame(path: str, text: str, first: int, last: int) -> dict[int, int | N
         return None
     command = ["git", "-c", "core.fsmonitor=false", "blame", "--porcelain", "--no-textconv", "--contents", "-",
                "-L", f"{first},{last}", "--", path]
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    # the repository is found from the file's folder, whatever the server's environment points at
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_PARAMETERS")}
+    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
     try:
         done = subprocess.run(command, input=text.encode("utf-8", "surrogateescape"), cwd=folder, env=env,
                               capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
