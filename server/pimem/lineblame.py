@@ -368,15 +368,18 @@ def _orders(conn: sqlite3.Connection, spans: set[int]) -> dict[int, Order]:
 
 
 def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, SpanInfo]) -> list[LineAttribution]:
+    """The chosen lines with their turns' sessions, sources and prompts (a span whose turn is no longer
+    stored is left out)."""
     turn_ids = sorted({spans[span].turn_id for _, span, _ in chosen.values()})
-    session_ids = sorted({spans[span].session_id for _, span, _ in chosen.values()})
-    prompts: dict[str, str] = {}
-    sources: dict[str, str] = {}
+    turns: dict[str, tuple[str, str]] = {}    # turn id -> (session id, prompt)
     for batch in chunks(turn_ids):
-        for turn_id, user_text in conn.execute(
-                f"SELECT turn_id, user_text FROM turns WHERE turn_id IN ({placeholders(len(batch))})", batch):
-            prompts[shown_text(turn_id)] = shown_text(user_text).strip().split("\n", 1)[0][:PROMPT_CHARS]
-    for batch in chunks(session_ids):
+        for turn_id, session_id, user_text in conn.execute(
+                f"SELECT turn_id, session_id, user_text FROM turns WHERE turn_id IN ({placeholders(len(batch))})",
+                batch):
+            turns[shown_text(turn_id)] = (shown_text(session_id),
+                                          shown_text(user_text).strip().split("\n", 1)[0][:PROMPT_CHARS])
+    sources: dict[str, str] = {}
+    for batch in chunks(sorted({session for session, _ in turns.values()})):
         for session_id, source in conn.execute(
                 f"SELECT session_id, source FROM sessions WHERE session_id IN ({placeholders(len(batch))})", batch):
             sources[shown_text(session_id)] = shown_text(source)
@@ -384,10 +387,13 @@ def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, Sp
     for line in sorted(chosen):
         confidence, span_id, start = chosen[line]
         span = spans[span_id]
-        found.append(LineAttribution(line, confidence, span.session_id, span.turn_id,
-                                     sources.get(span.session_id) or span.session_id.split(":", 1)[0], span.ts,
-                                     prompts.get(span.turn_id, ""), span.tool, span.call_id,
-                                     start if start >= 0 else None))
+        turn = turns.get(span.turn_id)
+        if turn is None:
+            continue
+        session_id, prompt = turn
+        found.append(LineAttribution(line, confidence, session_id, span.turn_id,
+                                     sources.get(session_id) or session_id.split(":", 1)[0], span.ts, prompt,
+                                     span.tool, span.call_id, start if start >= 0 else None))
     return found
 
 
