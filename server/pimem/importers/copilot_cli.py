@@ -17,7 +17,9 @@ parentId}`` (docs/formats.md section 7; the same shape as the Copilot Chat exten
   are counted once); ``tool.execution_complete`` (the result), ``assistant.turn_*``, ``assistant.usage``,
   ``session.*`` bookkeeping and ``ephemeral`` lines are not text.
 
-Files come from the file tools' path arguments (:data:`PATH_ARGUMENTS`) and ``apply_patch`` patches.
+Files come from the file tools' path arguments (:data:`PATH_ARGUMENTS`) and ``apply_patch`` patches;
+the text the calls wrote from :data:`EDIT_ARGUMENTS`, ``multi_replace_string_in_file`` and the patches
+(:func:`tool_edits`), each call once though it is written twice.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ run against the mock model, and the schema compiled into it):
   ``shell``, ``compaction``, ``model-switched``, ``agent-switched``, … which are no conversation. A
   session with rows there is read from them (the 1.x tables then are stale).
 * File tools: ``read``, ``write``, ``edit``, ``multiedit`` with ``filePath`` (1.x) or ``path`` (2.x);
-  ``bash`` is ``shell`` in 2.x and ``apply_patch`` is ``patch``.
+  ``bash`` is ``shell`` in 2.x and ``apply_patch`` is ``patch``. The text they wrote (:func:`_edits`):
+  ``edit`` ``oldString`` → ``newString``, each of ``multiedit``'s ``edits``, ``write``'s ``content``
+  (the whole file); the part's ``callID``. (2.x ``patch`` text is not read yet.)
 
 What pimem makes of it: one turn per user message with typed (not synthetic) text, the assistant text
 answering it as its reply (reasoning left out), tool names and file touches; ids are OpenCode's. Only
