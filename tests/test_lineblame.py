@@ -434,3 +434,15 @@ def test_a_call_copilot_cli_records_twice_counts_once(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "m.db")
     assert sorted(conn.execute("SELECT tool, call_id, whole FROM pimem_edit_spans")) == [
         ("create", "call_a0c0fd5005cc4108a8403da8", 1), ("edit", "call_7a8c1af65cce42cf984aeda2", 0)]
+
+
+def test_the_line_diff_of_a_call_is_bounded() -> None:
+    """Two long texts of repeated lines: the context is the common head and tail, the rest replaced (a
+    full line diff would be quadratic in a crafted call)."""
+    old = "head()\n" + "}\n" * 1500 + "tail()\n"
+    new = "head()\n" + "x = 1\n}\n" * 700 + "tail()\n"
+    span = editspans.span_of(old, new)
+    assert span is not None and len(span.added) == 1399 and len(span.removed) == 1499   # a "}" in the tail
+    assert span.added[0] == (1, editspans.line_hash("x=1"))
+    small = editspans.span_of("a()\n}\nb()\n", "a()\nc()\n}\nb()\n")      # small: a real line diff
+    assert small is not None and small.added == [(1, editspans.line_hash("c()"))] and small.removed == []
