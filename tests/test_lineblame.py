@@ -446,3 +446,19 @@ def test_the_line_diff_of_a_call_is_bounded() -> None:
     assert span.added[0] == (1, editspans.line_hash("x=1"))
     small = editspans.span_of("a()\n}\nb()\n", "a()\nc()\n}\nb()\n")      # small: a real line diff
     assert small is not None and small.added == [(1, editspans.line_hash("c()"))] and small.removed == []
+
+
+def test_a_store_this_pimem_cannot_read_answers_nothing(tmp_path: Path, project: Path) -> None:
+    """A newer pimem's layout that this one may not read: its pimem_* tables are hidden (schema.
+    hide_pimem_tables has stand-ins for the span tables), so blame answers nothing rather than failing."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    conn = connect(db)
+    with transaction(conn):
+        set_meta(conn, "layout", "99")
+        set_meta(conn, "min_reader_layout", "99")
+    conn.close()
+    assert _blame(db, path, FUNCTION) == {}
