@@ -77,6 +77,7 @@ INVALID: list[tuple[Any, str]] = [
     ({}, "uri"),
     ({"uri": "config.py"}, "uri"),
     ({"uri": "http://example.com/config.py"}, "uri"),
+    ({"uri": "file://[abc/config.py"}, "uri"),                         # urlparse: Invalid IPv6 URL
     ({"uri": "/" + "x" * 4096}, "uri"),
     ({"uri": "/tmp/a.py", "text": 5}, "text"),
     ({"uri": "/tmp/a.py", "text": "", "range": [0, 1]}, "range"),
