@@ -478,3 +478,17 @@ def test_blank_lines_go_with_the_block_that_wrote_them(tmp_path: Path, project: 
     # a blank line the person put inside the block, and one the call did not write: not attributed
     spaced = "def first():\n\n    return compute(1)\n\n\ndef second():\n    return compute(2)\n\n"
     assert set(_blame(db, path, spaced)) == {0, 2, 3, 4, 5, 6}
+
+
+def test_lines_are_counted_as_editors_count_them(tmp_path: Path, project: Path) -> None:
+    """Only \\n, \\r\\n and \\r end a line (LSP's rule): a form feed or U+2028 inside a line does not
+    shift the line numbers of what follows."""
+    assert editspans.split_lines("a\x0cb\r\nc\u2028d\re\n") == ["a\x0cb", "c\u2028d", "e"]
+    assert editspans.split_lines("") == [] and editspans.split_lines("x") == ["x"]
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    text = "# a page\x0cbreak and a \u2028 separator\r\n" + FUNCTION.replace("\n", "\r\n")
+    assert set(_blame(db, path, text)) == {1, 2, 3, 4, 5}

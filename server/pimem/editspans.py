@@ -52,6 +52,19 @@ _TRIVIAL_WORDS = frozenset({
 _WORDISH = re.compile(r"[^\W_]", re.UNICODE)
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a text as editors and LSP count them: only ``\n``, ``\r\n`` and ``\r`` end a line
+    (``str.splitlines`` also splits at form feeds, ``\x1c``–``\x1e``, U+0085, U+2028/9: line numbers
+    would drift from the editor's); a final line break opens no line."""
+    lines = _LINE_BREAK.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def normalize(line: str) -> str:
     """The line without any whitespace."""
     return "".join(line.split())
@@ -98,7 +111,7 @@ def _kept(text: str) -> tuple[list[str], list[int]]:
     lines: list[str] = []
     blank_before: list[int] = []
     blank = 0
-    for line in text.splitlines():
+    for line in split_lines(text):
         normalized = "\0" if len(line) > MAX_LINE_CHARS else normalize(line)
         if not normalized:
             blank = 1

@@ -111,7 +111,7 @@ class _TextInfo:
     current-line request looks at a few lines of a large file)."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
+        self.lines = editspans.split_lines(text)
         # "" for a blank line, and for one too long to be code a person reads (never looked up)
         self.normalized = [editspans.normalize(line) if len(line) <= editspans.MAX_LINE_CHARS else ""
                            for line in self.lines]
