@@ -223,7 +223,9 @@ def test_bound_rule_keeps_huge_and_lock_files_out(tmp_path: Path, project: Path)
     db = tmp_path / "m.db"
     sync(base, db)
     conn = sqlite3.connect(db)
-    assert [row[0] for row in conn.execute("SELECT path FROM pimem_edit_files")] == [str(project / "ok.py")]
+    # the huge Write keeps no lines, but its span says the file was replaced
+    assert sorted(conn.execute("SELECT path, whole FROM pimem_edit_spans JOIN pimem_edit_files USING (path_id)")) \
+        == [(str(project / "big.py"), 1), (str(project / "ok.py"), 1)]
     assert conn.execute("SELECT count(*) FROM pimem_edit_lines").fetchone() == (5,)
     # the file touches are still recorded
     assert conn.execute("SELECT count(*) FROM pimem_touches").fetchone() == (3,)
@@ -492,3 +494,14 @@ def test_lines_are_counted_as_editors_count_them(tmp_path: Path, project: Path) 
     sync(base, db)
     text = "# a page\x0cbreak and a \u2028 separator\r\n" + FUNCTION.replace("\n", "\r\n")
     assert set(_blame(db, path, text)) == {1, 2, 3, 4, 5}
+
+
+def test_a_write_too_large_to_record_still_replaces_what_was_there(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    huge = FUNCTION + "".join(f"row_{n} = {n}\n" for n in range(editspans.MAX_CALL_LINES))
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})]),
+                                       ("regenerate it", [("Write", {"file_path": str(path), "content": huge})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, huge) == {}     # the first call's lines are not live: the second replaced them
