@@ -17,7 +17,8 @@ call says, the new text); this module, shared by every importer, the sync and th
   :data:`MAX_CALL_LINES` lines and :data:`MAX_CALL_BYTES` bytes; lines longer than
   :data:`MAX_LINE_CHARS` characters are left out (minified code); files whose name says they are
   generated or locked (:func:`skipped_path`: lock files, ``*.min.js``, source maps…) get no spans.
-  The file touch is recorded either way (pimem.store.touches).
+  The file touch is recorded either way (pimem.store.touches), and a whole-file write over the bound
+  still replaces what earlier calls wrote (a span without lines: pimem.sync.ingest).
 * **Trivial lines** (:func:`is_trivial`): blank, only brackets/punctuation, a lone keyword (``else:``,
   ``end``, ``pass``…) or fewer than 4 letters and digits. They are stored (they chain an exact block)
   but never attributed on their own.
