@@ -505,3 +505,16 @@ def test_a_write_too_large_to_record_still_replaces_what_was_there(tmp_path: Pat
     db = tmp_path / "m.db"
     sync(base, db)
     assert _blame(db, path, huge) == {}     # the first call's lines are not live: the second replaced them
+
+
+def test_a_prompt_another_program_stored_as_invalid_utf8_is_shown_empty(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE turns SET user_text = CAST(x'ff41' AS TEXT)")
+    conn.commit()
+    conn.close()
+    assert _blame(db, path, FUNCTION) == {line: ("exact", "") for line in range(5)}

@@ -51,7 +51,7 @@ from pimem import editspans
 from pimem.filehistory import normalize_file_path
 from pimem.store.batches import chunks, placeholders
 from pimem.store.edits import SpanInfo, file_rows, line_rows, path_id, span_infos, whole_spans
-from pimem.store.text import shown_text
+from pimem.store.text import shown_text, tolerating
 
 Confidence = Literal["exact", "line", "moved"]
 
@@ -203,7 +203,8 @@ def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int
                 committed = times.get(line)
                 if committed is not None and committed < spans[chosen[line][1]].ts - GIT_SLACK_MS:
                     del chosen[line]
-    return LineHistory(path, _attributions(conn, chosen, spans), git_used)
+    # a prompt another program stored as invalid UTF-8 is read tolerantly and shown empty (pimem.store.text)
+    return LineHistory(path, tolerating(conn, lambda: _attributions(conn, chosen, spans)), git_used)
 
 
 def attribute_lines(conn: sqlite3.Connection, path: str, text: str, start_line: int = 0, end_line: int | None = None,
