@@ -18,6 +18,7 @@ from pimem.recall.rows import RecallRow
 
 if TYPE_CHECKING:   # the types only: the CLI's recall must not import the migration (nor its sync engine)
     from pimem.filehistory import FileHistory, FileSession
+    from pimem.lineblame import LineAttribution, LineHistory
     from pimem.migrate import MigrationReport
     from pimem.recall.freetext import Term
     from pimem.sessions import SessionsPage, SessionSummary, SessionWindow
@@ -216,6 +217,49 @@ def file_history(history: FileHistory) -> JSON:
     """``FileHistoryResult`` (``pimem/fileHistory``, ``pimem file-history --json``)."""
     return {"path": history.path, "total": history.total, "edited": history.edited,
             "sessions": [file_session(session) for session in history.sessions]}
+
+
+def iso_time(ms: int) -> str:
+    """A stored time (Unix ms) as ISO 8601 UTC with milliseconds (``2026-11-01T10:00:05.000Z``)."""
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromtimestamp(ms / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        moment = datetime.fromtimestamp(0, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def line_attribution(found: LineAttribution) -> JSON:
+    """``LineAttribution``, a line of ``pimem/lineHistory``."""
+    return {"line": found.line, "confidence": found.confidence, "sessionId": found.session_id[:MAX_TURN_ID_CHARS],
+            "turnId": found.turn_id[:MAX_TURN_ID_CHARS], "source": found.source, "timestamp": iso_time(found.ts),
+            "prompt": found.prompt, "tool": found.tool[:TOOL_NAME_CUT_CHARS],
+            "toolCallId": None if found.tool_call_id is None else found.tool_call_id[:MAX_TURN_ID_CHARS],
+            "editStartLine": found.edit_start_line}
+
+
+def line_history(history: LineHistory) -> JSON:
+    """``LineHistoryResult`` (``pimem/lineHistory``, ``pimem blame --json``)."""
+    return {"path": history.path, "lines": [line_attribution(found) for found in history.lines],
+            "gitUsed": history.git_used}
+
+
+def line_runs(history: LineHistory) -> JSON:
+    """The ``line_history`` agent tool's view: attributed lines grouped into runs of consecutive lines
+    of one call with one confidence, 1-based (an agent reads a few runs, not a row per line)."""
+    runs: list[JSON] = []
+    for found in history.lines:
+        view = line_attribution(found)
+        last = runs[-1] if runs else None
+        if (last is not None and last["endLine"] == found.line and last["turnId"] == view["turnId"]
+                and last["toolCallId"] == view["toolCallId"] and last["confidence"] == found.confidence):
+            last["endLine"] = found.line + 1
+            continue
+        del view["line"], view["editStartLine"]
+        runs.append({"startLine": found.line + 1, "endLine": found.line + 1, **view})
+    return {"path": history.path, "gitUsed": history.git_used, "attributedLines": len(history.lines),
+            "runs": runs}
 
 
 def sync_status(progress: SyncProgress, *, syncing: bool, force: bool, token: str | None,

@@ -1,0 +1,170 @@
+"""Edit spans: what one edit tool call wrote, as lines that can be looked up again (issue 23).
+
+The importers say what a call wrote (:class:`pimem.importers.base.EditCall`: the replaced text where the
+call says, the new text); this module, shared by every importer, the sync and the attribution
+(pimem.lineblame), turns it into lines:
+
+* **Normalized line**: the line without any whitespace (so reindentation and reformatting of spaces
+  still match); a blank line is never a line of a span (it carries no evidence). Its key is a signed
+  64-bit BLAKE2b hash of the normalized text (:func:`line_hash`).
+* **Added lines**: the lines of the new text that the old text did not have (a line diff of old →
+  new, so the context an ``Edit`` repeats is not claimed; when both are long, past
+  :data:`MAX_DIFF_WORK`, only the common first and last lines count as context), each with its position among the new
+  text's non-blank lines (consecutive positions = consecutive lines: what makes an exact block) and
+  whether blank lines came right before it (:func:`position`).
+  **Removed lines**: the lines of the old text the new one no longer has.
+* **Bound rule** (:func:`bounded`): a call is recorded only if its new text is at most
+  :data:`MAX_CALL_LINES` lines and :data:`MAX_CALL_BYTES` bytes; lines longer than
+  :data:`MAX_LINE_CHARS` characters are left out (minified code); files whose name says they are
+  generated or locked (:func:`skipped_path`: lock files, ``*.min.js``, source maps…) get no spans.
+  The file touch is recorded either way (pimem.store.touches), and a whole-file write over the bound
+  still replaces what earlier calls wrote (a span without lines: pimem.sync.ingest).
+* **Trivial lines** (:func:`is_trivial`): blank, only brackets/punctuation, a lone keyword (``else:``,
+  ``end``, ``pass``…) or fewer than 4 letters and digits. They are stored (they chain an exact block)
+  but never attributed on their own.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import posixpath
+import re
+from dataclasses import dataclass
+
+MAX_CALL_LINES = 2_000
+MAX_CALL_BYTES = 256 * 1024
+MAX_LINE_CHARS = 1_000
+MAX_DIFF_WORK = 250_000      # old × new lines a call's line diff may compare (past it: head/tail only)
+
+_SKIPPED_NAMES = frozenset({
+    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "cargo.lock",
+    "poetry.lock", "pipfile.lock", "uv.lock", "composer.lock", "gemfile.lock", "go.sum", "flake.lock",
+    "packages.lock.json", "podfile.lock", "pubspec.lock", "mix.lock",
+})
+_SKIPPED_SUFFIXES = (".min.js", ".min.css", ".min.mjs", ".map", ".lock", ".snap", ".pb.go", "_pb2.py",
+                     ".generated.ts", ".g.dart", ".svg", ".ipynb_checkpoints")
+_TRIVIAL_WORDS = frozenset({
+    "else", "else:", "end", "fi", "done", "esac", "try:", "finally:", "except:", "pass", "break", "continue",
+    "return", "returnnone", "returnnil", "return;", "break;", "continue;", "default:", "do", "then", "begin",
+    "}else{", "};", "});", "]);", "))", "returnfalse", "returntrue", "returnfalse;", "returntrue;", "<div>",
+    "</div>", "else{", "}else", "#endif", "#else", "end;", '"""', "'''", "```", "/**", "*/", "//", "#", "--",
+})
+_WORDISH = re.compile(r"[^\W_]", re.UNICODE)
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a text as editors and LSP count them: only ``\n``, ``\r\n`` and ``\r`` end a line
+    (``str.splitlines`` also splits at form feeds, ``\x1c``–``\x1e``, U+0085, U+2028/9: line numbers
+    would drift from the editor's); a final line break opens no line."""
+    lines = _LINE_BREAK.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def normalize(line: str) -> str:
+    """The line without any whitespace."""
+    return "".join(line.split())
+
+
+def line_hash(normalized: str) -> int:
+    """The lookup key of a normalized line: a signed 64-bit integer (SQLite's INTEGER)."""
+    digest = hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def is_trivial(normalized: str) -> bool:
+    """A line that says nothing on its own (see the module doc)."""
+    if not normalized or normalized.lower() in _TRIVIAL_WORDS:
+        return True
+    return len(_WORDISH.findall(normalized)) < 4
+
+
+def skipped_path(path: str) -> bool:
+    """A generated, minified or lock file: no spans (the bound rule)."""
+    name = posixpath.basename(path.replace("\\", "/")).lower()
+    return name in _SKIPPED_NAMES or name.endswith(_SKIPPED_SUFFIXES)
+
+
+def bounded(new: str) -> bool:
+    """Whether a call's new text is within the bound rule (see the module doc)."""
+    return len(new) <= MAX_CALL_BYTES and len(new.encode("utf-8", "surrogatepass")) <= MAX_CALL_BYTES \
+        and new.count("\n") < MAX_CALL_LINES
+
+
+@dataclass(frozen=True)
+class Span:
+    """What one call did to one file's lines: ``added`` (:func:`position`, hash), ``removed`` (hashes,
+    one per removed line)."""
+
+    added: list[tuple[int, int]]
+    removed: list[int]
+
+
+def _kept(text: str) -> tuple[list[str], list[int]]:
+    """The normalized non-blank lines of a text (lines too long to be code a person reads are kept as
+    an empty marker so positions stay right, and never looked up), and for each 1 when blank lines
+    come right before it in the text, else 0."""
+    lines: list[str] = []
+    blank_before: list[int] = []
+    blank = 0
+    for line in split_lines(text):
+        normalized = "\0" if len(line) > MAX_LINE_CHARS else normalize(line)
+        if not normalized:
+            blank = 1
+            continue
+        lines.append(normalized)
+        blank_before.append(blank)
+        blank = 0
+    return lines, blank_before
+
+
+def position(index: int, blank_before: int) -> int:
+    """A stored position: the line's index among the call's non-blank lines, times 2, plus 1 when blank
+    lines came right before it (a blank line of the current text is attributed only where the call
+    wrote one: pimem.lineblame)."""
+    return index * 2 + blank_before
+
+
+def span_of(old: str | None, new: str) -> Span | None:
+    """The lines a call added and removed (None: outside the bound rule). Without ``old`` every line of
+    ``new`` is added."""
+    if not bounded(new) or (old is not None and not bounded(old)):
+        return None
+    new_lines, blanks = _kept(new)
+    old_lines = _kept(old)[0] if old else []
+    if not old_lines:
+        return Span([(position(pos, blanks[pos]), line_hash(line)) for pos, line in enumerate(new_lines)
+                      if line != "\0"], [])
+    # the context an edit repeats is most often its first and last lines: trimmed first, cheaply
+    head = 0
+    while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while (tail < min(len(old_lines), len(new_lines)) - head
+           and old_lines[len(old_lines) - 1 - tail] == new_lines[len(new_lines) - 1 - tail]):
+        tail += 1
+    old_middle = old_lines[head:len(old_lines) - tail]
+    new_middle = new_lines[head:len(new_lines) - tail]
+    opcodes: list[tuple[str, int, int, int, int]]
+    if len(old_middle) * len(new_middle) > MAX_DIFF_WORK:
+        # a line diff of two long texts of repeated lines is quadratic: past this, what is between the
+        # common head and tail counts as replaced
+        opcodes = [("replace", 0, len(old_middle), 0, len(new_middle))]
+    else:
+        opcodes = [(str(tag), i1, i2, j1, j2) for tag, i1, i2, j1, j2 in
+                   difflib.SequenceMatcher(None, old_middle, new_middle, autojunk=False).get_opcodes()]
+    added: list[tuple[int, int]] = []
+    removed: list[int] = []
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "equal":
+            continue
+        removed.extend(line_hash(line) for line in old_middle[i1:i2] if line != "\0")
+        added.extend((position(head + pos, blanks[head + pos]), line_hash(new_lines[head + pos]))
+                     for pos in range(j1, j2) if new_lines[head + pos] != "\0")
+    return Span(added, removed)
+

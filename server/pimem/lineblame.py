@@ -1,0 +1,483 @@
+"""Memory of each line: which conversation's edit wrote the lines of a file as it is now (issue 23).
+
+One service for every surface (``pimem blame``, ``pimem/lineHistory``, the ``line_history`` agent
+tool). Input: a file's path and its current text (the editor sends its unsaved buffer), a range of
+lines. The evidence is the edit spans (pimem.store.edits, pimem.editspans): per file, the normalized
+lines each edit call added and removed, looked up by hash.
+
+**The matching rule**, per line of the current text:
+
+1. *Live writes*: of every call that added this normalized line to this file, the ones still live:
+   in time order (turn time, then call order), a call that wrote the whole file (``Write``, an added
+   file) forgets everything before it, a call that removed the line (the lines it replaced) cancels
+   the most recent live write of it, and a call that added it adds one.
+2. *Exact*: the line and the next or previous non-blank line are consecutive lines of one live call
+   (a run of ≥ 2, whitespace-insensitive, so reindentation and moving the whole block keep it). The
+   longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call.
+   Trivial lines (``}``, ``else:``, lone brackets, very short lines: pimem.editspans.is_trivial) are
+   attributed only this way. A blank line goes with the next non-blank line when that line is exact
+   and the call wrote blank lines right before it; else it is never attributed.
+3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
+   only when the file holds no more copies of the line than there are live writes of it (a copy the
+   person added is not told apart from the agent's: nothing is said). ``moved`` when that call also
+   wrote a neighbouring line (within :data:`RUN_CAP` non-blank lines) on the other side of it than in
+   the call (the order is broken); ``line`` otherwise.
+4. *Git* (optional): when the file is in a git repository, ``git blame --porcelain`` of the text
+   sent names each line's commit; a line committed more than :data:`GIT_SLACK_MS` before the call's
+   turn existed before it, so that call did not write it and the line is not attributed. Lines not
+   committed yet, and files outside git, are kept as matched.
+
+What it cannot see (said in docs): a person who retypes a line exactly as the agent wrote it; an
+agent edit later undone outside any conversation but written again by hand; calls the user denied
+(recorded as made); lines a call wrote through a shell command (``sed``, ``cat >``).
+
+Cost: one lookup of the requested lines' hashes (plus :data:`RUN_CAP` non-blank lines around them)
+in the file's rows, so a current-line request reads a handful of rows whatever the history's size;
+the text's hashes are kept per process for the last texts seen (:func:`_text_info`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat
+import subprocess
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from typing import Literal
+
+from pimem import editspans
+from pimem.filehistory import normalize_file_path
+from pimem.store.batches import chunks, placeholders
+from pimem.store.edits import SpanInfo, file_rows, line_rows, path_id, span_infos, whole_spans
+from pimem.store.text import shown_text, tolerating
+
+Confidence = Literal["exact", "line", "moved"]
+
+RUN_CAP = 4                       # runs are compared up to this many lines (and looked for this far)
+MAX_CANDIDATES = 64               # the most recent live writes of one line that runs are looked for in
+WHOLE_FILE_READ = 400             # more distinct lines than this: the file's rows are read in one range
+MAX_TEXT_BYTES = 8 * 1024 * 1024  # the largest text attributed
+MAX_RANGE_LINES = 20_000          # the most lines of one request
+PROMPT_CHARS = 200
+GIT_SLACK_MS = 120_000            # clock skew between the agent's machine and the commit's
+GIT_TIMEOUT_S = 5.0
+GIT_PAGE = 256
+_TEXT_CACHE = 8
+_GIT_CACHE = 32
+
+
+@dataclass(slots=True)   # not frozen: a whole file makes thousands, and frozen init costs twice as much
+class LineAttribution:
+    line: int                     # 0-based, in the text given
+    confidence: Confidence
+    session_id: str
+    turn_id: str
+    source: str
+    ts: int                       # the turn's time (ms)
+    prompt: str                   # the turn's user text: its first line, at most PROMPT_CHARS
+    tool: str
+    tool_call_id: str | None
+    edit_start_line: int | None   # where the run of lines this call wrote starts (exact only)
+
+
+@dataclass(frozen=True)
+class LineHistory:
+    path: str
+    lines: list[LineAttribution]   # attributed lines only, in line order
+    git_used: bool                 # git blame confirmed the time windows
+
+
+class TextTooLarge(ValueError):
+    pass
+
+
+def read_text(path: str) -> str:
+    """A file's text as attributed (the file on disk when the client sends none): a regular file of at
+    most MAX_TEXT_BYTES, decoded as UTF-8 (bytes that are not are replaced). OSError when unreadable."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        data = handle.read(MAX_TEXT_BYTES + 1)
+    if len(data) > MAX_TEXT_BYTES:
+        raise TextTooLarge(f"the file is larger than {MAX_TEXT_BYTES >> 20} MiB")
+    return data.decode("utf-8", "replace")
+
+
+class _TextInfo:
+    """A text's lines, normalized once; their hashes and triviality worked out when first asked for (a
+    current-line request looks at a few lines of a large file)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = editspans.split_lines(text)
+        # "" for a blank line, and for one too long to be code a person reads (never looked up)
+        self.normalized = [editspans.normalize(line) if len(line) <= editspans.MAX_LINE_CHARS else ""
+                           for line in self.lines]
+        self.counts = Counter(self.normalized)
+        self._hashes: dict[int, int] = {}
+        self._trivial: dict[int, bool] = {}
+
+    def hash(self, line: int) -> int:
+        found = self._hashes.get(line)
+        if found is None:
+            found = self._hashes[line] = editspans.line_hash(self.normalized[line])
+        return found
+
+    def trivial(self, line: int) -> bool:
+        found = self._trivial.get(line)
+        if found is None:
+            found = self._trivial[line] = editspans.is_trivial(self.normalized[line])
+        return found
+
+
+_texts: OrderedDict[tuple[str, bytes], _TextInfo] = OrderedDict()
+_git: OrderedDict[tuple[str, bytes, int, int], dict[int, int | None] | None] = OrderedDict()
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _text_info(path: str, text: str, digest: bytes) -> _TextInfo:
+    """The text's lines, kept for the last texts seen: a cursor moving in one buffer splits it once."""
+    key = (path, digest)
+    found = _texts.get(key)
+    if found is not None:
+        _texts.move_to_end(key)
+        return found
+    info = _TextInfo(text)
+    _texts[key] = info
+    while len(_texts) > _TEXT_CACHE:
+        _texts.popitem(last=False)
+    return info
+
+
+def _window(normalized: list[str], start: int, end: int) -> tuple[int, int]:
+    """The range extended by RUN_CAP non-blank lines on each side."""
+    low, seen = start, 0
+    while low > 0 and seen < RUN_CAP:
+        low -= 1
+        seen += normalized[low] != ""
+    high, seen = end, 0
+    while high < len(normalized) and seen < RUN_CAP:
+        seen += normalized[high] != ""
+        high += 1
+    return low, high
+
+
+Order = tuple[int, int]   # (turn time, span id): the order calls happened in
+
+
+def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int = 0, end_line: int | None = None,
+                 *, git: bool = True) -> LineHistory:
+    """The conversations whose edits wrote lines ``start_line`` to ``end_line`` (0-based, end exclusive;
+    None: to the end) of ``text``, the current text of the file at ``path`` (absolute). Only attributed
+    lines are listed. ValueError for a relative path; TextTooLarge past MAX_TEXT_BYTES."""
+    path = normalize_file_path(path)
+    if len(text) > MAX_TEXT_BYTES:
+        raise TextTooLarge(f"the text is larger than {MAX_TEXT_BYTES >> 20} MiB")
+    file_id = path_id(conn, path)
+    if file_id is None:
+        return LineHistory(path, [], False)
+    digest = _digest(text)
+    info = _text_info(path, text, digest)
+    end = len(info.lines) if end_line is None else min(end_line, len(info.lines))
+    start = max(0, start_line)
+    if start >= end:
+        return LineHistory(path, [], False)
+    chosen = _match(conn, file_id, info, start, end)
+    if not chosen:
+        return LineHistory(path, [], False)
+    spans = span_infos(conn, {span for _, span, _ in chosen.values()})
+    git_used = False
+    if git:
+        # blamed in pages of GIT_PAGE lines, kept per text: a cursor moving in a file runs git once a page
+        first = min(chosen) // GIT_PAGE * GIT_PAGE + 1
+        last = min(len(info.lines), (max(chosen) // GIT_PAGE + 1) * GIT_PAGE)
+        times = _git_times(path, text, digest, first, last)
+        if times is not None:
+            git_used = True
+            for line in list(chosen):
+                committed = times.get(line)
+                if committed is not None and committed < spans[chosen[line][1]].ts - GIT_SLACK_MS:
+                    del chosen[line]
+    # a prompt another program stored as invalid UTF-8 is read tolerantly and shown empty (pimem.store.text)
+    return LineHistory(path, tolerating(conn, lambda: _attributions(conn, chosen, spans)), git_used)
+
+
+def attribute_lines(conn: sqlite3.Connection, path: str, text: str, start_line: int = 0, end_line: int | None = None,
+                    *, git: bool = True) -> list[LineAttribution]:
+    """:func:`line_history`'s attributed lines."""
+    return line_history(conn, path, text, start_line, end_line, git=git).lines
+
+
+# line -> (confidence, span id, edit start line or -1)
+_Chosen = dict[int, tuple[Confidence, int, int]]
+
+
+def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, end: int) -> _Chosen:
+    low, high = _window(info.normalized, start, end)
+    rows_of = [i for i in range(low, high) if info.normalized[i]]
+    trivial = {i for i in rows_of if info.trivial(i)}
+    strong = {info.hash(i) for i in rows_of if i not in trivial}
+    weak = {info.hash(i) for i in trivial}
+    if not strong:
+        return {}
+    if len(strong) > WHOLE_FILE_READ:     # most of a file: one range of the table beats many lookups
+        rows = [row for row in file_rows(conn, file_id) if row[0] in strong or row[0] in weak]
+    else:
+        rows = line_rows(conn, file_id, sorted(strong))
+    if not rows:
+        return {}
+    resets = whole_spans(conn, file_id)
+    last_reset: Order = max(resets) if resets else (-(2**63), -1)
+    order = _orders(conn, {span for _, span, _ in rows})
+    live = _live([row for row in rows if row[0] in strong], order, last_reset)
+    # line -> (span, index among the call's non-blank lines): runs are made of consecutive indexes; who
+    # wrote blank lines before a line (the stored position's low bit) decides only blank lines (below)
+    candidates: dict[int, set[tuple[int, int]]] = {}
+    blank_before: set[tuple[int, int, int]] = set()
+    for i in rows_of:
+        if i not in trivial:
+            # the most recent live writes: a line written over and over (an import) is not followed further back
+            candidates[i] = _indexed(i, live.get(info.hash(i), [])[-MAX_CANDIDATES:], blank_before)
+    if weak:
+        _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, blank_before, rows, order,
+                            last_reset, whole=len(strong) > WHOLE_FILE_READ)
+    position = {line: k for k, line in enumerate(rows_of)}
+    empty: set[tuple[int, int]] = set()
+
+    def neighbour(k: int) -> set[tuple[int, int]]:
+        return candidates.get(rows_of[k], empty) if 0 <= k < len(rows_of) else empty
+
+    def run(k: int, s: int, p: int) -> int:
+        """The capped length of the run of call ``s`` through line ``rows_of[k]`` at position ``p``."""
+        back = 1
+        while back < RUN_CAP and (s, p - back) in neighbour(k - back):
+            back += 1
+        ahead = 1
+        while ahead < RUN_CAP and (s, p + ahead) in neighbour(k + ahead):
+            ahead += 1
+        return back + ahead - 1
+
+    chosen: _Chosen = {}
+    picked: dict[int, tuple[int, int]] = {}
+    # the line after blank lines that end the range decides them: it is matched too, then dropped
+    following = next((i for i in rows_of if i >= end), None) if not info.normalized[end - 1] else None
+    for i in rows_of:
+        if not start <= i < end and i != following:
+            continue
+        k = position[i]
+        mine, before, after = candidates.get(i, empty), neighbour(k - 1), neighbour(k + 1)
+        exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
+        if exact:
+            best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
+            s, p = picked[i] = best
+            if k > 0 and picked.get(rows_of[k - 1]) == (s, p - 1):
+                first = chosen[rows_of[k - 1]][2]
+            else:
+                back = 0
+                while (s, p - back - 1) in neighbour(k - back - 1):
+                    back += 1
+                first = rows_of[k - back]
+            chosen[i] = ("exact", s, first)
+            continue
+        if i in trivial:
+            continue
+        entries = live.get(info.hash(i), [])
+        if not entries or info.counts[info.normalized[i]] > len(entries):
+            continue
+        span = max((s for s, _ in entries), key=order.__getitem__)
+        neighbours = rows_of[max(0, k - RUN_CAP):k] + rows_of[k + 1:k + 1 + RUN_CAP]
+        chosen[i] = ("line" if _in_order(i, span, candidates, neighbours) else "moved", span, -1)
+    # A blank line is the call's when the next non-blank line is in an exact run of that call and the
+    # call wrote blank lines right before it.
+    next_line: int | None = None
+    for i in range(min(end, len(info.normalized)) - 1, start - 1, -1):
+        if info.normalized[i]:
+            next_line = i
+            continue
+        if i < end and next_line is None:
+            next_line = following
+        if next_line is None or next_line not in picked:
+            continue
+        s, p = picked[next_line]
+        if (next_line, s, p) in blank_before:
+            chosen[i] = ("exact", s, min(i, chosen[next_line][2]))
+    if following is not None:
+        chosen.pop(following, None)
+    return chosen
+
+
+def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[int, int, int]],
+             ) -> set[tuple[int, int]]:
+    """(span, index) of live writes (span, stored position); notes those written after blank lines."""
+    indexed = set()
+    for span, pos in found:
+        indexed.add((span, pos >> 1))
+        if pos & 1:
+            blank_before.add((line, span, pos >> 1))
+    return indexed
+
+
+def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo, rows_of: list[int],
+                        trivial: set[int], candidates: dict[int, set[tuple[int, int]]],
+                        blank_before: set[tuple[int, int, int]], rows: list[tuple[int, int, int]],
+                        order: dict[int, Order], last_reset: Order, *, whole: bool) -> None:
+    """Trivial lines ("}", "else:") count only inside a run, so only the calls that wrote the nearest
+    non-trivial lines around them are looked at (not every call that ever wrote a "}")."""
+    before: dict[int, set[int]] = {}
+    after: dict[int, set[int]] = {}
+    last: set[int] = set()
+    for i in rows_of:
+        if i in trivial:
+            before[i] = last
+        else:
+            last = {s for s, _ in candidates[i]}
+    last = set()
+    for i in reversed(rows_of):
+        if i in trivial:
+            after[i] = last
+        else:
+            last = {s for s, _ in candidates[i]}
+    wanted: set[int] = set()
+    for spans in (*before.values(), *after.values()):
+        wanted |= spans
+    if not wanted:
+        return
+    weak = {info.hash(i) for i in trivial}
+    if not whole:
+        rows = line_rows(conn, file_id, sorted(weak), sorted(wanted))
+        order.update(_orders(conn, {span for _, span, _ in rows} - set(order)))
+    found = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, last_reset)
+    for i in trivial:
+        near = before[i] | after[i]
+        candidates[i] = _indexed(i, [(s, p) for s, p in found.get(info.hash(i), []) if s in near], blank_before)
+
+
+def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], last_reset: Order,
+          ) -> dict[int, list[tuple[int, int]]]:
+    """Per line hash, the writes of it still live (span, position), oldest first: in the calls' order,
+    from the last call that wrote the whole file, a call's removals of the line cancel the most recent
+    live writes, then its own writes are added."""
+    events: dict[int, dict[int, tuple[list[int], int]]] = {}
+    for digest, span, pos in rows:
+        if order[span] < last_reset:
+            continue
+        added, removed = events.setdefault(digest, {}).get(span, ([], 0))
+        if pos >= 0:
+            added.append(pos)
+        else:
+            removed += 1
+        events[digest][span] = (added, removed)
+    live: dict[int, list[tuple[int, int]]] = {}
+    for digest, by_span in events.items():
+        entries: list[tuple[int, int]] = []
+        for span in sorted(by_span, key=order.__getitem__):
+            added, removed = by_span[span]
+            if removed:
+                del entries[max(0, len(entries) - removed):]
+            entries.extend((span, pos) for pos in sorted(added))
+        live[digest] = entries
+    return live
+
+
+def _in_order(i: int, span: int, candidates: dict[int, set[tuple[int, int]]], near: list[int]) -> bool:
+    """Whether the neighbouring lines that the same call wrote sit on the same side of line ``i`` as in
+    the call (lines in between may have changed); False when the order is broken (a moved line)."""
+    mine = [p for s, p in candidates[i] if s == span]
+    theirs = [(j, [q for s, q in candidates.get(j, ()) if s == span]) for j in near]
+    return any(all(any((q - p > 0) == (j - i > 0) for q in found) for j, found in theirs if found) for p in mine)
+
+
+def _orders(conn: sqlite3.Connection, spans: set[int]) -> dict[int, Order]:
+    found: dict[int, Order] = {}
+    for batch in chunks(sorted(spans)):
+        for span_id, ts in conn.execute(
+                f"SELECT span_id, ts FROM pimem_edit_spans WHERE span_id IN ({placeholders(len(batch))})", batch):
+            found[int(span_id)] = (int(ts), int(span_id))
+    return found
+
+
+def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, SpanInfo]) -> list[LineAttribution]:
+    """The chosen lines with their turns' sessions, sources and prompts (a span whose turn is no longer
+    stored is left out)."""
+    turn_ids = sorted({spans[span].turn_id for _, span, _ in chosen.values()})
+    turns: dict[str, tuple[str, str]] = {}    # turn id -> (session id, prompt)
+    for batch in chunks(turn_ids):
+        for turn_id, session_id, user_text in conn.execute(
+                f"SELECT turn_id, session_id, user_text FROM turns WHERE turn_id IN ({placeholders(len(batch))})",
+                batch):
+            turns[shown_text(turn_id)] = (shown_text(session_id),
+                                          shown_text(user_text).strip().split("\n", 1)[0][:PROMPT_CHARS])
+    sources: dict[str, str] = {}
+    for batch in chunks(sorted({session for session, _ in turns.values()})):
+        for session_id, source in conn.execute(
+                f"SELECT session_id, source FROM sessions WHERE session_id IN ({placeholders(len(batch))})", batch):
+            sources[shown_text(session_id)] = shown_text(source)
+    found = []
+    for line in sorted(chosen):
+        confidence, span_id, start = chosen[line]
+        span = spans[span_id]
+        turn = turns.get(span.turn_id)
+        if turn is None:
+            continue
+        session_id, prompt = turn
+        found.append(LineAttribution(line, confidence, session_id, span.turn_id,
+                                     sources.get(session_id) or session_id.split(":", 1)[0], span.ts, prompt,
+                                     span.tool, span.call_id, start if start >= 0 else None))
+    return found
+
+
+def _git_times(path: str, text: str, digest: bytes, first: int, last: int) -> dict[int, int | None] | None:
+    """0-based line -> the committer time (ms) of the commit ``git blame`` names for it (None: not
+    committed yet), for lines ``first``..``last`` (1-based) of ``text``; None when the file is not in
+    a git work tree or git fails. Run without a shell, the path after ``--``, nothing of the
+    repository's configuration that runs a program (textconv, fsmonitor)."""
+    key = (path, digest, first, last)
+    if key in _git:
+        _git.move_to_end(key)
+        return _git[key]
+    found = _run_blame(path, text, first, last)
+    _git[key] = found
+    while len(_git) > _GIT_CACHE:
+        _git.popitem(last=False)
+    return found
+
+
+def _run_blame(path: str, text: str, first: int, last: int) -> dict[int, int | None] | None:
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        return None
+    command = ["git", "-c", "core.fsmonitor=false", "blame", "--porcelain", "--no-textconv", "--contents", "-",
+               "-L", f"{first},{last}", "--", path]
+    # the repository is found from the file's folder, whatever the server's environment points at
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_PARAMETERS")}
+    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
+    try:
+        done = subprocess.run(command, input=text.encode("utf-8", "surrogateescape"), cwd=folder, env=env,
+                              capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return _parse_porcelain(done.stdout)
+
+
+def _parse_porcelain(output: bytes) -> dict[int, int | None]:
+    times: dict[str, int] = {}
+    lines_of: dict[int, str] = {}
+    commit: str | None = None
+    for raw in output.split(b"\n"):
+        if raw.startswith(b"\t"):
+            continue
+        parts = raw.split(b" ")
+        if len(parts) >= 3 and len(parts[0]) in (40, 64) and parts[1].isdigit() and parts[2].isdigit():
+            commit = parts[0].decode("ascii", "replace")
+            lines_of[int(parts[2]) - 1] = commit
+        elif commit is not None and parts[0] == b"committer-time" and len(parts) == 2 and parts[1].isdigit():
+            times[commit] = int(parts[1]) * 1000
+    return {line: None if set(sha) == {"0"} else times.get(sha) for line, sha in lines_of.items()}
