@@ -41,7 +41,7 @@ from pimem.importers.base import (
     version_hint,
 )
 from pimem.importers.codex import patch_edits, patch_touches
-from pimem.jsonl import Line, UnsupportedFile, open_regular
+from pimem.jsonl import UnsupportedFile, open_regular
 from pimem.models import Source
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
 
