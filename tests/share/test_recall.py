@@ -140,30 +140,8 @@ def test_case_folding_characters_behave_as_local(share_db: ShareDb, db_path: Pat
 
 def _text_oracle(conn: psycopg.Connection[tuple[object, ...]], text: str, query: RecallQuery,
                  who: shared.Who) -> list[tuple[object, ...]]:
-    """Free text ranked from every shared row read in Python (no index, no read budget)."""
     qwords = ranking.query_words(_shortlist(candidates(text)))
-    tokens = [w.token for w in qwords]
-    docs: dict[shared.Doc, shared._DocInfo] = {}
-    where, params = shared._filters(query, who)
-    sql = f"SELECT {shared._DOC_COLUMNS} FROM pimem.turns" + (f" WHERE {' AND '.join(where)}" if where else "")
-    all_docs: dict[shared.Doc, shared._DocInfo] = {}
-    shared._read_docs(conn.execute(sql, [tokens, tokens, *params]), query, all_docs)
-    df = {t: 0 for t in tokens}
-    for values in conn.execute("SELECT user_words, reply_words FROM pimem.turns"):
-        for t in tokens:
-            if t in values[0] or t in values[1]:  # type: ignore[operator]
-                df[t] += 1
-    for doc, info in all_docs.items():
-        if info.user or info.reply:
-            docs[doc] = info
-    stats = shared.store_stats(conn, "oracle")
-    present = [t for t in tokens if df[t] > 0]
-
-    def sessions(wanted: Sequence[shared.Session]) -> dict[shared.Doc, shared._DocInfo]:
-        return {d: i for d, i in all_docs.items() if i.session in set(wanted)}
-
-    page = shared.rank_docs(docs, qwords, present, [], df, stats, query, sessions,
-                            lambda keys: shared._page_rows(conn, keys))
+    page = shared.text_oracle(conn, qwords, query, who, "test")
     return [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in page.rows]
 
 

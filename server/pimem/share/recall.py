@@ -246,11 +246,29 @@ class SharedTextPage:
     searched: list[tuple[ranking.QueryWord, int, float]]
 
 
-def _doc_counts(conn: Conn, tokens: Sequence[str]) -> dict[str, int]:
-    """Each word's number of shared turns (the whole store's, as the local counts are the whole store's)."""
-    return {str(token): int(count) for token, count in conn.execute(
-        "SELECT w, (SELECT count(*) FROM pimem.turns WHERE user_words @> ARRAY[w] OR reply_words @> ARRAY[w]) "
-        "FROM unnest(%s::text[]) AS w", [list(tokens)])}
+_DF: dict[tuple[str, str], tuple[int, int]] = {}    # (store, token) -> (docs when counted, count)
+
+
+def _doc_counts(conn: Conn, tokens: Sequence[str], stats: Stats, stats_key: str) -> dict[str, int]:
+    """Each word's number of shared turns (the whole store's, as the local counts are the whole store's),
+    one index lookup per word. A common word's count (at least ranking.CACHED_DF) is kept per process
+    until the store grew by a twentieth, as :func:`pimem.recall.ranking._doc_count` keeps it."""
+    counts: dict[str, int] = {}
+    for token in tokens:
+        with _STATS_LOCK:
+            cached = _DF.get((stats_key, token))
+        if cached is not None and cached[0] * 21 >= stats.docs * 20:
+            counts[token] = cached[1]
+            continue
+        row = conn.execute("SELECT count(*) FROM pimem.turns WHERE user_words @> %s OR reply_words @> %s",
+                           ([token], [token])).fetchone()
+        counts[token] = int(row[0]) if row is not None else 0
+        if counts[token] >= ranking.CACHED_DF:
+            with _STATS_LOCK:
+                if len(_DF) > 100_000:
+                    _DF.clear()
+                _DF[(stats_key, token)] = (stats.docs, counts[token])
+    return counts
 
 
 _DOC_COLUMNS = ("author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint, user_chars, "
@@ -280,7 +298,7 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
         return SharedTextPage([], 0, [])
     stats = store_stats(conn, stats_key)
     where, filter_params = _filters(query, who)
-    df = _doc_counts(conn, [w.token for w in qwords])
+    df = _doc_counts(conn, [w.token for w in qwords], stats, stats_key)
     present = sorted((w for w in qwords if df[w.token] > 0), key=lambda w: df[w.token])
     read: list[str] = []
     spent = 0
@@ -420,3 +438,27 @@ def _page_rows(conn: Conn, keys: Sequence[tuple[str, str, str]]) -> dict[Doc, Re
             row = make_shared_row(values, 0)
             found[(row.author or "", row.machine or "", row.session_id, row.turn_id)] = row
     return found
+
+
+def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuery, who: Who,
+                stats_key: str) -> SharedTextPage:
+    """Free text ranked from every shared row (a plain scan: no index, no read budget, every word read):
+    what :func:`text_page` must equal while its budgets are not reached. Tests and the benchmark."""
+    tokens = [w.token for w in qwords]
+    stats = store_stats(conn, stats_key)
+    where, params = _filters(query, who)
+    docs: dict[Doc, _DocInfo] = {}
+    _read_docs(conn.execute(f"SELECT {_DOC_COLUMNS} FROM pimem.turns" + (f" WHERE {' AND '.join(where)}"
+                                                                          if where else ""),
+                            [tokens, tokens, *params]), query, docs)
+    df = {str(token): int(count) for token, count in conn.execute(
+        "SELECT w, (SELECT count(*) FROM pimem.turns WHERE w = ANY(user_words) OR w = ANY(reply_words)) "
+        "FROM unnest(%s::text[]) AS w", [tokens])}
+    holding = {doc: info for doc, info in docs.items() if info.user or info.reply}
+    present = [t for t in tokens if df[t] > 0]
+
+    def sessions(wanted: Sequence[Session]) -> dict[Doc, _DocInfo]:
+        chosen = set(wanted)
+        return {doc: info for doc, info in docs.items() if info.session in chosen}
+
+    return rank_docs(holding, qwords, present, [], df, stats, query, sessions, lambda keys: _page_rows(conn, keys))
