@@ -11,22 +11,11 @@ superset; the row is then checked by ``LIKE`` itself). Score 2w in the user text
 score desc / time desc / turn id asc (then author, machine), copies (same texts and time) once, the
 ``source`` and ``cwd`` filters: as :mod:`pimem.recall.semantics`.
 
-Where PostgreSQL's folding differs from ``str.lower`` (``lower()``/``ILIKE`` under a libc or ICU locale;
-under the C locale it folds ASCII only):
-
-* ``'İ'`` (U+0130): ``str.lower`` gives ``'i̇'`` (two code points, i + U+0307), ``lower()`` one ``'i'``
-  (libc) or ``'i̇'`` (ICU), so ``ILIKE 'i̇%'`` and ``ILIKE 'i%'`` disagree with Python on ``'İstanbul'``;
-* ``'ẞ'`` (U+1E9E) -> ``'ß'`` in both, but ``'ß'.upper()`` is ``'SS'``: an ILIKE (which folds both
-  sides) of ``'STRASSE'`` never finds ``'straße'``, nor does ``str.lower``: they agree only because neither
-  does full case folding; ``'ﬃ'``-like ligatures likewise stay as they are in both;
-* final sigma: ``'ΟΔΟΣ'.lower()`` is ``'οδος'`` (final ``'ς'`` by context), PostgreSQL's ``lower()`` gives
-  ``'οδοσ'`` (per character): an entity ``'οδος'`` would miss with ``lower()``;
-* titlecase digraphs ``'ǅ'`` (U+01C5) -> ``'ǆ'`` in Python; libc ``towlower`` leaves it under some
-  glibc versions; Turkish/Azeri dotless ``'I'``/``'ı'`` follow the database's locale with libc (``tr_TR``:
-  ``'I'`` -> ``'ı'``), never in Python;
-* characters beyond the Basic Multilingual Plane (Deseret ``'𐐀'``, Adlam) fold in Python, not with
-  some libc locales.
-
+Where PostgreSQL's folding differs from ``str.lower`` (docs/share-recall.md has the table): on the
+tests' server (PostgreSQL 15, ``C.UTF-8``, glibc) ``lower('İstanbul')`` is ``'istanbul'`` where Python
+gives ``'i̇stanbul'`` (i + U+0307), and ``lower('ΟΔΟΣ')`` is ``'οδοσ'`` where Python gives the final
+``'ς'``; with other providers and locales more differ (a ``C`` database folds ASCII only, ``tr_TR`` maps
+``'I'`` to ``'ı'``, older C libraries leave the titlecase digraphs such as ``'ǅ'``).
 ``tests/share/test_recall.py`` stores each of these and compares shared recall with local recall.
 
 **Free text** (:func:`text_page`): conversations ranked as :mod:`pimem.recall.ranking` ranks them, from the
