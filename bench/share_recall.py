@@ -40,6 +40,7 @@ from pimem.recall.freetext import _shortlist, candidates, recall_conversations  
 from pimem.recall.ranking import query_words  # noqa: E402
 from pimem.share import recall as shared  # noqa: E402
 from pimem.share.db import apply_init  # noqa: E402
+from pimem.share.schema import BASE_DDL  # noqa: E402
 from pimem.words import tokens_many  # noqa: E402
 from textpool import PLANTS, TextPool  # noqa: E402
 
@@ -171,7 +172,13 @@ def main(argv: list[str] | None = None) -> int:
                     conn.execute(f"DROP INDEX pimem.{name}")
             report["loadSharedS"] = round(load_shared(lambda m: server.conninfo(user=m, dbname=dbname), turns), 1)
             t0 = time.perf_counter()
-            apply_init(admin, members=(*members, "reader"))
+            with psycopg.connect(admin, autocommit=True) as conn:
+                for statement in BASE_DDL.split(";"):
+                    if "CREATE INDEX" in statement:
+                        conn.execute(statement.strip())
+                indexes = conn.execute("SELECT count(*) FROM pg_indexes WHERE schemaname = 'pimem' "
+                                       "AND tablename = 'turns'").fetchone()
+                assert indexes is not None and indexes[0] >= 8, indexes   # the primary key + 7
             report["indexSharedS"] = round(time.perf_counter() - t0, 1)
             with psycopg.connect(admin, autocommit=True) as conn:
                 conn.execute("VACUUM ANALYZE pimem.turns")

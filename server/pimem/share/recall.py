@@ -24,7 +24,8 @@ GIN indexes: BM25 idf from the words' document counts, a turn scores idf x (user
 length) + idf x (reply weight), the best sessions by best turn and by typed words are scored in full, the
 two rankings fused by reciprocal rank, one row per conversation (its best turn). A conversation is
 ``(author, machine, session_id)``. The statistics (rows, average lengths, sessions) are those of the
-whole shared store, read once a minute per process, as the local ones are per store.
+whole shared store, read once a minute per process (past 200,000 rows from a sample and the planner's
+row estimate), as the local ones are per store.
 
 The ``mine``/``team`` scopes are filters here (``author = current_user``, this machine's rows left out);
 merging with local rows is :mod:`pimem.share.scope`'s. psycopg is imported in ``pimem.share`` only.
@@ -57,6 +58,7 @@ _ROW = ("author, machine, doc_key, session_id, source, cwd, (extract(epoch from 
         "user_text, reply_text, tools")
 _FETCH = 500          # rows fetched at a time from the ordered candidates
 STATS_TTL_S = 60.0
+STATS_SAMPLED = 200_000   # rows counted exactly; a larger store's statistics come from a sample
 
 
 @dataclass(frozen=True)
@@ -204,11 +206,22 @@ def store_stats(conn: Conn, key: str) -> Stats:
         cached = _STATS.get(key)
     if cached is not None and now - cached[0] < STATS_TTL_S:
         return cached[1]
+    estimate = conn.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = 'pimem.turns'::regclass").fetchone()
+    rows = int(estimate[0]) if estimate is not None and estimate[0] is not None else -1
+    # Counting a large table takes seconds, past the recall's deadline: past STATS_SAMPLED rows (by the
+    # planner's estimate), a sample of about that many rows gives the averages and the conversations'
+    # share, and the estimate the size (local ranking, too, reads its averages from a sample).
+    source = "pimem.turns"
+    if rows > STATS_SAMPLED:
+        source += f" TABLESAMPLE SYSTEM ({100.0 * STATS_SAMPLED / rows:.4f}) REPEATABLE (24)"
     row = conn.execute("SELECT count(*), avg(user_chars), avg(reply_chars), "
-                       "count(DISTINCT (author, machine, session_id)) FROM pimem.turns").fetchone()
+                       f"count(DISTINCT (author, machine, session_id)) FROM {source}").fetchone()
     assert row is not None
-    stats = Stats(int(row[0] or 0), max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0),
-                  int(row[3] or 0))
+    counted, sessions = int(row[0] or 0), int(row[3] or 0)
+    docs = counted
+    if rows > STATS_SAMPLED and counted:
+        docs, sessions = rows, sessions * rows // counted
+    stats = Stats(docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0), sessions)
     with _STATS_LOCK:
         _STATS[key] = (now, stats)
     return stats
@@ -265,6 +278,28 @@ _DOC_COLUMNS = ("author, machine, session_id, doc_key, (extract(epoch from ts) *
                 "ARRAY(SELECT w FROM unnest(reply_words) w WHERE w = ANY(%s))")
 
 
+_DOC_KEYS = ("author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint, user_chars, "
+             "reply_chars, cwd")
+
+
+def _doc_key(values: Sequence[Any]) -> Doc:
+    return (str(values[0]), str(values[1]), str(values[2]), str(values[3]))
+
+
+def _doc_info(values: Sequence[Any], query: RecallQuery, into: dict[Doc, _DocInfo]) -> _DocInfo | None:
+    """The entry of a doc read with :data:`_DOC_KEYS` (made on first sight), None when the folder
+    filter leaves it out."""
+    if query.cwd is not None and not in_folder(str(values[7]), query.cwd):
+        return None
+    doc = _doc_key(values)
+    info = into.get(doc)
+    if info is None:
+        info = _DocInfo((doc[0], doc[1], doc[2]), (int(values[4]), doc[0], doc[1], doc[3]), int(values[5]),
+                        int(values[6]))
+        into[doc] = info
+    return info
+
+
 def _read_docs(rows: Iterable[Sequence[Any]], query: RecallQuery, into: dict[Doc, _DocInfo]) -> None:
     for values in rows:
         if query.cwd is not None and not in_folder(str(values[7]), query.cwd):
@@ -296,26 +331,43 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
             break
         read.append(w.token)
         spent += df[w.token]
-    all_tokens = [w.token for w in present]
     docs: dict[Doc, _DocInfo] = {}
     extra = (" AND " + " AND ".join(where)) if where else ""
+    # Postings as local ranking reads them: per word and column, from the GIN index alone (@> on one
+    # element needs no recheck), the scalar columns only: the word arrays are never read here.
     for token in read:
         limit = f" ORDER BY ts DESC LIMIT {ranking.READ_BUDGET}" if df[token] > ranking.READ_BUDGET else ""
-        _read_docs(conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM pimem.turns WHERE (user_words @> ARRAY[%s]::text[] OR "
-            f"reply_words @> ARRAY[%s]::text[]){extra}{limit}",
-            [read, read, token, token, *filter_params]), query, docs)
-    checked = [t for t in all_tokens if t not in read]
+        for column, field_name in (("user_words", "user"), ("reply_words", "reply")):
+            for values in conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE {column} @> %s{extra}{limit}",
+                                       [[token], *filter_params]):
+                info = _doc_info(values, query, docs)
+                if info is not None:
+                    getattr(info, field_name).add(token)
+    checked = [w.token for w in present if w.token not in read]
 
     def fetch_sessions(sessions: Sequence[Session]) -> dict[Doc, _DocInfo]:
+        """Every doc of ``sessions`` (what the read words' postings said of each), and the checked
+        (commoner) words in the user texts of the first CHECKED_SESSIONS of them, as locally."""
         found: dict[Doc, _DocInfo] = {}
         if not sessions:
             return found
-        _read_docs(conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM pimem.turns WHERE (author, machine, session_id) IN "
-            "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
-            [all_tokens, read, [s[0] for s in sessions], [s[1] for s in sessions], [s[2] for s in sessions]]),
-            query, found)
+        keys = "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))"
+
+        def columns(chosen: Sequence[Session]) -> list[list[str]]:
+            return [[s[0] for s in chosen], [s[1] for s in chosen], [s[2] for s in chosen]]
+        for values in conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE (author, machine, session_id) IN "
+                                   f"{keys}", columns(sessions)):
+            info = _doc_info(values, query, found)
+            if info is not None and (known := docs.get(_doc_key(values))) is not None:
+                info.user.update(known.user)
+                info.reply.update(known.reply)
+        first = list(sessions[:ranking.CHECKED_SESSIONS])
+        for token in checked:
+            for values in conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE user_words @> %s AND "
+                                       f"(author, machine, session_id) IN {keys}", [[token], *columns(first)]):
+                info = found.get(_doc_key(values))
+                if info is not None:
+                    info.user.add(token)
         return found
 
     return rank_docs(docs, qwords, read, checked, df, stats, query, fetch_sessions,
