@@ -207,6 +207,10 @@ def measure(conninfo: str, local_db: Path, args: argparse.Namespace) -> dict[str
         shared.store_stats(pg, "bench")    # read once per process, as in use (a minute's cache)
         entity_shared: dict[int, list[float]] = {}
         entity_local: dict[int, list[float]] = {}
+        # Entities of 1-2 characters (锁, 缓存, a_b: no trigram of their own) cannot use pg_trgm: their
+        # shapes scan the table; the others are read from the index. Reported apart.
+        by_kind: dict[str, list[float]] = {"indexed": [], "short": []}
+        local_kind: dict[str, list[float]] = {"indexed": [], "short": []}
         mismatches = 0
         for k, entities in shapes(args.variants):
             query = make_query(list(entities), 5)
@@ -215,9 +219,12 @@ def measure(conninfo: str, local_db: Path, args: argparse.Namespace) -> dict[str
                 t = time.perf_counter()
                 rows = shared.entity_rows(pg, query, who, query.limit)
                 entity_shared.setdefault(k, []).append((time.perf_counter() - t) * 1000)
+                kind = "short" if any(not shared.trigram_indexable(e) for e in entities) else "indexed"
+                by_kind[kind].append(entity_shared[k][-1])
                 t = time.perf_counter()
                 recall_page(local, query)
                 entity_local.setdefault(k, []).append((time.perf_counter() - t) * 1000)
+                local_kind[kind].append(entity_local[k][-1])
                 if expected is None:
                     expected = plain_sql_oracle(pg, query)
                     if [(r.author, r.machine, r.turn_id, r.hits) for r in rows] != expected:
@@ -231,6 +238,9 @@ def measure(conninfo: str, local_db: Path, args: argparse.Namespace) -> dict[str
             "localP50Ms": round(statistics.median(all_local), 2), "localP95Ms": round(pct(all_local, 0.95), 2),
             "p95Ratio": round(pct(all_shared, 0.95) / max(pct(all_local, 0.95), 1e-6), 1),
             "queries": len(all_shared), "oracleMismatches": mismatches,
+            "byKind": {kind: {"queries": len(values), "sharedP95Ms": round(pct(values, 0.95), 1),
+                              "localP95Ms": round(pct(local_kind[kind], 0.95), 1)}
+                       for kind, values in by_kind.items() if values},
         }
         text_shared: list[float] = []
         text_local: list[float] = []

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 import threading
 import time
 from collections import defaultdict
@@ -115,6 +116,13 @@ def merge_key(row: RecallRow) -> tuple[int, int, str, str, str]:
     """Recall's order over local and shared rows (local rows have no author/machine: they sort first
     among equal turn ids)."""
     return (-row.hits, -row.ts, row.turn_id, row.author or "", row.machine or "")
+
+
+def trigram_indexable(entity: str) -> bool:
+    """Whether pg_trgm can narrow ``LIKE '%entity%'``: a run of at least three letters or digits (its
+    words are runs of alphanumerics; a shorter one, bounded by wildcards, gives no trigram). An entity
+    that cannot (``锁``, ``缓存``, ``a_b``, ``io``) makes the query read every row."""
+    return any(len(run) >= 3 for run in re.findall(r"[^\W_]+", entity))
 
 
 def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[RecallRow]:
