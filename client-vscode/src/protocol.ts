@@ -401,3 +401,35 @@ export interface RecallResult {
   total?: number; // with withTotal: matching turns (copies collapsed), exact up to 1,000
   totalCapped?: boolean; // true: more than `total` match ("1,000+")
 }
+
+// ---- recall across the shared PostgreSQL store (issue 24; docs/lsp-extensions.md, pimem/recall "Scope") ----
+// A block of its own, like the ones above, so that it merges cleanly with concurrent changes.
+
+/** local: this machine's store (the default); mine: + my turns pushed from my other machines;
+ * team: every member's shared turns; all: this store + the shared store. */
+export type RecallScope = 'local' | 'mine' | 'team' | 'all';
+
+export interface RecallParams {
+  scope?: RecallScope; // default 'local'
+}
+
+export interface RecallRow {
+  author?: string; // only on rows of the shared store: the member (database role) who pushed it
+  machine?: string; // ... and the machine it was pushed from (no resumeCommand, no jsonlPath for these)
+}
+
+/** What the shared store gave: its rows come within the timeout, or the answer holds the local rows only. */
+export interface SharedPart {
+  state: 'ok' | 'timeout' | 'unreachable' | 'unconfigured' | 'error';
+  rows: number; // rows of this page that came from the shared store
+  durationMs: number;
+  message?: string; // one line, when state is not 'ok'
+}
+
+export interface RecallResult {
+  shared?: SharedPart; // only when `scope` is given and is not 'local'
+}
+
+export interface AgentRecallResult {
+  shared?: SharedPart; // recall_memory's `scope` (docs/mcp.md)
+}

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pimem import __version__, wire
 from pimem.cli_share import add_share, cmd_share, push_after_sync
@@ -44,6 +45,7 @@ from pimem.recall import (
     TOTAL_CAP,
     RecallError,
     RecallPage,
+    RecallQuery,
     check_turn_id,
     get_turn,
     make_query,
@@ -53,6 +55,9 @@ from pimem.recall.format import format_text, format_turn_text
 from pimem.store import StoreError, connect, store_failure, upgrade_notice
 from pimem.terminal import VisibleFormatter, json_text, visible
 from pimem.textutil import quoted
+
+if TYPE_CHECKING:
+    from pimem.share.scope import SharedReport
 
 
 def _out(text: str) -> None:
@@ -102,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--total", action="store_true",
                      help=f"also count the matching turns (exactly up to {TOTAL_CAP:,}); with --json the "
                           "output is then {results, total, totalCapped}")
+    rec.add_argument("--scope", choices=("local", "mine", "team", "all"), default="local",
+                     help="local: this store only (default); mine: also my turns pushed from my other machines; "
+                          "team: every member's turns on the shared store; all: this store and the shared store "
+                          "(docs/share.md). With --json the output is then {results, shared, ...}")
     rec.add_argument("--json", action="store_true", help="print the rows as JSON")
 
     show = commands.add_parser("show", help="print one whole turn (the turn id that recall prints)")
@@ -263,6 +272,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
         _err(f"pimem recall: {error}")
         return 2
     with _reading(args) as conn:
+        if args.scope != "local":
+            return _recall_scoped(args, conn, query)
         page = recall_page(conn, query)
     if args.json and page.total is not None:
         print(json_text({"results": [wire.recall_row(row) for row in page.rows], "total": page.total,
@@ -273,6 +284,29 @@ def cmd_recall(args: argparse.Namespace) -> int:
         _out(format_text(page.rows))
         _say_total(page)
     return 0
+
+
+def _recall_scoped(args: argparse.Namespace, conn: sqlite3.Connection, query: RecallQuery) -> int:
+    from pimem.share.scope import recall_scoped
+
+    page, report = recall_scoped(conn, _db(args), query, args.scope)
+    assert report is not None
+    if args.json:
+        answer: dict[str, object] = {"results": [wire.recall_row(row) for row in page.rows],
+                                     "shared": wire.shared_report(report)}
+        if page.total is not None:
+            answer.update(total=page.total, totalCapped=page.total_capped)
+        print(json_text(answer))
+        return 0
+    _out(format_text(page.rows))
+    _say_total(page)
+    _say_shared(report)
+    return 0
+
+
+def _say_shared(report: SharedReport) -> None:
+    if report.state != "ok":
+        _err(f"pimem recall: shared store {report.state}: {report.message or ''} (local rows only)")
 
 
 def _say_total(page: RecallPage) -> None:
@@ -310,15 +344,25 @@ def _recall_text(args: argparse.Namespace) -> int:
     except RecallError as error:
         _err(f"pimem recall: {error}")
         return 2
+    report: SharedReport | None = None
     with _reading(args) as conn:
-        answer = recall_conversations(conn, found, base)
+        if args.scope != "local":
+            from pimem.share.scope import recall_scoped_text
+
+            answer, report = recall_scoped_text(conn, _db(args), found, base, args.scope)
+        else:
+            answer = recall_conversations(conn, found, base)
     if args.json:
-        print(json_text(wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total,
-                                           answer.total_capped)))
+        result = wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total, answer.total_capped)
+        if report is not None:
+            result["shared"] = wire.shared_report(report)
+        print(json_text(result))
     else:
         _out(f"Searched: {', '.join(answer.entities) or '(nothing: no word of the text occurs in the store)'}")
         _out(format_text(answer.rows))
         _say_total(RecallPage(answer.rows, answer.total, answer.total_capped))
+        if report is not None:
+            _say_shared(report)
     return 0
 
 
