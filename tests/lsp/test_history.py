@@ -78,6 +78,8 @@ INVALID: list[tuple[str, Any, str]] = [
     (methods.FILE_HISTORY, {}, "path"),
     (methods.FILE_HISTORY, {"path": "notes.txt"}, "path"),
     (methods.FILE_HISTORY, {"path": "/" + "x" * 4096}, "path"),
+    (methods.FILE_HISTORY, {"path": "file://[::1/tmp/a"}, "path"),   # urlparse: "Invalid IPv6 URL"
+    (methods.SESSIONS, {"folders": ["file://[/tmp"]}, "folders"),
     (methods.FILE_HISTORY, {"path": "/tmp/a", "limit": 0}, "limit"),
     (methods.FILE_HISTORY, {"path": "/tmp/a", "limit": 201}, "limit"),
     (methods.MIGRATE_CODEX, {"sessionId": "claude:0f0f0f0f-0000-4000-8000-000000000001"}, "sessionId"),

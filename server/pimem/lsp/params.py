@@ -56,8 +56,11 @@ def _unicode(method: str, name: str, value: Any) -> None:
 
 
 def uri_to_path(uri: str) -> str | None:
-    """The filesystem path of a ``file://`` URI, or None for any other scheme."""
-    parsed = urlparse(uri)
+    """The filesystem path of a ``file://`` URI, or None for any other scheme or a URI urlparse refuses."""
+    try:
+        parsed = urlparse(uri)
+    except ValueError:   # "Invalid IPv6 URL" for an unbalanced "[" in the authority
+        return None
     if parsed.scheme != "file":
         return None
     path = url2pathname(unquote(parsed.path))
