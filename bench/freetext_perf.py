@@ -19,8 +19,9 @@ import's cost of the word index; each against a reference measured in the same r
   words of pending turns (this code), with those words forgotten before every query (what every query
   paid before), and with no lag (the reference).
 * ``import``: ``pimem sync`` of the corpus into a fresh store by two revisions (``--before``: the
-  commit before the word index was merged; ``--after``), alternated, ``--runs`` each; wall time, peak
-  RSS of the process tree, store size, and the word index's share of the store (``dbstat``).
+  commit before the word index was merged; ``--after``), alternated, ``--runs`` each; CPU time (user
+  + system, the sync's workers included: steadier than wall time on a loaded machine) and wall time,
+  peak RSS of the process tree, store size, and the word index's share of the store (``dbstat``).
 
 Quote the machine and its load with the figures: this machine's speed varies from minute to minute,
 so compare within a run (docs/benchmarks.md).
@@ -32,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -60,8 +62,9 @@ TEMPLATES = ("how did we fix the {0} {1} when the {2} failed?", "what was wrong 
 PLANTED_WORDS = ("flamingo", "payroll", "flamingo", "payroll", "cache")
 
 
-def questions(count: int = 50, seed: int = 7) -> list[str]:
-    """The labelled set's questions, then ``count`` made of the generator's vocabulary."""
+def questions(sample: int = 0, count: int = 50, seed: int = 7) -> list[str]:
+    """The labelled set's questions, then ``count`` made of the generator's vocabulary; with ``sample``,
+    that many of them, evenly spaced."""
     found = [text for conversation in PLANTED for text in conversation.question]
     rng = random.Random(seed)
     pool = [word for word in WORDS if len(word) > 3 and word.isalpha()]
@@ -69,6 +72,8 @@ def questions(count: int = 50, seed: int = 7) -> list[str]:
         picked = rng.sample(pool, 3)
         fourth = PLANTED_WORDS[number % len(PLANTED_WORDS)] if number % 2 == 0 else rng.choice(pool)
         found.append(rng.choice(TEMPLATES).format(*picked, fourth))
+    if 0 < sample < len(found):
+        found = [found[position * len(found) // sample] for position in range(sample)]
     return found
 
 
@@ -147,7 +152,7 @@ def store_turns(conn: sqlite3.Connection) -> int:
 
 def latency(args: argparse.Namespace) -> dict[str, Any]:
     conn = connect(args.store, create=False, for_writing=False)
-    texts = questions()
+    texts = questions(args.sample)
     prose = [text for text in texts if not freetext.looks_like_code(freetext.parse_text(text))]
     print(f"- store: {args.store} ({store_turns(conn):,} turns), pimem {revision()}, load average {load_average()}")
     print(f"- {len(texts)} questions ({len(prose)} ranked through the word index, the others are code-like and go "
@@ -167,7 +172,7 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
 
 def pending(args: argparse.Namespace) -> dict[str, Any]:
     conn = connect(args.store, create=False)
-    texts = questions()
+    texts = questions(args.sample)
     texts = [text for text in texts if not freetext.looks_like_code(freetext.parse_text(text))]
     ask = pimem_query(conn, args.limit)
     print(f"- store: {args.store} ({store_turns(conn):,} turns), pimem {revision()}, load average {load_average()}")
@@ -204,16 +209,25 @@ def word_index_bytes(db: Path) -> int:
         conn.close()
 
 
+def _children_cpu() -> float:
+    """User + system CPU seconds of every finished child process and their waited-for descendants (the
+    sync's workers): under a load that changes from minute to minute, far steadier than wall time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def import_once(source: Path, home: Path, db: Path) -> dict[str, Any]:
     remove_db(db)
     env = {key: value for key, value in os.environ.items() if key not in AGENT_ENV}
     env.update(HOME=str(home), MEMORY_DB_PATH=str(db), PYTHONUNBUFFERED="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])))
+    cpu_before = _children_cpu()
     run = run_measured([sys.executable, "-m", "pimem", "sync", "--json"], env)
+    cpu = _children_cpu() - cpu_before
     if run.returncode != 0:
         raise SystemExit(f"pimem sync failed ({source}): {run.stderr[-2000:]}")
     stats = json.loads(run.stdout)
-    return {"seconds": run.seconds, "peak_rss": run.peak_sum, "db_bytes": db_bytes(db),
+    return {"seconds": run.seconds, "cpu_seconds": cpu, "peak_rss": run.peak_sum, "db_bytes": db_bytes(db),
             "word_bytes": word_index_bytes(db), "turns": stats.get("turns"),
             "stored_s": stats.get("storedMs", 0) / 1000}
 
@@ -230,7 +244,8 @@ def import_pair(args: argparse.Namespace) -> dict[str, Any]:
         for name in (("before", "after") if number % 2 == 0 else ("after", "before")):
             result = import_once(sources[name][0], home, work / f"{name}.db")
             runs[name].append(result)
-            print(f"  run {number + 1} {name}: {result['seconds']:.1f} s, peak RSS {result['peak_rss'] / 1e6:.0f} MB, "
+            print(f"  run {number + 1} {name}: {result['seconds']:.1f} s ({result['cpu_seconds']:.1f} s CPU), "
+                  f"peak RSS {result['peak_rss'] / 1e6:.0f} MB, "
                   f"store {result['db_bytes'] / 1e6:.0f} MB (word index {result['word_bytes'] / 1e6:.0f} MB), "
                   f"{result['turns']} turns, load average {load_average()}", flush=True)
     if args.keep_after is not None:   # the store the latency benchmarks read (the after revision's import)
@@ -240,19 +255,24 @@ def import_pair(args: argparse.Namespace) -> dict[str, Any]:
         remove_db(work / f"{name}.db")
     before_s = statistics.median(run["seconds"] for run in runs["before"])
     after_s = statistics.median(run["seconds"] for run in runs["after"])
-    pairs = [after["seconds"] / before["seconds"] for before, after in zip(runs["before"], runs["after"], strict=True)]
+    before_cpu = statistics.median(run["cpu_seconds"] for run in runs["before"])
+    after_cpu = statistics.median(run["cpu_seconds"] for run in runs["after"])
+    pairs = [after["cpu_seconds"] / before["cpu_seconds"]
+             for before, after in zip(runs["before"], runs["after"], strict=True)]
     before_db = runs["before"][0]["db_bytes"]
     after_db = runs["after"][0]["db_bytes"]
     print()
-    print("| | median s | peak RSS (tree) | store | word index |")
-    print("|---|---|---|---|---|")
-    for name, seconds in (("before", before_s), ("after", after_s)):
-        print(f"| {name} | {seconds:.1f} | {max(run['peak_rss'] for run in runs[name]) / 1e6:.0f} MB | "
+    print("| | median CPU s | median wall s | peak RSS (tree) | store | word index |")
+    print("|---|---|---|---|---|---|")
+    for name, seconds, cpu in (("before", before_s, before_cpu), ("after", after_s, after_cpu)):
+        print(f"| {name} | {cpu:.1f} | {seconds:.1f} | {max(run['peak_rss'] for run in runs[name]) / 1e6:.0f} MB | "
               f"{runs[name][0]['db_bytes'] / 1e6:.0f} MB | {runs[name][0]['word_bytes'] / 1e6:.0f} MB |")
     print()
-    print(f"after / before: import time {after_s / before_s:.2f}× (per pair: "
-          f"{', '.join(f'{ratio:.2f}' for ratio in pairs)}), store {after_db / before_db:.2f}×")
-    return {"runs": runs, "time_ratio": after_s / before_s, "pair_ratios": pairs, "store_ratio": after_db / before_db}
+    print(f"after / before: import CPU time {after_cpu / before_cpu:.2f}× (per pair: "
+          f"{', '.join(f'{ratio:.2f}' for ratio in pairs)}), wall time {after_s / before_s:.2f}×, "
+          f"store {after_db / before_db:.2f}×")
+    return {"runs": runs, "cpu_ratio": after_cpu / before_cpu, "wall_ratio": after_s / before_s,
+            "pair_cpu_ratios": pairs, "store_ratio": after_db / before_db}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -263,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.add_argument("--store", type=Path, required=True, help="an imported memory.db (not changed)")
         command.add_argument("--runs", type=int, default=3)
         command.add_argument("--limit", type=int, default=10, help="conversations per answer")
+        command.add_argument("--sample", type=int, default=0, help="only this many questions, evenly spaced")
         command.add_argument("--lag", type=int, default=ranking.PENDING_SCORED, help="pending: turns the index lags")
     command = commands.add_parser("import")
     command.add_argument("--corpus", type=Path, required=True, help="a bench/generate.py corpus")
