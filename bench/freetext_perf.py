@@ -116,58 +116,78 @@ def reference_query(conn: sqlite3.Connection) -> Callable[[str], int]:
 
 
 def timed(askers: Sequence[Callable[[str], int]], texts: Sequence[str], runs: int,
-          before_each: Callable[[], None] | None = None) -> list[list[float]]:
-    """Per asker and text, the median of ``runs`` timed answers (ms), after one untimed pass (warm). The
-    askers take turns on each text, so a change of the machine's load hits them alike."""
+          before_each: Callable[[], None] | None = None) -> list[tuple[list[float], list[float]]]:
+    """Per asker, per text the median of ``runs`` answers' wall time and CPU time of this thread (ms),
+    after one untimed pass (warm). The askers take turns on each text, so a change of the machine's load
+    hits them alike; the CPU time (SQLite runs in the asking thread) barely depends on that load."""
     for ask in askers:
         for text in texts:
             if before_each is not None:
                 before_each()
             ask(text)
-    per_text: list[list[list[float]]] = [[[] for _ in texts] for _ in askers]
+    wall: list[list[list[float]]] = [[[] for _ in texts] for _ in askers]
+    cpu: list[list[list[float]]] = [[[] for _ in texts] for _ in askers]
     for _ in range(runs):
         for position, text in enumerate(texts):
             for number, ask in enumerate(askers):
                 if before_each is not None:
                     before_each()
-                started = time.perf_counter()
+                started, started_cpu = time.perf_counter(), time.thread_time()
                 ask(text)
-                per_text[number][position].append((time.perf_counter() - started) * 1000)
-    return [[statistics.median(values) for values in asker] for asker in per_text]
+                wall[number][position].append((time.perf_counter() - started) * 1000)
+                cpu[number][position].append((time.thread_time() - started_cpu) * 1000)
+    return [([statistics.median(values) for values in wall[number]],
+             [statistics.median(values) for values in cpu[number]]) for number in range(len(askers))]
 
 
-def figures(values: Sequence[float]) -> dict[str, float]:
-    return {"p50": percentile(values, 0.5), "p95": percentile(values, 0.95), "max": max(values), "n": len(values)}
+def figures(values: tuple[list[float], list[float]]) -> dict[str, float]:
+    wall, cpu = values
+    return {"p50": percentile(wall, 0.5), "p95": percentile(wall, 0.95), "max": max(wall), "n": len(wall),
+            "cpu_p50": percentile(cpu, 0.5), "cpu_p95": percentile(cpu, 0.95), "cpu_max": max(cpu)}
 
 
-def row(name: str, values: dict[str, float], reference: dict[str, float] | None) -> str:
-    ratio = "" if reference is None else \
-        f" | {values['p50'] / reference['p50']:.1f}× | {values['p95'] / reference['p95']:.1f}×"
-    return f"| {name} | {values['n']:.0f} | {values['p50']:.1f} | {values['p95']:.1f} | {values['max']:.1f}{ratio} |"
+HEADER = ("| {0} | questions | p50 ms | p95 ms | max ms | CPU p50 ms | CPU p95 ms | CPU max ms | "
+          "CPU p50 / {1} | CPU p95 / {1} |\n|---|---|---|---|---|---|---|---|---|---|")
+
+
+def row(name: str, values: dict[str, float], reference: dict[str, float]) -> str:
+    return (f"| {name} | {values['n']:.0f} | {values['p50']:.1f} | {values['p95']:.1f} | {values['max']:.1f} | "
+            f"{values['cpu_p50']:.1f} | {values['cpu_p95']:.1f} | {values['cpu_max']:.1f} | "
+            f"{values['cpu_p50'] / reference['cpu_p50']:.1f}× | {values['cpu_p95'] / reference['cpu_p95']:.1f}× |")
 
 
 def store_turns(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT max(rowid) FROM turns").fetchone()[0] or 0)
 
 
+def lme_dev_questions(path: Path) -> list[str]:
+    """The LongMemEval dev questions (never the held-out first 100: bench/lme/data.py)."""
+    sys.path.insert(0, str(REPO / "bench" / "lme"))
+    import data
+
+    dev, _holdout = data.split(data.load_questions(path))
+    return [str(question["question"]) for question in dev]
+
+
 def latency(args: argparse.Namespace) -> dict[str, Any]:
     conn = connect(args.store, create=False, for_writing=False)
-    texts = questions(args.sample)
+    texts = lme_dev_questions(args.lme_data) if args.lme_data else questions()
+    if 0 < args.sample < len(texts):
+        texts = [texts[position * len(texts) // args.sample] for position in range(args.sample)]
     prose = [text for text in texts if not freetext.looks_like_code(freetext.parse_text(text))]
     print(f"- store: {args.store} ({store_turns(conn):,} turns), pimem {revision()}, load average {load_average()}")
-    print(f"- {len(texts)} questions ({len(prose)} ranked through the word index, the others are code-like and go "
-          f"to the trigram index), limit {args.limit}, median of {args.runs} runs per question, warm")
-    ours_ms, reference_ms = timed([pimem_query(conn, args.limit), reference_query(conn)], texts, args.runs)
-    ours, reference = figures(ours_ms), figures(reference_ms)
-    ours_prose = figures([ms for text, ms in zip(texts, ours_ms, strict=True) if text in prose])
+    print(f"- {len(texts)} questions ({'LongMemEval dev' if args.lme_data else 'quality set + generated'}; "
+          f"{len(prose)} ranked through the word index, the others are code-like and go to the trigram index), "
+          f"limit {args.limit}, median of {args.runs} runs per question, warm")
+    ours_t, reference_t = timed([pimem_query(conn, args.limit), reference_query(conn)], texts, args.runs)
+    ours, reference = figures(ours_t), figures(reference_t)
     print(f"- RSS after the run {rss_mb():.0f} MB; load average {load_average()}")
     print()
-    print("| ranker | questions | p50 ms | p95 ms | max ms | p50 / ref | p95 / ref |")
-    print("|---|---|---|---|---|---|---|")
-    print(row("pimem `recall_conversations` (all questions)", ours, reference))
-    print(row("pimem, the prose questions only", ours_prose, None))
+    print(HEADER.format("ranker", "ref"))
+    print(row("pimem `recall_conversations`", ours, reference))
     print(row("reference: FTS5 `bm25()` over `pimem_words`, words OR-ed, 50 turns", reference, reference))
-    return {"pimem": ours, "pimem_prose": ours_prose, "reference": reference, "turns": store_turns(conn)}
+    return {"pimem": ours, "reference": reference, "turns": store_turns(conn), "questions": len(texts),
+            "prose": len(prose)}
 
 
 def pending(args: argparse.Namespace) -> dict[str, Any]:
@@ -190,8 +210,7 @@ def pending(args: argparse.Namespace) -> dict[str, Any]:
     print(f"- the word index lagging {backlog:,} turns (rolled back after the run); {len(texts)} prose questions, "
           f"limit {args.limit}; RSS with the pending words kept {kept_rss:.0f} MB; load average {load_average()}")
     print()
-    print("| pending turns' words | questions | p50 ms | p95 ms | max ms | p50 / no lag | p95 / no lag |")
-    print("|---|---|---|---|---|---|---|")
+    print(HEADER.format("pending turns' words", "no lag"))
     print(row(f"kept per process ({args.lag:,} lagging)", kept, reference))
     print(row(f"tokenized for every query, as before ({args.lag:,} lagging)", forgotten, reference))
     print(row("reference: no lag", reference, reference))
@@ -283,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.add_argument("--store", type=Path, required=True, help="an imported memory.db (not changed)")
         command.add_argument("--runs", type=int, default=3)
         command.add_argument("--limit", type=int, default=10, help="conversations per answer")
+        command.add_argument("--lme-data", type=Path, help="latency: ask the LongMemEval dev questions of this "
+                                                             "file instead (never the held-out ones)")
         command.add_argument("--sample", type=int, default=0, help="only this many questions, evenly spaced")
         command.add_argument("--lag", type=int, default=ranking.PENDING_SCORED, help="pending: turns the index lags")
     command = commands.add_parser("import")
