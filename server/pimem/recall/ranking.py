@@ -30,6 +30,7 @@ import heapq
 import json
 import math
 import sqlite3
+import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -177,7 +178,7 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     store_key = _store_key(conn)
     docs, avg_user, avg_reply = _totals(conn, store_key)
     docs = max(docs, 1)   # an empty word index: the turns not in it yet are still scored below
-    pending = _pending_docs(conn, qwords)
+    pending = _pending_docs(conn, qwords, store_key)
     df = {w.token: _doc_count(conn, store_key, w.token, docs) for w in qwords}
     docs += len(pending)
     for user_tokens, reply_tokens, _session, _uc, _rc in pending.values():
@@ -372,23 +373,58 @@ def _filter_sessions(conn: sqlite3.Connection, sessions: Sequence[int], query: R
     return allowed
 
 
-def _pending_docs(conn: sqlite3.Connection, qwords: Sequence[QueryWord]
+class _PendingWords:
+    """The words of the turns not in the word index yet, kept per process: tokenizing a turn's texts is
+    most of a free-text query's cost while the index lags (2,000 turns: seconds), and the same turns
+    are asked about again and again until the index build reaches them. An entry is used only while its
+    turn's texts are the ones it was made from (their lengths and hashes), and dropped when the turn
+    leaves the pending docs (indexed) or its texts changed, so answers are those of a fresh process."""
+
+    STORES = 4                 # stores kept (a process rarely reads more than one)
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        # store -> doc -> (fingerprint of its texts, words of the user text, words of the reply)
+        self.by_store: dict[str, dict[int, tuple[tuple[int, int, int, int], frozenset[str], frozenset[str]]]] = {}
+
+
+_PENDING_WORDS = _PendingWords()
+
+
+def _pending_docs(conn: sqlite3.Connection, qwords: Sequence[QueryWord], store_key: str
                   ) -> dict[int, tuple[set[str], set[str], int, int, int]]:
     """Turns not in the word index yet (at most PENDING_SCORED, newest first): the query words each
     holds in its user text and its reply, its session and lengths."""
-    wanted = {w.token for w in qwords}
+    wanted = frozenset(w.token for w in qwords)
     found: dict[int, tuple[set[str], set[str], int, int, int]] = {}
     rows = conn.execute(
         "SELECT p.doc_key, t.user_text, t.reply_text, s.rowid FROM "
         "(SELECT doc_key FROM pimem_pending UNION SELECT doc_key FROM pimem_words_pending ORDER BY doc_key DESC "
         f"LIMIT {PENDING_SCORED}) p JOIN pimem_docs d ON d.doc_key = p.doc_key JOIN turns t ON t.turn_id = d.turn_id "
         "JOIN sessions s ON s.session_id = t.session_id").fetchall()
+    with _PENDING_WORDS.lock:
+        known = _PENDING_WORDS.by_store.get(store_key, {})
+    kept: dict[int, tuple[tuple[int, int, int, int], frozenset[str], frozenset[str]]] = {}
     for doc, user, reply, session in rows:
         user_text, reply_text = str(user or ""), str(reply or "")
-        user_tokens = wanted.intersection(words.tokens(user_text))
-        reply_tokens = wanted.intersection(words.tokens(reply_text))
+        key = int(doc)
+        fingerprint = (len(user_text), hash(user_text), len(reply_text), hash(reply_text))
+        entry = known.get(key)
+        if entry is None or entry[0] != fingerprint:
+            entry = (fingerprint, frozenset(map(sys.intern, words.tokens(user_text))),
+                     frozenset(map(sys.intern, words.tokens(reply_text))))
+        kept[key] = entry
+        user_tokens = set(wanted.intersection(entry[1]))
+        reply_tokens = set(wanted.intersection(entry[2]))
         if user_tokens or reply_tokens:
-            found[int(doc)] = (user_tokens, reply_tokens, int(session), len(user_text), len(reply_text))
+            found[key] = (user_tokens, reply_tokens, int(session), len(user_text), len(reply_text))
+    with _PENDING_WORDS.lock:
+        stores = _PENDING_WORDS.by_store
+        stores.pop(store_key, None)
+        if kept:
+            while len(stores) >= _PendingWords.STORES:
+                del stores[next(iter(stores))]
+            stores[store_key] = kept
     return found
 
 
