@@ -15,7 +15,11 @@ const paletteCommands = commands.filter((c) => !hiddenFromPalette.has(c.command)
 const ITEM_MENUS = ['view/item/context', 'webview/context', 'comments/commentThread/context'];
 /** Hidden commands that the extension's own tree items and webviews run (as a TreeItem's `command`, or on a
  *  webview message) rather than a menu; each must be named by the source that runs it. */
-const RUN_BY_VIEWS = new Map([['pimem.openConversation', ['src/fileHistory.ts', 'src/sessionsTree.ts', 'src/rowActions.ts']]]);
+const RUN_BY_VIEWS = new Map([
+  ['pimem.openConversation', ['src/fileHistory.ts', 'src/sessionsTree.ts', 'src/rowActions.ts']],
+  // the links of the line-history hover
+  ['pimem.lineHistory.open', ['src/lineHistory.ts']],
+]);
 
 /** The palette's label of a command, and whether typing `word` finds it: the palette matches the start of
  *  a word of "Category: Title" (as well as contiguous substrings, which this is stricter than). */
