@@ -403,3 +403,31 @@ export interface LineHistoryResult {
 }
 
 export const LineHistoryRequest = new RequestType<LineHistoryParams, LineHistoryResult, void>(Methods.LINE_HISTORY);
+
+// ---- recall across the shared store (issue 24) -----------------------------------------------------------
+// A block of its own, so that it merges cleanly with concurrent changes. The shared store's protocol is
+// docs/lsp-extensions.md's once the server side lands; `StatusResult.shared` (is one configured?) is what the
+// sidebar needs to show its scope switch.
+
+/** local: this machine's store (the default); mine: plus my rows from my other machines; team: everyone's shared
+ *  rows; all: local and everyone's. */
+export type RecallScope = 'local' | 'mine' | 'team' | 'all';
+export const RECALL_SCOPES: readonly RecallScope[] = ['local', 'mine', 'team', 'all'];
+
+export interface RecallParams {
+  scope?: RecallScope; // default local
+}
+
+export interface RecallRow {
+  author?: string | null; // who pushed the row (rows of the shared store)
+  machine?: string | null; // from which machine
+}
+
+export interface RecallResult {
+  /** A scope other than local: how the shared store answered (local rows come back whatever it did). */
+  shared?: { state: string; message?: string }; // state: ok, timeout, unreachable, unconfigured (others may come)
+}
+
+export interface StatusResult {
+  shared?: { configured: boolean } | null; // absent or null: no shared store (an older server, none configured)
+}

@@ -13,11 +13,20 @@ import {
   type RecallParams,
   type RecallResult,
   type RecallRow,
+  type RecallScope,
   type Source,
 } from './protocol';
 import { searchedTerms, sourceLabel } from './render';
 import type { RowActions } from './rowActions';
-import { parseFromSearchView, type SearchRow, type SearchSettings, type SearchStatus, type ToSearchView } from './searchProtocol';
+import {
+  authorLabel,
+  parseFromSearchView,
+  sharedNote,
+  type SearchRow,
+  type SearchSettings,
+  type SearchStatus,
+  type ToSearchView,
+} from './searchProtocol';
 import {
   afterMore,
   countText,
@@ -36,6 +45,7 @@ export const SEARCH_VIEW_ID = 'pimem.search';
 export const FOCUS_SEARCH_COMMAND = 'pimem.focusSearch';
 const WORKSPACE_ONLY_KEY = 'pimem.search.workspaceOnly';
 const SOURCES_KEY = 'pimem.search.sources';
+const SCOPE_KEY = 'pimem.search.scope';
 
 interface Search {
   params: RecallParams;
@@ -44,6 +54,8 @@ interface Search {
   fromText: boolean;
   result: RecallResult;
   paging: Paging;
+  /** Said under the count when the shared store's part is missing. */
+  note: string | undefined;
 }
 
 export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable {
@@ -60,6 +72,8 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
   private readonly disposables: vscode.Disposable[] = [];
   /** The agent filters: the server's sources (pimem/sources), or the three every server reads. */
   private agents: { source: Source; label: string }[] = SOURCES.map((source) => ({ source, label: sourceLabel(source) }));
+  /** A shared store is configured (pimem/status): the scope switch is shown. */
+  private sharedAvailable = false;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -144,7 +158,15 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       hasWorkspace: folders().length > 0,
       agents: this.agents,
       sources,
+      scope: this.scope(),
+      sharedAvailable: this.sharedAvailable,
     };
+  }
+
+  /** The saved scope while a shared store is configured; local otherwise. */
+  private scope(): RecallScope {
+    const saved = this.state.get<unknown>(SCOPE_KEY);
+    return this.sharedAvailable && (saved === 'mine' || saved === 'team' || saved === 'all') ? saved : 'local';
   }
 
   /** The server's list of sources for the agent filters (an older server without pimem/sources keeps the three). */
@@ -175,6 +197,13 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     try {
       const status = await this.server.request(StatusRequest, {});
       this.post({ type: 'history', turns: status.totalTurns, syncing: status.syncing });
+      const shared = status.shared?.configured === true;
+      if (shared !== this.sharedAvailable) {
+        this.sharedAvailable = shared;
+        if (this.ready) {
+          this.post({ type: 'settings', settings: this.settings() });
+        }
+      }
     } catch {
       // the server stopped meanwhile: its next start posts again
     }
@@ -203,7 +232,10 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       case 'search':
         await this.state.update(WORKSPACE_ONLY_KEY, message.workspaceOnly);
         await this.state.update(SOURCES_KEY, message.sources);
-        await this.run(message.query, message.workspaceOnly, message.sources);
+        if (this.sharedAvailable) {
+          await this.state.update(SCOPE_KEY, message.scope);
+        }
+        await this.run(message.query, message.workspaceOnly, message.sources, this.sharedAvailable ? message.scope : 'local');
         return;
       case 'more':
         await this.more();
@@ -234,7 +266,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     this.post({ type: 'status', status });
   }
 
-  private async run(query: string, workspaceOnly: boolean, sources: Source[]): Promise<void> {
+  private async run(query: string, workspaceOnly: boolean, sources: Source[], scope: RecallScope): Promise<void> {
     const generation = ++this.generation;
     const parsed = parseSearch(query);
     if (parsed.kind === 'empty') {
@@ -257,7 +289,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       return;
     }
     const all = this.agents.every((a) => known.includes(a.source));
-    const params: RecallParams = { ...queryParams(parsed), ...(all ? {} : { sources: known }) };
+    const params: RecallParams = { ...queryParams(parsed), ...(all ? {} : { sources: known }), ...(scope === 'local' ? {} : { scope }) };
     const scoped = workspaceOnly ? folders() : [];
     const cwds = scoped.length > 0 ? scoped : [undefined];
     this.status({ kind: 'loading' });
@@ -282,7 +314,8 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     const total = totals.length === results.length ? totals.reduce((a, b) => a + b, 0) : undefined;
     const paging = firstPaging(rows.length, total, results.some((r) => r.totalCapped === true), cwds.length);
     this.rows = rows;
-    this.search = { params, cwds, fromText: parsed.kind === 'text', result: first, paging };
+    const note = sharedNote(results.find((r) => r.shared !== undefined && r.shared.state !== 'ok')?.shared);
+    this.search = { params, cwds, fromText: parsed.kind === 'text', result: first, paging, note };
     this.searches += 1;
     this.postRows(rows, 0, false);
   }
@@ -344,6 +377,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       append,
       count: countText(search.paging),
       more: !search.paging.done,
+      ...(search.note === undefined ? {} : { note: search.note }),
     });
   }
 
@@ -361,6 +395,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       canOpen: row.jsonlPath.length > 0,
       canResume: this.actions.canResume(row),
       canCopy: row.resumeCommand !== null,
+      author: authorLabel(row.author, row.machine),
     };
   }
 
@@ -373,6 +408,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
 <input id="query" type="search" spellcheck="false" autocomplete="off" aria-label="Search past conversations" placeholder="Search past conversations">
 <div class="options">
 <label><input type="checkbox" id="workspaceOnly"> This workspace only</label>
+<label id="scopeLabel" hidden>Scope <select id="scope"><option value="local">This machine</option><option value="mine">My machines</option><option value="team">Team</option><option value="all">All</option></select></label>
 <fieldset id="agents"><legend>Agents</legend></fieldset>
 </div>
 <p id="searched" class="searched" hidden></p>

@@ -58,7 +58,7 @@ describe('Pi Memory: which conversation wrote each line, in VS Code', { timeout:
       const out = [];
       for (const el of root.querySelectorAll('.view-lines *, .view-overlays *')) {
         for (const pseudo of ['::before', '::after']) {
-          const content = getComputedStyle(el, pseudo).content;
+          const content = el.ownerDocument.defaultView.getComputedStyle(el, pseudo).content;
           if (content !== 'none' && content !== 'normal' && content !== '""') {
             out.push(content);
           }

@@ -47,7 +47,11 @@ test('the annotation is "agent · time · prompt" on one bounded plain line', ()
 
 test('the annotation keeps a hostile prompt on one line: no control, escape or bidirectional characters', () => {
   const text = h.annotationText(attribution({ prompt: 'fix\u001b[31m red\nsecond line\r\u202eevil\u2066 $(alert) [x](command:rm)' }), NOW);
-  assert.doesNotMatch(text, /[\u0000-\u001f\u007f\u202a-\u202e\u2066-\u2069\n]/u);
+  const bad = [...text].filter((c) => {
+    const cp = c.codePointAt(0);
+    return cp < 0x20 || cp === 0x7f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+  });
+  assert.deepEqual(bad, [], text);
   assert.ok(text.includes('fix [31m red second line evil'), text);
   // "$(" and "](" are broken by a zero-width space, so that no icon or link can form where text is rendered
   assert.ok(text.includes('$\u200b(alert)') && text.includes(']\u200b(command:rm)'), text);
