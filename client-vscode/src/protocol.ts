@@ -402,42 +402,6 @@ export interface RecallResult {
   totalCapped?: boolean; // true: more than `total` match ("1,000+")
 }
 
-// ---- pimem/lineHistory: which conversation wrote each line (issue 23) ------------------------------------
-// A block of its own, like the ones above, so that it merges cleanly with concurrent changes.
-
-export namespace Methods {
-  export const LINE_HISTORY = 'pimem/lineHistory';
-}
-
-export interface LineHistoryParams {
-  uri: string; // file:// URI (or absolute path) of the document
-  range?: { start: { line: number; character: number }; end: { line: number; character: number } }; // default: whole document
-  text?: string; // the current buffer (an unsaved document); else the server reads the file
-}
-
-export type LineConfidence = 'exact' | 'line' | 'moved';
-
-export interface LineAttribution {
-  line: number; // 0-based line of the document
-  confidence: LineConfidence;
-  sessionId: string;
-  turnId: string;
-  source: Source;
-  timestamp: string; // ISO 8601
-  prompt: string; // the turn's user text: its first line, at most 200 characters
-  tool: string;
-  toolCallId: string | null;
-  editStartLine: number | null;
-}
-
-export interface LineHistoryResult {
-  path: string;
-  lines: LineAttribution[]; // only the attributed lines
-  gitUsed: boolean;
-}
-
-export const LineHistoryRequest = new RequestType<LineHistoryParams, LineHistoryResult, void>(Methods.LINE_HISTORY);
-
 // ---- recall across the shared store (issue 24) -----------------------------------------------------------
 // A block of its own, so that it merges cleanly with concurrent changes. The shared store's protocol is
 // docs/lsp-extensions.md's once the server side lands; `StatusResult.shared` (is one configured?) is what the
