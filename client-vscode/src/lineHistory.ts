@@ -131,6 +131,9 @@ export class LineHistory implements vscode.Disposable {
 
   /** Asks for the cursor's line once it rests there; a newer move cancels the older wait and request. */
   private schedule(editor: vscode.TextEditor): void {
+    if (editor !== vscode.window.activeTextEditor) {
+      return; // another editor's selection (an output channel's, a diff's other side): the active one's wait stays
+    }
     if (this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
@@ -139,7 +142,7 @@ export class LineHistory implements vscode.Disposable {
     if (this.annotated !== undefined && (this.annotated !== editor || !this.annotatedLineIs(editor))) {
       this.clear();
     }
-    if (!this.annotationEnabled() || editor.document.uri.scheme !== 'file' || editor !== vscode.window.activeTextEditor) {
+    if (!this.annotationEnabled() || editor.document.uri.scheme !== 'file') {
       return;
     }
     this.timer = setTimeout(() => {

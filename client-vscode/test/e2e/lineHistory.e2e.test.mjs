@@ -67,9 +67,9 @@ describe('Pi Memory: which conversation wrote each line, in VS Code', { timeout:
       out.push(root.querySelector('.view-lines')?.textContent ?? '');
       return out.join('\n');
     });
-  /** Puts the cursor at the end of a line (a click on its last token, then End). */
+  /** Puts the cursor at the end of a line (a click on one of its words, then End). */
   async function cursorTo(text) {
-    await line(text).locator('span span').last().click();
+    await line(text).locator('span span').filter({ hasText: /[A-Za-z]{3}/ }).first().click();
     await page.keyboard.press('End');
   }
   async function waitForAnnotation(pattern, timeout = 30_000) {
@@ -89,8 +89,15 @@ describe('Pi Memory: which conversation wrote each line, in VS Code', { timeout:
   async function hoverLine(text, wait = 20_000) {
     await page.mouse.move(5, 5); // away first: a hover shown before must close
     await page.locator('.monaco-hover', { hasText: 'written by' }).waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => undefined);
-    const token = line(text).locator('span span').last();
-    const box = await token.boundingBox();
+    // a word of the line (its last span is the annotation's, which has no box of its own)
+    const token = line(text).locator('span span').filter({ hasText: /[A-Za-z]{3}/ }).first();
+    let box = null;
+    for (let i = 0; i < 20 && box === null; i++) {
+      box = await token.boundingBox(); // null while the line is being rendered again (its decorations changed)
+      if (box === null) {
+        await page.waitForTimeout(100);
+      }
+    }
     await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 4 });
     const hover = page.locator('.monaco-hover', { hasText: 'written by' });
     try {
