@@ -25,6 +25,8 @@ const CACHE_LINES = 500;
 /** Turns kept for the hovers' links. */
 const KEEP_LINKS = 50;
 const JSON_RPC_METHOD_NOT_FOUND = -32601;
+/** The server attributes a sent buffer of at most 8 MiB (UTF-8): a larger unsaved one is not asked about. */
+const MAX_TEXT_BYTES = 8 * 1024 * 1024;
 
 interface OpenTarget {
   sessionId: string;
@@ -248,7 +250,11 @@ export class LineHistory implements vscode.Disposable {
       range: { start: { line: first, character: 0 }, end: { line: last, character: document.lineAt(last).text.length } },
     };
     if (document.isDirty) {
-      params.text = document.getText(); // the server attributes the buffer as it is, unsaved edits included
+      const text = document.getText(); // the server attributes the buffer as it is, unsaved edits included
+      if (text.length > MAX_TEXT_BYTES || Buffer.byteLength(text, 'utf8') > MAX_TEXT_BYTES) {
+        return undefined; // the server would refuse it (and the cursor moves often): say nothing rather than warn each time
+      }
+      params.text = text;
     }
     try {
       const result = await this.server.request(LineHistoryRequest, params, token);
