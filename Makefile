@@ -42,6 +42,7 @@ typecheck: $(STAMP)
 test-python: $(STAMP)
 	scripts/setup-pi.sh
 	scripts/setup-agents.sh
+	scripts/setup-postgres.sh
 	$(PY) -m pytest -q
 
 test-vscode: $(STAMP)

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from pimem import wire
@@ -33,6 +34,7 @@ from pimem.recall.query import TOOL_NAMES_CUT
 from pimem.recall.rows import RecallRow
 from pimem.redact import bounded, redact
 from pimem.sessions import MAX_CONTEXT, SessionError, SessionWindow, read_window
+from pimem.share.scope import SCOPES, check_scope, recall_scoped, recall_scoped_text
 from pimem.textutil import quoted
 
 RECALL_MEMORY = "recall_memory"
@@ -116,13 +118,18 @@ RECALL_INPUT_SCHEMA: dict[str, Any] = {
                     "description": "only these agents' sessions (default: all)"},
         "cwd": {"type": "string",
                 "description": "only sessions run in this folder or below it (an absolute path; default: all)"},
+        "scope": {"type": "string", "enum": list(SCOPES), "default": "local",
+                  "description": "local: this machine's memory (default); mine: also the user's other machines; "
+                                 "team: the team's shared memory; all: both (when the user set up sharing)"},
     },
     "required": [],
     "additionalProperties": False,
 }
 RECALL_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"results": {"type": "array", "items": _RECALL_ROW_SCHEMA}},
+    "properties": {"results": {"type": "array", "items": _RECALL_ROW_SCHEMA},
+                   "shared": {"type": "object", "description": "with a scope other than local: what the shared "
+                                                               "store gave (state ok, timeout, unreachable, ...)"}},
     "required": ["results"],
 }
 READ_SESSION_INPUT_SCHEMA: dict[str, Any] = {
@@ -197,7 +204,11 @@ def decode_call(name: str, arguments: object, *, redact_secrets: bool = True) ->
     """Validate a call's arguments (before any store is opened). Raises :class:`ToolInputError`."""
     if name == RECALL_MEMORY:
         query, found = recall_query(arguments)
-        return RecallCall(query, redact_secrets, found)
+        try:
+            scope = check_scope((arguments or {}).get("scope") if isinstance(arguments, dict) else None)
+        except RecallError as error:
+            raise ToolInputError(error.field, str(error)) from None
+        return RecallCall(query, redact_secrets, found, scope)
     if name == READ_SESSION:
         return _read_session_call(arguments, redact_secrets)
     known = ", ".join(tool.name for tool in TOOLS)
@@ -275,16 +286,35 @@ class RecallCall:
     query: RecallQuery
     redact_secrets: bool
     text: list[Candidate] | None = None   # asked in words: conversations ranked (pimem.recall.freetext)
+    scope: str = "local"                  # pimem.share.scope.SCOPES
 
     def run(self, conn: sqlite3.Connection, cancel: threading.Event | None = None) -> ToolOutput:
-        if self.text is not None:
+        report = None
+        if self.scope != "local":
+            # Shared rows were redacted at the push; they are redacted again below like every row.
+            db_path = store_path(conn)
+            if self.text is not None:
+                answer, report = recall_scoped_text(conn, db_path, self.text, self.query, self.scope)
+                found = answer.rows
+            else:
+                page, report = recall_scoped(conn, db_path, self.query, self.scope)
+                found = page.rows
+        elif self.text is not None:
             found = recall_conversations(conn, self.text, self.query).rows
         else:
             found = recall(conn, self.query)
         if self.redact_secrets:
             found = [_redacted_row(row, cancel) for row in found]
         rows = [wire.agent_row(row) for row in found]
-        return ToolOutput(recall_markdown(rows), {"results": rows})
+        structured: dict[str, Any] = {"results": rows}
+        if report is not None:
+            structured["shared"] = wire.shared_report(report)
+        return ToolOutput(recall_markdown(rows), structured)
+
+
+def store_path(conn: sqlite3.Connection) -> Path:
+    """The file of the store ``conn`` reads (the shared store's configuration lives beside it)."""
+    return Path(next((str(row[2]) for row in conn.execute("PRAGMA database_list") if row[1] == "main"), ""))
 
 
 @dataclass(frozen=True)
@@ -322,7 +352,9 @@ def _redacted_row(row: RecallRow, cancel: threading.Event | None) -> RecallRow:
                    user_text=_redacted_text(row.user_text, cancel), reply_text=_redacted_text(row.reply_text, cancel),
                    # one name more than an answer holds: the row is still marked as cut
                    tool_names=[_redacted_text(name, cancel) for name in row.tool_names[:TOOL_NAMES_CUT + 1]],
-                   jsonl_path=_redacted_text(row.jsonl_path, cancel))
+                   jsonl_path=_redacted_text(row.jsonl_path, cancel),
+                   author=None if row.author is None else _redacted_text(row.author, cancel),
+                   machine=None if row.machine is None else _redacted_text(row.machine, cancel))
 
 
 def _redacted_window(window: SessionWindow, cancel: threading.Event | None) -> SessionWindow:
@@ -357,7 +389,10 @@ def _when(ts: Any) -> str:
 
 
 def _turn_lines(turn: dict[str, Any]) -> list[str]:
-    lines = [f"turnId: {visible(str(turn['turnId']))}", "", f"**User:** {visible(_cut(str(turn['userText'])))}"]
+    lines = [f"turnId: {visible(str(turn['turnId']))}", ""]
+    if turn.get("author") is not None:   # a row of the shared store (recall_memory's scope)
+        lines += [f"From: {visible(str(turn['author']))} on {visible(str(turn.get('machine')))}", ""]
+    lines.append(f"**User:** {visible(_cut(str(turn['userText'])))}")
     if turn["replyText"]:
         lines += ["", f"**Assistant:** {visible(_cut(str(turn['replyText'])))}"]
     if turn["toolNames"]:

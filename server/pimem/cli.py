@@ -30,8 +30,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pimem import __version__, wire
+from pimem.cli_share import add_share, cmd_share, push_after_sync
 from pimem.models import SOURCES, Source, SyncProgress, source_label
 from pimem.paths import default_db_path, source_roots
 from pimem.recall import (
@@ -43,6 +45,7 @@ from pimem.recall import (
     TOTAL_CAP,
     RecallError,
     RecallPage,
+    RecallQuery,
     check_turn_id,
     get_turn,
     make_query,
@@ -52,6 +55,9 @@ from pimem.recall.format import format_text, format_turn_text
 from pimem.store import StoreError, connect, store_failure, upgrade_notice
 from pimem.terminal import VisibleFormatter, json_text, visible
 from pimem.textutil import quoted
+
+if TYPE_CHECKING:
+    from pimem.share.scope import SharedReport
 
 
 def _out(text: str) -> None:
@@ -101,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--total", action="store_true",
                      help=f"also count the matching turns (exactly up to {TOTAL_CAP:,}); with --json the "
                           "output is then {results, total, totalCapped}")
+    rec.add_argument("--scope", choices=("local", "mine", "team", "all"), default="local",
+                     help="local: this store only (default); mine: also my turns pushed from my other machines; "
+                          "team: every member's turns on the shared store; all: this store and the shared store "
+                          "(docs/share.md). With --json the output is then {results, shared, ...}")
     rec.add_argument("--json", action="store_true", help="print the rows as JSON")
 
     show = commands.add_parser("show", help="print one whole turn (the turn id that recall prints)")
@@ -145,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the language server over stdio")
     serve.add_argument("--stdio", action="store_true", help="accepted for vscode-languageclient (stdio is the default)")
     _add_mcp(commands)
+    add_share(commands)
     return parser
 
 
@@ -244,6 +255,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
         print(f"imported {stats.turns} turns from {stats.pi} Pi, {stats.claude} Claude, {stats.codex} Codex{others} "
               f"sessions ({stats.scanned_files} files parsed, {stats.skipped_files} unchanged, "
               f"{len(stats.issues)} issues, {stats.duration_ms} ms)")
+    if not cancel.is_set():
+        push_after_sync(_db(args))   # pimem share config --auto (docs/share.md)
     return 0
 
 
@@ -259,6 +272,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
         _err(f"pimem recall: {error}")
         return 2
     with _reading(args) as conn:
+        if args.scope != "local":
+            return _recall_scoped(args, conn, query)
         page = recall_page(conn, query)
     if args.json and page.total is not None:
         print(json_text({"results": [wire.recall_row(row) for row in page.rows], "total": page.total,
@@ -269,6 +284,29 @@ def cmd_recall(args: argparse.Namespace) -> int:
         _out(format_text(page.rows))
         _say_total(page)
     return 0
+
+
+def _recall_scoped(args: argparse.Namespace, conn: sqlite3.Connection, query: RecallQuery) -> int:
+    from pimem.share.scope import recall_scoped
+
+    page, report = recall_scoped(conn, _db(args), query, args.scope)
+    assert report is not None
+    if args.json:
+        answer: dict[str, object] = {"results": [wire.recall_row(row) for row in page.rows],
+                                     "shared": wire.shared_report(report)}
+        if page.total is not None:
+            answer.update(total=page.total, totalCapped=page.total_capped)
+        print(json_text(answer))
+        return 0
+    _out(format_text(page.rows))
+    _say_total(page)
+    _say_shared(report)
+    return 0
+
+
+def _say_shared(report: SharedReport) -> None:
+    if report.state != "ok":
+        _err(f"pimem recall: shared store {report.state}: {report.message or ''} (local rows only)")
 
 
 def _say_total(page: RecallPage) -> None:
@@ -306,15 +344,25 @@ def _recall_text(args: argparse.Namespace) -> int:
     except RecallError as error:
         _err(f"pimem recall: {error}")
         return 2
+    report: SharedReport | None = None
     with _reading(args) as conn:
-        answer = recall_conversations(conn, found, base)
+        if args.scope != "local":
+            from pimem.share.scope import recall_scoped_text
+
+            answer, report = recall_scoped_text(conn, _db(args), found, base, args.scope)
+        else:
+            answer = recall_conversations(conn, found, base)
     if args.json:
-        print(json_text(wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total,
-                                           answer.total_capped)))
+        result = wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total, answer.total_capped)
+        if report is not None:
+            result["shared"] = wire.shared_report(report)
+        print(json_text(result))
     else:
         _out(f"Searched: {', '.join(answer.entities) or '(nothing: no word of the text occurs in the store)'}")
         _out(format_text(answer.rows))
         _say_total(RecallPage(answer.rows, answer.total, answer.total_capped))
+        if report is not None:
+            _say_shared(report)
     return 0
 
 
@@ -530,7 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, handlers=[log_handler])
     handlers = {"sync": cmd_sync, "recall": cmd_recall, "show": cmd_show, "sessions": cmd_sessions,
                 "file-history": cmd_file_history, "blame": cmd_blame, "migrate-codex": cmd_migrate,
-                "status": cmd_status, "serve": cmd_serve, "mcp": cmd_mcp}
+                "status": cmd_status, "serve": cmd_serve, "mcp": cmd_mcp, "share": cmd_share}
     try:
         return handlers[args.command](args)
     except StoreError as error:

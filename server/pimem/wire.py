@@ -22,6 +22,7 @@ if TYPE_CHECKING:   # the types only: the CLI's recall must not import the migra
     from pimem.migrate import MigrationReport
     from pimem.recall.freetext import Term
     from pimem.sessions import SessionsPage, SessionSummary, SessionWindow
+    from pimem.share.scope import SharedReport
     from pimem.status import SourceState, StoreStatus
 
 JSON = dict[str, Any]
@@ -58,6 +59,7 @@ def _row_fields(row: RecallRow) -> JSON:
         "ts": row.ts, "userText": row.user_text, "replyText": row.reply_text, "toolNames": row.tool_names,
         "hits": row.hits, "jsonlPath": row.jsonl_path, "line": row.line,
         "resumeCommand": resume_command(row), "matched": row.matched, "truncated": False,
+        **({"author": row.author, "machine": row.machine} if row.author is not None else {}),
     }
 
 
@@ -73,6 +75,8 @@ def recall_row(row: RecallRow) -> JSON:
         userText=row.user_text[:TEXT_CUT_CHARS], replyText=row.reply_text[:TEXT_CUT_CHARS],
         toolNames=[name[:TOOL_NAME_CUT_CHARS] for name in row.tool_names[:TOOL_NAMES_CUT]],
         truncated=True)
+    if row.author is not None:   # names chosen by another member: cut like ids
+        result.update(author=row.author[:MAX_TURN_ID_CHARS], machine=(row.machine or "")[:MAX_TURN_ID_CHARS])
     return result
 
 
@@ -101,6 +105,14 @@ def recall_answer(entities: Sequence[str], rows: Sequence[RecallRow], terms: Seq
         answer["total"] = total
         answer["totalCapped"] = bool(total_capped)
     return answer
+
+
+def shared_report(report: SharedReport) -> JSON:
+    """``SharedPart`` (``shared`` of a recall answer with a ``scope`` other than ``local``)."""
+    result: JSON = {"state": report.state, "rows": report.rows, "durationMs": report.ms}
+    if report.message is not None:
+        result["message"] = report.message
+    return result
 
 
 def store_status(status: StoreStatus, *, syncing: bool | None = None) -> JSON:

@@ -130,3 +130,26 @@ def delete_all(conn: sqlite3.Connection) -> None:
     conn.execute(f"INSERT INTO {WORDS_TABLE}({WORDS_TABLE}) VALUES ('delete-all')")
     conn.execute("DELETE FROM pimem_word_docs")
     conn.execute("DELETE FROM pimem_words_pending")
+
+
+_local_many = threading.local()
+
+
+def tokens_many(texts: list[str]) -> list[list[str]]:
+    """The words of each text as the word index holds them (as :func:`tokens`, each once), for many
+    texts in one pass of the tokenizer: what the shared store's push stores per turn
+    (:mod:`pimem.share.push`). Each list is in the index's term order, not the text's."""
+    mem: sqlite3.Connection | None = getattr(_local_many, "conn", None)
+    if mem is None:
+        mem = sqlite3.connect(":memory:", check_same_thread=True)
+        mem.execute(f"CREATE VIRTUAL TABLE q USING fts5(x, tokenize = '{WORD_TOKENIZER}', detail = column)")
+        mem.execute("CREATE VIRTUAL TABLE qv USING fts5vocab(q, 'instance')")
+        _local_many.conn = mem
+    found: list[list[str]] = [[] for _ in texts]
+    with mem:
+        mem.execute("DELETE FROM q")
+        mem.executemany("INSERT INTO q(rowid, x) VALUES (?, ?)",
+                        ((index, word_text(text)) for index, text in enumerate(texts) if text))
+        for doc, term in mem.execute("SELECT DISTINCT doc, term FROM qv"):
+            found[int(doc)].append(str(term))
+    return found

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import sqlite3
 import threading
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -34,6 +35,7 @@ from pimem.paths import normalize_folder, same_folder
 from pimem.recall import get_turn, make_query, recall_page
 from pimem.recall.format import format_markdown
 from pimem.recall.freetext import candidates, recall_conversations, word_at
+from pimem.share.scope import recall_scoped, recall_scoped_text
 from pimem.status import source_states, store_status
 from pimem.store import StoreError
 
@@ -71,6 +73,8 @@ def register(server: PimemServer) -> None:
         request = recall_params(params)
 
         def run() -> dict[str, Any]:
+            if request.scope != "local":
+                return scoped()
             if request.text is not None:
                 answer = recall_conversations(ls.connection(), request.text, request.query)
                 return {**wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total,
@@ -79,6 +83,22 @@ def register(server: PimemServer) -> None:
             page = recall_page(ls.connection(), request.query)
             return {**wire.recall_answer(request.query.entities, page.rows, None, page.total, page.total_capped),
                     "markdown": format_markdown(page.rows)}
+
+        def scoped() -> dict[str, Any]:
+            # The shared part runs under its own deadline (pimem.share.scope): local rows are never held back.
+            if request.text is not None:
+                answer, report = recall_scoped_text(ls.connection(), Path(ls.db_path), request.text, request.query,
+                                                    request.scope)
+                result = wire.recall_answer(answer.entities, answer.rows, answer.terms, answer.total,
+                                            answer.total_capped)
+                rows = answer.rows
+            else:
+                page, report = recall_scoped(ls.connection(), Path(ls.db_path), request.query, request.scope)
+                result = wire.recall_answer(request.query.entities, page.rows, None, page.total, page.total_capped)
+                rows = page.rows
+            if report is not None:
+                result["shared"] = wire.shared_report(report)
+            return {**result, "markdown": format_markdown(rows)}
 
         return await ls.read(run)
 

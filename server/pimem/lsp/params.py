@@ -18,6 +18,7 @@ from pimem.lsp import methods
 from pimem.models import SOURCES, Source, is_source
 from pimem.recall import MAX_ENTITIES, MAX_PATH_CHARS, RecallError, RecallQuery, check_turn_id, make_query
 from pimem.recall.freetext import Candidate, parse_text
+from pimem.share.scope import check_scope
 
 
 class ParamsError(ValueError):
@@ -69,6 +70,7 @@ def uri_to_path(uri: str) -> str | None:
 class RecallRequest:
     query: RecallQuery
     text: list[Candidate] | None = None   # free text: the candidate terms (chosen against the store later)
+    scope: str = "local"                  # pimem.share.scope.SCOPES
 
 
 def recall_params(raw: Any) -> RecallRequest:
@@ -91,11 +93,12 @@ def recall_params(raw: Any) -> RecallRequest:
         else:
             query = make_query(params["entities"], params.get("limit"), params.get("sources"), cwd,
                                params.get("offset"), params.get("withTotal"))
+        scope = check_scope(params.get("scope"))
     except RecallError as error:
         raise ParamsError(method, error.field, f'"{error.field}": {error}') from None
     for name in ("entities", "text", "cwd"):
         _unicode(method, name, params.get(name))
-    return RecallRequest(query, found)
+    return RecallRequest(query, found, scope)
 
 
 def turn_params(raw: Any) -> str:

@@ -38,8 +38,11 @@ def resume_command(row: RecallRow) -> str | None:
     command: the session id must have its agent's real shape (a UUID for Claude Code and Codex;
     for Pi, Pi's own session-id rule, though only the file path is passed), paths must be
     absolute (an argument starting with ``/`` is never an option) and free of control
-    characters, and ``cd`` gets ``--``. Anything else gets no command.
+    characters, and ``cd`` gets ``--``. Anything else gets no command, nor does a row of the shared
+    store (another machine's session: nothing to resume here).
     """
+    if row.author is not None:
+        return None
     return session_resume_command(row.source, row.session_id, row.cwd, row.jsonl_path)
 
 
@@ -106,6 +109,8 @@ def format_text(rows: Sequence[RecallRow]) -> str:
     for row in rows:
         cwd = _preview(row.cwd, MAX_PATH_CHARS) or "unknown folder"
         lines.append(f"### [{row.source} · {_when(row.ts)} · {cwd} · score {row.hits}]")
+        if row.author is not None:
+            lines.append(f"From: {_preview(row.author, 100)} on {_preview(row.machine or '?', 100)} (shared store)")
         lines.append(f"You: {_preview(row.user_text, TEXT_CUT_CHARS)}")
         if row.reply_text:
             lines.append(f"Assistant: {_preview(row.reply_text)}")
@@ -114,11 +119,14 @@ def format_text(rows: Sequence[RecallRow]) -> str:
             lines.append(f"Tools: {', '.join(names)}{', …' if len(row.tool_names) > TOOL_NAMES_CUT else ''}")
         if row.matched:
             lines.append(f"Matched: {', '.join(row.matched)}")
-        where = _preview(row.jsonl_path, MAX_PATH_CHARS)
-        lines.append(f"Source: {where}:{row.line}" if row.line else f"Source: {where}")
+        if row.author is None:
+            where = _preview(row.jsonl_path, MAX_PATH_CHARS)
+            lines.append(f"Source: {where}:{row.line}" if row.line else f"Source: {where}")
         if command := resume_command(row):
             lines.append(f"Resume: {command}")
-        if len(row.turn_id) <= MAX_TURN_ID_CHARS:
+        if row.author is not None:
+            lines.append(f"Turn: {_preview(row.turn_id, MAX_TURN_ID_CHARS)} (on {_preview(row.machine or '?', 100)})")
+        elif len(row.turn_id) <= MAX_TURN_ID_CHARS:
             lines.append(f"Turn: {row.turn_id}")
             if row.truncated or len(row.reply_text) > PREVIEW_CHARS:
                 lines.append(f"(shortened; the whole turn: pimem show {shlex.quote(row.turn_id)})")
@@ -148,6 +156,9 @@ def format_markdown(rows: Sequence[RecallRow]) -> str:
     for row in rows:
         lines.append(f"### {escape_markdown(row.source)} · {_when(row.ts)} · "
                      f"{escape_markdown(_preview(row.cwd or '?', MARKDOWN_PREVIEW_CHARS))} · score {row.hits}")
+        if row.author is not None:
+            lines.append(f"from {escape_markdown(_preview(row.author, 100))} on "
+                         f"{escape_markdown(_preview(row.machine or '?', 100))}")
         if row.matched:
             lines.append(f"matched: {escape_markdown(', '.join(row.matched))}")
         lines.append("")

@@ -36,6 +36,10 @@ class RecallRow:
     jsonl_path: str
     line: int | None
     matched: list[str] = field(default_factory=list)   # the query's entities found in this turn
+    # A row from the shared store (pimem.share.recall): who pushed it, from which machine (turn_id is
+    # then that machine's turn id); None for a row of the local store.
+    author: str | None = None
+    machine: str | None = None
 
     @property
     def sort_key(self) -> tuple[int, int, str]:
@@ -53,6 +57,7 @@ class RecallRow:
                 or len(self.cwd) > MAX_PATH_CHARS or len(self.jsonl_path) > MAX_PATH_CHARS
                 or len(self.turn_id) > MAX_TURN_ID_CHARS or len(self.session_id) > MAX_TURN_ID_CHARS
                 or len(self.tool_names) > TOOL_NAMES_CUT
+                or len(self.author or "") > MAX_TURN_ID_CHARS or len(self.machine or "") > MAX_TURN_ID_CHARS
                 or any(len(name) > TOOL_NAME_CUT_CHARS for name in self.tool_names))
 
 

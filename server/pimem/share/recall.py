@@ -1,0 +1,422 @@
+"""Recall on the shared PostgreSQL store, with the semantics of local recall (:mod:`pimem.recall`).
+
+**Entities** (:func:`entity_rows`): literal and case-insensitive exactly as locally, i.e. as Python's
+``str.lower``. PostgreSQL's ``lower()`` and ``ILIKE`` fold case differently (below), so neither is used:
+the push stores ``user_lower``/``reply_lower`` (``str.lower`` of the pushed texts, :mod:`pimem.share.push`),
+the entity is lowered here in Python, and the match is ``col LIKE '%' || e || '%' ESCAPE '\\'`` with
+``%``, ``_`` and ``\\`` of the entity escaped: a literal substring test on two ``str.lower`` strings, the
+very test of :func:`pimem.recall.semantics.score`. The pg_trgm GIN indexes on the lowered columns serve
+the ``LIKE`` (pg_trgm folds case again inside the index, which only makes the index's candidates a
+superset; the row is then checked by ``LIKE`` itself). Score 2w in the user text + w in the reply, order
+score desc / time desc / turn id asc (then author, machine), copies (same texts and time) once, the
+``source`` and ``cwd`` filters: as :mod:`pimem.recall.semantics`.
+
+Where PostgreSQL's folding differs from ``str.lower`` (``lower()``/``ILIKE`` under a libc or ICU locale;
+under the C locale it folds ASCII only):
+
+* ``'İ'`` (U+0130): ``str.lower`` gives ``'i̇'`` (two code points, i + U+0307), ``lower()`` one ``'i'``
+  (libc) or ``'i̇'`` (ICU), so ``ILIKE 'i̇%'`` and ``ILIKE 'i%'`` disagree with Python on ``'İstanbul'``;
+* ``'ẞ'`` (U+1E9E) -> ``'ß'`` in both, but ``'ß'.upper()`` is ``'SS'``: an ILIKE (which folds both
+  sides) of ``'STRASSE'`` never finds ``'straße'``, nor does ``str.lower``: they agree only because neither
+  does full case folding; ``'ﬃ'``-like ligatures likewise stay as they are in both;
+* final sigma: ``'ΟΔΟΣ'.lower()`` is ``'οδος'`` (final ``'ς'`` by context), PostgreSQL's ``lower()`` gives
+  ``'οδοσ'`` (per character): an entity ``'οδος'`` would miss with ``lower()``;
+* titlecase digraphs ``'ǅ'`` (U+01C5) -> ``'ǆ'`` in Python; libc ``towlower`` leaves it under some
+  glibc versions; Turkish/Azeri dotless ``'I'``/``'ı'`` follow the database's locale with libc (``tr_TR``:
+  ``'I'`` -> ``'ı'``), never in Python;
+* characters beyond the Basic Multilingual Plane (Deseret ``'𐐀'``, Adlam) fold in Python, not with
+  some libc locales.
+
+``tests/share/test_recall.py`` stores each of these and compares shared recall with local recall.
+
+**Free text** (:func:`text_page`): conversations ranked as :mod:`pimem.recall.ranking` ranks them, from the
+words the push stored (``user_words``/``reply_words``: the local word index's tokens), read through their
+GIN indexes: BM25 idf from the words' document counts, a turn scores idf x (user weight, normalised by its
+length) + idf x (reply weight), the best sessions by best turn and by typed words are scored in full, the
+two rankings fused by reciprocal rank, one row per conversation (its best turn). A conversation is
+``(author, machine, session_id)``. The statistics (rows, average lengths, sessions) are those of the
+whole shared store, read once a minute per process, as the local ones are per store.
+
+The ``mine``/``team`` scopes are filters here (``author = current_user``, this machine's rows left out);
+merging with local rows is :mod:`pimem.share.scope`'s. psycopg is imported in ``pimem.share`` only.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any
+
+import psycopg
+
+from pimem.paths import in_folder
+from pimem.recall import ranking
+from pimem.recall.query import RecallQuery
+from pimem.recall.rows import RecallRow
+from pimem.recall.semantics import score
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+# The row columns of a recall answer, in make_shared_row's order.
+_ROW = ("author, machine, doc_key, session_id, source, cwd, (extract(epoch from ts) * 1000)::bigint, "
+        "user_text, reply_text, tools")
+_FETCH = 500          # rows fetched at a time from the ordered candidates
+STATS_TTL_S = 60.0
+
+
+@dataclass(frozen=True)
+class Who:
+    """Whose rows: every member's, or ``mine`` (``author = current_user``); ``skip_machine``: leave out
+    this member's rows from that machine (copies of the local store's turns, merged from there)."""
+
+    mine: bool = False                 # author = current_user
+    skip_machine: str | None = None    # with mine or with everyone: current_user's rows from this machine
+
+
+def escape_like(text: str) -> str:
+    r"""``text`` as a LIKE pattern matching itself (``\``, ``%``, ``_`` escaped; ESCAPE '\')."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+# Paths that os.path.normpath may change (doubled or trailing slashes, . and .. parts): the folder
+# filter lets them through SQL and decides in Python (pimem.paths.in_folder), as locally.
+_UNNORMAL_PATH = r"//|/\.\.?(/|$)|./$"
+
+
+def _filters(query: RecallQuery, who: Who) -> tuple[list[str], list[object]]:
+    where: list[str] = []
+    params: list[object] = []
+    if who.mine:
+        where.append("author = current_user")
+    if who.skip_machine is not None:
+        where.append("NOT (author = current_user AND machine = %s)")
+        params.append(who.skip_machine)
+    if query.sources is not None:
+        where.append("source = ANY(%s)")
+        params.append(sorted(query.sources))
+    if query.cwd is not None:
+        folder = query.cwd
+        prefix = "/%" if folder == "/" else escape_like(folder) + "/%"
+        where.append("(cwd = %s OR cwd LIKE %s ESCAPE '\\' OR cwd ~ %s)")
+        params.extend([folder, prefix, _UNNORMAL_PATH])
+    return where, params
+
+
+def _keep(row: RecallRow, query: RecallQuery) -> bool:
+    return query.cwd is None or in_folder(row.cwd, query.cwd)
+
+
+def make_shared_row(values: Sequence[Any], hits: int) -> RecallRow:
+    tools = values[9] if isinstance(values[9], list) else []
+    return RecallRow(turn_id=str(values[2]), session_id=str(values[3]), source=str(values[4]), cwd=str(values[5]),
+                     ts=int(values[6]), user_text=str(values[7]), reply_text=str(values[8]),
+                     tool_names=[str(name) for name in tools], hits=hits, jsonl_path="", line=None,
+                     author=str(values[0]), machine=str(values[1]))
+
+
+def merge_key(row: RecallRow) -> tuple[int, int, str, str, str]:
+    """Recall's order over local and shared rows (local rows have no author/machine: they sort first
+    among equal turn ids)."""
+    return (-row.hits, -row.ts, row.turn_id, row.author or "", row.machine or "")
+
+
+def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[RecallRow]:
+    """The best ``wanted`` shared rows for ``query``'s entities (offset/limit not applied: the caller
+    pages, :func:`pimem.recall.semantics.page_of`), one per exchange, in recall's order."""
+    entities = [entity.lower() for entity in query.entities]
+    weights = list(query.weights) if query.weights is not None else [1] * len(entities)
+    patterns = ["%" + escape_like(entity) + "%" for entity in entities]
+    terms: list[str] = []
+    params: list[object] = []
+    for pattern, weight in zip(patterns, weights, strict=True):
+        terms.append(f"(CASE WHEN user_lower LIKE %s ESCAPE '\\' THEN {2 * int(weight)} ELSE 0 END"
+                     f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {int(weight)} ELSE 0 END)")
+        params.extend([pattern, pattern])
+    any_of = ["user_lower LIKE %s ESCAPE '\\' OR reply_lower LIKE %s ESCAPE '\\'"] * len(patterns)
+    where, filter_params = _filters(query, who)
+    where.insert(0, "(" + " OR ".join(any_of) + ")")
+    for pattern in patterns:
+        params.extend([pattern, pattern])
+    params.extend(filter_params)
+    sql = (f"SELECT {_ROW}, ({' + '.join(terms)}) AS score FROM pimem.turns WHERE {' AND '.join(where)} "
+           "ORDER BY score DESC, ts DESC, doc_key, author, machine")
+    rows: list[RecallRow] = []
+    seen: set[tuple[str, str, int]] = set()
+    # Filters decided in Python (cwd) and copies can drop rows: read the ordered rows in pages until
+    # enough are kept, with LIMIT so that PostgreSQL keeps only the top of the sort.
+    fetched = 0
+    step = max(wanted * 2, 50)
+    while True:
+        batch = conn.execute(sql + " LIMIT %s OFFSET %s", [*params, step, fetched]
+                             ).fetchall()
+        fetched += len(batch)
+        for values in batch:
+            row = make_shared_row(values, int(values[10]))
+            if not _keep(row, query) or row.copy_key in seen:
+                continue
+            seen.add(row.copy_key)
+            rows.append(row)
+            if len(rows) == wanted:
+                return rows
+        if len(batch) < step:
+            return rows
+        step *= 4
+
+
+def scan_oracle(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[RecallRow]:
+    """The plain oracle: every shared row read, lowered and scored in Python (the texts, not the stored
+    lowered columns), filtered and ordered as :func:`pimem.recall.semantics.recall_scan`. Tests and the
+    benchmark compare :func:`entity_rows` with it."""
+    entities = [entity.lower() for entity in query.entities]
+    where, params = _filters(query, who)
+    sql = f"SELECT {_ROW} FROM pimem.turns" + (f" WHERE {' AND '.join(where)}" if where else "")
+    found: list[RecallRow] = []
+    for values in conn.execute(sql, params):
+        if query.sources is not None and values[4] not in query.sources:
+            continue
+        hits = score(str(values[7]).lower(), str(values[8]).lower(), entities, query.weights)
+        row = make_shared_row(values, hits)
+        if hits > 0 and _keep(row, query):
+            found.append(row)
+    chosen: list[RecallRow] = []
+    seen: set[tuple[str, str, int]] = set()
+    for row in sorted(found, key=merge_key):
+        if row.copy_key not in seen:
+            seen.add(row.copy_key)
+            chosen.append(row)
+    return chosen[:wanted]
+
+
+# -- free text ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stats:
+    docs: int
+    avg_user: float
+    avg_reply: float
+    sessions: int
+
+
+_STATS: dict[str, tuple[float, Stats]] = {}
+_STATS_LOCK = threading.Lock()
+
+
+def store_stats(conn: Conn, key: str) -> Stats:
+    """The shared store's size, average lengths and conversations, kept STATS_TTL_S per process."""
+    now = time.monotonic()
+    with _STATS_LOCK:
+        cached = _STATS.get(key)
+    if cached is not None and now - cached[0] < STATS_TTL_S:
+        return cached[1]
+    row = conn.execute("SELECT count(*), avg(user_chars), avg(reply_chars), "
+                       "count(DISTINCT (author, machine, session_id)) FROM pimem.turns").fetchone()
+    assert row is not None
+    stats = Stats(int(row[0] or 0), max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0),
+                  int(row[3] or 0))
+    with _STATS_LOCK:
+        _STATS[key] = (now, stats)
+    return stats
+
+
+Doc = tuple[str, str, str, str]          # (author, machine, session_id, doc_key)
+Session = tuple[str, str, str]           # (author, machine, session_id)
+
+
+@dataclass
+class _DocInfo:
+    session: Session
+    order: tuple[int, str, str, str]     # (ts, author, machine, doc_key): "newer" breaks ties, as doc keys do locally
+    user_chars: int
+    reply_chars: int
+    user: set[str] = field(default_factory=set)    # query tokens in the user text
+    reply: set[str] = field(default_factory=set)   # query tokens in the reply
+
+
+@dataclass
+class SharedTextPage:
+    rows: list[RecallRow]
+    total: int
+    searched: list[tuple[ranking.QueryWord, int, float]]
+
+
+def _doc_counts(conn: Conn, tokens: Sequence[str]) -> dict[str, int]:
+    """Each word's number of shared turns (the whole store's, as the local counts are the whole store's)."""
+    return {str(token): int(count) for token, count in conn.execute(
+        "SELECT w, (SELECT count(*) FROM pimem.turns WHERE user_words @> ARRAY[w] OR reply_words @> ARRAY[w]) "
+        "FROM unnest(%s::text[]) AS w", [list(tokens)])}
+
+
+_DOC_COLUMNS = ("author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint, user_chars, "
+                "reply_chars, cwd, ARRAY(SELECT w FROM unnest(user_words) w WHERE w = ANY(%s)), "
+                "ARRAY(SELECT w FROM unnest(reply_words) w WHERE w = ANY(%s))")
+
+
+def _read_docs(rows: Iterable[Sequence[Any]], query: RecallQuery, into: dict[Doc, _DocInfo]) -> None:
+    for values in rows:
+        if query.cwd is not None and not in_folder(str(values[7]), query.cwd):
+            continue
+        doc: Doc = (str(values[0]), str(values[1]), str(values[2]), str(values[3]))
+        info = into.get(doc)
+        if info is None:
+            info = _DocInfo((doc[0], doc[1], doc[2]), (int(values[4]), doc[0], doc[1], doc[3]), int(values[5]),
+                            int(values[6]))
+            into[doc] = info
+        info.user.update(str(w) for w in values[8])
+        info.reply.update(str(w) for w in values[9])
+
+
+def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuery, who: Who,
+              stats_key: str) -> SharedTextPage:
+    """The conversations of the shared store best matching ``qwords``, ranked as
+    :func:`pimem.recall.ranking.rank` ranks local ones; the page ``query.offset``/``query.limit``."""
+    if not qwords:
+        return SharedTextPage([], 0, [])
+    stats = store_stats(conn, stats_key)
+    where, filter_params = _filters(query, who)
+    df = _doc_counts(conn, [w.token for w in qwords])
+    present = sorted((w for w in qwords if df[w.token] > 0), key=lambda w: df[w.token])
+    read: list[str] = []
+    spent = 0
+    for w in present:
+        if read and spent + df[w.token] > ranking.READ_BUDGET:
+            break
+        read.append(w.token)
+        spent += df[w.token]
+    all_tokens = [w.token for w in present]
+    docs: dict[Doc, _DocInfo] = {}
+    extra = (" AND " + " AND ".join(where)) if where else ""
+    for token in read:
+        limit = f" ORDER BY ts DESC LIMIT {ranking.READ_BUDGET}" if df[token] > ranking.READ_BUDGET else ""
+        _read_docs(conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM pimem.turns WHERE (user_words @> ARRAY[%s]::text[] OR "
+            f"reply_words @> ARRAY[%s]::text[]){extra}{limit}",
+            [read, read, token, token, *filter_params]), query, docs)
+    checked = [t for t in all_tokens if t not in read]
+
+    def fetch_sessions(sessions: Sequence[Session]) -> dict[Doc, _DocInfo]:
+        found: dict[Doc, _DocInfo] = {}
+        if not sessions:
+            return found
+        _read_docs(conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM pimem.turns WHERE (author, machine, session_id) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+            [all_tokens, read, [s[0] for s in sessions], [s[1] for s in sessions], [s[2] for s in sessions]]),
+            query, found)
+        return found
+
+    return rank_docs(docs, qwords, read, checked, df, stats, query, fetch_sessions,
+                     lambda page: _page_rows(conn, page))
+
+
+def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], read: Sequence[str],
+              checked: Sequence[str], df: dict[str, int], stats: Stats, query: RecallQuery,
+              fetch_sessions: Any, fetch_rows: Any) -> SharedTextPage:
+    """The ranking itself (pure Python): :func:`pimem.recall.ranking.rank`'s steps 1-5 over ``docs``
+    (the docs holding a read word, with the query words each holds), ``fetch_sessions`` giving every
+    doc of some conversations and ``fetch_rows`` the rows of a page's best docs."""
+    total_docs = max(stats.docs, 1)
+    idf = {token: math.log(1 + (total_docs - count + 0.5) / (count + 0.5)) for token, count in df.items()}
+    read_set = set(read)
+    first: dict[Doc, float] = defaultdict(float)
+    for doc, info in docs.items():
+        for token in info.user & read_set:
+            first[doc] += idf[token] * ranking.USER_WEIGHT
+        for token in info.reply & read_set:
+            first[doc] += idf[token] * ranking.REPLY_WEIGHT
+    best_docs = [doc for doc, _ in heapq.nlargest(ranking.CANDIDATE_TURNS, first.items(),
+                                                  key=lambda item: (item[1], docs[item[0]].order))]
+    session_best: dict[Session, float] = {}
+    for doc in best_docs:
+        session = docs[doc].session
+        session_best[session] = max(session_best.get(session, 0.0), first[doc])
+    session_typed: dict[Session, float] = defaultdict(float)
+    for info in docs.values():
+        for token in info.user & read_set:
+            session_typed[info.session] += idf[token]
+    wanted = max(ranking.CANDIDATE_SESSIONS, query.offset + query.limit)
+    by_best = sorted(session_best, key=lambda s: (-session_best[s], s))
+    by_typed = [s for s, _ in heapq.nlargest(wanted, sorted(session_typed.items()), key=itemgetter(1))]
+    candidates = list(dict.fromkeys(by_best[:wanted] + by_typed[:wanted // 2]))
+    searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
+                      key=lambda item: item[1])
+    if not candidates:
+        return SharedTextPage([], 0, searched)
+    session_docs: dict[Session, list[_DocInfo]] = {s: [] for s in candidates}
+    for info in fetch_sessions(candidates).values():
+        if info.session in session_docs:
+            session_docs[info.session].append(info)
+    checked_sessions = set(candidates[:ranking.CHECKED_SESSIONS])
+    tokens = list(read) + list(checked)
+    avg_session = stats.avg_user * total_docs / max(stats.sessions, 1)
+    conversations: list[tuple[Session, _DocInfo, float, set[str]]] = []
+    session_scores: dict[Session, float] = {}
+    for session in candidates:
+        best: _DocInfo | None = None
+        best_score, matched = -1.0, set()
+        tf: dict[str, int] = defaultdict(int)
+        length = 0.0
+        for info in session_docs[session]:
+            length += info.user_chars
+            user_norm = ranking._norm(info.user_chars, stats.avg_user)
+            reply_norm = ranking._norm(info.reply_chars, stats.avg_reply)
+            value = 0.0
+            here: set[str] = set()
+            for token in tokens:
+                # The commoner words: in what the person typed, in the first sessions only (as locally).
+                is_checked = token not in read_set
+                in_user = token in info.user and (not is_checked or session in checked_sessions)
+                in_reply = token in info.reply and not is_checked
+                if in_user:
+                    tf[token] += 1
+                    value += idf[token] * ranking.USER_WEIGHT * user_norm
+                if in_reply:
+                    value += idf[token] * ranking.REPLY_WEIGHT * reply_norm
+                if in_user or in_reply:
+                    here.add(token)
+            if best is None or value > best_score or (value == best_score and info.order > best.order):
+                best, best_score, matched = info, value, here
+        whole = 0.0
+        for token, count in tf.items():
+            whole += idf[token] * count * (ranking.K1 + 1) / (
+                count + ranking.K1 * (1 - ranking.B + ranking.B * length / max(avg_session, 1.0)))
+        session_scores[session] = whole
+        if best is not None:
+            conversations.append((session, best, best_score, matched))
+    newest_first = sorted(conversations, key=lambda c: c[1].order, reverse=True)   # ties: the newer best turn
+    by_turn = sorted(newest_first, key=lambda c: -c[2])
+    by_session = sorted(newest_first, key=lambda c: -session_scores[c[0]])
+    fused: dict[Session, float] = defaultdict(float)
+    for position, conversation in enumerate(by_turn):
+        fused[conversation[0]] += ranking.TURN_SHARE / (ranking.RRF_K + position + 1)
+    for position, conversation in enumerate(by_session):
+        fused[conversation[0]] += (1 - ranking.TURN_SHARE) / (ranking.RRF_K + position + 1)
+    conversations = sorted(newest_first, key=lambda c: (-fused[c[0]], -c[2]))
+    page = conversations[query.offset:query.offset + query.limit]
+    rows: list[RecallRow] = []
+    fetched: dict[Doc, RecallRow] = fetch_rows([(c[1].session[0], c[1].session[1], c[1].order[3]) for c in page])
+    for _session, best, _score, matched in page:
+        row = fetched.get((best.session[0], best.session[1], best.session[2], best.order[3]))
+        if row is None:
+            continue
+        row.hits = len(matched)
+        row.matched = list(dict.fromkeys(w.surface for w in qwords if w.token in matched))
+        rows.append(row)
+    return SharedTextPage(rows, len(conversations), searched)
+
+
+def _page_rows(conn: Conn, keys: Sequence[tuple[str, str, str]]) -> dict[Doc, RecallRow]:
+    found: dict[Doc, RecallRow] = {}
+    for author, machine, doc_key in keys:
+        values = conn.execute(f"SELECT {_ROW} FROM pimem.turns WHERE author = %s AND machine = %s AND doc_key = %s",
+                              (author, machine, doc_key)).fetchone()
+        if values is not None:
+            row = make_shared_row(values, 0)
+            found[(row.author or "", row.machine or "", row.session_id, row.turn_id)] = row
+    return found

@@ -1,0 +1,291 @@
+"""Recall on the shared store against a real PostgreSQL: entity recall equal to the plain oracle and to
+local recall of the same turns (random stores, the 1-8 entity shapes, the characters PostgreSQL folds
+otherwise), free text equal to its oracle, the scopes merged with the local store (one copy of an
+exchange), a shared store down or locked (local rows on time), hostile rows rendered safely."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+
+from pimem.recall import RecallQuery, make_query, ranking, recall_scan
+from pimem.recall.freetext import _shortlist, candidates
+from pimem.share import recall as shared
+from pimem.share.push import push
+from pimem.share.scope import recall_scoped, recall_scoped_text
+from pimem.share.state import ShareConfig, save_config
+from pimem.words import tokens_many
+from share.conftest import ShareDb
+from share.local import Turn, write
+
+
+@dataclass(frozen=True)
+class Row:
+    machine: str
+    doc_key: str
+    session: str
+    cwd: str
+    user: str
+    reply: str
+    ts: int
+    source: str = "pi"
+
+
+def put(db: ShareDb, author: str, rows: Sequence[Row]) -> None:
+    """Rows as ``author`` writes them, with the columns the push computes (pimem.share.push)."""
+    words = tokens_many([r.user for r in rows] + [r.reply for r in rows])
+    with psycopg.connect(db.conninfo(author)) as conn, conn.cursor() as cur:
+        for position, r in enumerate(rows):
+            cur.execute(
+                "INSERT INTO pimem.turns (machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, "
+                "reply_text, user_lower, reply_lower, user_words, reply_words, user_chars, reply_chars, tools, "
+                "content_hash) VALUES (%s, %s, %s, 0, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'h')",
+                (r.machine, r.doc_key, r.session, r.source, r.cwd, datetime.fromtimestamp(r.ts / 1000, UTC), r.user,
+                 r.reply, r.user.lower(), r.reply.lower(), words[position], words[len(rows) + position],
+                 len(r.user), len(r.reply), ["bash"]))
+
+
+def key(rows: Sequence[object]) -> list[tuple[object, ...]]:
+    return [(r.author, r.machine, r.turn_id, r.hits, r.ts, r.user_text) for r in rows]  # type: ignore[attr-defined]
+
+
+VOCAB = ["flamingo", "Cache", "cache", "retry", "a_b", "x%y", "50%", "back\\slash", "ÉCOLE", "école", "straße",
+         "İstanbul", "ΟΔΟΣ", "οδος", "ǅemal", "the", "Rate_Limit", "q", "io", "ok", "postgres"]
+FOLDERS = ["/work/proj", "/work/proj/sub", "/work/project-x", "/home/a", "/work//proj/deep", "/work/proj/../other"]
+
+
+def random_rows(rng: random.Random, count: int, machine: str) -> list[Row]:
+    rows: list[Row] = []
+    # A session has one folder and one agent (as in the local store).
+    places = [(rng.choice(FOLDERS), rng.choice(["pi", "claude"])) for _ in range(count // 5 + 1)]
+    for n in range(count):
+        def text() -> str:
+            return " ".join(rng.choice(VOCAB) for _ in range(rng.randint(0, 6)))
+        user, reply = text(), text()
+        ts = 1_750_000_000_000 + rng.randint(0, 40) * 1000   # many equal times: ties broken by id
+        if rows and rng.random() < 0.1:   # a copy of an exchange (a fork)
+            other = rng.choice(rows)
+            user, reply, ts = other.user, other.reply, other.ts
+        cwd, source = places[n // 5]
+        rows.append(Row(machine, f"{machine}-{n:04d}", f"s{n // 5}", cwd, user, reply, ts, source))
+    return rows
+
+
+def test_entity_recall_equals_the_oracle_and_local_recall_on_random_stores(share_db: ShareDb, db_path: Path) -> None:
+    rng = random.Random(24)
+    alice, bob = random_rows(rng, 150, "laptop"), random_rows(rng, 150, "desk")
+    put(share_db, "alice", alice)
+    put(share_db, "bob", bob)
+    # The same turns in a local store (one author, one machine: turn ids are unique), for local recall.
+    write(db_path, [Turn(r.doc_key, f"{r.machine}:{r.session}", r.cwd, r.user, r.reply, r.ts, r.source)
+                    for r in alice + bob])
+    from pimem.store import connect as store_connect
+    local = store_connect(db_path, create=False, for_writing=False)
+    checked = 0
+    with psycopg.connect(share_db.conninfo("carol"), autocommit=True) as conn:
+        for shape in range(1, 9):   # the P-bar shapes: 1 to 8 entities
+            for _ in range(12):
+                entities = rng.sample(VOCAB, shape)
+                query = make_query(entities, rng.choice([1, 5, 50]), rng.choice([None, ["pi"]]),
+                                   rng.choice([None, "/work/proj", "/"]))
+                if rng.random() < 0.3:
+                    query = replace(query, weights=tuple(rng.randint(1, 9) for _ in entities))
+                wanted = query.limit
+                got = shared.entity_rows(conn, query, shared.Who(), wanted)
+                assert key(got) == key(shared.scan_oracle(conn, query, shared.Who(), wanted)), entities
+                expected = recall_scan(local, query)
+                assert [(r.turn_id, r.hits) for r in got] == [(r.turn_id, r.hits) for r in expected], entities
+                checked += len(got)
+                mine = shared.Who(mine=True)
+                assert key(shared.entity_rows(conn, query, mine, wanted)) == key(
+                    shared.scan_oracle(conn, query, mine, wanted))
+    local.close()
+    assert checked > 200   # the queries found rows: the comparison is not vacuous
+
+
+# Characters whose case PostgreSQL's lower()/ILIKE folds otherwise than Python's str.lower.
+FOLDING = [("İstanbul", ["i̇stanbul", "İSTANBUL", "istanbul"]), ("STRAẞE", ["straße", "STRASSE", "ẞ"]),
+           ("ΟΔΟΣ ΣΟΦΟΣ", ["οδος", "ΟΔΟΣ", "σοφοσ", "οδοσ"]), ("ǅemal Ǉubav", ["ǆemal", "ǅEMAL", "ǉubav"]),
+           ("DIŞ KAPI Iğdır", ["dış", "ığdır", "iğdır"]), ("𐐀𐐁 deseret", ["𐐨𐐩", "𐐀"]),
+           ("ﬃ ligature", ["ffi", "ﬃ"]), ("Kelvin K sign", ["k sign", "kelvin"])]
+
+
+def test_case_folding_characters_behave_as_local(share_db: ShareDb, db_path: Path) -> None:
+    rows = [Row("laptop", f"f{n}", "s", "/w", text, f"reply about {text}", 1_750_000_000_000 + n)
+            for n, (text, _) in enumerate(FOLDING)]
+    put(share_db, "alice", rows)
+    write(db_path, [Turn(r.doc_key, r.session, r.cwd, r.user, r.reply, r.ts) for r in rows])
+    from pimem.store import connect as store_connect
+    local = store_connect(db_path, create=False, for_writing=False)
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        for _text, probes in FOLDING:
+            for probe in probes:
+                query = make_query([probe], 50)
+                got = [(r.turn_id, r.hits) for r in shared.entity_rows(conn, query, shared.Who(), 50)]
+                assert got == [(r.turn_id, r.hits) for r in recall_scan(local, query)], probe
+        # PostgreSQL's own folding would have answered otherwise for some of them (what the docstring says).
+        differs = conn.execute("SELECT count(*) FROM pimem.turns WHERE lower(user_text) <> user_lower").fetchone()
+        assert differs is not None and differs[0] >= 1
+    local.close()
+
+
+def _text_oracle(conn: psycopg.Connection[tuple[object, ...]], text: str, query: RecallQuery,
+                 who: shared.Who) -> list[tuple[object, ...]]:
+    """Free text ranked from every shared row read in Python (no index, no read budget)."""
+    qwords = ranking.query_words(_shortlist(candidates(text)))
+    tokens = [w.token for w in qwords]
+    docs: dict[shared.Doc, shared._DocInfo] = {}
+    where, params = shared._filters(query, who)
+    sql = f"SELECT {shared._DOC_COLUMNS} FROM pimem.turns" + (f" WHERE {' AND '.join(where)}" if where else "")
+    all_docs: dict[shared.Doc, shared._DocInfo] = {}
+    shared._read_docs(conn.execute(sql, [tokens, tokens, *params]), query, all_docs)
+    df = {t: 0 for t in tokens}
+    for values in conn.execute("SELECT user_words, reply_words FROM pimem.turns"):
+        for t in tokens:
+            if t in values[0] or t in values[1]:  # type: ignore[operator]
+                df[t] += 1
+    for doc, info in all_docs.items():
+        if info.user or info.reply:
+            docs[doc] = info
+    stats = shared.store_stats(conn, "oracle")
+    present = [t for t in tokens if df[t] > 0]
+
+    def sessions(wanted: Sequence[shared.Session]) -> dict[shared.Doc, shared._DocInfo]:
+        return {d: i for d, i in all_docs.items() if i.session in set(wanted)}
+
+    page = shared.rank_docs(docs, qwords, present, [], df, stats, query, sessions,
+                            lambda keys: shared._page_rows(conn, keys))
+    return [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in page.rows]
+
+
+def test_free_text_ranks_as_its_oracle(share_db: ShareDb) -> None:
+    rng = random.Random(7)
+    words = ["flamingo", "cache", "invalidation", "postgres", "replica", "lag", "deploy", "kubernetes", "retry",
+             "timeout", "the", "and", "emily", "sister", "lives", "boston", "crashed", "crashes"]
+    for author, machine in (("alice", "laptop"), ("alice", "desk"), ("bob", "box")):
+        put(share_db, author, [Row(machine, f"{machine}{n}", f"s{n // 4}", rng.choice(FOLDERS),
+                                   " ".join(rng.choices(words, k=rng.randint(1, 8))),
+                                   " ".join(rng.choices(words, k=rng.randint(0, 30))),
+                                   1_750_000_000_000 + n * 1000) for n in range(120)])
+    questions = ["where does my sister emily live", "postgres replica lag after deploy", "flamingo cache crashed",
+                 "kubernetes retry timeout", "boston"]
+    with psycopg.connect(share_db.conninfo("carol"), autocommit=True) as conn:
+        found_rows = 0
+        for question in questions:
+            for who in (shared.Who(), shared.Who(mine=True), shared.Who(skip_machine="laptop")):
+                for cwd in (None, "/work/proj"):
+                    query = make_query(["x"], 10, None, cwd)
+                    qwords = ranking.query_words(_shortlist(candidates(question)))
+                    page = shared.text_page(conn, qwords, query, who, "test")
+                    got = [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in page.rows]
+                    assert got == _text_oracle(conn, question, query, who), (question, who, cwd)
+                    assert len({(r.author, r.machine, r.session_id) for r in page.rows}) == len(page.rows)
+                    found_rows += len(got)
+        assert found_rows > 50
+
+
+def _configure(db_path: Path, db: ShareDb, user: str = "alice", machine: str = "laptop") -> ShareConfig:
+    config = ShareConfig(conninfo=db.conninfo(user), machine=machine, folders=("/work/proj",))
+    save_config(db_path, config)
+    return config
+
+
+def test_scopes_merge_with_the_local_store_keeping_one_copy(share_db: ShareDb, db_path: Path) -> None:
+    write(db_path, [Turn("t1", "s1", "/work/proj", "the flamingo cache", "fixed it", 1_750_000_000_000),
+                    Turn("t2", "s1", "/work/proj", "flamingo retry", "ok", 1_750_000_001_000)])
+    push(db_path, _configure(db_path, share_db))   # alice@laptop's copies of t1, t2
+    put(share_db, "alice", [Row("desk", "d1", "s9", "/work/proj", "flamingo on the desk", "r", 1_750_000_002_000)])
+    put(share_db, "bob", [Row("box", "b1", "s8", "/work/proj", "bob's flamingo", "r", 1_750_000_003_000)])
+    from pimem.store import connect as store_connect
+    conn = store_connect(db_path, create=False, for_writing=False)
+    query = make_query(["flamingo"], 10, with_total=True)
+
+    def origin(scope: str) -> list[tuple[str | None, str | None, str]]:
+        page, report = recall_scoped(conn, db_path, query, scope)
+        assert report is not None and report.state == "ok", report
+        assert page.total == len(page.rows)
+        return [(r.author, r.machine, r.turn_id) for r in page.rows]
+
+    # One score (the user text holds it): newest first. Local rows stand for this machine's pushed copies.
+    assert origin("mine") == [("alice", "desk", "d1"), (None, None, "t2"), (None, None, "t1")]
+    assert origin("all") == [("bob", "box", "b1"), ("alice", "desk", "d1"), (None, None, "t2"), (None, None, "t1")]
+    assert origin("team") == [("bob", "box", "b1"), ("alice", "desk", "d1"), ("alice", "laptop", "t2"),
+                              ("alice", "laptop", "t1")]
+    assert recall_scoped(conn, db_path, query, "local")[1] is None
+    answer, report = recall_scoped_text(conn, db_path, candidates("flamingo desk"), make_query(["x"], 10), "all")
+    assert report is not None and report.state == "ok"
+    keys = [(r.author, r.machine, r.session_id) for r in answer.rows]
+    assert len(keys) == len(set(keys)) and (None, None, "s1") in keys and ("alice", "desk", "s9") in keys
+    assert ("alice", "laptop", "s1") not in keys   # this machine's shared copy: the local row stands for it
+    conn.close()
+
+
+def test_a_stopped_or_locked_shared_store_never_blocks_local_recall(share_db: ShareDb, db_path: Path) -> None:
+    write(db_path, [Turn("t1", "s1", "/work/proj", "flamingo", "r")])
+    _configure(db_path, share_db)
+    from pimem.store import connect as store_connect
+    conn = store_connect(db_path, create=False, for_writing=False)
+    query = make_query(["flamingo"], 5)
+    # Locked: an admin holds the table; the shared query waits, the answer does not.
+    with psycopg.connect(share_db.admin) as admin:
+        admin.execute("LOCK TABLE pimem.turns IN ACCESS EXCLUSIVE MODE")
+        started = time.monotonic()
+        page, report = recall_scoped(conn, db_path, query, "all", timeout=0.5)
+        assert time.monotonic() - started < 1.5
+        assert report is not None and report.state == "timeout"
+        assert [r.turn_id for r in page.rows] == ["t1"]
+    share_db.server.stop("immediate")
+    try:
+        started = time.monotonic()
+        page, report = recall_scoped(conn, db_path, query, "mine", timeout=1.0)
+        assert time.monotonic() - started < 2.0
+        assert report is not None and report.state in ("unreachable", "timeout") and report.message
+        assert [r.turn_id for r in page.rows] == ["t1"]
+        text, report = recall_scoped_text(conn, db_path, candidates("flamingo"), make_query(["x"], 5), "all",
+                                          timeout=1.0)
+        assert report is not None and report.state in ("unreachable", "timeout")
+        assert [r.turn_id for r in text.rows] == ["t1"]
+    finally:
+        share_db.server.start()
+        conn.close()
+
+
+def test_unconfigured_scope_is_reported_not_raised(db_path: Path) -> None:
+    write(db_path, [Turn("t1", "s1", "/work/proj", "flamingo", "r")])
+    from pimem.store import connect as store_connect
+    conn = store_connect(db_path, create=False, for_writing=False)
+    page, report = recall_scoped(conn, db_path, make_query(["flamingo"], 5), "all")
+    assert report is not None and report.state == "unconfigured"
+    assert [r.turn_id for r in page.rows] == ["t1"]
+    conn.close()
+
+
+def test_hostile_rows_from_another_member_are_rendered_safely(share_db: ShareDb, db_path: Path) -> None:
+    write(db_path, [Turn("t1", "s1", "/work/proj", "nothing here", "r")])
+    _configure(db_path, share_db)
+    huge = "flamingo " + "A" * 3_000_000
+    escapes = "flamingo \x1b]52;c;cm0gLXJmIH4=\x07 \x1b[2J\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\ \u202egnp.exe"
+    put(share_db, "bob", [Row("box\x1b[31m", "h1", "s1", "/w\x1b[2J", escapes, "\x1b[?1049h reply",
+                              1_750_000_000_000, "claude"),
+                          Row("box", "h2", "s2", "/w", huge, huge, 1_750_000_001_000)])
+    out = subprocess.run([sys.executable, "-m", "pimem", "recall", "--db", str(db_path), "--scope", "team",
+                          "flamingo", "--limit", "5"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "\x1b" not in out.stdout and "\x07" not in out.stdout and "\u202e" not in out.stdout
+    assert len(out.stdout) < 50_000 and "From: bob on box" in out.stdout
+    assert "Resume:" not in out.stdout   # another machine's session is not resumed here
+    js = subprocess.run([sys.executable, "-m", "pimem", "recall", "--db", str(db_path), "--scope", "team",
+                         "flamingo", "--json"], capture_output=True, text=True, timeout=60)
+    answer = json.loads(js.stdout)
+    assert answer["shared"]["state"] == "ok"
+    assert {(r["author"], r["truncated"]) for r in answer["results"]} == {("bob", False), ("bob", True)}
+    assert all(len(r["userText"]) <= 4000 and r["resumeCommand"] is None for r in answer["results"])
