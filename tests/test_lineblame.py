@@ -142,7 +142,9 @@ def test_codex_patch_edits() -> None:
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOTS = {"samples": SAMPLES, "claude-interactive": FIXTURES / "claude-interactive",
-         "legacy": FIXTURES / "legacy", "real-samples": FIXTURES / "real-samples"}
+         "legacy": FIXTURES / "legacy", "real-samples": FIXTURES / "real-samples",
+         "opencode-real": FIXTURES / "opencode-real", "opencode-storage": FIXTURES / "opencode-storage",
+         "copilot-cli": FIXTURES / "copilot-cli"}
 
 
 def _spans_and_touches(tmp_path: Path, root: Path) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
@@ -167,7 +169,9 @@ def test_every_edit_touch_of_the_fixtures_has_its_span(tmp_path: Path, root: str
     assert spans == touches
     sources = {turn_id.split(":", 1)[0] for _, turn_id in spans}
     assert sources == {"samples": {"claude", "pi"}, "claude-interactive": set(),
-                       "legacy": {"claude", "codex", "pi"}, "real-samples": {"claude"}}[root]
+                       "legacy": {"claude", "codex", "pi"}, "real-samples": {"claude"},
+                       "opencode-real": {"opencode"}, "opencode-storage": {"opencode"},
+                       "copilot-cli": {"copilot-cli"}}[root]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,6 +322,8 @@ def test_a_copy_the_person_added_is_not_told_apart(tmp_path: Path, project: Path
     db = tmp_path / "m.db"
     sync(base, db)
     assert _blame(db, path, "x()\nlogger.info('started')\ny()\n") == {1: ("line", "log it")}
+    # a trivial line whose nearest lines nobody's edit wrote, next to an attributed one
+    assert _blame(db, path, "}\nhuman_line_here()\nlogger.info('started')\n") == {2: ("line", "log it")}
     # two copies, one write: which one the agent wrote is not known
     assert _blame(db, path, "logger.info('started')\ny()\nlogger.info('started')\n") == {}
 
@@ -361,6 +367,8 @@ def test_git_blame_rules_out_lines_committed_before_the_edit(tmp_path: Path, pro
     assert with_git.git_used and not without.git_used
     assert [found.line for found in without.lines] == [0, 1, 2, 3, 4]
     assert [found.line for found in with_git.lines] == [0, 2, 3, 4]   # line 1 is older than the edit
+    one = line_history(conn, str(path), FUNCTION, 1, 2)                 # a current-line request: the same
+    assert one.git_used and one.lines == []
     # outside git: the same as without
     outside = tmp_path / "plain"
     outside.mkdir()
@@ -415,3 +423,14 @@ def test_text_too_large(tmp_path: Path) -> None:
     conn = connect(tmp_path / "m.db")
     with pytest.raises(lineblame.TextTooLarge):
         line_history(conn, str(tmp_path / "a.py"), "x" * (lineblame.MAX_TEXT_BYTES + 1))
+
+
+def test_a_call_copilot_cli_records_twice_counts_once(tmp_path: Path) -> None:
+    """Copilot CLI writes each call in its assistant.message's toolRequests and again when it runs
+    (tool.execution_start): one span per call, else a copy the person made would look written twice."""
+    base = tmp_path / "history"
+    shutil.copytree(ROOTS["copilot-cli"], base)
+    sync(base, tmp_path / "m.db")
+    conn = sqlite3.connect(tmp_path / "m.db")
+    assert sorted(conn.execute("SELECT tool, call_id, whole FROM pimem_edit_spans")) == [
+        ("create", "call_a0c0fd5005cc4108a8403da8", 1), ("edit", "call_7a8c1af65cce42cf984aeda2", 0)]

@@ -31,11 +31,12 @@ class LineHistoryRequest:
 def _position(method: str, value: Any, name: str) -> tuple[int, int]:
     if not isinstance(value, dict):
         raise ParamsError(method, "range", f'"range.{name}" must be a position {{line, character}}')
-    line, character = value.get("line"), value.get("character", 0)
-    for part, number in (("line", line), ("character", character)):
+    found: list[int] = []
+    for part, number in (("line", value.get("line")), ("character", value.get("character", 0))):
         if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number < 2**31:
             raise ParamsError(method, "range", f'"range.{name}.{part}" must be a non-negative integer')
-    return line, character
+        found.append(number)
+    return found[0], found[1]
 
 
 def line_history_params(raw: Any) -> LineHistoryRequest:
