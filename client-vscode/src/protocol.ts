@@ -403,9 +403,9 @@ export interface RecallResult {
 }
 
 // ---- recall across the shared store (issue 24) -----------------------------------------------------------
-// A block of its own, so that it merges cleanly with concurrent changes. The shared store's protocol is
-// docs/lsp-extensions.md's once the server side lands; `StatusResult.shared` (is one configured?) is what the
-// sidebar needs to show its scope switch.
+// A block of its own, so that it merges cleanly with concurrent changes. As the server answers on branch
+// s2-sharerecall (pimem/lsp/params.py, wire.shared_report); `StatusResult.shared` (is a shared store configured?)
+// is what the sidebar waits for to show its scope switch: not answered by the server yet.
 
 /** local: this machine's store (the default); mine: plus my rows from my other machines; team: everyone's shared
  *  rows; all: local and everyone's. */
@@ -423,7 +423,8 @@ export interface RecallRow {
 
 export interface RecallResult {
   /** A scope other than local: how the shared store answered (local rows come back whatever it did). */
-  shared?: { state: string; message?: string }; // state: ok, timeout, unreachable, unconfigured (others may come)
+  // state: ok, timeout, unreachable, unconfigured, error (others may come); rows: what the shared store contributed
+  shared?: { state: string; rows?: number; durationMs?: number; message?: string };
 }
 
 export interface StatusResult {
