@@ -389,7 +389,7 @@ export class LineHistory implements vscode.Disposable {
     );
     const chosen = await vscode.window.showQuickPick(items, {
       title: 'Pi Memory: Which Conversation Wrote This?',
-      placeHolder: 'The conversations whose edits wrote the selected lines: choose one to open it at that turn',
+      placeHolder: 'Open the conversation at the turn whose edit wrote these lines',
       matchOnDescription: true,
       matchOnDetail: true,
     });
