@@ -4,10 +4,21 @@
 // conversation at that turn with the edit highlighted; "Which Conversation Wrote This?" lists the three
 // conversations of a selection; an unsaved buffer is attributed as it is (the client sends its text).
 import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { join } from 'node:path';
 import { CLAUDE_PROMPT, CODEX_PROMPT, LINES, PI_PROMPT, writeLineEditHistory } from './lineEdits.mjs';
-import { EXTENSION_ID, folderUrl, QUIET_WORKBENCH_SETTINGS, runCommand, screenshot, startVsCode } from './harness.mjs';
+import { clientDir, EXTENSION_ID, folderUrl, QUIET_WORKBENCH_SETTINGS, runCommand, screenshot, startVsCode } from './harness.mjs';
+
+/** A screenshot, copied into media/screenshots for the README with PIMEM_README_SCREENSHOTS=1 (as search.e2e does). */
+async function readmeScreenshot(page, name) {
+  const path = await screenshot(page, name);
+  if (process.env.PIMEM_README_SCREENSHOTS === '1') {
+    const dir = join(clientDir, 'media', 'screenshots');
+    mkdirSync(dir, { recursive: true });
+    copyFileSync(path, join(dir, name));
+  }
+}
 
 const AGENTS = [
   ['pi', 'Pi', PI_PROMPT],
@@ -164,7 +175,7 @@ describe('Pi Memory: which conversation wrote each line, in VS Code', { timeout:
     // the other turn of that conversation is not the hit and has no highlighted edit
     assert.equal(await wv.locator('article.turn').count(), 2);
     assert.equal(await wv.locator('li.edited').count(), 1);
-    await screenshot(page, 'line-hover-open-conversation.png');
+    await readmeScreenshot(page, 'line-history.png');
   });
 
   it('"Which Conversation Wrote This?" lists the conversations of the selected lines and opens the chosen one', async () => {
