@@ -129,3 +129,14 @@ test('the listing has its metadata: icon (128x128 PNG), banner, repository, READ
     }
   }
 });
+
+test('which conversation wrote a line: the annotation is opt-in, the hover on, the command in the palette and the editor menu', () => {
+  const settings = manifest.contributes.configuration.properties;
+  assert.equal(settings['pimem.lineAnnotation.enabled'].default, false);
+  assert.equal(settings['pimem.lineHistory.hover'].default, true);
+  assert.equal(commands.find((c) => c.command === 'pimem.whichConversation')?.title, 'Which Conversation Wrote This?');
+  const menu = commands.find((c) => c.command === 'pimem.whichConversationFromMenu');
+  assert.equal(menu?.title, 'Pi Memory: Which Conversation Wrote This?');
+  assert.ok(menus['editor/context'].some((m) => m.command === menu.command));
+  assert.ok(hiddenFromPalette.has(menu.command) && hiddenFromPalette.has('pimem.lineHistory.open'));
+});
