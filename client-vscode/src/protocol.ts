@@ -402,31 +402,42 @@ export interface RecallResult {
   totalCapped?: boolean; // true: more than `total` match ("1,000+")
 }
 
-// ---- recall across the shared store (issue 24) -----------------------------------------------------------
-// A block of its own, so that it merges cleanly with concurrent changes. As the server answers on branch
-// s2-sharerecall (pimem/lsp/params.py, wire.shared_report); `StatusResult.shared` (is a shared store configured?)
-// is what the sidebar waits for to show its scope switch: not answered by the server yet.
+// ---- recall across the shared PostgreSQL store (issue 24; docs/lsp-extensions.md, pimem/recall "Scope") ----
+// A block of its own, like the ones above, so that it merges cleanly with concurrent changes.
 
-/** local: this machine's store (the default); mine: plus my rows from my other machines; team: everyone's shared
- *  rows; all: local and everyone's. */
+/** local: this machine's store (the default); mine: + my turns pushed from my other machines;
+ * team: every member's shared turns; all: this store + the shared store. */
 export type RecallScope = 'local' | 'mine' | 'team' | 'all';
-export const RECALL_SCOPES: readonly RecallScope[] = ['local', 'mine', 'team', 'all'];
 
 export interface RecallParams {
-  scope?: RecallScope; // default local
+  scope?: RecallScope; // default 'local'
 }
 
 export interface RecallRow {
-  author?: string | null; // who pushed the row (rows of the shared store)
-  machine?: string | null; // from which machine
+  author?: string; // only on rows of the shared store: the member (database role) who pushed it
+  machine?: string; // ... and the machine it was pushed from (no resumeCommand, no jsonlPath for these)
+}
+
+/** What the shared store gave: its rows come within the timeout, or the answer holds the local rows only. */
+export interface SharedPart {
+  state: 'ok' | 'timeout' | 'unreachable' | 'unconfigured' | 'error';
+  rows: number; // rows of this page that came from the shared store
+  durationMs: number;
+  message?: string; // one line, when state is not 'ok'
 }
 
 export interface RecallResult {
-  /** A scope other than local: how the shared store answered (local rows come back whatever it did). */
-  // state: ok, timeout, unreachable, unconfigured, error (others may come); rows: what the shared store contributed
-  shared?: { state: string; rows?: number; durationMs?: number; message?: string };
+  shared?: SharedPart; // only when `scope` is given and is not 'local'
 }
 
+export interface AgentRecallResult {
+  shared?: SharedPart; // recall_memory's `scope` (docs/mcp.md)
+}
+
+// ---- is a shared store configured? (issue 24, the sidebar's scope switch) --------------------------------
+// Proposed by the VS Code client, not answered by the server yet: the sidebar shows its scope switch only when
+// pimem/status says a shared store is configured (absent: hidden, recall stays local).
+
 export interface StatusResult {
-  shared?: { configured: boolean } | null; // absent or null: no shared store (an older server, none configured)
+  shared?: { configured: boolean } | null;
 }

@@ -105,7 +105,9 @@ _ROW_PROPERTIES: dict[str, Any] = {
 }
 _RECALL_ROW_SCHEMA = {
     "type": "object",
-    "properties": {**_ROW_PROPERTIES, "hits": {"type": "integer", "description": "the score"}},
+    "properties": {**_ROW_PROPERTIES, "hits": {"type": "integer", "description": "the score"},
+                   "author": {"type": "string", "description": "a shared row's member (scope other than local)"},
+                   "machine": {"type": "string", "description": "the machine a shared row was pushed from"}},
     "required": [*_ROW_PROPERTIES, "hits"],
 }
 _SESSION_TURN_SCHEMA = {"type": "object", "properties": _ROW_PROPERTIES, "required": list(_ROW_PROPERTIES)}
@@ -140,7 +142,13 @@ RECALL_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"results": {"type": "array", "items": _RECALL_ROW_SCHEMA},
                    "shared": {"type": "object", "description": "with a scope other than local: what the shared "
-                                                               "store gave (state ok, timeout, unreachable, ...)"}},
+                                                               "store gave",
+                              "properties": {"state": {"type": "string",
+                                                       "enum": ["ok", "timeout", "unreachable", "unconfigured",
+                                                                "error"]},
+                                             "rows": {"type": "integer"}, "durationMs": {"type": "integer"},
+                                             "message": {"type": "string"}},
+                              "required": ["state", "rows", "durationMs"]}},
     "required": ["results"],
 }
 READ_SESSION_INPUT_SCHEMA: dict[str, Any] = {

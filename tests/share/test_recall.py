@@ -140,30 +140,8 @@ def test_case_folding_characters_behave_as_local(share_db: ShareDb, db_path: Pat
 
 def _text_oracle(conn: psycopg.Connection[tuple[object, ...]], text: str, query: RecallQuery,
                  who: shared.Who) -> list[tuple[object, ...]]:
-    """Free text ranked from every shared row read in Python (no index, no read budget)."""
     qwords = ranking.query_words(_shortlist(candidates(text)))
-    tokens = [w.token for w in qwords]
-    docs: dict[shared.Doc, shared._DocInfo] = {}
-    where, params = shared._filters(query, who)
-    sql = f"SELECT {shared._DOC_COLUMNS} FROM pimem.turns" + (f" WHERE {' AND '.join(where)}" if where else "")
-    all_docs: dict[shared.Doc, shared._DocInfo] = {}
-    shared._read_docs(conn.execute(sql, [tokens, tokens, *params]), query, all_docs)
-    df = {t: 0 for t in tokens}
-    for values in conn.execute("SELECT user_words, reply_words FROM pimem.turns"):
-        for t in tokens:
-            if t in values[0] or t in values[1]:  # type: ignore[operator]
-                df[t] += 1
-    for doc, info in all_docs.items():
-        if info.user or info.reply:
-            docs[doc] = info
-    stats = shared.store_stats(conn, "oracle")
-    present = [t for t in tokens if df[t] > 0]
-
-    def sessions(wanted: Sequence[shared.Session]) -> dict[shared.Doc, shared._DocInfo]:
-        return {d: i for d, i in all_docs.items() if i.session in set(wanted)}
-
-    page = shared.rank_docs(docs, qwords, present, [], df, stats, query, sessions,
-                            lambda keys: shared._page_rows(conn, keys))
+    page = shared.text_oracle(conn, qwords, query, who, "test")
     return [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in page.rows]
 
 
@@ -193,6 +171,12 @@ def test_free_text_ranks_as_its_oracle(share_db: ShareDb) -> None:
         assert found_rows > 50
 
 
+def put_texts(db: ShareDb, doc_key: str) -> str:
+    with psycopg.connect(db.admin) as conn:
+        row = conn.execute("SELECT user_text FROM pimem.turns WHERE doc_key = %s", (doc_key,)).fetchone()
+    return str(row[0]) if row else ""
+
+
 def _configure(db_path: Path, db: ShareDb, user: str = "alice", machine: str = "laptop") -> ShareConfig:
     config = ShareConfig(conninfo=db.conninfo(user), machine=machine, folders=("/work/proj",))
     save_config(db_path, config)
@@ -200,9 +184,14 @@ def _configure(db_path: Path, db: ShareDb, user: str = "alice", machine: str = "
 
 
 def test_scopes_merge_with_the_local_store_keeping_one_copy(share_db: ShareDb, db_path: Path) -> None:
+    # t2 holds a secret: its shared copy is redacted, so only the key (author, machine, doc_key), not the
+    # copy rule (same texts), tells that it is the local t2.
     write(db_path, [Turn("t1", "s1", "/work/proj", "the flamingo cache", "fixed it", 1_750_000_000_000),
-                    Turn("t2", "s1", "/work/proj", "flamingo retry", "ok", 1_750_000_001_000)])
+                    Turn("t2", "s1", "/work/proj", "flamingo retry with AKIAIOSFODNN7EXAMPLE", "ok",
+                         1_750_000_001_000)])
     push(db_path, _configure(db_path, share_db))   # alice@laptop's copies of t1, t2
+    pushed = put_texts(share_db, "t2")
+    assert "AKIAIOSFODNN7EXAMPLE" not in pushed and "REDACTED" in pushed
     put(share_db, "alice", [Row("desk", "d1", "s9", "/work/proj", "flamingo on the desk", "r", 1_750_000_002_000)])
     put(share_db, "bob", [Row("box", "b1", "s8", "/work/proj", "bob's flamingo", "r", 1_750_000_003_000)])
     from pimem.store import connect as store_connect
@@ -289,3 +278,26 @@ def test_hostile_rows_from_another_member_are_rendered_safely(share_db: ShareDb,
     assert answer["shared"]["state"] == "ok"
     assert {(r["author"], r["truncated"]) for r in answer["results"]} == {("bob", False), ("bob", True)}
     assert all(len(r["userText"]) <= 4000 and r["resumeCommand"] is None for r in answer["results"])
+
+
+def test_a_server_that_never_answers_does_not_hold_local_recall(db_path: Path) -> None:
+    """A host that accepts the connection and then says nothing (a hung server, a black-holed network):
+    libpq's own connect timeout is 2 s at least; the deadline is what returns the local rows."""
+    import socket
+
+    write(db_path, [Turn("t1", "s1", "/work/proj", "flamingo", "r")])
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        save_config(db_path, ShareConfig(conninfo=f"host=127.0.0.1 port={port} user=alice dbname=x",
+                                         machine="laptop", folders=("/work/proj",)))
+        from pimem.store import connect as store_connect
+        conn = store_connect(db_path, create=False, for_writing=False)
+        started = time.monotonic()
+        page, report = recall_scoped(conn, db_path, make_query(["flamingo"], 5), "all", timeout=0.4)
+        elapsed = time.monotonic() - started
+        conn.close()
+    assert elapsed < 1.0, elapsed
+    assert report is not None and report.state == "timeout"
+    assert [r.turn_id for r in page.rows] == ["t1"]

@@ -11,22 +11,11 @@ superset; the row is then checked by ``LIKE`` itself). Score 2w in the user text
 score desc / time desc / turn id asc (then author, machine), copies (same texts and time) once, the
 ``source`` and ``cwd`` filters: as :mod:`pimem.recall.semantics`.
 
-Where PostgreSQL's folding differs from ``str.lower`` (``lower()``/``ILIKE`` under a libc or ICU locale;
-under the C locale it folds ASCII only):
-
-* ``'İ'`` (U+0130): ``str.lower`` gives ``'i̇'`` (two code points, i + U+0307), ``lower()`` one ``'i'``
-  (libc) or ``'i̇'`` (ICU), so ``ILIKE 'i̇%'`` and ``ILIKE 'i%'`` disagree with Python on ``'İstanbul'``;
-* ``'ẞ'`` (U+1E9E) -> ``'ß'`` in both, but ``'ß'.upper()`` is ``'SS'``: an ILIKE (which folds both
-  sides) of ``'STRASSE'`` never finds ``'straße'``, nor does ``str.lower``: they agree only because neither
-  does full case folding; ``'ﬃ'``-like ligatures likewise stay as they are in both;
-* final sigma: ``'ΟΔΟΣ'.lower()`` is ``'οδος'`` (final ``'ς'`` by context), PostgreSQL's ``lower()`` gives
-  ``'οδοσ'`` (per character): an entity ``'οδος'`` would miss with ``lower()``;
-* titlecase digraphs ``'ǅ'`` (U+01C5) -> ``'ǆ'`` in Python; libc ``towlower`` leaves it under some
-  glibc versions; Turkish/Azeri dotless ``'I'``/``'ı'`` follow the database's locale with libc (``tr_TR``:
-  ``'I'`` -> ``'ı'``), never in Python;
-* characters beyond the Basic Multilingual Plane (Deseret ``'𐐀'``, Adlam) fold in Python, not with
-  some libc locales.
-
+Where PostgreSQL's folding differs from ``str.lower`` (docs/share-recall.md has the table): on the
+tests' server (PostgreSQL 15, ``C.UTF-8``, glibc) ``lower('İstanbul')`` is ``'istanbul'`` where Python
+gives ``'i̇stanbul'`` (i + U+0307), and ``lower('ΟΔΟΣ')`` is ``'οδοσ'`` where Python gives the final
+``'ς'``; with other providers and locales more differ (a ``C`` database folds ASCII only, ``tr_TR`` maps
+``'I'`` to ``'ı'``, older C libraries leave the titlecase digraphs such as ``'ǅ'``).
 ``tests/share/test_recall.py`` stores each of these and compares shared recall with local recall.
 
 **Free text** (:func:`text_page`): conversations ranked as :mod:`pimem.recall.ranking` ranks them, from the
@@ -35,7 +24,8 @@ GIN indexes: BM25 idf from the words' document counts, a turn scores idf x (user
 length) + idf x (reply weight), the best sessions by best turn and by typed words are scored in full, the
 two rankings fused by reciprocal rank, one row per conversation (its best turn). A conversation is
 ``(author, machine, session_id)``. The statistics (rows, average lengths, sessions) are those of the
-whole shared store, read once a minute per process, as the local ones are per store.
+whole shared store, read once a minute per process (past 200,000 rows from a sample and the planner's
+row estimate), as the local ones are per store.
 
 The ``mine``/``team`` scopes are filters here (``author = current_user``, this machine's rows left out);
 merging with local rows is :mod:`pimem.share.scope`'s. psycopg is imported in ``pimem.share`` only.
@@ -68,6 +58,7 @@ _ROW = ("author, machine, doc_key, session_id, source, cwd, (extract(epoch from 
         "user_text, reply_text, tools")
 _FETCH = 500          # rows fetched at a time from the ordered candidates
 STATS_TTL_S = 60.0
+STATS_SAMPLED = 200_000   # rows counted exactly; a larger store's statistics come from a sample
 
 
 @dataclass(frozen=True)
@@ -215,11 +206,22 @@ def store_stats(conn: Conn, key: str) -> Stats:
         cached = _STATS.get(key)
     if cached is not None and now - cached[0] < STATS_TTL_S:
         return cached[1]
+    estimate = conn.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = 'pimem.turns'::regclass").fetchone()
+    rows = int(estimate[0]) if estimate is not None and estimate[0] is not None else -1
+    # Counting a large table takes seconds, past the recall's deadline: past STATS_SAMPLED rows (by the
+    # planner's estimate), a sample of about that many rows gives the averages and the conversations'
+    # share, and the estimate the size (local ranking, too, reads its averages from a sample).
+    source = "pimem.turns"
+    if rows > STATS_SAMPLED:
+        source += f" TABLESAMPLE SYSTEM ({100.0 * STATS_SAMPLED / rows:.4f}) REPEATABLE (24)"
     row = conn.execute("SELECT count(*), avg(user_chars), avg(reply_chars), "
-                       "count(DISTINCT (author, machine, session_id)) FROM pimem.turns").fetchone()
+                       f"count(DISTINCT (author, machine, session_id)) FROM {source}").fetchone()
     assert row is not None
-    stats = Stats(int(row[0] or 0), max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0),
-                  int(row[3] or 0))
+    counted, sessions = int(row[0] or 0), int(row[3] or 0)
+    docs = counted
+    if rows > STATS_SAMPLED and counted:
+        docs, sessions = rows, sessions * rows // counted
+    stats = Stats(docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0), sessions)
     with _STATS_LOCK:
         _STATS[key] = (now, stats)
     return stats
@@ -246,16 +248,56 @@ class SharedTextPage:
     searched: list[tuple[ranking.QueryWord, int, float]]
 
 
-def _doc_counts(conn: Conn, tokens: Sequence[str]) -> dict[str, int]:
-    """Each word's number of shared turns (the whole store's, as the local counts are the whole store's)."""
-    return {str(token): int(count) for token, count in conn.execute(
-        "SELECT w, (SELECT count(*) FROM pimem.turns WHERE user_words @> ARRAY[w] OR reply_words @> ARRAY[w]) "
-        "FROM unnest(%s::text[]) AS w", [list(tokens)])}
+_DF: dict[tuple[str, str], tuple[int, int]] = {}    # (store, token) -> (docs when counted, count)
+
+
+def _doc_counts(conn: Conn, tokens: Sequence[str], stats: Stats, stats_key: str) -> dict[str, int]:
+    """Each word's number of shared turns (the whole store's, as the local counts are the whole store's),
+    one index lookup per word. A common word's count (at least ranking.CACHED_DF) is kept per process
+    until the store grew by a twentieth, as :func:`pimem.recall.ranking._doc_count` keeps it."""
+    counts: dict[str, int] = {}
+    for token in tokens:
+        with _STATS_LOCK:
+            cached = _DF.get((stats_key, token))
+        if cached is not None and cached[0] * 21 >= stats.docs * 20:
+            counts[token] = cached[1]
+            continue
+        row = conn.execute("SELECT count(*) FROM pimem.turns WHERE user_words @> %s OR reply_words @> %s",
+                           ([token], [token])).fetchone()
+        counts[token] = int(row[0]) if row is not None else 0
+        if counts[token] >= ranking.CACHED_DF:
+            with _STATS_LOCK:
+                if len(_DF) > 100_000:
+                    _DF.clear()
+                _DF[(stats_key, token)] = (stats.docs, counts[token])
+    return counts
 
 
 _DOC_COLUMNS = ("author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint, user_chars, "
                 "reply_chars, cwd, ARRAY(SELECT w FROM unnest(user_words) w WHERE w = ANY(%s)), "
                 "ARRAY(SELECT w FROM unnest(reply_words) w WHERE w = ANY(%s))")
+
+
+_DOC_KEYS = ("author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint, user_chars, "
+             "reply_chars, cwd")
+
+
+def _doc_key(values: Sequence[Any]) -> Doc:
+    return (str(values[0]), str(values[1]), str(values[2]), str(values[3]))
+
+
+def _doc_info(values: Sequence[Any], query: RecallQuery, into: dict[Doc, _DocInfo]) -> _DocInfo | None:
+    """The entry of a doc read with :data:`_DOC_KEYS` (made on first sight), None when the folder
+    filter leaves it out."""
+    if query.cwd is not None and not in_folder(str(values[7]), query.cwd):
+        return None
+    doc = _doc_key(values)
+    info = into.get(doc)
+    if info is None:
+        info = _DocInfo((doc[0], doc[1], doc[2]), (int(values[4]), doc[0], doc[1], doc[3]), int(values[5]),
+                        int(values[6]))
+        into[doc] = info
+    return info
 
 
 def _read_docs(rows: Iterable[Sequence[Any]], query: RecallQuery, into: dict[Doc, _DocInfo]) -> None:
@@ -280,7 +322,7 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
         return SharedTextPage([], 0, [])
     stats = store_stats(conn, stats_key)
     where, filter_params = _filters(query, who)
-    df = _doc_counts(conn, [w.token for w in qwords])
+    df = _doc_counts(conn, [w.token for w in qwords], stats, stats_key)
     present = sorted((w for w in qwords if df[w.token] > 0), key=lambda w: df[w.token])
     read: list[str] = []
     spent = 0
@@ -289,26 +331,43 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
             break
         read.append(w.token)
         spent += df[w.token]
-    all_tokens = [w.token for w in present]
     docs: dict[Doc, _DocInfo] = {}
     extra = (" AND " + " AND ".join(where)) if where else ""
+    # Postings as local ranking reads them: per word and column, from the GIN index alone (@> on one
+    # element needs no recheck), the scalar columns only: the word arrays are never read here.
     for token in read:
         limit = f" ORDER BY ts DESC LIMIT {ranking.READ_BUDGET}" if df[token] > ranking.READ_BUDGET else ""
-        _read_docs(conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM pimem.turns WHERE (user_words @> ARRAY[%s]::text[] OR "
-            f"reply_words @> ARRAY[%s]::text[]){extra}{limit}",
-            [read, read, token, token, *filter_params]), query, docs)
-    checked = [t for t in all_tokens if t not in read]
+        for column, field_name in (("user_words", "user"), ("reply_words", "reply")):
+            for values in conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE {column} @> %s{extra}{limit}",
+                                       [[token], *filter_params]):
+                info = _doc_info(values, query, docs)
+                if info is not None:
+                    getattr(info, field_name).add(token)
+    checked = [w.token for w in present if w.token not in read]
 
     def fetch_sessions(sessions: Sequence[Session]) -> dict[Doc, _DocInfo]:
+        """Every doc of ``sessions`` (what the read words' postings said of each), and the checked
+        (commoner) words in the user texts of the first CHECKED_SESSIONS of them, as locally."""
         found: dict[Doc, _DocInfo] = {}
         if not sessions:
             return found
-        _read_docs(conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM pimem.turns WHERE (author, machine, session_id) IN "
-            "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
-            [all_tokens, read, [s[0] for s in sessions], [s[1] for s in sessions], [s[2] for s in sessions]]),
-            query, found)
+        keys = "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))"
+
+        def columns(chosen: Sequence[Session]) -> list[list[str]]:
+            return [[s[0] for s in chosen], [s[1] for s in chosen], [s[2] for s in chosen]]
+        for values in conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE (author, machine, session_id) IN "
+                                   f"{keys}", columns(sessions)):
+            info = _doc_info(values, query, found)
+            if info is not None and (known := docs.get(_doc_key(values))) is not None:
+                info.user.update(known.user)
+                info.reply.update(known.reply)
+        first = list(sessions[:ranking.CHECKED_SESSIONS])
+        for token in checked:
+            for values in conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE user_words @> %s AND "
+                                       f"(author, machine, session_id) IN {keys}", [[token], *columns(first)]):
+                info = found.get(_doc_key(values))
+                if info is not None:
+                    info.user.add(token)
         return found
 
     return rank_docs(docs, qwords, read, checked, df, stats, query, fetch_sessions,
@@ -420,3 +479,27 @@ def _page_rows(conn: Conn, keys: Sequence[tuple[str, str, str]]) -> dict[Doc, Re
             row = make_shared_row(values, 0)
             found[(row.author or "", row.machine or "", row.session_id, row.turn_id)] = row
     return found
+
+
+def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuery, who: Who,
+                stats_key: str) -> SharedTextPage:
+    """Free text ranked from every shared row (a plain scan: no index, no read budget, every word read):
+    what :func:`text_page` must equal while its budgets are not reached. Tests and the benchmark."""
+    tokens = [w.token for w in qwords]
+    stats = store_stats(conn, stats_key)
+    where, params = _filters(query, who)
+    docs: dict[Doc, _DocInfo] = {}
+    _read_docs(conn.execute(f"SELECT {_DOC_COLUMNS} FROM pimem.turns" + (f" WHERE {' AND '.join(where)}"
+                                                                          if where else ""),
+                            [tokens, tokens, *params]), query, docs)
+    df = {str(token): int(count) for token, count in conn.execute(
+        "SELECT w, (SELECT count(*) FROM pimem.turns WHERE w = ANY(user_words) OR w = ANY(reply_words)) "
+        "FROM unnest(%s::text[]) AS w", [tokens])}
+    holding = {doc: info for doc, info in docs.items() if info.user or info.reply}
+    present = [t for t in tokens if df[t] > 0]
+
+    def sessions(wanted: Sequence[Session]) -> dict[Doc, _DocInfo]:
+        chosen = set(wanted)
+        return {doc: info for doc, info in docs.items() if info.session in chosen}
+
+    return rank_docs(holding, qwords, present, [], df, stats, query, sessions, lambda keys: _page_rows(conn, keys))
