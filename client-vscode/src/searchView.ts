@@ -46,6 +46,8 @@ export const FOCUS_SEARCH_COMMAND = 'pimem.focusSearch';
 const WORKSPACE_ONLY_KEY = 'pimem.search.workspaceOnly';
 const SOURCES_KEY = 'pimem.search.sources';
 const SCOPE_KEY = 'pimem.search.scope';
+/** The word of the probe that asks whether a shared store is configured (it matches nothing, cheaply). */
+const SHARED_PROBE = 'pimem-shared-store-probe-0f3a9c';
 
 interface Search {
   params: RecallParams;
@@ -96,6 +98,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
         if (s.kind === 'running') {
           void this.postHistory();
           void this.loadAgents();
+          void this.detectShared();
         }
       }),
     );
@@ -190,6 +193,38 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     }
   }
 
+  /**
+   * Whether a shared store is configured, once per server start: pimem/status says so when it knows (proposed),
+   * else one recall of a word nobody writes with a scope: a server without scopes answers no `shared` part, one
+   * without a shared store says `unconfigured`; timed out or unreachable is configured (the switch shows, and
+   * each answer says what is missing).
+   */
+  private async detectShared(): Promise<void> {
+    if (this.server.current.kind !== 'running') {
+      return;
+    }
+    try {
+      const status = await this.server.request(StatusRequest, {});
+      if (status.shared !== undefined) {
+        this.setShared(status.shared?.configured === true);
+        return;
+      }
+      const probe = await this.server.request(RecallRequest, { entities: [SHARED_PROBE], limit: 1, scope: 'mine' });
+      this.setShared(probe.shared !== undefined && probe.shared.state !== 'unconfigured');
+    } catch (error) {
+      this.log.info(`The search stays on this machine's memory: ${describeError(error)}`);
+    }
+  }
+
+  private setShared(available: boolean): void {
+    if (available !== this.sharedAvailable) {
+      this.sharedAvailable = available;
+      if (this.ready) {
+        this.post({ type: 'settings', settings: this.settings() });
+      }
+    }
+  }
+
   private async postHistory(): Promise<void> {
     if (this.server.current.kind !== 'running') {
       return;
@@ -197,12 +232,8 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     try {
       const status = await this.server.request(StatusRequest, {});
       this.post({ type: 'history', turns: status.totalTurns, syncing: status.syncing });
-      const shared = status.shared?.configured === true;
-      if (shared !== this.sharedAvailable) {
-        this.sharedAvailable = shared;
-        if (this.ready) {
-          this.post({ type: 'settings', settings: this.settings() });
-        }
+      if (status.shared !== undefined) {
+        this.setShared(status.shared?.configured === true);
       }
     } catch {
       // the server stopped meanwhile: its next start posts again
