@@ -25,6 +25,8 @@ interface Shown {
   turns: SessionTurn[];
   firstPosition: number;
   hitTurnId: string | undefined;
+  /** The edit to highlight in the hit turn (opened from the memory of a line). */
+  edit: { file?: string; tool?: string };
   id: number;
   /** Characters shown of a long turn's prompt and reply, by turn id, once "Show more" was asked (src/conversationProtocol.ts). */
   shownChars: Map<string, number>;
@@ -65,7 +67,7 @@ export class ConversationPanel implements vscode.Disposable {
     if (generation !== this.generation) {
       return;
     }
-    this.shown = { session, turns: session.turns, firstPosition: session.firstPosition, hitTurnId: args.turnId, id: ++this.opened, shownChars: new Map() };
+    this.shown = { session, turns: session.turns, firstPosition: session.firstPosition, hitTurnId: args.turnId, edit: { file: args.file, tool: args.tool }, id: ++this.opened, shownChars: new Map() };
     this.render();
   }
 
@@ -80,7 +82,7 @@ export class ConversationPanel implements vscode.Disposable {
     }
     const { session } = shown;
     this.panel.title = `${sourceLabel(session.source)}: ${plainText(folderName(session.cwd), 40)}`;
-    this.post({ type: 'state', state: conversationState(session, shown.turns, shown.firstPosition, shown.hitTurnId, shown.id, shown.shownChars) });
+    this.post({ type: 'state', state: conversationState(session, shown.turns, shown.firstPosition, shown.hitTurnId, shown.id, shown.shownChars, shown.edit) });
   }
 
   private post(message: ConversationToWebview): void {

@@ -13,7 +13,10 @@ export interface ConversationTurn {
   user: Block[];
   reply: Block[];
   toolNames: string[];
-  files: { path: string; action: FileAction }[];
+  /** `edited`: the file whose lines the conversation was opened for (the memory of each line). */
+  files: { path: string; action: FileAction; edited?: boolean }[];
+  /** The tool of that edit, highlighted among toolNames. */
+  editTool?: string;
   hit: boolean;
   truncated: boolean;
   /** Characters of the prompt and the reply not shown yet ("Show more" shows the next piece). */
@@ -95,6 +98,7 @@ export function conversationState(
   hitTurnId: string | undefined,
   id: number,
   shownChars: ReadonlyMap<string, number> = new Map(),
+  edit?: { file?: string; tool?: string },
 ): ConversationState {
   return {
     id,
@@ -114,6 +118,9 @@ export function conversationState(
       const limit = shownChars.get(turn.turnId) ?? PIECE_CHARS;
       const user = shownPart(turn.userText, limit);
       const reply = shownPart(turn.replyText, limit);
+      const hit = hitTurnId !== undefined && turn.turnId === hitTurnId;
+      const editFile = hit ? edit?.file : undefined;
+      const editTool = hit && edit?.tool !== undefined && turn.toolNames.includes(edit.tool) ? edit.tool : undefined;
       return {
         index,
         position: firstPosition + index + 1,
@@ -122,8 +129,9 @@ export function conversationState(
         user: parseMarkdown(user),
         reply: parseMarkdown(reply),
         toolNames: turn.toolNames,
-        files: turn.files,
-        hit: hitTurnId !== undefined && turn.turnId === hitTurnId,
+        files: editFile === undefined ? turn.files : turn.files.map((f) => (f.path === editFile && f.action !== 'read' ? { ...f, edited: true } : f)),
+        ...(editTool === undefined ? {} : { editTool }),
+        hit,
         truncated: turn.truncated,
         hidden: turn.userText.length - user.length + turn.replyText.length - reply.length,
         canOpenRaw: turn.jsonlPath.length > 0,

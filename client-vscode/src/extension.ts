@@ -8,11 +8,13 @@ import { Commands, PimemCommands } from './commands';
 import { RESTART_SETTINGS, SECTION } from './config';
 import { registerHistoryViews } from './historyViews';
 import { SelectionHoverProvider } from './hover';
+import { LineHistory } from './lineHistory';
 import { RecallRequest, TurnRequest } from './protocol';
 import { watchPythonExtension } from './python';
 import { RESULTS_VIEW_TYPE, ResultsPanel } from './resultsPanel';
 import { RowActions } from './rowActions';
 import { FOCUS_SEARCH_COMMAND, SearchView } from './searchView';
+import { SessionsCommands } from './sessionsTree';
 import { PimemServer } from './server';
 import { SyncUi } from './syncUi';
 
@@ -47,6 +49,8 @@ export function activate(context: vscode.ExtensionContext): void {
     // the Sessions and File History views, the file CodeLens, the rendered conversation (issue 15)
     ...registerHistoryViews(context, server, log),
     vscode.languages.registerHoverProvider([{ scheme: 'file' }, { scheme: 'untitled' }], hover),
+    // which conversation wrote each line: the annotation, its hover and the command (issue 23)
+    ...new LineHistory(server, log, SessionsCommands.openConversation).register(),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (RESTART_SETTINGS.some((key) => e.affectsConfiguration(key))) {
         server.scheduleRestart();

@@ -7,6 +7,10 @@ import { piResume, type ResumeCommand } from './resumeArgs';
 export interface OpenConversationArgs {
   sessionId: string;
   turnId?: string;
+  /** The file an edit of that turn wrote (the memory of each line): its entry in the turn is highlighted. */
+  file?: string;
+  /** The tool of that edit ("Edit", "apply_patch"): highlighted among the turn's tools. */
+  tool?: string;
 }
 
 /** Arguments of pimem.openConversation as a command link, a tree item or another extension gives them. */
@@ -15,14 +19,22 @@ export function parseOpenConversationArgs(raw: unknown): OpenConversationArgs | 
   if (typeof first !== 'object' || first === null) {
     return undefined;
   }
-  const { sessionId, turnId } = first as Record<string, unknown>;
+  const { sessionId, turnId, file, tool } = first as Record<string, unknown>;
   if (typeof sessionId !== 'string' || sessionId.length === 0 || sessionId.length > 1024) {
     return undefined;
   }
   if (turnId !== undefined && (typeof turnId !== 'string' || turnId.length === 0 || turnId.length > 1024)) {
     return undefined;
   }
-  return turnId === undefined ? { sessionId } : { sessionId, turnId };
+  const args: OpenConversationArgs = turnId === undefined ? { sessionId } : { sessionId, turnId };
+  // only marks to highlight: a malformed one is dropped, the conversation still opens
+  if (turnId !== undefined && typeof file === 'string' && file.length > 0 && file.length <= 4096) {
+    args.file = file;
+  }
+  if (turnId !== undefined && typeof tool === 'string' && tool.length > 0 && tool.length <= 200) {
+    args.tool = tool;
+  }
+  return args;
 }
 
 /** A Codex session id as pimem/migrateCodex takes it: "codex:" and the thread's UUID. */

@@ -433,3 +433,11 @@ export interface RecallResult {
 export interface AgentRecallResult {
   shared?: SharedPart; // recall_memory's `scope` (docs/mcp.md)
 }
+
+// ---- is a shared store configured? (issue 24, the sidebar's scope switch) --------------------------------
+// Proposed by the VS Code client, not answered by the server yet: the sidebar shows its scope switch only when
+// pimem/status says a shared store is configured (absent: hidden, recall stays local).
+
+export interface StatusResult {
+  shared?: { configured: boolean } | null;
+}

@@ -13,11 +13,20 @@ import {
   type RecallParams,
   type RecallResult,
   type RecallRow,
+  type RecallScope,
   type Source,
 } from './protocol';
 import { searchedTerms, sourceLabel } from './render';
 import type { RowActions } from './rowActions';
-import { parseFromSearchView, type SearchRow, type SearchSettings, type SearchStatus, type ToSearchView } from './searchProtocol';
+import {
+  authorLabel,
+  parseFromSearchView,
+  sharedNote,
+  type SearchRow,
+  type SearchSettings,
+  type SearchStatus,
+  type ToSearchView,
+} from './searchProtocol';
 import {
   afterMore,
   countText,
@@ -36,6 +45,9 @@ export const SEARCH_VIEW_ID = 'pimem.search';
 export const FOCUS_SEARCH_COMMAND = 'pimem.focusSearch';
 const WORKSPACE_ONLY_KEY = 'pimem.search.workspaceOnly';
 const SOURCES_KEY = 'pimem.search.sources';
+const SCOPE_KEY = 'pimem.search.scope';
+/** The word of the probe that asks whether a shared store is configured (it matches nothing, cheaply). */
+const SHARED_PROBE = 'pimem-shared-store-probe-0f3a9c';
 
 interface Search {
   params: RecallParams;
@@ -44,6 +56,8 @@ interface Search {
   fromText: boolean;
   result: RecallResult;
   paging: Paging;
+  /** Said under the count when the shared store's part is missing. */
+  note: string | undefined;
 }
 
 export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable {
@@ -60,6 +74,8 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
   private readonly disposables: vscode.Disposable[] = [];
   /** The agent filters: the server's sources (pimem/sources), or the three every server reads. */
   private agents: { source: Source; label: string }[] = SOURCES.map((source) => ({ source, label: sourceLabel(source) }));
+  /** A shared store is configured (pimem/status): the scope switch is shown. */
+  private sharedAvailable = false;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -82,6 +98,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
         if (s.kind === 'running') {
           void this.postHistory();
           void this.loadAgents();
+          void this.detectShared();
         }
       }),
     );
@@ -144,7 +161,15 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       hasWorkspace: folders().length > 0,
       agents: this.agents,
       sources,
+      scope: this.scope(),
+      sharedAvailable: this.sharedAvailable,
     };
+  }
+
+  /** The saved scope while a shared store is configured; local otherwise. */
+  private scope(): RecallScope {
+    const saved = this.state.get<unknown>(SCOPE_KEY);
+    return this.sharedAvailable && (saved === 'mine' || saved === 'team' || saved === 'all') ? saved : 'local';
   }
 
   /** The server's list of sources for the agent filters (an older server without pimem/sources keeps the three). */
@@ -168,6 +193,38 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     }
   }
 
+  /**
+   * Whether a shared store is configured, once per server start: pimem/status says so when it knows (proposed),
+   * else one recall of a word nobody writes with a scope: a server without scopes answers no `shared` part, one
+   * without a shared store says `unconfigured`; timed out or unreachable is configured (the switch shows, and
+   * each answer says what is missing).
+   */
+  private async detectShared(): Promise<void> {
+    if (this.server.current.kind !== 'running') {
+      return;
+    }
+    try {
+      const status = await this.server.request(StatusRequest, {});
+      if (status.shared !== undefined) {
+        this.setShared(status.shared?.configured === true);
+        return;
+      }
+      const probe = await this.server.request(RecallRequest, { entities: [SHARED_PROBE], limit: 1, scope: 'mine' });
+      this.setShared(probe.shared !== undefined && probe.shared.state !== 'unconfigured');
+    } catch (error) {
+      this.log.info(`The search stays on this machine's memory: ${describeError(error)}`);
+    }
+  }
+
+  private setShared(available: boolean): void {
+    if (available !== this.sharedAvailable) {
+      this.sharedAvailable = available;
+      if (this.ready) {
+        this.post({ type: 'settings', settings: this.settings() });
+      }
+    }
+  }
+
   private async postHistory(): Promise<void> {
     if (this.server.current.kind !== 'running') {
       return;
@@ -175,6 +232,9 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     try {
       const status = await this.server.request(StatusRequest, {});
       this.post({ type: 'history', turns: status.totalTurns, syncing: status.syncing });
+      if (status.shared !== undefined) {
+        this.setShared(status.shared?.configured === true);
+      }
     } catch {
       // the server stopped meanwhile: its next start posts again
     }
@@ -203,7 +263,10 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       case 'search':
         await this.state.update(WORKSPACE_ONLY_KEY, message.workspaceOnly);
         await this.state.update(SOURCES_KEY, message.sources);
-        await this.run(message.query, message.workspaceOnly, message.sources);
+        if (this.sharedAvailable) {
+          await this.state.update(SCOPE_KEY, message.scope);
+        }
+        await this.run(message.query, message.workspaceOnly, message.sources, this.sharedAvailable ? message.scope : 'local');
         return;
       case 'more':
         await this.more();
@@ -234,7 +297,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     this.post({ type: 'status', status });
   }
 
-  private async run(query: string, workspaceOnly: boolean, sources: Source[]): Promise<void> {
+  private async run(query: string, workspaceOnly: boolean, sources: Source[], scope: RecallScope): Promise<void> {
     const generation = ++this.generation;
     const parsed = parseSearch(query);
     if (parsed.kind === 'empty') {
@@ -257,7 +320,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       return;
     }
     const all = this.agents.every((a) => known.includes(a.source));
-    const params: RecallParams = { ...queryParams(parsed), ...(all ? {} : { sources: known }) };
+    const params: RecallParams = { ...queryParams(parsed), ...(all ? {} : { sources: known }), ...(scope === 'local' ? {} : { scope }) };
     const scoped = workspaceOnly ? folders() : [];
     const cwds = scoped.length > 0 ? scoped : [undefined];
     this.status({ kind: 'loading' });
@@ -282,7 +345,8 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
     const total = totals.length === results.length ? totals.reduce((a, b) => a + b, 0) : undefined;
     const paging = firstPaging(rows.length, total, results.some((r) => r.totalCapped === true), cwds.length);
     this.rows = rows;
-    this.search = { params, cwds, fromText: parsed.kind === 'text', result: first, paging };
+    const note = sharedNote(results.find((r) => r.shared !== undefined && r.shared.state !== 'ok')?.shared);
+    this.search = { params, cwds, fromText: parsed.kind === 'text', result: first, paging, note };
     this.searches += 1;
     this.postRows(rows, 0, false);
   }
@@ -344,6 +408,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       append,
       count: countText(search.paging),
       more: !search.paging.done,
+      ...(search.note === undefined ? {} : { note: search.note }),
     });
   }
 
@@ -362,6 +427,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
       canResume: this.actions.canResume(row),
       resumeLabel: this.actions.resumeLabel(row),
       canCopy: row.resumeCommand !== null,
+      author: authorLabel(row.author, row.machine),
     };
   }
 
@@ -374,6 +440,7 @@ export class SearchView implements vscode.WebviewViewProvider, vscode.Disposable
 <input id="query" type="search" spellcheck="false" autocomplete="off" aria-label="Search past conversations" placeholder="Search past conversations">
 <div class="options">
 <label><input type="checkbox" id="workspaceOnly"> This workspace only</label>
+<label id="scopeLabel" hidden>Scope <select id="scope"><option value="local">This machine</option><option value="mine">My machines</option><option value="team">Team</option><option value="all">All</option></select></label>
 <fieldset id="agents"><legend>Agents</legend></fieldset>
 </div>
 <p id="searched" class="searched" hidden></p>

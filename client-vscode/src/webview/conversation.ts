@@ -164,7 +164,7 @@ function turnView(state: ConversationState, turn: ConversationTurn): HTMLElement
       if (n > 0) {
         tools.appendChild(document.createTextNode(', '));
       }
-      tools.appendChild(el('code', 'tool', name));
+      tools.appendChild(el('code', name === turn.editTool ? 'tool edited' : 'tool', name));
     });
     article.appendChild(tools);
   }
@@ -172,9 +172,13 @@ function turnView(state: ConversationState, turn: ConversationTurn): HTMLElement
     const files = el('ul', 'files');
     files.setAttribute('aria-label', 'Files its tool calls touched');
     for (const file of turn.files) {
-      const li = el('li');
+      const li = el('li', file.edited === true ? 'edited' : undefined);
       li.appendChild(el('span', 'action', `${ACTION_WORDS[file.action] ?? file.action} `));
       li.appendChild(el('code', 'path', file.path));
+      if (file.edited === true) {
+        // opened from the memory of a line: this is the edit that wrote it
+        li.appendChild(el('span', 'edit-label', ' — the edit of the lines you asked about'));
+      }
       files.appendChild(li);
     }
     article.appendChild(files);

@@ -44,6 +44,9 @@ class SearchPanel {
   private readonly query = (byId('query') as HTMLInputElement);
   private readonly workspaceOnly = (byId('workspaceOnly') as HTMLInputElement);
   private readonly agentBox = byId('agents') as HTMLFieldSetElement;
+  /** Where to search: shown only while a shared store is configured (issue 24). */
+  private readonly scope = byId('scope') as HTMLSelectElement;
+  private readonly scopeLabel = byId('scopeLabel') as HTMLLabelElement;
   /** One checkbox per source, built from the settings the extension sends (the server's list). */
   private agents: HTMLInputElement[] = [];
   private readonly searched = (byId('searched') as HTMLParagraphElement);
@@ -70,6 +73,7 @@ class SearchPanel {
       }
     });
     this.workspaceOnly.addEventListener('change', () => this.searchNow());
+    this.scope.addEventListener('change', () => this.searchNow());
     this.more.addEventListener('click', () => {
       this.more.disabled = true;
       this.more.textContent = 'Loading more…';
@@ -113,6 +117,8 @@ class SearchPanel {
   private applySettings(settings: SearchSettings): void {
     this.workspaceOnly.checked = settings.workspaceOnly && settings.hasWorkspace;
     this.workspaceOnly.disabled = !settings.hasWorkspace;
+    this.scopeLabel.hidden = !settings.sharedAvailable;
+    this.scope.value = settings.sharedAvailable ? settings.scope : 'local';
     if (this.agents.map((box) => box.value).join('\n') !== settings.agents.map((a) => a.source).join('\n')) {
       for (const box of this.agents) {
         box.parentElement?.remove();
@@ -149,7 +155,13 @@ class SearchPanel {
     this.vscode.setState({ query: this.query.value });
     this.list.setAttribute('aria-busy', 'true'); // until the answer (tests wait on it, screen readers too)
     const sources = this.agents.filter((box) => box.checked).map((box) => box.value);
-    this.vscode.postMessage({ type: 'search', query: this.query.value, workspaceOnly: this.workspaceOnly.checked, sources });
+    const scope = this.scopeLabel.hidden ? 'local' : this.scopeValue();
+    this.vscode.postMessage({ type: 'search', query: this.query.value, workspaceOnly: this.workspaceOnly.checked, sources, scope });
+  }
+
+  private scopeValue(): 'local' | 'mine' | 'team' | 'all' {
+    const value = this.scope.value;
+    return value === 'mine' || value === 'team' || value === 'all' ? value : 'local';
   }
 
   private show(status: SearchStatus): void {
@@ -175,6 +187,9 @@ class SearchPanel {
     }
     this.roving();
     this.count.textContent = this.list.childElementCount === 0 ? 'No turns' : status.count;
+    if (status.note !== undefined) {
+      this.count.appendChild(el('span', 'note', ` ${status.note}`));
+    }
     this.more.hidden = !status.more;
     this.more.disabled = false;
     this.more.textContent = 'Show more';
@@ -249,6 +264,10 @@ class SearchPanel {
     item.tabIndex = -1;
     const meta = el('div', 'meta');
     meta.appendChild(el('span', 'agent', sourceLabel(row.source)));
+    if (row.author !== null) {
+      // a row of the shared store: who wrote it (text only, like every stored value)
+      meta.appendChild(el('span', 'author', row.author));
+    }
     const cwd = el('span', 'cwd', folderName(row.cwd));
     cwd.title = row.cwd;
     meta.appendChild(cwd);

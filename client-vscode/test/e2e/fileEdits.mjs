@@ -35,8 +35,8 @@ const write = (file, text) => {
   writeFileSync(file, text);
 };
 
-/** A Claude Code session of `turns` ({prompt, tool?, input?, reply}), one minute apart. */
-function claudeSession(home, cwd, id, start, turns) {
+/** A Claude Code session of `turns` ({prompt, tool?, input?, reply}), one minute apart (lineEdits.mjs writes some too). */
+export function claudeSession(home, cwd, id, start, turns) {
   const common = { isSidechain: false, userType: 'external', cwd, sessionId: id, version: '2.1.332', gitBranch: 'main' };
   const records = [];
   let parentUuid = null;
@@ -63,7 +63,7 @@ function claudeSession(home, cwd, id, start, turns) {
   write(join(home, '.claude', 'projects', cwd.replaceAll('/', '-'), `${id}.jsonl`), jsonl(records));
 }
 
-function piSession(home, cwd, id, start, prompt, tool, args, reply) {
+export function piSession(home, cwd, id, start, prompt, tool, args, reply) {
   const records = [{ type: 'session', version: 3, id, timestamp: iso(start), cwd }];
   const message = (mid, parentId, ts, body) => ({ type: 'message', id: mid, parentId, timestamp: iso(ts), message: { ...body, timestamp: ts } });
   const assistant = { provider: 'mock-openai', model: 'mock-gpt', api: 'openai-completions' };
@@ -78,7 +78,7 @@ function piSession(home, cwd, id, start, prompt, tool, args, reply) {
   write(join(home, '.pi', 'agent', 'sessions', folder, `${iso(start).replaceAll(':', '-').replace('.', '-')}_${id}.jsonl`), jsonl(records));
 }
 
-function codexSession(home, cwd, id, start, prompt, patch, reply) {
+export function codexSession(home, cwd, id, start, prompt, patch, reply) {
   const envelope = (n, type, payload) => ({ timestamp: iso(start + n * 100), ordinal: n, type, payload });
   const turnId = `${id.slice(0, 18)}0000-000000000001`;
   const records = [

@@ -193,6 +193,9 @@ describe('Pi Memory sidebar in VS Code', { timeout: 600_000 }, () => {
     const everywhere = await cards().count();
     const folders = async () => new Set(await sf().locator('#results .cwd').evaluateAll((els) => els.map((e) => e.getAttribute('title'))));
     assert.ok([...(await folders())].some((f) => f !== WORKSPACE), `"cache" is in other folders too: ${[...(await folders())]}`);
+    // no shared memory is configured: no scope switch, and no row names an author
+    assert.equal(await sf().locator('#scopeLabel').isHidden(), true);
+    assert.equal(await sf().locator('#results .author').count(), 0);
     await sf().locator('#workspaceOnly').check();
     const scoped = await until(page, () => cards().count(), (n) => n > 0 && n < everywhere, 'fewer rows in the workspace only');
     assert.deepEqual([...(await folders())], [WORKSPACE]);

@@ -15,7 +15,11 @@ const paletteCommands = commands.filter((c) => !hiddenFromPalette.has(c.command)
 const ITEM_MENUS = ['view/item/context', 'webview/context', 'comments/commentThread/context'];
 /** Hidden commands that the extension's own tree items and webviews run (as a TreeItem's `command`, or on a
  *  webview message) rather than a menu; each must be named by the source that runs it. */
-const RUN_BY_VIEWS = new Map([['pimem.openConversation', ['src/fileHistory.ts', 'src/sessionsTree.ts', 'src/rowActions.ts']]]);
+const RUN_BY_VIEWS = new Map([
+  ['pimem.openConversation', ['src/fileHistory.ts', 'src/sessionsTree.ts', 'src/rowActions.ts']],
+  // the links of the line-history hover
+  ['pimem.lineHistory.open', ['src/lineHistory.ts']],
+]);
 
 /** The palette's label of a command, and whether typing `word` finds it: the palette matches the start of
  *  a word of "Category: Title" (as well as contiguous substrings, which this is stricter than). */
@@ -124,4 +128,15 @@ test('the listing has its metadata: icon (128x128 PNG), banner, repository, READ
       assert.ok(/^https:/.test(target) || existsSync(join(client, target)), `${doc}: image ${target} exists`);
     }
   }
+});
+
+test('which conversation wrote a line: the annotation is opt-in, the hover on, the command in the palette and the editor menu', () => {
+  const settings = manifest.contributes.configuration.properties;
+  assert.equal(settings['pimem.lineAnnotation.enabled'].default, false);
+  assert.equal(settings['pimem.lineHistory.hover'].default, true);
+  assert.equal(commands.find((c) => c.command === 'pimem.whichConversation')?.title, 'Which Conversation Wrote This?');
+  const menu = commands.find((c) => c.command === 'pimem.whichConversationFromMenu');
+  assert.equal(menu?.title, 'Pi Memory: Which Conversation Wrote This?');
+  assert.ok(menus['editor/context'].some((m) => m.command === menu.command));
+  assert.ok(hiddenFromPalette.has(menu.command) && hiddenFromPalette.has('pimem.lineHistory.open'));
 });

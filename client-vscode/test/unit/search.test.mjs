@@ -228,13 +228,48 @@ test('messages from the search webview are validated', () => {
   const p = searchProtocol.parseFromSearchView;
   // Source names of the right shape pass (the view keeps those the server listed); anything else is dropped.
   assert.deepEqual(p({ type: 'search', query: 'x', workspaceOnly: true, sources: ['codex', 'gemini', 'No!', '../x', 3, 'a'.repeat(40)] }),
-    { type: 'search', query: 'x', workspaceOnly: true, sources: ['codex', 'gemini'] });
+    { type: 'search', query: 'x', workspaceOnly: true, sources: ['codex', 'gemini'], scope: 'local' });
   assert.deepEqual(p({ type: 'row', action: 'resume', index: 0 }), { type: 'row', action: 'resume', index: 0 });
   for (const bad of [null, 'x', { type: 'row', action: 'exec', index: 0 }, { type: 'row', action: 'open', index: -1 },
     { type: 'row', action: 'open', index: 1.5 }, { type: 'search', query: 1, workspaceOnly: true, sources: [] },
     { type: 'search', query: 'x', workspaceOnly: 'yes', sources: [] }, { type: 'command', command: 'workbench.action.terminal.new' }]) {
     assert.equal(p(bad), undefined, JSON.stringify(bad));
   }
+});
+
+test('the scope of a search: one of the four, local when an older page sends none, anything else refused', () => {
+  const p = searchProtocol.parseFromSearchView;
+  const search = (scope) => ({ type: 'search', query: 'x', workspaceOnly: false, sources: ['pi'], ...(scope === undefined ? {} : { scope }) });
+  for (const scope of ['local', 'mine', 'team', 'all']) {
+    assert.equal(p(search(scope))?.scope, scope);
+  }
+  assert.equal(p(search())?.scope, 'local');
+  for (const bad of ['everyone', '', 'TEAM', 1, null, ['team']]) {
+    assert.equal(p(search(bad)), undefined, JSON.stringify(bad));
+  }
+});
+
+test('the author of a shared row is one short plain line; a local row has none', () => {
+  const a = searchProtocol.authorLabel;
+  assert.equal(a('ana', 'laptop'), 'ana on laptop');
+  assert.equal(a('ana', null), 'ana');
+  assert.equal(a(undefined, 'build-box'), 'build-box');
+  assert.equal(a(undefined, undefined), null);
+  assert.equal(a('  ', ''), null);
+  assert.equal(a(42, {}), null);
+  // another member's row may hold anything: escape sequences, bidirectional overrides, newlines, a huge name
+  const hostile = a('\u001b]8;;http://evil\u0007bob\u202e\nmallory', 'x'.repeat(10_000));
+  assert.deepEqual([...hostile].filter((c) => c.codePointAt(0) < 0x20 || c === '\u202e'), [], JSON.stringify(hostile));
+  assert.ok(hostile.startsWith(']8;;http://evil bob mallory on '), JSON.stringify(hostile));
+  assert.ok(hostile.length <= 64 + 4 + 64);
+});
+
+test('a missing shared part of an answer is said; an answer without one says nothing', () => {
+  assert.equal(searchProtocol.sharedNote(undefined), undefined);
+  assert.equal(searchProtocol.sharedNote({ state: 'ok' }), undefined);
+  assert.match(searchProtocol.sharedNote({ state: 'timeout' }), /did not answer in time: this machine's turns only/);
+  assert.match(searchProtocol.sharedNote({ state: 'unreachable' }), /cannot be reached/);
+  assert.match(searchProtocol.sharedNote({ state: 'something new' }), /this machine's turns only/);
 });
 
 test('the status bar keeps showing a finished sync until the new count is known (no "0 turns" flash)', () => {
