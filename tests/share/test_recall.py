@@ -6,6 +6,7 @@ exchange), a shared store down or locked (local rows on time), hostile rows rend
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -301,3 +302,29 @@ def test_a_server_that_never_answers_does_not_hold_local_recall(db_path: Path) -
     assert elapsed < 1.0, elapsed
     assert report is not None and report.state == "timeout"
     assert [r.turn_id for r in page.rows] == ["t1"]
+
+
+def test_a_pimem_without_the_driver_reports_the_shared_part_missing(db_path: Path) -> None:
+    """The editor's bundled server has no psycopg: a scope answers the local rows and says why the shared
+    part is missing (before: ModuleNotFoundError from reading the configuration, the request failed)."""
+    write(db_path, [Turn("t1", "s1", "/work/proj", "flamingo", "r")])
+    save_config(db_path, ShareConfig(conninfo="host=127.0.0.1 port=9 user=alice dbname=x", machine="laptop",
+                                     folders=("/work/proj",)))
+    blocker = db_path.parent / "no-driver"
+    blocker.mkdir()
+    # a meta-path finder that refuses psycopg, as if it were not installed
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _NoDriver:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'psycopg' or name.startswith('psycopg.') or name.startswith('psycopg_'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, _NoDriver())\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-m", "pimem", "recall", "--db", str(db_path), "--scope", "all",
+                          "flamingo", "--json"], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    assert [r["turnId"] for r in answer["results"]] == ["t1"]
+    assert answer["shared"]["state"] == "error" and "PostgreSQL driver" in answer["shared"]["message"]

@@ -91,12 +91,25 @@ def _target(db_path: Path) -> _Target | str:
     return _Target(config.conninfo, config.machine)
 
 
+def _driver_installed() -> bool:
+    try:
+        import psycopg  # noqa: F401 - the editor's bundled server leaves the driver out
+    except ImportError:
+        return False
+    return True
+
+
 def _run_shared(db_path: Path, scope: str, timeout: float,
                 work: Callable[[object, object, str], T]) -> Callable[[], tuple[T | None, SharedReport]]:
     """Start ``work(conn, who, stats_key)`` on the shared store on a daemon thread now; the returned
     function waits for it until the deadline and reports."""
     started = time.monotonic()
     target = _target(db_path)
+    if isinstance(target, _Target) and not _driver_installed():
+        def no_driver() -> tuple[T | None, SharedReport]:
+            return None, SharedReport("error", message="the shared store needs the PostgreSQL driver, which this "
+                                                       "pimem lacks (pip install 'pimem[share]')")
+        return no_driver
     if isinstance(target, str):
         message = target
 

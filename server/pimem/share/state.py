@@ -24,8 +24,6 @@ import sqlite3
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-import psycopg.conninfo
-
 from pimem.paths import make_private_dirs, normalize_folder
 
 STATE_SCHEMA = """
@@ -77,6 +75,8 @@ def state_path(db_path: Path) -> Path:
 
 def check_conninfo(conninfo: str) -> str:
     """A connection string libpq accepts and that holds no password."""
+    import psycopg.conninfo  # here, not at import: the editor's bundled server reads the config without the driver
+
     try:
         parts = psycopg.conninfo.conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as exc:
