@@ -142,6 +142,9 @@ def main() -> None:
     load = f"{os.getloadavg()[0]:.1f}"
     if args.reuse:
         files = args.workspaces * (args.sessions + args.transcripts)
+        # stores built by an older pimem: a first sync re-parses what newer importer rules ask for
+        import_once(args.dir / "chat.db", chat_roots)
+        import_once(args.dir / "claude.db", claude_roots)
     else:
         started = time.perf_counter()
         files = build(args.dir, args.workspaces, args.sessions, args.transcripts, args.noise)
