@@ -101,6 +101,7 @@ class Candidate:
     whole: str | None = None
     prior: int = 0       # shape-based specificity, used only to cut very long texts (higher first)
     stop: bool = False   # a stop word (searched only when nothing else is left)
+    written: str | None = None   # the word as written, when ``term`` is its stem (the word index stems itself)
 
     @property
     def key(self) -> str:
@@ -215,7 +216,7 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
             if _is_stop(word) or (parts and all(_is_stop(part) for part in parts)):
                 found.append(Candidate(word, None, 0, stop=True))   # a stop word, or made of them (avons-nous)
                 continue
-            found.append(Candidate(stem(word), None, _shape_prior(word)))
+            found.append(Candidate(stem(word), None, _shape_prior(word), written=word))
             found.extend(Candidate(part, word, _shape_prior(part) - 2) for part in parts)
     distinct: dict[str, Candidate] = {}
     for candidate in found:
