@@ -29,7 +29,7 @@ import data  # noqa: E402
 import evaluate  # noqa: E402
 
 from pimem.recall import make_query, ranking  # noqa: E402
-from pimem.recall.freetext import _shortlist, parse_text  # noqa: E402
+from pimem.recall.freetext import _shortlist, parse_text, stop_words  # noqa: E402
 from pimem.store import connect  # noqa: E402
 
 
@@ -55,7 +55,7 @@ def main() -> int:
 
     def ask(text: str) -> list[str]:
         found = parse_text(text)
-        qwords = ranking.query_words(_shortlist(list(found)))
+        qwords = ranking.query_words(_shortlist(list(found)), stop_words())
         base = make_query([c.term for c in found[:8]], 50, None, None, 0)
         page = ranking.rank(conn, qwords, replace(base, limit=100))   # two pages of 50: the same 150 sessions
         seen: list[str] = []

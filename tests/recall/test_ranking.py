@@ -187,3 +187,12 @@ def test_word_weights_count_turns_not_doc_keys(conn: sqlite3.Connection, monkeyp
     page = ranking.rank(conn, ranking.query_words(found), make_query(["x"], 5))
     idf = {word.surface: value for word, _count, value in page.searched}
     assert idf["dog"] > 3 * idf["application"]
+
+
+def test_words_the_stemmer_makes_stop_words_are_left_out() -> None:
+    # *one* is held as ``on`` and *useful* as ``us``: searched, they match every "on" and "us".
+    from pimem.recall.freetext import candidates, stop_words
+    assert [w.token for w in ranking.query_words(candidates("one useful Tokyo tip"), stop_words())] == ["tokyo", "tip"]
+    assert [w.token for w in ranking.query_words(candidates("one"), stop_words())] == ["on"]   # nothing else left
+    assert [c.term for c in candidates("I’m in Tokyo, it’s great")] == ["Tokyo", "great"]   # typographic apostrophe
+    assert [c.term for c in candidates("I've been to Tokyo")] == ["Tokyo"]

@@ -86,15 +86,24 @@ class RankedPage:
     searched: list[tuple[QueryWord, int, float]] = field(default_factory=list)  # (word, turns, idf), rarest first
 
 
-def query_words(found: Iterable[object]) -> list[QueryWord]:
-    """The words of free-text candidates (:class:`pimem.recall.freetext.Candidate`), as indexed, each once."""
+def query_words(found: Iterable[object], skip: frozenset[str] = frozenset()) -> list[QueryWord]:
+    """The words of free-text candidates (:class:`pimem.recall.freetext.Candidate`), as indexed, each once.
+    A token in ``skip`` (stop words) is left out unless nothing else is left: the stemmer makes some
+    words one with a stop word (*one* is held as ``on``, *used* as ``us``), and the index cannot tell
+    them apart."""
+    candidates = list(found)
+    kept = _query_words(candidates, skip)
+    return kept or _query_words(candidates, frozenset())
+
+
+def _query_words(found: Iterable[object], skip: frozenset[str]) -> list[QueryWord]:
     seen: dict[str, QueryWord] = {}
     for candidate in found:
         term = str(getattr(candidate, "term", candidate))
         # The word as written (freetext's own stem() serves substring matching; Porter stems here).
         written = str(getattr(candidate, "written", None) or term)
         for token, form in words.query_forms(written):
-            if token not in seen:
+            if token not in seen and token not in skip:
                 seen[token] = QueryWord(token, term, form)
         if len(seen) >= MAX_QUERY_WORDS:
             break
