@@ -110,19 +110,45 @@ def write_docs(conn: sqlite3.Connection, docs: Iterable[WordDoc]) -> int:
 _local = threading.local()
 
 
-def tokens(text: str) -> list[str]:
-    """The words of ``text`` exactly as the word index holds them (:func:`word_text`, then FTS5's own
-    tokenizer and stemmer, run on a private in-memory table), in order, each once."""
+def _tokenizer() -> sqlite3.Connection:
+    """A private in-memory FTS5 pair per thread: ``q`` tokenizes as the word index does, ``r`` the same
+    without the stemmer (the two give the same token at the same offset)."""
     mem: sqlite3.Connection | None = getattr(_local, "conn", None)
     if mem is None:
         mem = sqlite3.connect(":memory:", check_same_thread=True)
         mem.execute(f"CREATE VIRTUAL TABLE q USING fts5(x, tokenize = '{WORD_TOKENIZER}')")
         mem.execute("CREATE VIRTUAL TABLE qv USING fts5vocab(q, 'instance')")
+        mem.execute(f"CREATE VIRTUAL TABLE r USING fts5(x, tokenize = '{WORD_TOKENIZER.removeprefix('porter ')}')")
+        mem.execute("CREATE VIRTUAL TABLE rv USING fts5vocab(r, 'instance')")
         _local.conn = mem
+    return mem
+
+
+def tokens(text: str) -> list[str]:
+    """The words of ``text`` exactly as the word index holds them (:func:`word_text`, then FTS5's own
+    tokenizer and stemmer, run on a private in-memory table), in order, each once."""
+    mem = _tokenizer()
     mem.execute("DELETE FROM q")
     mem.execute("INSERT INTO q(rowid, x) VALUES (1, ?)", (word_text(text),))
     found = [str(term) for (term,) in mem.execute("SELECT term FROM qv ORDER BY offset")]
     return list(dict.fromkeys(found))
+
+
+def query_forms(text: str) -> list[tuple[str, str]]:
+    """The words of ``text`` as (index token, the word as written, folded), in order, each token once.
+    A MATCH expression must be given the written form: FTS5 runs the table's stemmer on the query too,
+    and Porter's stemmer is not idempotent (*coffee* is held as ``coffe``, but ``coffe`` is searched as
+    ``coff``, which no turn holds)."""
+    mem = _tokenizer()
+    prepared = word_text(text)
+    for table in ("q", "r"):
+        mem.execute(f"DELETE FROM {table}")
+        mem.execute(f"INSERT INTO {table}(rowid, x) VALUES (1, ?)", (prepared,))
+    found: dict[str, str] = {}
+    for stemmed, written in mem.execute("SELECT qv.term, rv.term FROM qv JOIN rv ON rv.offset = qv.offset "
+                                        "ORDER BY qv.offset"):
+        found.setdefault(str(stemmed), str(written))
+    return list(found.items())
 
 
 def words_enabled(conn: sqlite3.Connection) -> bool:

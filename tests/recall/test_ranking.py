@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pimem import index, words
-from pimem.recall import make_query
+from pimem.recall import make_query, ranking
 from pimem.recall.freetext import parse_text, recall_conversations
 from pimem.store import SessionRow, connect, get_meta, set_meta, transaction, upsert_session
 from pimem.store.schema import LAYOUT
@@ -161,3 +161,38 @@ def test_tokens_are_the_index_words() -> None:
     assert words.tokens("Café") == ["cafe"]
     assert "get" in words.tokens("getSignedUrl") and "getsignedurl" in words.tokens("getSignedUrl")
     assert words.tokens("数据库") == ["数据", "据库"]
+
+
+def test_a_word_whose_stem_stems_again_is_found(conn: sqlite3.Connection) -> None:
+    # FTS5 stems the MATCH expression too, and Porter's stemmer is not idempotent: *coffee* is held as
+    # ``coffe``, which searched again becomes ``coff``; freetext's own stem() made *courses* ``cours``.
+    _history(conn)
+    _session(conn, "pi:coffee", [("I drink coffee every morning before my online courses", "Nice routine.")])
+    assert ask(conn, "coffee")[0] == "pi:coffee"
+    assert ask(conn, "How many online courses have I completed?")[0] == "pi:coffee"
+    assert words.query_forms("Coffee courses") == [("coffe", "coffee"), ("cours", "courses")]
+
+
+def test_word_weights_count_turns_not_doc_keys(conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A large store's doc count is estimated; the doc keys ((UTC day << 20) | n) are no count: taken as
+    # one, every word weighed about the same (a word in 1 turn of 200,000: 22 instead of 10.6; in half of
+    # them: 13 instead of 1.1), so common question words outweighed the rare ones.
+    monkeypatch.setattr(ranking, "TOTALS_SAMPLE", 10)
+    ranking._TOTALS.clear()
+    _history(conn)
+    turns = conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+    docs, _user, _reply = ranking._totals(conn, ranking._store_key(conn))
+    assert docs == turns
+    found = parse_text("my dog in the application")
+    page = ranking.rank(conn, ranking.query_words(found), make_query(["x"], 5))
+    idf = {word.surface: value for word, _count, value in page.searched}
+    assert idf["dog"] > 3 * idf["application"]
+
+
+def test_words_the_stemmer_makes_stop_words_are_left_out() -> None:
+    # *one* is held as ``on`` and *useful* as ``us``: searched, they match every "on" and "us".
+    from pimem.recall.freetext import candidates, stop_words
+    assert [w.token for w in ranking.query_words(candidates("one useful Tokyo tip"), stop_words())] == ["tokyo", "tip"]
+    assert [w.token for w in ranking.query_words(candidates("one"), stop_words())] == ["on"]   # nothing else left
+    assert [c.term for c in candidates("I’m in Tokyo, it’s great")] == ["Tokyo", "great"]   # typographic apostrophe
+    assert [c.term for c in candidates("I've been to Tokyo")] == ["Tokyo"]

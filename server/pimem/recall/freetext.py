@@ -101,6 +101,7 @@ class Candidate:
     whole: str | None = None
     prior: int = 0       # shape-based specificity, used only to cut very long texts (higher first)
     stop: bool = False   # a stop word (searched only when nothing else is left)
+    written: str | None = None   # the word as written, when ``term`` is its stem (the word index stems itself)
 
     @property
     def key(self) -> str:
@@ -200,6 +201,7 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
         text = text[:SCANNED_TEXT_CHARS]
         head, space, _cut = text.rpartition(" ")
         text = head if space else text   # not the piece of a word the cut leaves at the end
+    text = text.replace("\u2019", "'").replace("\u2018", "'")   # I’m, it’s: the typographic apostrophe splits too
     japanese = bool(_KANA.search(text))
     found: list[Candidate] = []
     for chunk in _SPLIT.split(text):
@@ -215,7 +217,7 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
             if _is_stop(word) or (parts and all(_is_stop(part) for part in parts)):
                 found.append(Candidate(word, None, 0, stop=True))   # a stop word, or made of them (avons-nous)
                 continue
-            found.append(Candidate(stem(word), None, _shape_prior(word)))
+            found.append(Candidate(stem(word), None, _shape_prior(word), written=word))
             found.extend(Candidate(part, word, _shape_prior(part) - 2) for part in parts)
     distinct: dict[str, Candidate] = {}
     for candidate in found:
@@ -371,7 +373,7 @@ def recall_conversations(conn: sqlite3.Connection, found: Sequence[Candidate], b
     one row each (its best turn), paged by conversation; ``base`` gives the page and the filters."""
     if index.fts_enabled(conn) and words.words_enabled(conn) and not looks_like_code(found) \
             and ranking.pending_backlog(conn) <= WORD_BACKLOG_LIMIT:
-        qwords = ranking.query_words(_shortlist(list(found)))
+        qwords = ranking.query_words(_shortlist(list(found)), stop_words())
         page = ranking.rank(conn, qwords, base)
         searched = list(dict.fromkeys(word.surface for word, _, _ in page.searched)) or \
             list(dict.fromkeys(w.surface for w in qwords))

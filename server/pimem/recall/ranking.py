@@ -57,12 +57,18 @@ CHECKED_SESSIONS = 60         # sessions in which the commoner words are looked 
 MAX_QUERY_WORDS = 32
 CACHED_DF = 2_000             # a word's doc count is kept per process from this count on
 PENDING_SCORED = 2_000         # turns not in the word index yet that are scored from their text
+TOTALS_SAMPLE = 20_000         # the newest docs whose lengths give the averages
 
 
 @dataclass(frozen=True)
 class QueryWord:
     token: str                 # as the word index holds it (stemmed, folded)
     surface: str               # as the person wrote it (what a result says it matched)
+    form: str = ""             # what a MATCH is given (unstemmed: FTS5 stems the query; words.query_forms)
+
+    @property
+    def match(self) -> str:
+        return self.form or self.token
 
 
 @dataclass
@@ -81,14 +87,25 @@ class RankedPage:
     searched: list[tuple[QueryWord, int, float]] = field(default_factory=list)  # (word, turns, idf), rarest first
 
 
-def query_words(found: Iterable[object]) -> list[QueryWord]:
-    """The words of free-text candidates (:class:`pimem.recall.freetext.Candidate`), as indexed, each once."""
+def query_words(found: Iterable[object], skip: frozenset[str] = frozenset()) -> list[QueryWord]:
+    """The words of free-text candidates (:class:`pimem.recall.freetext.Candidate`), as indexed, each once.
+    A token in ``skip`` (stop words) is left out unless nothing else is left: the stemmer makes some
+    words one with a stop word (*one* is held as ``on``, *used* as ``us``), and the index cannot tell
+    them apart."""
+    candidates = list(found)
+    kept = _query_words(candidates, skip)
+    return kept or _query_words(candidates, frozenset())
+
+
+def _query_words(found: Iterable[object], skip: frozenset[str]) -> list[QueryWord]:
     seen: dict[str, QueryWord] = {}
     for candidate in found:
         term = str(getattr(candidate, "term", candidate))
-        for token in words.tokens(term):
-            if token not in seen:
-                seen[token] = QueryWord(token, term)
+        # The word as written (freetext's own stem() serves substring matching; Porter stems here).
+        written = str(getattr(candidate, "written", None) or term)
+        for token, form in words.query_forms(written):
+            if token not in seen and token not in skip:
+                seen[token] = QueryWord(token, term, form)
         if len(seen) >= MAX_QUERY_WORDS:
             break
     return list(seen.values())
@@ -112,7 +129,7 @@ _TOTALS: dict[str, tuple[int, tuple[int, float, float]]] = {}
 def _totals(conn: sqlite3.Connection, store_key: str) -> tuple[int, float, float]:
     """(docs, average user text, average reply) in characters; the averages from the newest 20,000
     docs, read again when the index grew by a twentieth."""
-    top = int(conn.execute("SELECT max(rowid) FROM pimem_word_docs").fetchone()[0] or 0)
+    top = _turn_count(conn)
     cached = _TOTALS.get(store_key)
     if cached is not None and cached[0] * 21 >= top * 20 and top >= cached[0]:
         return cached[1]
@@ -123,23 +140,27 @@ def _totals(conn: sqlite3.Connection, store_key: str) -> tuple[int, float, float
 
 def _read_totals(conn: sqlite3.Connection) -> tuple[int, float, float]:
     row = conn.execute("SELECT count(*), avg(user_chars), avg(reply_chars) FROM "
-                       "(SELECT user_chars, reply_chars FROM pimem_word_docs ORDER BY doc_key DESC LIMIT 20000)"
-                       ).fetchone()
+                       "(SELECT user_chars, reply_chars FROM pimem_word_docs ORDER BY doc_key DESC LIMIT ?)",
+                       (TOTALS_SAMPLE,)).fetchone()
     sampled = int(row[0] or 0)
-    docs = int(conn.execute("SELECT max(rowid) FROM pimem_word_docs").fetchone()[0] or 0) if sampled else 0
-    # count(*) of a large table is a scan; the rowid of an append-mostly table is close and free.
-    docs = sampled if sampled < 20000 else max(docs, sampled)
+    # count(*) of a large table is a scan; the largest rowid of turns (never deleted) is close and free.
+    # (Not pimem_word_docs': its rowid is the doc key, (UTC day << 20) | n, some 10^10.)
+    docs = sampled if sampled < TOTALS_SAMPLE else max(_turn_count(conn), sampled)
     return docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0)
 
 
-def _doc_count(conn: sqlite3.Connection, store: str, token: str, docs: int) -> int:
+def _turn_count(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT max(rowid) FROM turns").fetchone()[0] or 0)
+
+
+def _doc_count(conn: sqlite3.Connection, store: str, token: str, docs: int, form: str) -> int:
     key = (store, token)
     with _STATS.lock:
         cached = _STATS.df.get(key)
     if cached is not None and cached[0] * 21 >= docs * 20:
         return cached[1]
     df = int(conn.execute(f"SELECT count(*) FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ?",
-                          (_phrase(token),)).fetchone()[0])
+                          (_phrase(form),)).fetchone()[0])
     if df >= CACHED_DF:   # only common words are worth keeping (and a rare word's count must be exact)
         with _STATS.lock:
             if len(_STATS.df) > 100_000:
@@ -152,11 +173,11 @@ def _phrase(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
-def _postings(conn: sqlite3.Connection, column: str, token: str, limit: int | None) -> set[int]:
+def _postings(conn: sqlite3.Connection, column: str, form: str, limit: int | None) -> set[int]:
     tail = f" ORDER BY rowid DESC LIMIT {int(limit)}" if limit is not None else ""
     return set(map(itemgetter(0), conn.execute(
         f"SELECT rowid FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ?{tail}",
-        (f"{column} : {_phrase(token)}",)).fetchall()))
+        (f"{column} : {_phrase(form)}",)).fetchall()))
 
 
 def _norm(length: float, average: float) -> float:
@@ -179,7 +200,8 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     docs, avg_user, avg_reply = _totals(conn, store_key)
     docs = max(docs, 1)   # an empty word index: the turns not in it yet are still scored below
     pending = _pending_docs(conn, qwords, store_key)
-    df = {w.token: _doc_count(conn, store_key, w.token, docs) for w in qwords}
+    form = {w.token: w.match for w in qwords}
+    df = {w.token: _doc_count(conn, store_key, w.token, docs, w.match) for w in qwords}
     docs += len(pending)
     for user_tokens, reply_tokens, _session, _uc, _rc in pending.values():
         for token in user_tokens | reply_tokens:
@@ -200,8 +222,8 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     reply_post: dict[str, set[int]] = {}
     for token in read:
         limit = READ_BUDGET if df[token] > READ_BUDGET else None
-        user_post[token] = _postings(conn, "user", token, limit)
-        reply_post[token] = _postings(conn, "reply", token, limit)
+        user_post[token] = _postings(conn, "user", form[token], limit)
+        reply_post[token] = _postings(conn, "reply", form[token], limit)
     # 1. every doc holding a read word, by presence and idf alone
     first: dict[int, float] = defaultdict(float)
     for token in read:
@@ -262,7 +284,8 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
         for token in checked:
             holds_user.setdefault(token, set())
             holds_reply.setdefault(token, set())
-        _check_words(conn, checked, [session_docs[s] for s in candidates[:CHECKED_SESSIONS]], holds_user, holds_reply)
+        _check_words(conn, checked, form, [session_docs[s] for s in candidates[:CHECKED_SESSIONS]],
+                     holds_user, holds_reply)
     tokens = read + checked + [w.token for w in qwords
                                if w.token not in read and w.token not in checked and df[w.token] > 0]
     for token in tokens:
@@ -338,7 +361,8 @@ def _session_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT max(rowid) FROM sessions").fetchone()[0] or 0)
 
 
-def _check_words(conn: sqlite3.Connection, tokens: Sequence[str], groups: Sequence[list[tuple[int, int, int]]],
+def _check_words(conn: sqlite3.Connection, tokens: Sequence[str], form: dict[str, str],
+                 groups: Sequence[list[tuple[int, int, int]]],
                  holds_user: dict[str, set[int]], holds_reply: dict[str, set[int]]) -> None:
     """Which docs of ``groups`` (one session's docs each) hold each of the commoner ``tokens``: one
     lookup by key range per session and word (FTS5 seeks a long list by rowid)."""
@@ -353,7 +377,7 @@ def _check_words(conn: sqlite3.Connection, tokens: Sequence[str], groups: Sequen
             for column, holds in (("user", holds_user),):
                 for (doc,) in conn.execute(
                         f"SELECT rowid FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ? "
-                        "AND rowid BETWEEN ? AND ?", (f"{column} : {_phrase(token)}", low, high)):
+                        "AND rowid BETWEEN ? AND ?", (f"{column} : {_phrase(form[token])}", low, high)):
                     if doc in members:
                         holds[token].add(int(doc))
 
