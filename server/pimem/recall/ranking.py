@@ -26,16 +26,16 @@ newest ones, between a sync's commit and its index build) are scored from their 
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import sqlite3
 import sys
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import itemgetter, le
 
 from pimem import words
 from pimem.paths import in_folder
@@ -224,43 +224,53 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
         limit = READ_BUDGET if df[token] > READ_BUDGET else None
         user_post[token] = _postings(conn, "user", form[token], limit)
         reply_post[token] = _postings(conn, "reply", form[token], limit)
-    # 1. every doc holding a read word, by presence and idf alone
+    # 1. every doc holding a read word, by presence and idf alone. The hottest part (up to READ_BUDGET
+    # postings twice), so done in C but for the docs an earlier posting held: the same additions in
+    # the same order (token, user then reply) and the keys in the same order (ties: nlargest keeps
+    # it), so the same floats and the same answers as one loop over every posting.
     first: dict[int, float] = defaultdict(float)
     for token in read:
         weight = idf[token]
-        for doc in user_post[token]:
-            first[doc] += weight * USER_WEIGHT
-        for doc in reply_post[token]:
-            first[doc] += weight * REPLY_WEIGHT
+        for posting, part in ((user_post[token], weight * USER_WEIGHT), (reply_post[token], weight * REPLY_WEIGHT)):
+            fresh = dict.fromkeys(posting, part)       # 0.0 + part is part
+            for doc in first.keys() & posting:
+                fresh[doc] = first[doc] + part
+            first.update(fresh)                        # a key already there keeps its place
     for doc, (user_tokens, reply_tokens, _session, _uc, _rc) in pending.items():
         for token in user_tokens:
             first[doc] += idf.get(token, 0.0) * USER_WEIGHT
         for token in reply_tokens:
             first[doc] += idf.get(token, 0.0) * REPLY_WEIGHT
-    best_docs = [doc for doc, _ in heapq.nlargest(CANDIDATE_TURNS, first.items(), key=itemgetter(1))]
+    best_docs = _top(first, CANDIDATE_TURNS)
     # What the person typed, summed over a session's turns: a conversation that keeps coming back to
     # the question's words, though no single turn holds them all.
     typed: set[int] = set()
     for token in read:
         typed.update(user_post[token])
-    info = _doc_info(conn, sorted(typed.union(best_docs)))
-    for doc, (_u, _r, session, uc, rc) in pending.items():
-        info[doc] = (session, uc, rc)
+    session_of = _doc_sessions(conn, sorted(typed.union(best_docs)))
+    for doc, (_u, _r, session, _uc, _rc) in pending.items():
+        session_of[doc] = session
     # 2. sessions by their best turn and by their typed words, filtered
     session_best: dict[int, float] = {}
     for doc in best_docs:
-        if doc in info:
-            session = info[doc][0]
+        if doc in session_of:
+            session = session_of[doc]
             session_best[session] = max(session_best.get(session, 0.0), first[doc])
-    session_typed: dict[int, float] = defaultdict(float)
+    session_typed: dict[int, float] = {}
     for token in read:
         weight = idf[token]
-        for doc in user_post[token]:
-            if doc in info:
-                session_typed[info[doc][0]] += weight
+        # A session's additions for one word come one after another, so counting its docs (in C,
+        # sessions in the order first met) and adding the weight that many times is the same sum.
+        for held, count in Counter(map(session_of.get, user_post[token])).items():
+            if held is None:                       # a doc not in the index (deleted meanwhile)
+                continue
+            value = session_typed.get(held, 0.0)
+            for _ in range(count):
+                value += weight
+            session_typed[held] = value
     wanted = max(CANDIDATE_SESSIONS, query.offset + query.limit)
     by_best = sorted(session_best, key=lambda s: -session_best[s])
-    by_typed = [s for s, _ in heapq.nlargest(wanted, session_typed.items(), key=itemgetter(1))]
+    by_typed = _top(session_typed, wanted)
     allowed = _filter_sessions(conn, list(dict.fromkeys(by_best + by_typed)), query)
     best_allowed = [s for s in by_best if s in allowed]
     typed_allowed = [s for s in by_typed if s in allowed]
@@ -273,8 +283,9 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     for doc, (_u, _r, session, uc, rc) in pending.items():
         if session in session_docs and doc not in {d for d, _, _ in session_docs[session]}:
             session_docs[session].append((doc, uc, rc))
-    holds_user: dict[str, set[int]] = {token: set(user_post[token]) for token in read}
-    holds_reply: dict[str, set[int]] = {token: set(reply_post[token]) for token in read}
+    # The postings themselves (no copies: they are not read again but through these).
+    holds_user: dict[str, set[int]] = dict(user_post)
+    holds_reply: dict[str, set[int]] = dict(reply_post)
     for doc, (user_tokens, reply_tokens, _s, _uc, _rc) in pending.items():
         for token in user_tokens:
             holds_user.setdefault(token, set()).add(doc)
@@ -337,15 +348,26 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     return RankedPage(rows, len(conversations), searched)
 
 
-def _doc_info(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, tuple[int, int, int]]:
-    info: dict[int, tuple[int, int, int]] = {}
+def _top(scores: dict[int, float], count: int) -> list[int]:
+    """The keys of ``heapq.nlargest(count, scores.items(), key=itemgetter(1))``, which is a stable
+    descending sort's first ``count`` (ties in the dict's order): the same list, the scan in C (the
+    ``count``-th best value sorted out of the floats alone, then only the items at or above it)."""
+    if count <= 0:
+        return []
+    items: Iterable[tuple[int, float]] = scores.items()
+    if len(scores) > count:
+        floor = sorted(scores.values(), reverse=True)[count - 1]
+        items = compress(scores.items(), map(le, repeat(floor), scores.values()))
+    return [key for key, _ in sorted(items, key=itemgetter(1), reverse=True)[:count]]
+
+
+def _doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, int]:
+    """Each doc's session (tens of thousands of docs a query: the pairs go into the dict in C; both
+    columns are INTEGER, so SQLite hands back ints)."""
     if not docs:
-        return info
-    for doc, session, uc, rc in conn.execute(
-            "SELECT w.doc_key, w.session, w.user_chars, w.reply_chars FROM json_each(?) j "
-            "JOIN pimem_word_docs w ON w.doc_key = j.value", (json.dumps(list(docs)),)):
-        info[int(doc)] = (int(session), int(uc), int(rc))
-    return info
+        return {}
+    return dict(conn.execute("SELECT w.doc_key, w.session FROM json_each(?) j "
+                             "JOIN pimem_word_docs w ON w.doc_key = j.value", (json.dumps(list(docs)),)))
 
 
 def _session_docs(conn: sqlite3.Connection, sessions: Sequence[int]) -> dict[int, list[tuple[int, int, int]]]:

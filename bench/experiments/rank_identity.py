@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Experiment (issue 21): a faster ``ranking.rank`` must give IDENTICAL answers. Runs the ranking of a
+reference revision (``--before``, its ``server/pimem/recall/ranking.py`` loaded beside this one) and of
+this worktree on the LongMemEval-S **dev** questions, alternated per question (which goes first flips),
+asserts that each question's top-50 conversations (session, best turn, score and best-turn score to 1e-9,
+the words matched) are the same, and prints the paired p50 / p95 per question of both.
+
+    nice -n 10 .venv/bin/python bench/experiments/rank_identity.py --dir /work/data/r1/real --before 7e1169c
+
+The held-out questions (the first 100 non-abstention ones) are never read: ``data.split`` gives the dev
+set only here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent / "lme"))
+
+import data  # noqa: E402
+
+from pimem.recall import make_query, ranking  # noqa: E402
+from pimem.recall.freetext import _shortlist, parse_text, stop_words  # noqa: E402
+from pimem.store import connect  # noqa: E402
+
+TOP = 50
+
+
+def load_revision(revision: str, folder: Path) -> ModuleType:
+    source = subprocess.run(["git", "-C", str(REPO), "show", f"{revision}:server/pimem/recall/ranking.py"],
+                            check=True, capture_output=True, text=True).stdout
+    path = folder / "ranking_before.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("pimem.recall._ranking_before", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def recorder(module: ModuleType) -> list[list[tuple[int, int, float, float, tuple[str, ...]]]]:
+    """Keeps what each ``rank`` call put on its page (before rows are read), by wrapping ``_rows``."""
+    pages: list[list[tuple[int, int, float, float, tuple[str, ...]]]] = []
+    original: Callable[..., Any] = module._rows
+
+    def rows(conn: Any, page: Sequence[Any], surface: dict[str, str]) -> Any:
+        pages.append([(c.session, c.best_doc, c.score, c.best_turn_score, tuple(sorted(c.matched_tokens)))
+                      for c in page])
+        return original(conn, page, surface)
+
+    module._rows = rows
+    return pages
+
+
+def same(a: list[tuple[int, int, float, float, tuple[str, ...]]],
+         b: list[tuple[int, int, float, float, tuple[str, ...]]]) -> bool:
+    return len(a) == len(b) and all(
+        x[0] == y[0] and x[1] == y[1] and abs(x[2] - y[2]) <= 1e-9 and abs(x[3] - y[3]) <= 1e-9 and x[4] == y[4]
+        for x, y in zip(a, b, strict=True))
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("/work/data/lme/longmemeval_s_cleaned.json"))
+    parser.add_argument("--dir", type=Path, required=True)
+    parser.add_argument("--before", default="main")
+    parser.add_argument("--limit", type=int, default=0)
+    args = parser.parse_args()
+    dev, _ = data.split(data.load_questions(args.data))
+    if args.limit:
+        dev = dev[:args.limit]
+    conn = connect(args.dir / "memory.db", create=False, for_writing=False)
+    with tempfile.TemporaryDirectory() as folder:
+        before = load_revision(args.before, Path(folder))
+        modules = {"before": before, "after": ranking}
+        pages = {name: recorder(module) for name, module in modules.items()}
+
+        def ask(module: ModuleType, text: str) -> float:
+            found = parse_text(text)
+            qwords = module.query_words(_shortlist(list(found)), stop_words())
+            query = make_query([c.term for c in found[:8]], TOP, None, None, 0)
+            started = time.perf_counter()
+            module.rank(conn, qwords, query)
+            return (time.perf_counter() - started) * 1000
+
+        for module in modules.values():   # warm: the per-process counts and the page cache
+            ask(module, dev[0]["question"])
+        times: dict[str, list[float]] = {name: [] for name in modules}
+        differ: list[str] = []
+        for number, question in enumerate(dev):
+            order = ["before", "after"] if number % 2 == 0 else ["after", "before"]
+            for name in order:
+                times[name].append(ask(modules[name], question["question"]))
+            if not same(pages["before"][-1], pages["after"][-1]):
+                differ.append(question["question_id"])
+    print(json.dumps({"questions": len(dev), "differ": differ,
+                      **{f"{name}_p50_ms": round(statistics.median(t), 1) for name, t in times.items()},
+                      **{f"{name}_p95_ms": round(pct(t, 0.95), 1) for name, t in times.items()},
+                      "p50_ratio": round(statistics.median(times["after"]) / statistics.median(times["before"]), 3),
+                      "paired_ratio_median": round(statistics.median(
+                          a / b for a, b in zip(times["after"], times["before"], strict=True)), 3)}, indent=1))
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""The faster scoring of ``ranking.rank`` (issue 21) answers exactly as the plain loops it replaced:
+the same top turns and sessions, ties in the same order. (The same on LongMemEval's dev questions:
+bench/experiments/rank_identity.py.)"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import sqlite3
+from operator import itemgetter
+from pathlib import Path
+
+import pytest
+
+from pimem.recall import make_query, ranking
+from pimem.recall.freetext import parse_text
+from pimem.store import connect
+
+from .test_ranking import _session
+
+
+def _nlargest(scores: dict[int, float], count: int) -> list[int]:
+    return [key for key, _ in heapq.nlargest(count, scores.items(), key=itemgetter(1))]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_top_is_nlargest_ties_included(seed: int) -> None:
+    rng = random.Random(seed)
+    weights = [rng.random() * 4 for _ in range(4)]
+    # Few distinct values (sums of a few idf weights, as in rank): many ties across the cut.
+    scores = {rng.randrange(10**10): sum(w for w in weights if rng.random() < 0.4) for _ in range(3_000)}
+    for count in (0, 1, 7, 150, 2_000, len(scores) - 1, len(scores), len(scores) + 5):
+        assert ranking._top(scores, count) == _nlargest(scores, count)
+
+
+def _page(conn: sqlite3.Connection, text: str) -> list[tuple[int, int, float, float]]:
+    found = parse_text(text)
+    qwords = ranking.query_words([c.term for c in found])
+    page: list[tuple[int, int, float, float]] = []
+    original = ranking._rows
+
+    def rows(c: sqlite3.Connection, conversations: list[ranking.Conversation], surface: dict[str, str]
+             ) -> list[object]:
+        page.extend((x.session, x.best_doc, x.score, x.best_turn_score) for x in conversations)
+        return original(c, conversations, surface)   # type: ignore[return-value]
+
+    ranking._rows = rows   # type: ignore[assignment]
+    try:
+        ranking.rank(conn, qwords, make_query([c.term for c in found], 40, None, None, 0))
+    finally:
+        ranking._rows = original
+    return page
+
+
+def test_rank_same_as_plain_loops_with_ties(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = connect(tmp_path / "memory.db")
+    rng = random.Random(3)
+    vocabulary = ["flamingo", "payroll", "invoice", "kernel", "sister", "garden", "cache", "ledger"]
+    for number in range(60):
+        turns = [(" ".join(rng.sample(vocabulary, 3)), " ".join(rng.sample(vocabulary, 2))) for _ in range(4)]
+        _session(conn, f"s{number}", turns, start=1_700_000_000_000 + number * 3_600_000, build=False)
+    from pimem import index
+    index.build_pending(conn)
+    # Small cuts, so that the top turns and sessions are cut among equal scores.
+    monkeypatch.setattr(ranking, "CANDIDATE_TURNS", 17)
+    monkeypatch.setattr(ranking, "CANDIDATE_SESSIONS", 9)
+    text = "the flamingo payroll in the garden ledger"
+    fast = _page(conn, text)
+    monkeypatch.setattr(ranking, "_top", _nlargest)
+    assert fast and _page(conn, text) == fast
