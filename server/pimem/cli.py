@@ -1,4 +1,4 @@
-"""The ``pimem`` command line: sync, recall, show, sessions, file-history, migrate-codex, status, serve, mcp.
+"""The ``pimem`` command line: sync, recall, show, sessions, file-history, blame, migrate-codex, status, serve, mcp.
 
 Exit status: 0 on success (isolated import issues are reported on stderr but do not fail a sync),
 1 when the store or a folder cannot be used (or ``show`` finds no such turn), 2 for bad arguments
@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sqlite3
 import sys
 import threading
@@ -121,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
     touched.add_argument("path", metavar="PATH", help="the file (relative to the current directory, or absolute)")
     touched.add_argument("--limit", type=int, default=20, help="sessions, 1..200 (default 20)")
     touched.add_argument("--json", action="store_true", help="print the history as JSON (pimem/fileHistory)")
+
+    blame = commands.add_parser("blame", help="which past conversation's edit wrote each line of a file")
+    _add_db(blame)
+    blame.add_argument("target", metavar="FILE[:START[-END]]",
+                       help="the file (relative to the current directory, or absolute), optionally lines START to "
+                            "END (1-based, inclusive)")
+    blame.add_argument("--no-git", action="store_true", help="do not ask git blame to confirm the time windows")
+    blame.add_argument("--json", action="store_true", help="print the result as JSON (pimem/lineHistory)")
 
     migrate = commands.add_parser("migrate-codex", help="convert a folder's Codex sessions into Pi sessions")
     migrate.add_argument("--cwd", metavar="DIR", default=None, help="the project folder (default: current directory)")
@@ -337,6 +346,64 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
+_BLAME_RANGE = re.compile(r"^(.*):([0-9]{1,9})(?:-([0-9]{1,9}))?$")
+
+
+def _blame_target(target: str) -> tuple[str, int, int | None]:
+    """FILE[:START[-END]] -> (file, first line 0-based, end exclusive or None). A FILE:N that names an
+    existing file is that file (a path may hold a colon)."""
+    match = _BLAME_RANGE.match(target)
+    if match is None or os.path.exists(target):
+        return target, 0, None
+    start = int(match.group(2))
+    end = int(match.group(3)) if match.group(3) else start
+    if start < 1 or end < start:
+        raise ValueError(f"{target!r}: lines are 1-based, START <= END")
+    return match.group(1), start - 1, end
+
+
+def cmd_blame(args: argparse.Namespace) -> int:
+    from pimem.lineblame import MAX_RANGE_LINES, TextTooLarge, line_history, read_text
+
+    try:
+        path, start, end = _blame_target(args.target)
+    except ValueError as error:
+        _err(f"pimem blame: {error}")
+        return 2
+    if end is not None and end - start > MAX_RANGE_LINES:
+        _err(f"pimem blame: at most {MAX_RANGE_LINES} lines at once")
+        return 2
+    path = os.path.abspath(path)
+    try:
+        text = read_text(path)
+    except (OSError, TextTooLarge) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        _err(f"pimem blame: cannot read {path}: {reason}")
+        return 1
+    with _reading(args) as conn:
+        history = line_history(conn, path, text, start, end, git=not args.no_git)
+    if args.json:
+        print(json_text(wire.line_history(history)))
+        return 0
+    lines = text.splitlines()
+    shown = lines[start:end] if end is not None else lines[start:]
+    attributed = {found.line: found for found in history.lines}
+    _out(f"{history.path}: {len(history.lines)} of {len(shown)} line(s) written by a past conversation"
+         + (" (git blame checked)" if history.git_used else ""))
+    width = len(str(start + len(shown)))
+    for offset, line in enumerate(shown):
+        number = start + offset
+        found = attributed.get(number)
+        note = "" if found is None else f"{found.source} {_when(found.ts)} {found.confidence:5} {found.prompt[:60]}"
+        _out(f"{number + 1:>{width}} {note[:72]:<72} | {line}")
+    turns = dict.fromkeys(found.turn_id for found in history.lines)
+    if turns:
+        _out("\nTurns (pimem show TURN_ID):")
+        for turn_id in turns:
+            _out(f"  {turn_id}")
+    return 0
+
+
 def cmd_file_history(args: argparse.Namespace) -> int:
     from pimem.filehistory import MAX_SESSIONS, file_history
 
@@ -462,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log_handler.setFormatter(VisibleFormatter("pimem %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[log_handler])
     handlers = {"sync": cmd_sync, "recall": cmd_recall, "show": cmd_show, "sessions": cmd_sessions,
-                "file-history": cmd_file_history, "migrate-codex": cmd_migrate,
+                "file-history": cmd_file_history, "blame": cmd_blame, "migrate-codex": cmd_migrate,
                 "status": cmd_status, "serve": cmd_serve, "mcp": cmd_mcp}
     try:
         return handlers[args.command](args)

@@ -18,6 +18,7 @@ from pimem.recall.rows import RecallRow
 
 if TYPE_CHECKING:   # the types only: the CLI's recall must not import the migration (nor its sync engine)
     from pimem.filehistory import FileHistory, FileSession
+    from pimem.lineblame import LineAttribution, LineHistory
     from pimem.migrate import MigrationReport
     from pimem.recall.freetext import Term
     from pimem.sessions import SessionsPage, SessionSummary, SessionWindow
@@ -216,6 +217,32 @@ def file_history(history: FileHistory) -> JSON:
     """``FileHistoryResult`` (``pimem/fileHistory``, ``pimem file-history --json``)."""
     return {"path": history.path, "total": history.total, "edited": history.edited,
             "sessions": [file_session(session) for session in history.sessions]}
+
+
+def iso_time(ms: int) -> str:
+    """A stored time (Unix ms) as ISO 8601 UTC with milliseconds (``2026-11-01T10:00:05.000Z``)."""
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromtimestamp(ms / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        moment = datetime.fromtimestamp(0, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def line_attribution(found: LineAttribution) -> JSON:
+    """``LineAttribution``, a line of ``pimem/lineHistory``."""
+    return {"line": found.line, "confidence": found.confidence, "sessionId": found.session_id[:MAX_TURN_ID_CHARS],
+            "turnId": found.turn_id[:MAX_TURN_ID_CHARS], "source": found.source, "timestamp": iso_time(found.ts),
+            "prompt": found.prompt, "tool": found.tool[:TOOL_NAME_CUT_CHARS],
+            "toolCallId": None if found.tool_call_id is None else found.tool_call_id[:MAX_TURN_ID_CHARS],
+            "editStartLine": found.edit_start_line}
+
+
+def line_history(history: LineHistory) -> JSON:
+    """``LineHistoryResult`` (``pimem/lineHistory``, ``pimem blame --json``)."""
+    return {"path": history.path, "lines": [line_attribution(found) for found in history.lines],
+            "gitUsed": history.git_used}
 
 
 def sync_status(progress: SyncProgress, *, syncing: bool, force: bool, token: str | None,

@@ -55,6 +55,21 @@ FileAction = Literal["read", "write", "edit", "delete"]
 # A file a turn's tool call touched: the path as the call gave it (perhaps relative), and the action.
 FileTouch = tuple[str, FileAction]
 
+
+@dataclass(frozen=True)
+class EditCall:
+    """The text one edit tool call wrote into a file, as the call gives it (one block of a multi-edit
+    call each): the path (perhaps relative), the tool's name, the call's id, the text it replaced
+    (``old``; None when the call does not say) and the text it wrote (``new``). ``whole``: the call
+    wrote the whole file (a ``Write``, an added file). pimem.editspans turns it into lines."""
+
+    path: str
+    tool: str
+    call_id: str | None
+    old: str | None
+    new: str
+    whole: bool = False
+
 _WINDOWS_ABSOLUTE = re.compile(r"(?:[A-Za-z]:[\\/]|\\\\)")
 
 
@@ -86,6 +101,7 @@ class TurnDelta:
     reply_parts: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     files: list[FileTouch] = field(default_factory=list)   # files its tool calls touched, in call order
+    edits: list[EditCall] = field(default_factory=list)     # the text its edit calls wrote, in call order
     replaces: str | None = None   # a message id this turn was stored under by an older pimem (removed)
 
 
@@ -105,7 +121,8 @@ class Chunk:
         self.turns.pop(message_id, None)
         self.turns[message_id] = TurnDelta(message_id, True, ts, text, turn_index, line, replaces=replaces)
 
-    def add_reply(self, message_id: str, part: str, tools: list[str], files: Iterable[FileTouch] = ()) -> None:
+    def add_reply(self, message_id: str, part: str, tools: list[str], files: Iterable[FileTouch] = (),
+                  edits: Iterable[EditCall] = ()) -> None:
         delta = self.turns.get(message_id)
         if delta is None:
             delta = self.turns[message_id] = TurnDelta(message_id, False)
@@ -117,6 +134,7 @@ class Chunk:
         for touch in files:
             if touch not in delta.files:
                 delta.files.append(touch)
+        delta.edits.extend(edits)
 
     def note_bad_line(self, line_number: int) -> None:
         self.bad_lines += 1

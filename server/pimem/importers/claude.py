@@ -55,6 +55,7 @@ from typing import Any
 
 from pimem.importers.base import (
     Chunk,
+    EditCall,
     FileAction,
     FileTouch,
     SessionInfo,
@@ -80,8 +81,8 @@ FILES = ClaudeFiles()
 
 # What the parser reads from a transcript changed: files parsed with an older version are parsed
 # again once (pimem.sync). 2: file touches; queued prompts are turns of their own. 3: assistant text
-# that opens a conversation is a turn.
-RULES_VERSION = 3
+# that opens a conversation is a turn. 4: edit spans (the text edit calls wrote, pimem.editspans).
+RULES_VERSION = 4
 
 # tool name -> (the input key of its path, what it does to the file)
 FILE_TOOLS: dict[str, tuple[str, FileAction]] = {
@@ -173,6 +174,48 @@ def file_touches(message: dict[str, Any]) -> list[FileTouch]:
         if path:
             touches.append((path, action))
     return touches
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def edit_calls(message: dict[str, Any]) -> list[EditCall]:
+    """The text an assistant message's edit calls wrote: ``Edit`` (``old_string`` → ``new_string``),
+    ``MultiEdit`` (each of ``edits``), ``Write`` (``content``, the whole file), ``NotebookEdit``
+    (``new_source``, the cell; the replaced source is not in the call)."""
+    calls: list[EditCall] = []
+    for block in as_list(message.get("content")):
+        block = as_dict(block)
+        if block is None or block.get("type") != "tool_use":
+            continue
+        name = nonempty_str(block.get("name")) or ""
+        tool_input = as_dict(block.get("input")) or {}
+        call_id = nonempty_str(block.get("id"))
+        path = nonempty_str(tool_input.get("notebook_path" if name == "NotebookEdit" else "file_path"))
+        if path is None:
+            continue
+        if name == "Edit":
+            pairs = [tool_input]
+        elif name == "MultiEdit":
+            pairs = [edit for edit in map(as_dict, as_list(tool_input.get("edits"))) if edit is not None]
+        elif name == "Write":
+            content = _text(tool_input.get("content"))
+            if content is not None:
+                calls.append(EditCall(path, name, call_id, None, content, whole=True))
+            continue
+        elif name == "NotebookEdit":
+            source = _text(tool_input.get("new_source"))
+            if source is not None and tool_input.get("edit_mode") != "delete":
+                calls.append(EditCall(path, name, call_id, None, source))
+            continue
+        else:
+            continue
+        for pair in pairs:
+            new = _text(pair.get("new_string"))
+            if new is not None:
+                calls.append(EditCall(path, name, call_id, _text(pair.get("old_string")), new))
+    return calls
 
 
 def background_call_ids(message: dict[str, Any]) -> list[str]:
@@ -290,7 +333,7 @@ class ClaudeParser(TranscriptParser):
             self._background[call_id] = current
             while len(self._background) > MAX_BACKGROUND_CALLS:
                 del self._background[next(iter(self._background))]
-        chunk.add_reply(current, clean_text(text), tools, file_touches(message))
+        chunk.add_reply(current, clean_text(text), tools, file_touches(message), edit_calls(message))
 
     def _opening(self, model: str | None) -> bool:
         """Assistant text before any user line opens the conversation: a turn with an empty user text."""

@@ -44,6 +44,7 @@ from typing import Any
 
 from pimem.importers.base import (
     Chunk,
+    EditCall,
     FileAction,
     FileTouch,
     NotThisFormat,
@@ -78,8 +79,8 @@ FILES = CodexFiles()
 
 # What the parser reads from a rollout changed: files parsed with an older version are parsed again
 # once (pimem.sync). 2: file touches. 3: minimal rollouts (no session_meta, input_text replies, an
-# opening assistant message).
-RULES_VERSION = 3
+# opening assistant message). 4: edit spans (the text apply_patch wrote, pimem.editspans).
+RULES_VERSION = 4
 
 # Codex file tools with a path argument (besides apply_patch), and what they do to the file.
 PATH_TOOLS: dict[str, FileAction] = {"read_file": "read", "view_image": "read"}
@@ -194,6 +195,72 @@ def patch_touches(text: str) -> list[FileTouch]:
             touches[-1] = (touches[-1][0], "delete")   # the updated file moved away: gone from its path
         touches.append((path, _PATCH_ACTIONS[header]))
     return touches
+
+
+def patch_edits(text: str, tool: str, call_id: str | None) -> list[EditCall]:
+    """The text an ``apply_patch`` patch in ``text`` wrote: per hunk of an updated file (the ``+`` lines
+    written, the ``-`` lines replaced, the context lines in both), and the ``+`` lines of an added file
+    (the whole file). Hunks of a moved file go to its new path."""
+    if _PATCH_START not in text:
+        return []
+    body = text.split(_PATCH_START, 1)[1]
+    if body.startswith("\\n"):
+        body = body.replace("\\n", "\n")
+    body = body.split("*** End Patch", 1)[0]
+    edits: list[EditCall] = []
+    path: str | None = None
+    whole = False
+    old: list[str] = []
+    new: list[str] = []
+
+    def flush() -> None:
+        if path is not None and (new or old or whole):
+            edits.append(EditCall(path, tool, call_id, None if whole else "\n".join(old), "\n".join(new), whole))
+        old.clear()
+        new.clear()
+
+    for line in body.split("\n"):
+        header = _PATCH_HEADER.match(line)
+        if header is not None:
+            kind = header.group(1)
+            if kind == "Move to":   # follows its Update File header: the hunks go to the new path
+                path = header.group(2)
+                continue
+            flush()
+            path, whole = (header.group(2), kind == "Add File") if kind != "Delete File" else (None, False)
+            continue
+        if line.startswith("@@") or line.startswith("*** End of File"):
+            if not whole:
+                flush()
+            continue
+        if line.startswith("+"):
+            new.append(line[1:])
+        elif line.startswith("-") and not whole:
+            old.append(line[1:])
+        elif line.startswith(" ") and not whole:
+            old.append(line[1:])
+            new.append(line[1:])
+    flush()
+    return edits
+
+
+def call_edits(payload: dict[str, Any], name: str | None) -> list[EditCall]:
+    """The text a tool-call item's ``apply_patch`` patch wrote (the shapes of :func:`call_touches`)."""
+    kind = payload.get("type")
+    call_id = nonempty_str(payload.get("call_id")) or nonempty_str(payload.get("id"))
+    tool = name or "apply_patch"
+    texts: list[str] = []
+    if kind == "custom_tool_call" and isinstance(payload.get("input"), str):
+        texts = [payload["input"]]
+    elif kind == "local_shell_call":
+        texts = _strings(as_dict(payload.get("action")) or {})
+    elif kind == "function_call" and isinstance(payload.get("arguments"), str) and _PATCH_START in payload["arguments"]:
+        raw = payload["arguments"]
+        try:
+            texts = _strings(json.loads(raw))
+        except (ValueError, RecursionError):
+            texts = [raw]
+    return [edit for text in texts for edit in patch_edits(text, tool, call_id)]
 
 
 def _strings(value: Any, depth: int = 0) -> list[str]:
@@ -375,7 +442,7 @@ class CodexParser(TranscriptParser):
             return
         name = tool_name(payload)
         if name and self._current is not None:
-            chunk.add_reply(self._current, "", [name], call_touches(payload, name))
+            chunk.add_reply(self._current, "", [name], call_touches(payload, name), call_edits(payload, name))
 
     def _opens_with_assistant(self) -> bool:
         """No turn yet and no task started: assistant text now opens the conversation (a task's text

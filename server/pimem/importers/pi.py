@@ -27,11 +27,13 @@ Transcripts are every ``.jsonl`` file under the sessions folder (:data:`FILES`).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from pimem.importers.base import (
     Chunk,
+    EditCall,
     FileAction,
     FileTouch,
     NotThisFormat,
@@ -45,8 +47,9 @@ from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
 FILES = TranscriptFiles()   # every .jsonl file
 
 # What the parser reads from a session changed: files parsed with an older version are parsed again
-# once (pimem.sync). 2: file touches; a v1 session Pi rewrote keeps its turns' first ids.
-RULES_VERSION = 2
+# once (pimem.sync). 2: file touches; a v1 session Pi rewrote keeps its turns' first ids. 3: edit spans
+# (the text edit calls wrote, pimem.editspans).
+RULES_VERSION = 3
 
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit"}
 
@@ -95,6 +98,46 @@ def file_touches(content: Any) -> list[FileTouch]:
         if action is not None and path:
             touches.append((path, action))
     return touches
+
+
+def _edit_blocks(arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """The replacements of an ``edit`` call: ``edits: [{oldText, newText}]`` (also sent as a JSON string
+    or a single object by some models, which Pi accepts), and the older top-level ``oldText``/``newText``."""
+    edits: Any = arguments.get("edits")
+    if isinstance(edits, str):
+        try:
+            edits = json.loads(edits)
+        except (ValueError, RecursionError):
+            edits = None
+    blocks = [edit for edit in map(as_dict, as_list(edits) if isinstance(edits, list) else [edits])
+              if edit is not None]
+    if isinstance(arguments.get("newText"), str):
+        blocks.append(arguments)
+    return blocks
+
+
+def edit_calls(content: Any) -> list[EditCall]:
+    """The text an assistant message's ``edit`` (each replacement) and ``write`` (the whole file) calls
+    wrote."""
+    calls: list[EditCall] = []
+    for block in as_list(content):
+        block = as_dict(block)
+        if block is None or block.get("type") != "toolCall":
+            continue
+        name = nonempty_str(block.get("name"))
+        arguments = as_dict(block.get("arguments")) or {}
+        path = nonempty_str(arguments.get("path"))
+        call_id = nonempty_str(block.get("id"))
+        if path is None:
+            continue
+        if name == "write" and isinstance(arguments.get("content"), str):
+            calls.append(EditCall(path, name, call_id, None, arguments["content"], whole=True))
+        elif name == "edit":
+            for edit in _edit_blocks(arguments):
+                new, old = edit.get("newText"), edit.get("oldText")
+                if isinstance(new, str):
+                    calls.append(EditCall(path, name, call_id, old if isinstance(old, str) else None, new))
+    return calls
 
 
 class PiParser(TranscriptParser):
@@ -202,7 +245,7 @@ class PiParser(TranscriptParser):
             if anchor is not None:
                 content = message.get("content")
                 chunk.add_reply(anchor, clean_text(message_text(content)), tool_call_names(content),
-                                file_touches(content))
+                                file_touches(content), edit_calls(content))
         self._record_node(entry_id, anchor, chunk)
 
     def _v1_turn_id(self, text: str) -> str | None:

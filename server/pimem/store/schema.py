@@ -32,12 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pimem import __version__
+from pimem.store.edits import EDITS_SCHEMA
 from pimem.store.failures import StoreError
 from pimem.store.meta import STORE_ID, get_meta, new_store_id, set_meta
 from pimem.store.touches import TOUCHES_SCHEMA
 
 BASE_LAYOUT = 3            # the tables below; what pimem 0.1.0 called schema_version "3"
-LAYOUT = 6                 # the layout this pimem writes
+LAYOUT = 7                 # the layout this pimem writes
 MIN_READER_LAYOUT = 3      # the oldest layout whose pimem can read what this one writes
 LEGACY_SCHEMA_VERSION = "3"
 
@@ -206,9 +207,19 @@ def _layout_5_to_6(conn: sqlite3.Connection) -> None:
                  "WHERE NOT EXISTS (SELECT 1 FROM pimem_pending p WHERE p.doc_key = d.doc_key)")
 
 
+def _layout_6_to_7(conn: sqlite3.Connection) -> None:
+    """The edit spans (pimem.store.edits): the lines each edit call wrote, for the attribution of a
+    file's lines (pimem.lineblame). Filled by parsing the transcripts again: the importers' rules
+    versions rose with it (pimem.sync.rules), so the next sync parses every file of those sources once.
+    Older readers ignore the tables (MIN_READER_LAYOUT stays 3); older writers refuse a newer layout, so
+    no turn is written without its spans."""
+    for statement in _split_sql(EDITS_SCHEMA):
+        conn.execute(statement)
+
+
 # MIGRATIONS[n] brings a store from layout n to n + 1, inside the caller's transaction.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _layout_3_to_4, 4: _layout_4_to_5,
-                                                                5: _layout_5_to_6}
+                                                                5: _layout_5_to_6, 6: _layout_6_to_7}
 
 
 @dataclass(frozen=True)
@@ -344,6 +355,11 @@ def hide_pimem_tables(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TEMP VIEW pimem_pending AS SELECT NULL AS doc_key WHERE 0")
     conn.execute("CREATE TEMP VIEW pimem_touches AS SELECT NULL AS path, NULL AS turn_id, NULL AS action, "
                  "NULL AS session_id, NULL AS ts WHERE 0")
+    conn.execute("CREATE TEMP VIEW pimem_edit_files AS SELECT NULL AS path_id, NULL AS path WHERE 0")
+    conn.execute("CREATE TEMP VIEW pimem_edit_spans AS SELECT NULL AS span_id, NULL AS path_id, NULL AS turn_id, "
+                 "NULL AS session_id, NULL AS ts, NULL AS tool, NULL AS call_id, NULL AS whole WHERE 0")
+    conn.execute("CREATE TEMP VIEW pimem_edit_lines AS SELECT NULL AS path_id, NULL AS hash, NULL AS span_id, "
+                 "NULL AS pos WHERE 0")
 
 
 def _split_sql(script: str) -> list[str]:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
-from pimem import index
+from pimem import editspans, index
 from pimem.discovery import SourceFile
 from pimem.importers import TRANSCRIPT_FILES, make_database_reader, make_parser
 from pimem.importers.base import (
@@ -46,6 +46,7 @@ from pimem.store import (
     transaction,
     upsert_session,
 )
+from pimem.store.edits import SpanRow, clear_spans, put_spans
 from pimem.store.files import (
     ConcurrentSync,
     FileState,
@@ -294,6 +295,21 @@ class Writer:
             job.outcome.issues.append(import_issue(job.file.source, job.file.key,
                                                    f"could not be stored ({type(failure).__name__})"))
             log.warning("storing a %s file failed: %s", job.file.source, type(failure).__name__)
+
+
+def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, session_id: str, ts: int) -> list[SpanRow]:
+    """The lines a turn's edit calls wrote, within the bound rule (pimem.editspans)."""
+    rows: list[SpanRow] = []
+    for edit in delta.edits:
+        path = absolute_touch_path(edit.path, cwd)
+        if path is None or editspans.skipped_path(path):
+            continue
+        span = editspans.span_of(None if edit.whole else edit.old, edit.new)
+        if span is None or not (span.added or span.removed or edit.whole):
+            continue
+        rows.append(SpanRow(path, turn_id, session_id, ts, edit.tool, edit.call_id, edit.whole, span.added,
+                            span.removed))
+    return rows
 
 
 @contextlib.contextmanager
@@ -562,6 +578,7 @@ class _FileImport:
         items: list[index.IndexItem] = []
         restarted: list[str] = []   # stored turns parsed again from their start: their touches are replaced
         touches: list[TouchRow] = []
+        spans: list[SpanRow] = []
         for turn_id, delta in zip(ids, deltas, strict=True):
             previous = stored.get(turn_id)
             if delta.is_new and previous is not None:
@@ -579,6 +596,7 @@ class _FileImport:
                 path = absolute_touch_path(raw_path, cwd)
                 if path is not None:
                     touches.append((path, turn_id, action, session_id, ts))
+            spans.extend(_span_rows(delta, cwd, turn_id, session_id, ts))
             before = None if previous is None else (previous.ts, previous.user_text, previous.reply_text)
             items.append(index.IndexItem(turn_id, ts, user_text, reply_text, delta.line if delta.is_new else None,
                                          before))
@@ -591,11 +609,14 @@ class _FileImport:
         index.put_many(self.conn, items, fts=self.writer.fts)
         clear_touches(self.conn, restarted)
         put_touches(self.conn, touches)
+        clear_spans(self.conn, restarted)
+        put_spans(self.conn, spans)
         # A turn that keeps an earlier id (a Pi v1 session Pi rewrote) replaces the copy an older pimem
         # stored under the new id; its doc is forgotten by the next full sync (index.reconcile).
         replaced = [f"{session_id}:{delta.replaces}" for delta in deltas if delta.is_new and delta.replaces]
         removed = delete_turns(self.conn, replaced)
         clear_touches(self.conn, replaced)
+        clear_spans(self.conn, replaced)
         return len(rows) + removed
 
     def _record_failure(self, cause: str) -> None:

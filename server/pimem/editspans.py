@@ -1,0 +1,123 @@
+"""Edit spans: what one edit tool call wrote, as lines that can be looked up again (issue 23).
+
+The importers say what a call wrote (:class:`pimem.importers.base.EditCall`: the replaced text where the
+call says, the new text); this module, shared by every importer, the sync and the attribution
+(pimem.lineblame), turns it into lines:
+
+* **Normalized line**: the line without any whitespace (so reindentation and reformatting of spaces
+  still match); a blank line is never a line of a span (it carries no evidence). Its key is a signed
+  64-bit BLAKE2b hash of the normalized text (:func:`line_hash`).
+* **Added lines**: the lines of the new text that the old text did not have (a line diff of old →
+  new, so the context an ``Edit`` repeats is not claimed), each with its position among the new
+  text's non-blank lines (consecutive positions = consecutive lines: what makes an exact block).
+  **Removed lines**: the lines of the old text the new one no longer has.
+* **Bound rule** (:func:`bounded`): a call is recorded only if its new text is at most
+  :data:`MAX_CALL_LINES` lines and :data:`MAX_CALL_BYTES` bytes; lines longer than
+  :data:`MAX_LINE_CHARS` characters are left out (minified code); files whose name says they are
+  generated or locked (:func:`skipped_path`: lock files, ``*.min.js``, source maps…) get no spans.
+  The file touch is recorded either way (pimem.store.touches).
+* **Trivial lines** (:func:`is_trivial`): blank, only brackets/punctuation, a lone keyword (``else:``,
+  ``end``, ``pass``…) or fewer than 4 letters and digits. They are stored (they chain an exact block)
+  but never attributed on their own.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import posixpath
+import re
+from dataclasses import dataclass
+
+MAX_CALL_LINES = 2_000
+MAX_CALL_BYTES = 256 * 1024
+MAX_LINE_CHARS = 1_000
+
+_SKIPPED_NAMES = frozenset({
+    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "cargo.lock",
+    "poetry.lock", "pipfile.lock", "uv.lock", "composer.lock", "gemfile.lock", "go.sum", "flake.lock",
+    "packages.lock.json", "podfile.lock", "pubspec.lock", "mix.lock",
+})
+_SKIPPED_SUFFIXES = (".min.js", ".min.css", ".min.mjs", ".map", ".lock", ".snap", ".pb.go", "_pb2.py",
+                     ".generated.ts", ".g.dart", ".svg", ".ipynb_checkpoints")
+_TRIVIAL_WORDS = frozenset({
+    "else", "else:", "end", "fi", "done", "esac", "try:", "finally:", "except:", "pass", "break", "continue",
+    "return", "returnnone", "returnnil", "return;", "break;", "continue;", "default:", "do", "then", "begin",
+    "}else{", "};", "});", "]);", "))", "returnfalse", "returntrue", "returnfalse;", "returntrue;", "<div>",
+    "</div>", "else{", "}else", "#endif", "#else", "end;", '"""', "'''", "```", "/**", "*/", "//", "#", "--",
+})
+_WORDISH = re.compile(r"[^\W_]", re.UNICODE)
+
+
+def normalize(line: str) -> str:
+    """The line without any whitespace."""
+    return "".join(line.split())
+
+
+def line_hash(normalized: str) -> int:
+    """The lookup key of a normalized line: a signed 64-bit integer (SQLite's INTEGER)."""
+    digest = hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def is_trivial(normalized: str) -> bool:
+    """A line that says nothing on its own (see the module doc)."""
+    if not normalized or normalized.lower() in _TRIVIAL_WORDS:
+        return True
+    return len(_WORDISH.findall(normalized)) < 4
+
+
+def skipped_path(path: str) -> bool:
+    """A generated, minified or lock file: no spans (the bound rule)."""
+    name = posixpath.basename(path.replace("\\", "/")).lower()
+    return name in _SKIPPED_NAMES or name.endswith(_SKIPPED_SUFFIXES)
+
+
+def bounded(new: str) -> bool:
+    """Whether a call's new text is within the bound rule (see the module doc)."""
+    return len(new) <= MAX_CALL_BYTES and len(new.encode("utf-8", "surrogatepass")) <= MAX_CALL_BYTES \
+        and new.count("\n") < MAX_CALL_LINES
+
+
+@dataclass(frozen=True)
+class Span:
+    """What one call did to one file's lines: ``added`` (position among the new text's non-blank lines,
+    hash), ``removed`` (hashes, one per removed line)."""
+
+    added: list[tuple[int, int]]
+    removed: list[int]
+
+
+def _kept(text: str) -> list[str]:
+    """The normalized non-blank lines of a text (lines too long to be code a person reads are kept as
+    an empty marker so positions stay right, and never looked up)."""
+    lines = []
+    for line in text.splitlines():
+        if len(line) > MAX_LINE_CHARS:
+            lines.append("\0")
+            continue
+        normalized = normalize(line)
+        if normalized:
+            lines.append(normalized)
+    return lines
+
+
+def span_of(old: str | None, new: str) -> Span | None:
+    """The lines a call added and removed (None: outside the bound rule). Without ``old`` every line of
+    ``new`` is added."""
+    if not bounded(new) or (old is not None and not bounded(old)):
+        return None
+    new_lines = _kept(new)
+    old_lines = _kept(old) if old else []
+    if not old_lines:
+        return Span([(pos, line_hash(line)) for pos, line in enumerate(new_lines) if line != "\0"], [])
+    added: list[tuple[int, int]] = []
+    removed: list[int] = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        removed.extend(line_hash(line) for line in old_lines[i1:i2] if line != "\0")
+        added.extend((pos, line_hash(new_lines[pos])) for pos in range(j1, j2) if new_lines[pos] != "\0")
+    return Span(added, removed)
+

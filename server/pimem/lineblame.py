@@ -1,0 +1,371 @@
+"""Memory of each line: which conversation's edit wrote the lines of a file as it is now (issue 23).
+
+One service for every surface (``pimem blame``, ``pimem/lineHistory``, the ``line_history`` agent
+tool). Input: a file's path and its current text (the editor sends its unsaved buffer), a range of
+lines. The evidence is the edit spans (pimem.store.edits, pimem.editspans): per file, the normalized
+lines each edit call added and removed, looked up by hash.
+
+**The matching rule**, per line of the current text (blank lines are never attributed):
+
+1. *Live writes*: of every call that added this normalized line to this file, the ones still live:
+   in time order (turn time, then call order), a call that wrote the whole file (``Write``, an added
+   file) forgets everything before it, a call that removed the line (the lines it replaced) cancels
+   the most recent live write of it, and a call that added it adds one.
+2. *Exact*: the line and the next or previous non-blank line are consecutive lines of one live call
+   (a run of ≥ 2, whitespace-insensitive, so reindentation and moving the whole block keep it). The
+   longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call.
+   Trivial lines (``}``, ``else:``, lone brackets, very short lines: pimem.editspans.is_trivial) are
+   attributed only this way.
+3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
+   only when the file holds no more copies of the line than there are live writes of it (a copy the
+   person added is not told apart from the agent's: nothing is said). ``moved`` when that call also
+   wrote a neighbouring line (within :data:`RUN_CAP` non-blank lines) on the other side of it than in
+   the call (the order is broken); ``line`` otherwise.
+4. *Git* (optional): when the file is in a git repository, ``git blame --porcelain`` of the text
+   sent names each line's commit; a line committed more than :data:`GIT_SLACK_MS` before the call's
+   turn existed before it, so that call did not write it and the line is not attributed. Lines not
+   committed yet, and files outside git, are kept as matched.
+
+What it cannot see (said in docs): a person who retypes a line exactly as the agent wrote it; an
+agent edit later undone outside any conversation but written again by hand; calls the user denied
+(recorded as made); lines a call wrote through a shell command (``sed``, ``cat >``).
+
+Cost: one lookup of the requested lines' hashes (plus :data:`RUN_CAP` non-blank lines around them)
+in the file's rows, so a current-line request reads a handful of rows whatever the history's size;
+the text's hashes are kept per process for the last texts seen (:func:`_text_info`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat
+import subprocess
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from typing import Literal
+
+from pimem import editspans
+from pimem.filehistory import normalize_file_path
+from pimem.store.batches import chunks, placeholders
+from pimem.store.edits import SpanInfo, line_rows, path_id, span_infos, whole_spans
+from pimem.store.text import shown_text
+
+Confidence = Literal["exact", "line", "moved"]
+
+RUN_CAP = 4                       # runs are compared up to this many lines (and looked for this far)
+MAX_TEXT_BYTES = 8 * 1024 * 1024  # the largest text attributed
+MAX_RANGE_LINES = 20_000          # the most lines of one request
+PROMPT_CHARS = 200
+GIT_SLACK_MS = 120_000            # clock skew between the agent's machine and the commit's
+GIT_TIMEOUT_S = 5.0
+_TEXT_CACHE = 8
+_GIT_CACHE = 32
+
+
+@dataclass(frozen=True)
+class LineAttribution:
+    line: int                     # 0-based, in the text given
+    confidence: Confidence
+    session_id: str
+    turn_id: str
+    source: str
+    ts: int                       # the turn's time (ms)
+    prompt: str                   # the turn's user text: its first line, at most PROMPT_CHARS
+    tool: str
+    tool_call_id: str | None
+    edit_start_line: int | None   # where the run of lines this call wrote starts (exact only)
+
+
+@dataclass(frozen=True)
+class LineHistory:
+    path: str
+    lines: list[LineAttribution]   # attributed lines only, in line order
+    git_used: bool                 # git blame confirmed the time windows
+
+
+class TextTooLarge(ValueError):
+    pass
+
+
+def read_text(path: str) -> str:
+    """A file's text as attributed (the file on disk when the client sends none): a regular file of at
+    most MAX_TEXT_BYTES, decoded as UTF-8 (bytes that are not are replaced). OSError when unreadable."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        data = handle.read(MAX_TEXT_BYTES + 1)
+    if len(data) > MAX_TEXT_BYTES:
+        raise TextTooLarge(f"the file is larger than {MAX_TEXT_BYTES >> 20} MiB")
+    return data.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class _TextInfo:
+    lines: list[str]
+    hashes: list[int | None]
+    trivial: list[bool]
+    counts: Counter[int]
+
+
+_texts: OrderedDict[tuple[str, bytes], _TextInfo] = OrderedDict()
+_git: OrderedDict[tuple[str, bytes, int, int], dict[int, int | None] | None] = OrderedDict()
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _text_info(path: str, text: str, digest: bytes) -> _TextInfo:
+    """The text's lines and their hashes, kept for the last texts seen: a cursor moving in one buffer
+    hashes it once."""
+    key = (path, digest)
+    found = _texts.get(key)
+    if found is not None:
+        _texts.move_to_end(key)
+        return found
+    lines = text.splitlines()
+    hashes: list[int | None] = []
+    trivial: list[bool] = []
+    for line in lines:
+        normalized = editspans.normalize(line)
+        if not normalized or len(line) > editspans.MAX_LINE_CHARS:
+            hashes.append(None)
+            trivial.append(True)
+            continue
+        hashes.append(editspans.line_hash(normalized))
+        trivial.append(editspans.is_trivial(normalized))
+    info = _TextInfo(lines, hashes, trivial, Counter(h for h in hashes if h is not None))
+    _texts[key] = info
+    while len(_texts) > _TEXT_CACHE:
+        _texts.popitem(last=False)
+    return info
+
+
+def _window(hashes: list[int | None], start: int, end: int) -> tuple[int, int]:
+    """The range extended by RUN_CAP non-blank lines on each side."""
+    low, seen = start, 0
+    while low > 0 and seen < RUN_CAP:
+        low -= 1
+        seen += hashes[low] is not None
+    high, seen = end, 0
+    while high < len(hashes) and seen < RUN_CAP:
+        seen += hashes[high] is not None
+        high += 1
+    return low, high
+
+
+Order = tuple[int, int]   # (turn time, span id): the order calls happened in
+
+
+def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int = 0, end_line: int | None = None,
+                 *, git: bool = True) -> LineHistory:
+    """The conversations whose edits wrote lines ``start_line`` to ``end_line`` (0-based, end exclusive;
+    None: to the end) of ``text``, the current text of the file at ``path`` (absolute). Only attributed
+    lines are listed. ValueError for a relative path; TextTooLarge past MAX_TEXT_BYTES."""
+    path = normalize_file_path(path)
+    if len(text) > MAX_TEXT_BYTES:
+        raise TextTooLarge(f"the text is larger than {MAX_TEXT_BYTES >> 20} MiB")
+    file_id = path_id(conn, path)
+    if file_id is None:
+        return LineHistory(path, [], False)
+    digest = _digest(text)
+    info = _text_info(path, text, digest)
+    end = len(info.lines) if end_line is None else min(end_line, len(info.lines))
+    start = max(0, start_line)
+    if start >= end:
+        return LineHistory(path, [], False)
+    chosen = _match(conn, file_id, info, start, end)
+    if not chosen:
+        return LineHistory(path, [], False)
+    spans = span_infos(conn, {span for _, span, _ in chosen.values()})
+    git_used = False
+    if git:
+        times = _git_times(path, text, digest, min(chosen) + 1, max(chosen) + 1)
+        if times is not None:
+            git_used = True
+            for line in list(chosen):
+                committed = times.get(line)
+                if committed is not None and committed < spans[chosen[line][1]].ts - GIT_SLACK_MS:
+                    del chosen[line]
+    return LineHistory(path, _attributions(conn, chosen, spans), git_used)
+
+
+def attribute_lines(conn: sqlite3.Connection, path: str, text: str, start_line: int = 0, end_line: int | None = None,
+                    *, git: bool = True) -> list[LineAttribution]:
+    """:func:`line_history`'s attributed lines."""
+    return line_history(conn, path, text, start_line, end_line, git=git).lines
+
+
+# line -> (confidence, span id, edit start line or -1)
+_Chosen = dict[int, tuple[Confidence, int, int]]
+
+
+def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, end: int) -> _Chosen:
+    low, high = _window(info.hashes, start, end)
+    rows_of = [i for i in range(low, high) if info.hashes[i] is not None]
+    strong = sorted({h for i in rows_of if not info.trivial[i] and (h := info.hashes[i]) is not None})
+    rows = line_rows(conn, file_id, strong) if strong else []
+    if not rows:
+        return {}
+    resets = whole_spans(conn, file_id)
+    last_reset: Order = max(resets) if resets else (-(2**63), -1)
+    seen_spans = {span for _, span, _ in rows}
+    weak = sorted({h for i in rows_of if info.trivial[i] and (h := info.hashes[i]) is not None})
+    if weak:
+        rows.extend(line_rows(conn, file_id, weak, sorted(seen_spans)))
+    order = _orders(conn, seen_spans)
+    # per hash: the span's added positions and removed count, for the spans after the last reset
+    events: dict[int, dict[int, tuple[list[int], int]]] = {}
+    for digest, span, pos in rows:
+        if order[span] < last_reset:
+            continue
+        added, removed = events.setdefault(digest, {}).get(span, ([], 0))
+        if pos >= 0:
+            added.append(pos)
+        else:
+            removed += 1
+        events[digest][span] = (added, removed)
+    live: dict[int, list[tuple[int, int]]] = {}   # hash -> live (span, pos), oldest first
+    for digest, by_span in events.items():
+        entries: list[tuple[int, int]] = []
+        for span in sorted(by_span, key=order.__getitem__):
+            added, removed = by_span[span]
+            if removed:
+                del entries[max(0, len(entries) - removed):]
+            entries.extend((span, pos) for pos in sorted(added))
+        live[digest] = entries
+    candidates: dict[int, set[tuple[int, int]]] = {}
+    for i in rows_of:
+        line_key = info.hashes[i]
+        assert line_key is not None
+        candidates[i] = set(live.get(line_key, ()))
+    back: dict[int, dict[tuple[int, int], int]] = {}
+    previous: int | None = None
+    for i in rows_of:
+        before = back.get(previous, {}) if previous is not None else {}
+        back[i] = {(s, p): min(RUN_CAP, before.get((s, p - 1), 0) + 1) for s, p in candidates[i]}
+        previous = i
+    ahead: dict[int, dict[tuple[int, int], int]] = {}
+    following: int | None = None
+    for i in reversed(rows_of):
+        after = ahead.get(following, {}) if following is not None else {}
+        ahead[i] = {(s, p): min(RUN_CAP, after.get((s, p + 1), 0) + 1) for s, p in candidates[i]}
+        following = i
+    position = {line: k for k, line in enumerate(rows_of)}
+    chosen: _Chosen = {}
+    for i in rows_of:
+        if not start <= i < end:
+            continue
+        best: tuple[int, Order, int, int] | None = None
+        for s, p in candidates[i]:
+            run = back[i][(s, p)] + ahead[i][(s, p)] - 1
+            if run >= 2 and (best is None or (run, order[s]) > best[:2]):
+                best = (run, order[s], s, back[i][(s, p)])
+        if best is not None:
+            first = rows_of[max(0, position[i] - best[3] + 1)]
+            chosen[i] = ("exact", best[2], first)
+            continue
+        line_key = info.hashes[i]
+        assert line_key is not None
+        entries = live.get(line_key, [])
+        if info.trivial[i] or not entries or info.counts[line_key] > len(entries):
+            continue
+        span = max((s for s, _ in entries), key=order.__getitem__)
+        k = position[i]
+        near = rows_of[max(0, k - RUN_CAP):k] + rows_of[k + 1:k + 1 + RUN_CAP]
+        chosen[i] = ("line" if _in_order(i, span, candidates, near) else "moved", span, -1)
+    return chosen
+
+
+def _in_order(i: int, span: int, candidates: dict[int, set[tuple[int, int]]], near: list[int]) -> bool:
+    """Whether the neighbouring lines that the same call wrote sit on the same side of line ``i`` as in
+    the call (lines in between may have changed); False when the order is broken (a moved line)."""
+    mine = [p for s, p in candidates[i] if s == span]
+    return any(all(any((q - p > 0) == (j - i > 0) for s, q in candidates[j] if s == span)
+                   for j in near if any(s == span for s, _ in candidates[j]))
+               for p in mine)
+
+
+def _orders(conn: sqlite3.Connection, spans: set[int]) -> dict[int, Order]:
+    found: dict[int, Order] = {}
+    for batch in chunks(sorted(spans)):
+        for span_id, ts in conn.execute(
+                f"SELECT span_id, ts FROM pimem_edit_spans WHERE span_id IN ({placeholders(len(batch))})", batch):
+            found[int(span_id)] = (int(ts), int(span_id))
+    return found
+
+
+def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, SpanInfo]) -> list[LineAttribution]:
+    turn_ids = sorted({spans[span].turn_id for _, span, _ in chosen.values()})
+    session_ids = sorted({spans[span].session_id for _, span, _ in chosen.values()})
+    prompts: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for batch in chunks(turn_ids):
+        for turn_id, user_text in conn.execute(
+                f"SELECT turn_id, user_text FROM turns WHERE turn_id IN ({placeholders(len(batch))})", batch):
+            prompts[shown_text(turn_id)] = shown_text(user_text).strip().split("\n", 1)[0][:PROMPT_CHARS]
+    for batch in chunks(session_ids):
+        for session_id, source in conn.execute(
+                f"SELECT session_id, source FROM sessions WHERE session_id IN ({placeholders(len(batch))})", batch):
+            sources[shown_text(session_id)] = shown_text(source)
+    found = []
+    for line in sorted(chosen):
+        confidence, span_id, start = chosen[line]
+        span = spans[span_id]
+        found.append(LineAttribution(line, confidence, span.session_id, span.turn_id,
+                                     sources.get(span.session_id, span.session_id.split(":", 1)[0]), span.ts,
+                                     prompts.get(span.turn_id, ""), span.tool, span.call_id,
+                                     start if start >= 0 else None))
+    return found
+
+
+def _git_times(path: str, text: str, digest: bytes, first: int, last: int) -> dict[int, int | None] | None:
+    """0-based line -> the committer time (ms) of the commit ``git blame`` names for it (None: not
+    committed yet), for lines ``first``..``last`` (1-based) of ``text``; None when the file is not in
+    a git work tree or git fails. Run without a shell, the path after ``--``, nothing of the
+    repository's configuration that runs a program (textconv, fsmonitor)."""
+    key = (path, digest, first, last)
+    if key in _git:
+        _git.move_to_end(key)
+        return _git[key]
+    found = _run_blame(path, text, first, last)
+    _git[key] = found
+    while len(_git) > _GIT_CACHE:
+        _git.popitem(last=False)
+    return found
+
+
+def _run_blame(path: str, text: str, first: int, last: int) -> dict[int, int | None] | None:
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        return None
+    command = ["git", "-c", "core.fsmonitor=false", "blame", "--porcelain", "--no-textconv", "--contents", "-",
+               "-L", f"{first},{last}", "--", path]
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        done = subprocess.run(command, input=text.encode("utf-8", "surrogateescape"), cwd=folder, env=env,
+                              capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return _parse_porcelain(done.stdout)
+
+
+def _parse_porcelain(output: bytes) -> dict[int, int | None]:
+    times: dict[str, int] = {}
+    lines_of: dict[int, str] = {}
+    commit: str | None = None
+    for raw in output.split(b"\n"):
+        if raw.startswith(b"\t"):
+            continue
+        parts = raw.split(b" ")
+        if len(parts) >= 3 and len(parts[0]) in (40, 64) and parts[1].isdigit() and parts[2].isdigit():
+            commit = parts[0].decode("ascii", "replace")
+            lines_of[int(parts[2]) - 1] = commit
+        elif commit is not None and parts[0] == b"committer-time" and len(parts) == 2 and parts[1].isdigit():
+            times[commit] = int(parts[1]) * 1000
+    return {line: None if set(sha) == {"0"} else times.get(sha) for line, sha in lines_of.items()}

@@ -1,0 +1,154 @@
+"""``pimem_edit_*`` (layout 7): the lines each edit tool call wrote and replaced, per file (issue 23).
+
+Written by the sync in the same transaction as the turn rows (pimem.sync.ingest), from the importers'
+edit calls turned into lines by pimem.editspans; read by pimem.lineblame. Three tables:
+
+* ``pimem_edit_files``: one id per absolute path (as File History resolves it), so the line rows
+  repeat a small integer, not the path;
+* ``pimem_edit_spans``: one row per call and file (per block of a multi-edit call), with the turn, its
+  session and time, the tool and the call id; ``whole`` when the call wrote the whole file;
+* ``pimem_edit_lines``: one row per added line (``pos`` ≥ 0, its position among the call's non-blank
+  new lines) and per removed line (``pos`` < 0), keyed by (file, normalized line hash): the lines of
+  the current text are looked up by hash, never by reading a file's whole history.
+
+Rows of a turn parsed again from its start are replaced, as its touches are.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pimem.store.batches import chunks, placeholders
+
+EDITS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pimem_edit_files (
+  path_id INTEGER PRIMARY KEY,
+  path    TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS pimem_edit_spans (
+  span_id    INTEGER PRIMARY KEY,   -- in write order: orders the calls of one turn
+  path_id    INTEGER NOT NULL,
+  turn_id    TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  ts         INTEGER NOT NULL,      -- the turn's time
+  tool       TEXT NOT NULL,
+  call_id    TEXT,
+  whole      INTEGER NOT NULL       -- 1: the call wrote the whole file (what was there before is gone)
+);
+CREATE INDEX IF NOT EXISTS pimem_edit_spans_by_turn ON pimem_edit_spans (turn_id);
+CREATE INDEX IF NOT EXISTS pimem_edit_spans_whole ON pimem_edit_spans (path_id) WHERE whole = 1;
+CREATE TABLE IF NOT EXISTS pimem_edit_lines (
+  path_id INTEGER NOT NULL,
+  hash    INTEGER NOT NULL,         -- pimem.editspans.line_hash of the normalized line
+  span_id INTEGER NOT NULL,
+  pos     INTEGER NOT NULL,         -- >= 0: an added line's position; < 0: a removed line
+  PRIMARY KEY (path_id, hash, span_id, pos)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS pimem_edit_lines_by_span ON pimem_edit_lines (span_id);
+"""
+
+
+@dataclass(frozen=True)
+class SpanRow:
+    """One call's lines in one file, ready to store."""
+
+    path: str
+    turn_id: str
+    session_id: str
+    ts: int
+    tool: str
+    call_id: str | None
+    whole: bool
+    added: list[tuple[int, int]]     # (position, hash)
+    removed: list[int]               # hashes
+
+
+def _path_ids(conn: sqlite3.Connection, paths: Iterable[str]) -> dict[str, int]:
+    wanted = sorted(set(paths))
+    conn.executemany("INSERT OR IGNORE INTO pimem_edit_files (path) VALUES (?)", [(path,) for path in wanted])
+    found: dict[str, int] = {}
+    for batch in chunks(wanted):
+        for path_id, path in conn.execute(
+                f"SELECT path_id, path FROM pimem_edit_files WHERE path IN ({placeholders(len(batch))})", batch):
+            found[str(path)] = int(path_id)
+    return found
+
+
+def put_spans(conn: sqlite3.Connection, spans: Sequence[SpanRow]) -> None:
+    if not spans:
+        return
+    ids = _path_ids(conn, (span.path for span in spans))
+    for span in spans:
+        path_id = ids[span.path]
+        cursor = conn.execute("INSERT INTO pimem_edit_spans (path_id, turn_id, session_id, ts, tool, call_id, whole) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?)", (path_id, span.turn_id, span.session_id, span.ts,
+                                                               span.tool, span.call_id, int(span.whole)))
+        span_id = cursor.lastrowid
+        rows = [(path_id, digest, span_id, pos) for pos, digest in span.added]
+        rows.extend((path_id, digest, span_id, -1 - k) for k, digest in enumerate(span.removed))
+        conn.executemany("INSERT OR IGNORE INTO pimem_edit_lines (path_id, hash, span_id, pos) VALUES (?, ?, ?, ?)",
+                         rows)
+
+
+def clear_spans(conn: sqlite3.Connection, turn_ids: Sequence[str]) -> None:
+    """Forget the spans of these turns (before a turn parsed again from its start is written)."""
+    for batch in chunks(list(turn_ids)):
+        span_ids = [row[0] for row in conn.execute(
+            f"SELECT span_id FROM pimem_edit_spans WHERE turn_id IN ({placeholders(len(batch))})", batch)]
+        if not span_ids:
+            continue
+        for ids in chunks(span_ids):
+            marks = placeholders(len(ids))
+            conn.execute(f"DELETE FROM pimem_edit_lines WHERE span_id IN ({marks})", ids)
+            conn.execute(f"DELETE FROM pimem_edit_spans WHERE span_id IN ({marks})", ids)
+
+
+@dataclass(frozen=True)
+class SpanInfo:
+    span_id: int
+    turn_id: str
+    session_id: str
+    ts: int
+    tool: str
+    call_id: str | None
+    whole: bool
+
+
+def path_id(conn: sqlite3.Connection, path: str) -> int | None:
+    row = conn.execute("SELECT path_id FROM pimem_edit_files WHERE path = ?", (path,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def line_rows(conn: sqlite3.Connection, file_id: int, hashes: Sequence[int],
+              span_ids: Sequence[int] | None = None) -> list[tuple[int, int, int]]:
+    """(hash, span id, pos) of the rows of these line hashes in one file (only these spans' if given)."""
+    found: list[tuple[int, int, int]] = []
+    for batch in chunks(list(hashes)):
+        sql = (f"SELECT hash, span_id, pos FROM pimem_edit_lines WHERE path_id = ? "
+               f"AND hash IN ({placeholders(len(batch))})")
+        if span_ids is None:
+            found.extend(conn.execute(sql, [file_id, *batch]))
+            continue
+        for spans in chunks(list(span_ids)):
+            found.extend(conn.execute(sql + f" AND span_id IN ({placeholders(len(spans))})",
+                                      [file_id, *batch, *spans]))
+    return found
+
+
+def whole_spans(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, int]]:
+    """(ts, span id) of the calls that wrote the whole file."""
+    return [(int(ts), int(span_id)) for span_id, ts in conn.execute(
+        "SELECT span_id, ts FROM pimem_edit_spans WHERE path_id = ? AND whole = 1", (file_id,))]
+
+
+def span_infos(conn: sqlite3.Connection, span_ids: Iterable[int]) -> dict[int, SpanInfo]:
+    found: dict[int, SpanInfo] = {}
+    for batch in chunks(sorted(set(span_ids))):
+        for span_id, turn_id, session_id, ts, tool, call_id, whole in conn.execute(
+                f"SELECT span_id, turn_id, session_id, ts, tool, call_id, whole FROM pimem_edit_spans "
+                f"WHERE span_id IN ({placeholders(len(batch))})", batch):
+            found[int(span_id)] = SpanInfo(int(span_id), str(turn_id), str(session_id), int(ts), str(tool),
+                                           None if call_id is None else str(call_id), bool(whole))
+    return found

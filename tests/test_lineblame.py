@@ -1,0 +1,478 @@
+"""Memory of each line (issue 23): the edit spans the importers record (pimem.editspans, the importers'
+``edit_calls``), how the store keeps them (layout 7), and the attribution rules (pimem.lineblame) over
+stores synced from crafted Claude Code, Pi and Codex transcripts; ``pimem blame``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pimem import editspans, lineblame, wire
+from pimem.importers.claude import edit_calls as claude_edits
+from pimem.importers.codex import call_edits, patch_edits
+from pimem.importers.pi import edit_calls as pi_edits
+from pimem.lineblame import attribute_lines, line_history
+from pimem.store import connect, set_meta, transaction
+from pimem.sync.rules import META_KEY
+from support.history import SAMPLES
+from support.sync import sync
+
+# ---------------------------------------------------------------------------------------------
+# Transcripts written here: one conversation per call, each turn a prompt and its tool calls.
+# ---------------------------------------------------------------------------------------------
+
+Turn = tuple[str, list[tuple[str, dict[str, Any]]]]   # prompt, [(tool name, input)]
+
+
+def _iso(minute: int) -> str:
+    return f"2026-11-01T{10 + minute // 60:02d}:{minute % 60:02d}:00.000Z"
+
+
+def write_claude(base: Path, session: str, cwd: Path, turns: list[Turn], minute: int = 0) -> None:
+    lines: list[dict[str, Any]] = []
+    for k, (prompt, calls) in enumerate(turns):
+        at = _iso(minute + k)
+        lines.append({"type": "user", "sessionId": session, "uuid": f"{session}-u{k}", "timestamp": at,
+                      "cwd": str(cwd), "message": {"role": "user", "content": prompt}})
+        for c, (name, tool_input) in enumerate(calls):
+            lines.append({"type": "assistant", "sessionId": session, "uuid": f"{session}-a{k}-{c}", "timestamp": at,
+                          "cwd": str(cwd), "message": {"role": "assistant", "model": "m", "content": [
+                              {"type": "tool_use", "id": f"toolu_{k}_{c}", "name": name, "input": tool_input}]}})
+    folder = base / "claude" / "projects" / "p"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def write_pi(base: Path, session: str, cwd: Path, turns: list[Turn], minute: int = 0) -> None:
+    lines: list[dict[str, Any]] = [{"type": "session", "version": 3, "id": session, "timestamp": _iso(minute),
+                                    "cwd": str(cwd)}]
+    parent: str | None = None
+    for k, (prompt, calls) in enumerate(turns):
+        at = _iso(minute + k)
+        lines.append({"type": "message", "id": f"u{k}", "parentId": parent, "timestamp": at,
+                      "message": {"role": "user", "content": prompt}})
+        parent = f"u{k}"
+        content = [{"type": "toolCall", "id": f"call_{k}_{c}", "name": name, "arguments": arguments}
+                   for c, (name, arguments) in enumerate(calls)]
+        lines.append({"type": "message", "id": f"a{k}", "parentId": parent, "timestamp": at,
+                      "message": {"role": "assistant", "content": content}})
+        parent = f"a{k}"
+    folder = base / "pi" / "agent" / "sessions" / "--p--"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"2026-11-01T10-00-00-000Z_{session}.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def write_codex(base: Path, session: str, cwd: Path, turns: list[tuple[str, list[str]]], minute: int = 0) -> None:
+    """Each turn: a prompt and its apply_patch patches (custom_tool_call)."""
+    lines: list[dict[str, Any]] = [{"timestamp": _iso(minute), "type": "session_meta",
+                                    "payload": {"id": session, "timestamp": _iso(minute), "cwd": str(cwd)}}]
+    for k, (prompt, patches) in enumerate(turns):
+        at = _iso(minute + k)
+        lines.append({"timestamp": at, "type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}})
+        for c, patch in enumerate(patches):
+            lines.append({"timestamp": at, "type": "response_item", "payload": {
+                "type": "custom_tool_call", "call_id": f"call_{k}_{c}", "name": "apply_patch", "input": patch}})
+    folder = base / "codex" / "sessions" / "2026" / "11" / "01"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"rollout-2026-11-01T10-00-00-{session}.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def _blame(db: Path, path: Path, text: str, **kwargs: Any) -> dict[int, tuple[str, str]]:
+    """line -> (confidence, prompt)."""
+    conn = connect(db, create=False, for_writing=False)
+    try:
+        return {found.line: (found.confidence, found.prompt)
+                for found in attribute_lines(conn, str(path), text, git=False, **kwargs)}
+    finally:
+        conn.close()
+
+
+FUNCTION = "def compute(values):\n    total = 0\n    for value in values:\n        total += value\n    return total\n"
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    return folder
+
+
+# ---------------------------------------------------------------------------------------------
+# Spans: the shared helper and the importers' calls
+# ---------------------------------------------------------------------------------------------
+
+def test_span_claims_only_the_lines_an_edit_changed() -> None:
+    old = "a = compute(1)\nb = compute(2)\nreturn a + b\n"
+    new = "a = compute(1)\nb = compute(3)\n\nc = compute(4)\nreturn a + b\n"
+    span = editspans.span_of(old, new)
+    assert span is not None
+    h = editspans.line_hash
+    assert span.added == [(1, h("b=compute(3)")), (2, h("c=compute(4)"))]   # blank lines hold no position
+    assert span.removed == [h("b=compute(2)")]
+    assert editspans.span_of(None, "x = 1\n\n  y = 2")  == editspans.Span([(0, h("x=1")), (1, h("y=2"))], [])
+
+
+def test_bound_rule() -> None:
+    assert editspans.span_of(None, "x = 1\n" * editspans.MAX_CALL_LINES) is None
+    assert editspans.span_of(None, "x" * (editspans.MAX_CALL_BYTES + 1)) is None
+    minified = editspans.span_of(None, "var a=1;" * 200 + "\nconst answer = 42;\n")
+    assert minified is not None and minified.added == [(1, editspans.line_hash("constanswer=42;"))]
+    assert editspans.skipped_path("/w/package-lock.json") and editspans.skipped_path("/w/app.min.js")
+    assert editspans.skipped_path("/w/Cargo.lock") and not editspans.skipped_path("/w/src/lock.py")
+
+
+@pytest.mark.parametrize("line", ["}", "  ) ", "else:", "end", "});", "pass", "i++", "x = 1", ""])
+def test_trivial_lines(line: str) -> None:
+    assert editspans.is_trivial(editspans.normalize(line))
+
+
+@pytest.mark.parametrize("line", ["total += value", "return mean_value", "import os", "}).catch(handle)"])
+def test_lines_with_content_are_not_trivial(line: str) -> None:
+    assert not editspans.is_trivial(editspans.normalize(line))
+
+
+def test_claude_edit_calls() -> None:
+    message = {"content": [
+        {"type": "tool_use", "id": "t1", "name": "Edit",
+         "input": {"file_path": "/a/e.py", "old_string": "x", "new_string": "y"}},
+        {"type": "tool_use", "id": "t2", "name": "MultiEdit", "input": {"file_path": "/a/m.py", "edits": [
+            {"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": "d"}, 7]}},
+        {"type": "tool_use", "id": "t3", "name": "Write", "input": {"file_path": "/a/w.py", "content": "w"}},
+        {"type": "tool_use", "id": "t4", "name": "NotebookEdit",
+         "input": {"notebook_path": "/a/n.ipynb", "new_source": "print(1)", "cell_id": "c"}},
+        {"type": "tool_use", "id": "t5", "name": "NotebookEdit",
+         "input": {"notebook_path": "/a/n.ipynb", "new_source": "", "edit_mode": "delete"}},
+        {"type": "tool_use", "id": "t6", "name": "Read", "input": {"file_path": "/a/r.py"}},
+        {"type": "tool_use", "id": "t7", "name": "Edit", "input": {"file_path": "/a/e.py", "new_string": 3}},
+    ]}
+    assert [(c.path, c.tool, c.call_id, c.old, c.new, c.whole) for c in claude_edits(message)] == [
+        ("/a/e.py", "Edit", "t1", "x", "y", False),
+        ("/a/m.py", "MultiEdit", "t2", "a", "b", False), ("/a/m.py", "MultiEdit", "t2", "c", "d", False),
+        ("/a/w.py", "Write", "t3", None, "w", True),
+        ("/a/n.ipynb", "NotebookEdit", "t4", None, "print(1)", False),
+    ]
+
+
+def test_pi_edit_calls() -> None:
+    content = [
+        {"type": "toolCall", "id": "c1", "name": "edit",
+         "arguments": {"path": "a.ts", "edits": [{"oldText": "x", "newText": "y"}, {"oldText": "p", "newText": "q"}]}},
+        {"type": "toolCall", "id": "c2", "name": "edit", "arguments": {"path": "b.ts", "oldText": "o", "newText": "n"}},
+        {"type": "toolCall", "id": "c3", "name": "edit",
+         "arguments": {"path": "c.ts", "edits": json.dumps([{"oldText": "s", "newText": "t"}])}},
+        {"type": "toolCall", "id": "c4", "name": "edit", "arguments": {"path": "d.ts", "edits": {"oldText": "u",
+                                                                                               "newText": "v"}}},
+        {"type": "toolCall", "id": "c5", "name": "write", "arguments": {"path": "e.ts", "content": "whole"}},
+        {"type": "toolCall", "id": "c6", "name": "read", "arguments": {"path": "f.ts"}},
+    ]
+    assert [(c.path, c.call_id, c.old, c.new, c.whole) for c in pi_edits(content)] == [
+        ("a.ts", "c1", "x", "y", False), ("a.ts", "c1", "p", "q", False), ("b.ts", "c2", "o", "n", False),
+        ("c.ts", "c3", "s", "t", False), ("d.ts", "c4", "u", "v", False), ("e.ts", "c5", None, "whole", True),
+    ]
+
+
+PATCH = ("*** Begin Patch\n*** Update File: src/a.py\n@@ def f():\n ctx\n-old\n+new\n@@\n+added\n"
+         "*** Update File: src/b.py\n*** Move to: src/c.py\n@@\n-gone\n+kept\n*** Delete File: src/d.py\n"
+         "*** Add File: src/e.py\n+one\n+two\n*** End Patch\n")
+
+
+def test_codex_patch_edits() -> None:
+    found = [(c.path, c.old, c.new, c.whole) for c in patch_edits(PATCH, "apply_patch", "k")]
+    assert found == [("src/a.py", "ctx\nold", "ctx\nnew", False), ("src/a.py", "", "added", False),
+                     ("src/c.py", "gone", "kept", False), ("src/e.py", None, "one\ntwo", True)]
+    # the same patch in a function_call (shell ["apply_patch", patch]) and in a code-mode JavaScript string
+    shell = {"type": "function_call", "name": "shell", "call_id": "s",
+             "arguments": json.dumps({"command": ["apply_patch", PATCH]})}
+    code = {"type": "function_call", "name": "exec", "call_id": "x",
+            "arguments": json.dumps({"code": "await tools.apply_patch(`" + PATCH.replace("\n", "\\n") + "`)"})}
+    for payload in (shell, code):
+        assert [(c.path, c.new) for c in call_edits(payload, str(payload["name"]))] == [
+            (path, new) for path, _, new, _ in found]
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ROOTS = {"samples": SAMPLES, "claude-interactive": FIXTURES / "claude-interactive",
+         "legacy": FIXTURES / "legacy", "real-samples": FIXTURES / "real-samples"}
+
+
+def _spans_and_touches(tmp_path: Path, root: Path) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    base = tmp_path / "history"
+    shutil.copytree(root, base)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    conn = sqlite3.connect(db)
+    touches = set(conn.execute("SELECT path, turn_id FROM pimem_touches WHERE action IN ('write', 'edit')"))
+    spans = set(conn.execute("SELECT f.path, s.turn_id FROM pimem_edit_spans s JOIN pimem_edit_files f "
+                             "USING (path_id)"))
+    conn.close()
+    return spans, touches
+
+
+@pytest.mark.parametrize("root", sorted(ROOTS))
+def test_every_edit_touch_of_the_fixtures_has_its_span(tmp_path: Path, root: str) -> None:
+    """Data-driven over the real (and legacy) Claude Code, Codex and Pi transcripts: a turn that wrote or
+    edited a file (pimem_touches, the importers' other reading of the same calls) has spans of that
+    file, and every span is such a touch."""
+    spans, touches = _spans_and_touches(tmp_path, ROOTS[root])
+    assert spans == touches
+    sources = {turn_id.split(":", 1)[0] for _, turn_id in spans}
+    assert sources == {"samples": {"claude", "pi"}, "claude-interactive": set(),
+                       "legacy": {"claude", "codex", "pi"}, "real-samples": {"claude"}}[root]
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+# ---------------------------------------------------------------------------------------------
+
+def test_layout_6_store_migrates_and_the_rules_reparse_fills_spans(tmp_path: Path, project: Path) -> None:
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(project / "a.py"),
+                                                                      "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    conn = connect(db)
+    # make it the store an older pimem left: layout 6, without the span tables, parsed by older rules
+    with transaction(conn):
+        for table in ("pimem_edit_lines", "pimem_edit_spans", "pimem_edit_files"):
+            conn.execute(f"DROP TABLE {table}")
+        set_meta(conn, "layout", "6")
+        set_meta(conn, META_KEY, json.dumps({"claude": 3, "codex": 3, "pi": 2}))
+    conn.close()
+    conn = connect(db)      # opened for writing: migrated to 7, empty
+    assert conn.execute("SELECT value FROM pimem_meta WHERE key = 'layout'").fetchone() == ("7",)
+    assert conn.execute("SELECT count(*) FROM pimem_edit_spans").fetchone() == (0,)
+    conn.close()
+    sync(base, db)          # the claude rules rose: its file is parsed again
+    assert len(_blame(db, project / "a.py", FUNCTION)) == 5
+
+
+def test_a_turn_parsed_again_replaces_its_spans(tmp_path: Path, project: Path) -> None:
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(project / "a.py"),
+                                                                      "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    sync(base, db, force=True)
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM pimem_edit_spans").fetchone() == (1,)
+    assert conn.execute("SELECT count(*) FROM pimem_edit_lines").fetchone() == (5,)
+
+
+def test_bound_rule_keeps_huge_and_lock_files_out(tmp_path: Path, project: Path) -> None:
+    base = tmp_path / "agents"
+    huge = "".join(f"row_{n} = {n}\n" for n in range(200_000))   # about 2.5 MB
+    write_claude(base, "s1", project, [("dump", [
+        ("Write", {"file_path": str(project / "big.py"), "content": huge}),
+        ("Write", {"file_path": str(project / "package-lock.json"), "content": '{\n  "name": "thing"\n}\n'}),
+        ("Write", {"file_path": str(project / "ok.py"), "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    conn = sqlite3.connect(db)
+    assert [row[0] for row in conn.execute("SELECT path FROM pimem_edit_files")] == [str(project / "ok.py")]
+    assert conn.execute("SELECT count(*) FROM pimem_edit_lines").fetchone() == (5,)
+    # the file touches are still recorded
+    assert conn.execute("SELECT count(*) FROM pimem_touches").fetchone() == (3,)
+
+
+# ---------------------------------------------------------------------------------------------
+# The attribution rules
+# ---------------------------------------------------------------------------------------------
+
+def test_later_edit_wins_and_a_human_rewrite_is_not_attributed(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})]),
+        ("make it a mean", [("Edit", {"file_path": str(path), "old_string": "    return total\n",
+                                      "new_string": "    mean_value = total / len(values)\n    return mean_value\n"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    current = FUNCTION.replace("    return total\n", "    mean_value = total / len(values)\n    return mean_value\n")
+    current = current.replace("total = 0", "total = 0.0")   # the person changed this line afterwards
+    found = _blame(db, path, current)
+    assert found == {0: ("line", "write compute"), 2: ("exact", "write compute"), 3: ("exact", "write compute"),
+                     4: ("exact", "make it a mean"), 5: ("exact", "make it a mean")}
+
+
+def test_a_line_replaced_by_a_later_edit_and_typed_back_is_not_attributed(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})]),
+        ("rename", [("Edit", {"file_path": str(path), "old_string": "        total += value\n",
+                              "new_string": "        total = total + value\n"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    # the person reverted the edit by hand: the old line is back, but no live write of it remains
+    found = _blame(db, path, "print('setup is done here')\n\n" + "        total += value\n")
+    assert found == {}
+
+
+def test_reindented_and_moved_blocks(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_pi(base, "pi1", project, [("write compute", [("write", {"path": "a.py", "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    nested = "class Stats:\n" + "".join("    " + line + "\n" for line in FUNCTION.splitlines())
+    moved = "# header written by the person\nimport os\n\n" + nested
+    found = _blame(db, path, moved)
+    assert set(found) == {4, 5, 6, 7, 8} and {c for c, _ in found.values()} == {"exact"}
+    # lines in another order: each is still the edit's, but "moved"; a trivial one alone is not
+    shuffled = "    return total\n        total += value\nprint(len(sys.argv))\n    total = 0\n}\n"
+    found = _blame(db, path, shuffled)
+    assert found == {0: ("moved", "write compute"), 1: ("moved", "write compute"), 3: ("moved", "write compute")}
+
+
+def test_trivial_lines_only_inside_an_exact_block(tmp_path: Path, project: Path) -> None:
+    path = project / "a.js"
+    block = "function handle(request) {\n  if (request.ok) {\n    return respond(request);\n  }\n}\n"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("handler", [("Write", {"file_path": str(path), "content": block})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert set(_blame(db, path, block)) == {0, 1, 2, 3, 4}
+    alone = "let other = compute();\n}\nlog(other);\n"
+    assert _blame(db, path, alone) == {}
+
+
+def test_two_conversations_writing_the_same_line(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "first", project, [("write compute", [("Write", {"file_path": str(path),
+                                                                         "content": FUNCTION})])])
+    rewritten = FUNCTION.replace("total = 0", "total = 0  # start")
+    write_codex(base, "01a22bd8-0000-7000-8000-000000000001", project, [("restart the sum", [
+        "*** Begin Patch\n*** Update File: a.py\n@@\n-    total = 0\n+    total = 0  # start\n"
+        "     for value in values:\n*** End Patch\n"])], minute=30)
+    write_pi(base, "pi2", project, [("write it again", [("write", {"path": "a.py", "content": FUNCTION})])],
+             minute=60)
+    db = tmp_path / "m.db"
+    # before the Pi session: Codex rewrote line 1 (the later edit wins); the rest is Claude's
+    sync(base, db, sources={"claude", "codex"})
+    found = _blame(db, path, rewritten)
+    assert found[1] == ("line", "restart the sum") and found[0] == ("line", "write compute")
+    assert found[2] == found[3] == ("exact", "write compute")
+    # the Pi session wrote the whole file again, later: every line is its
+    sync(base, db)
+    assert {prompt for _, prompt in _blame(db, path, FUNCTION).values()} == {"write it again"}
+
+
+def test_a_copy_the_person_added_is_not_told_apart(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("log it", [("Edit", {"file_path": str(path), "old_string": "pass\n",
+                                                             "new_string": "logger.info('started')\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, "x()\nlogger.info('started')\ny()\n") == {1: ("line", "log it")}
+    # two copies, one write: which one the agent wrote is not known
+    assert _blame(db, path, "logger.info('started')\ny()\nlogger.info('started')\n") == {}
+
+
+def test_range_and_unknown_file(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    whole = _blame(db, path, FUNCTION)
+    for line in range(5):      # one line at a time says what the whole file says
+        assert _blame(db, path, FUNCTION, start_line=line, end_line=line + 1) == {line: whole[line]}
+    assert _blame(db, project / "other.py", FUNCTION) == {}
+    with pytest.raises(ValueError):
+        _blame(db, Path("relative.py"), FUNCTION)
+
+
+def _git(folder: Path, *args: str, when: str) -> None:
+    env = {**os.environ, "GIT_COMMITTER_DATE": when, "GIT_AUTHOR_DATE": when, "GIT_CONFIG_GLOBAL": "/dev/null",
+           "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=folder, env=env, check=True,
+                   capture_output=True)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_blame_rules_out_lines_committed_before_the_edit(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    # the conversation (10:00) wrote the function; the person had committed "total = 0" at 09:00 already
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    path.write_text("def unrelated():\n    total = 0\n", encoding="utf-8")
+    _git(project, "init", "-q", when="2026-11-01T09:00:00Z")
+    _git(project, "add", "a.py", when="2026-11-01T09:00:00Z")
+    _git(project, "commit", "-q", "-m", "start", when="2026-11-01T09:00:00Z")
+    conn = connect(db, create=False, for_writing=False)
+    with_git = line_history(conn, str(path), FUNCTION)
+    without = line_history(conn, str(path), FUNCTION, git=False)
+    assert with_git.git_used and not without.git_used
+    assert [found.line for found in without.lines] == [0, 1, 2, 3, 4]
+    assert [found.line for found in with_git.lines] == [0, 2, 3, 4]   # line 1 is older than the edit
+    # outside git: the same as without
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert not line_history(conn, str(outside / "a.py"), FUNCTION).git_used
+
+
+# ---------------------------------------------------------------------------------------------
+# The wire view and the CLI
+# ---------------------------------------------------------------------------------------------
+
+def test_wire_view(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute\nand more", [("Write", {"file_path": str(path),
+                                                                                "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    conn = connect(db, create=False, for_writing=False)
+    view = wire.line_history(line_history(conn, str(path), FUNCTION, 1, 2, git=False))
+    assert view == {"path": str(path), "gitUsed": False, "lines": [{
+        "line": 1, "confidence": "exact", "sessionId": "claude:s1", "turnId": "claude:s1:s1-u0", "source": "claude",
+        "timestamp": "2026-11-01T10:00:00.000Z", "prompt": "write compute", "tool": "Write",
+        "toolCallId": "toolu_0_0", "editStartLine": 0}]}
+
+
+def _pimem(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pimem", *args], capture_output=True, text=True, check=False,
+                          env={**os.environ, "NO_COLOR": "1"})
+
+
+def test_cli_blame(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write \x1b[31mcompute", [("Write", {"file_path": str(path),
+                                                                              "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    path.write_text(FUNCTION + "print('\x1b[2J')\n", encoding="utf-8")
+    done = _pimem("blame", "--db", str(db), "--no-git", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "5 of 6 line(s)" in done.stdout and "\x1b" not in done.stdout
+    assert "claude:s1:s1-u0" in done.stdout
+    done = _pimem("blame", "--db", str(db), "--no-git", "--json", f"{path}:2-3")
+    assert done.returncode == 0, done.stderr
+    assert [line["line"] for line in json.loads(done.stdout)["lines"]] == [1, 2]
+    assert _pimem("blame", "--db", str(db), f"{path}:3-2").returncode == 2
+    missing = _pimem("blame", "--db", str(db), str(project / "nothing.py"))
+    assert missing.returncode == 1 and "cannot read" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_text_too_large(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "m.db")
+    with pytest.raises(lineblame.TextTooLarge):
+        line_history(conn, str(tmp_path / "a.py"), "x" * (lineblame.MAX_TEXT_BYTES + 1))
