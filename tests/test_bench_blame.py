@@ -86,12 +86,28 @@ def test_one_wrong_turn_costs_precision_and_recall(fixture: Any) -> None:
     assert s["precision"] < 1.0 and s["recall"] < 1.0 and s["humanAttributed"] == 0.0
 
 
-def test_pimem_blame_meets_the_targets(tmp_path: Path) -> None:
-    pytest.importorskip("pimem.lineblame", reason="pimem blame (issue 23, branch l1-blame) is not merged yet")
-    report = score.run(FIXTURE, tmp_path / "work")
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return score.run(FIXTURE, tmp_path_factory.mktemp("blame") / "work")
+
+
+def test_pimem_blame_does_better_than_the_same_file_rule(measured: dict[str, Any]) -> None:
+    naive = measured["lastTurnOfFile"]
     for name in ("pimemGit", "pimemNoGit"):
-        figures = report[name]
+        figures = measured[name]
+        assert figures["precision"] >= naive["precision"] + 0.3, (name, figures)
+        assert figures["recall"] >= naive["recall"] + 0.3, (name, figures)
+        assert figures["humanAttributed"] <= naive["humanAttributed"] / 2, (name, figures)
+    assert measured["pimemGit"]["gitUsed"] and not measured["pimemNoGit"]["gitUsed"]
+
+
+# Not met yet (docs/benchmarks.md "Memory of each line"): a whole-file write (Claude Write over an
+# existing file, Pi write) is credited with every line it contains, also the lines it kept as they were
+# (a person's lines, other turns' lines). Strict: when the rule meets the targets this test says so.
+@pytest.mark.xfail(strict=True, reason="issue 23 targets not met yet: whole-file writes claim the lines they kept")
+def test_pimem_blame_meets_the_targets(measured: dict[str, Any]) -> None:
+    for name in ("pimemGit", "pimemNoGit"):
+        figures = measured[name]
         assert figures["precision"] >= score.TARGETS["precision"], (name, figures)
         assert figures["recall"] >= score.TARGETS["recall"], (name, figures)
         assert figures["humanAttributed"] <= score.TARGETS["humanAttributed"], (name, figures)
-    assert report["pimemGit"]["gitUsed"] and not report["pimemNoGit"]["gitUsed"]
