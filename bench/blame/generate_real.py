@@ -61,22 +61,26 @@ def write_files(root: Path, files: dict[str, str], paths: list[str] | None = Non
         target.write_text(files[rel], encoding="utf-8")
 
 
-def build_repos(root: Path, steps: list[dict[str, Any]]) -> dict[str, str]:
-    """The projects under ``root`` as git repositories, replayed from the steps (files and commits at
-    the steps' recorded times); returns the final files."""
+def build_repos(root: Path, steps: list[dict[str, Any]], initial: dict[str, str] | None = None,
+                depth: int = 1) -> dict[str, str]:
+    """The projects under ``root`` as git repositories (one per path prefix of ``depth`` components),
+    replayed from the steps (files and commits at the steps' recorded times; a commit step with a
+    ``scope`` commits only the repositories under it); returns the final files."""
     if root.exists():
         shutil.rmtree(root)
-    files = initial_files()
-    for project in {p.split("/", 1)[0] for p in files}:
-        (root / project).mkdir(parents=True)
-        git(root / project, "init", "-q", "-b", "main")
+    files = dict(initial_files() if initial is None else initial)
+    repos = sorted({"/".join(p.split("/")[:depth]) for p in files})
+    for repo in repos:
+        (root / repo).mkdir(parents=True)
+        git(root / repo, "init", "-q", "-b", "main")
     write_files(root, files)
     for step in steps:
         write_files(root, files, apply_step(files, step))
         if step["kind"] == "commit":
-            for project in sorted({p.split("/", 1)[0] for p in files}):
-                git(root / project, "add", "-A")
-                git(root / project, "commit", "-q", "--allow-empty", "-m", step["message"], when=step.get("time"))
+            for repo in repos:
+                if repo.startswith(step.get("scope", "")):
+                    git(root / repo, "add", "-A")
+                    git(root / repo, "commit", "-q", "--allow-empty", "-m", step["message"], when=step.get("time"))
     return files
 
 

@@ -154,6 +154,29 @@ def pimem_blame(root: Path, paths: list[str], env: dict[str, str]) -> tuple[Attr
     return got, git_used
 
 
+def service_blame(root: Path, paths: list[str], env: dict[str, str], git: bool) -> tuple[Attribution, bool]:
+    """The same through the service in this process (pimem.lineblame.line_history on a reader
+    connection, what ``pimem blame`` runs), for histories too large for a process per file."""
+    sys.path.insert(0, str(REPO / "server"))
+    from pimem.lineblame import line_history
+    from pimem.store import connect
+
+    conn = connect(Path(env["MEMORY_DB_PATH"]), create=False, for_writing=False)
+    got: Attribution = {}
+    git_used = False
+    try:
+        for rel in paths:
+            answer = line_history(conn, str(root / rel), (root / rel).read_text(encoding="utf-8"), git=git)
+            git_used = git_used or answer.git_used
+            got[rel] = {}
+            for line in answer.lines:
+                m = TAG.match(line.prompt or "")
+                got[rel][line.line] = (m.group(1) if m else None, SOURCES.get(line.source, line.source))
+    finally:
+        conn.close()
+    return got, git_used
+
+
 def store_env(fixture: Path, work: Path) -> dict[str, str]:
     home = work / "home"
     home.mkdir(parents=True, exist_ok=True)
@@ -168,7 +191,7 @@ def store_env(fixture: Path, work: Path) -> dict[str, str]:
 def without_git(root: Path, run: Callable[[], Any]) -> Any:
     """Run with every project's ``.git`` moved aside (the files outside any repository), then put back."""
     moved = []
-    for git_dir in sorted(root.glob("*/.git")):
+    for git_dir in sorted([*root.glob("*/.git"), *root.glob("*/*/.git")]):
         git_dir.rename(git_dir.with_name(".git-aside"))
         moved.append(git_dir)
     try:
@@ -178,10 +201,10 @@ def without_git(root: Path, run: Callable[[], Any]) -> Any:
             git_dir.with_name(".git-aside").rename(git_dir)
 
 
-def run(fixture: Path, work: Path) -> dict[str, Any]:
+def run(fixture: Path, work: Path, service: bool = False) -> dict[str, Any]:
     script, truth = load(fixture)
     root = Path(script["root"])
-    build_repos(root, script["steps"])
+    build_repos(root, script["steps"], script.get("initial"), script.get("repoDepth", 1))
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -193,6 +216,12 @@ def run(fixture: Path, work: Path) -> dict[str, Any]:
     report: dict[str, Any] = {"fixture": str(fixture), "turns": sum(s["kind"] == "agent" for s in script["steps"]),
                               "oracle": score(truth, oracle(truth)),
                               "lastTurnOfFile": score(truth, last_turn_of_file(script, truth))}
+    if service:
+        got, used = service_blame(root, paths, env, git=True)
+        report["pimemGit"] = dict(score(truth, got), gitUsed=used)
+        got, used = service_blame(root, paths, env, git=False)
+        report["pimemNoGit"] = dict(score(truth, got), gitUsed=used)
+        return report
     got, used = pimem_blame(root, paths, env)
     report["pimemGit"] = dict(score(truth, got), gitUsed=used)
     got, used = without_git(root, lambda: pimem_blame(root, paths, env))
@@ -218,8 +247,10 @@ def main() -> int:
     parser.add_argument("--fixture", type=Path, default=Path(__file__).resolve().parent / "fixtures" / "real")
     parser.add_argument("--work", type=Path, default=Path("/tmp/pimem-blamebench/work"))
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--service", action="store_true",
+                        help="ask the service in this process (git=True/False) instead of a pimem blame per file")
     args = parser.parse_args()
-    report = run(args.fixture, args.work)
+    report = run(args.fixture, args.work, args.service)
     print(markdown(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")

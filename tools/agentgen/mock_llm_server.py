@@ -409,8 +409,19 @@ def edit_calls(script, tool_names, cwd=None):
         if "apply_patch" in tool_names:  # Codex: freeform patch, path as given
             if old is None and not e.get("exists"):
                 patch = "*** Add File: %s\n%s" % (path, _patch_lines(new, "+"))
-            else:
-                patch = "*** Update File: %s\n@@\n%s%s" % (path, _patch_lines(old or "", "-"), _patch_lines(new, "+"))
+            else:  # lines old and new share at both ends are context (" "), as a model writes them
+                a, b = (old or "").split("\n")[:-1], new.split("\n")[:-1]
+                head = 0
+                while head < min(len(a), len(b)) and a[head] == b[head]:
+                    head += 1
+                tail = 0
+                while tail < min(len(a), len(b)) - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+                    tail += 1
+                body = "".join(" %s\n" % x for x in a[:head])
+                body += "".join("-%s\n" % x for x in a[head:len(a) - tail])
+                body += "".join("+%s\n" % x for x in b[head:len(b) - tail])
+                body += "".join(" %s\n" % x for x in a[len(a) - tail:])
+                patch = "*** Update File: %s\n@@\n%s" % (path, body)
             calls.append(("apply_patch", {"custom_input": "*** Begin Patch\n" + patch + "*** End Patch\n"}))
         elif "Edit" in tool_names:  # Claude Code: absolute paths
             full = path if path.startswith("/") or not cwd else cwd.rstrip("/") + "/" + path
