@@ -41,7 +41,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "server"))
 
-from pimem.filehistory import file_history  # noqa: E402
+from pimem.filehistory import file_history, normalize_file_path  # noqa: E402
 from pimem.lineblame import line_history  # noqa: E402
 from pimem.store import connect  # noqa: E402
 
@@ -175,6 +175,31 @@ def growth(db: Path, work: Path) -> dict[str, Any]:
             "vacuumedWith": a, "vacuumedWithout": b, "growth": round(a / b - 1, 4)}
 
 
+def scaled_copy(db: Path, work: Path, hot: str, scale: int) -> Path:
+    """A copy of the store whose edit spans of every file but the hot one are copied ``scale - 1`` times
+    under new paths and span ids: the span tables of a history ``scale`` times larger (the hot file's
+    rows, what a lookup of it reads, stay as they are)."""
+    target = work / f"scaled-{scale}.db"
+    shutil.copyfile(db, target)
+    conn = sqlite3.connect(target)
+    hot_id = conn.execute("SELECT path_id FROM pimem_edit_files WHERE path = ?",
+                          (normalize_file_path(hot),)).fetchone()[0]
+    max_path = conn.execute("SELECT MAX(path_id) FROM pimem_edit_files").fetchone()[0]
+    max_span = conn.execute("SELECT MAX(span_id) FROM pimem_edit_spans").fetchone()[0]
+    for k in range(1, scale):
+        p, s = k * max_path, k * max_span
+        conn.execute("INSERT INTO pimem_edit_files SELECT path_id + ?, path || '#' || ? FROM pimem_edit_files "
+                     "WHERE path_id <= ? AND path_id != ?", (p, k, max_path, hot_id))
+        conn.execute("INSERT INTO pimem_edit_spans SELECT span_id + ?, path_id + ?, turn_id, session_id, ts, tool, "
+                     "call_id, whole FROM pimem_edit_spans WHERE path_id <= ? AND path_id != ?",
+                     (s, p, max_path, hot_id))
+        conn.execute("INSERT INTO pimem_edit_lines SELECT path_id + ?, hash, span_id + ?, pos FROM pimem_edit_lines "
+                     "WHERE path_id <= ? AND path_id != ?", (p, s, max_path, hot_id))
+        conn.commit()
+    conn.close()
+    return target
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, help="a bench/generate.py output (its home/ is synced)")
@@ -184,8 +209,13 @@ def main() -> int:
     parser.add_argument("--touching", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--scale", type=int, default=0,
+                        help="also time the lookups on a copy whose other files' edit spans are copied SCALE-1 times")
+    parser.add_argument("--reuse", action="store_true", help="keep WORK (its store and hot file) from an earlier run")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.reuse:
+        return measure(args, args.work / "memory.db", args.work / "hot" / "big.py", None)
     if args.work.exists():
         shutil.rmtree(args.work)
     home = args.work / "home"
@@ -207,29 +237,50 @@ def main() -> int:
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "pimem", "sync"], env=env, check=True, stdout=subprocess.DEVNULL)
     sync_s = round(time.perf_counter() - started, 1)
+    return measure(args, db, big, sync_s)
+
+
+def latency(db: Path, big: Path, runs: int, seed: int) -> dict[str, Any]:
     conn = connect(db, create=False, for_writing=False)
-    turns = conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
     text = big.read_text(encoding="utf-8")
     count = text.count("\n")
-    rng = random.Random(args.seed)
+    rng = random.Random(seed)
     whole = line_history(conn, str(big), text, git=False)
-    cur_p50, cur_p95 = timed(lambda: (lambda n: line_history(conn, str(big), text, n, n + 1, git=False))(
-        rng.randrange(count)), args.runs)
-    file_p50, file_p95 = timed(lambda: line_history(conn, str(big), text, git=False), 20)
-    ref_p50, ref_p95 = timed(lambda: file_history(conn, str(big)), args.runs)
+    cur = timed(lambda: (lambda n: line_history(conn, str(big), text, n, n + 1, git=False))(rng.randrange(count)), runs)
+    file = timed(lambda: line_history(conn, str(big), text, git=False), 20)
+    ref = timed(lambda: file_history(conn, str(big)), runs)
+    rows = conn.execute("SELECT COUNT(*) FROM pimem_edit_lines").fetchone()[0]
     conn.close()
-    report = {"turns": turns, "syncSeconds": sync_s, "hotFile": {"lines": count, "touching": args.touching,
-                                                                  "attributed": len(whole.lines)},
-              "currentLine": {"p50": cur_p50, "p95": cur_p95}, "wholeFile": {"p50": file_p50, "p95": file_p95},
-              "fileHistory": {"p50": ref_p50, "p95": ref_p95},
-              "ratios": {"currentLineP95/fileHistoryP95": round(cur_p95 / ref_p95, 2),
-                         "wholeFileP95/fileHistoryP95": round(file_p95 / ref_p95, 2)},
-              "growth": growth(db, args.work)}
-    print(f"| turns | hot file | current line p50 / p95 | whole file p50 / p95 | fileHistory p50 / p95 "
-          f"| span bytes / rest | growth (vacuumed) |\n|---|---|---|---|---|---|---|\n"
-          f"| {turns:,} | {count:,} lines, {args.touching:,} touching turns, {len(whole.lines):,} attributed "
-          f"| {cur_p50} / {cur_p95} ms | {file_p50} / {file_p95} ms | {ref_p50} / {ref_p95} ms "
-          f"| {report['growth']['spanShare']:.1%} | {report['growth']['growth']:.1%} |")
+    return {"lines": count, "attributed": len(whole.lines), "spanLineRows": rows,
+            "currentLine": {"p50": cur[0], "p95": cur[1]}, "wholeFile": {"p50": file[0], "p95": file[1]},
+            "fileHistory": {"p50": ref[0], "p95": ref[1]},
+            "ratios": {"currentLineP95/fileHistoryP95": round(cur[1] / ref[1], 2),
+                       "wholeFileP95/fileHistoryP95": round(file[1] / ref[1], 2)}}
+
+
+def measure(args: argparse.Namespace, db: Path, big: Path, sync_s: float | None) -> int:
+    conn = connect(db, create=False, for_writing=False)
+    turns = conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
+    conn.close()
+    report: dict[str, Any] = {"turns": turns, "syncSeconds": sync_s, "touching": args.touching,
+                              "latency": latency(db, big, args.runs, args.seed), "growth": growth(db, args.work)}
+    rows = [("measured", report["latency"])]
+    if args.scale > 1:
+        scaled = scaled_copy(db, args.work, str(big), args.scale)
+        report["scaled"] = {"scale": args.scale, "latency": latency(scaled, big, args.runs, args.seed)}
+        rows.append((f"edit spans x{args.scale}", report["scaled"]["latency"]))
+        scaled.unlink()
+    print("| store | turns | hot file | span line rows | current line p50 / p95 | whole file p50 / p95 "
+          "| fileHistory p50 / p95 (reference) |\n|---|---|---|---|---|---|---|")
+    for name, lat in rows:
+        print(f"| {name} | {turns:,} | {lat['lines']:,} lines, {args.touching:,} touching turns, "
+              f"{lat['attributed']:,} attributed | {lat['spanLineRows']:,} | {lat['currentLine']['p50']} / "
+              f"{lat['currentLine']['p95']} ms | {lat['wholeFile']['p50']} / {lat['wholeFile']['p95']} ms "
+              f"| {lat['fileHistory']['p50']} / {lat['fileHistory']['p95']} ms |")
+    g = report["growth"]
+    print(f"\ngrowth: edit-span tables {g['spanBytes']:,} bytes over the rest {g['otherBytes']:,} "
+          f"({g['spanShare']:.1%}); vacuumed store {g['vacuumedWith']:,} with, {g['vacuumedWithout']:,} without "
+          f"(+{g['growth']:.1%})")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
     return 0
