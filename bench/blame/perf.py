@@ -113,6 +113,7 @@ def hot_file(work: Path, sessions_root: Path, lines: int, touching: int, seed: i
         return out
 
     text = fresh(lines)
+    truth = ["H0000"] * len(text)  # the tag of the turn that wrote each line
     ms = 1_780_000_000_000
     session = PiSession(str(cwd), ms, rng)
     session.turn("H0000: write big.py", "write", {"path": "big.py", "content": "".join(t + "\n" for t in text)})
@@ -127,8 +128,10 @@ def hot_file(work: Path, sessions_root: Path, lines: int, touching: int, seed: i
         session.turn(f"H{n:04d}: edit big.py", "edit", {"path": "big.py", "edits": [
             {"oldText": old, "newText": "".join(t + "\n" for t in new)}]})
         text[start:end] = new
+        truth[start:end] = [f"H{n:04d}"] * len(new)
     session.write(sessions_root)
     (cwd / "big.py").write_text("".join(t + "\n" for t in text), encoding="utf-8")
+    (cwd / "truth.json").write_text(json.dumps(truth) + "\n")
     return cwd / "big.py"
 
 
@@ -212,6 +215,7 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=0,
                         help="also time the lookups on a copy whose other files' edit spans are copied SCALE-1 times")
     parser.add_argument("--reuse", action="store_true", help="keep WORK (its store and hot file) from an earlier run")
+    parser.add_argument("--no-growth", action="store_true", help="skip the growth figures (copies and VACUUMs)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.reuse:
@@ -251,7 +255,15 @@ def latency(db: Path, big: Path, runs: int, seed: int) -> dict[str, Any]:
     ref = timed(lambda: file_history(conn, str(big)), runs)
     rows = conn.execute("SELECT COUNT(*) FROM pimem_edit_lines").fetchone()[0]
     conn.close()
+    # the hot file's own truth: its first write is past the bound rule (2,000 lines), so only the lines
+    # the edits wrote can be attributed; every attributed line must name its edit
+    truth = json.loads((big.parent / "truth.json").read_text())
+    by_edit = sum(tag != "H0000" for tag in truth)
+    right = [a.line for a in whole.lines if a.prompt.startswith(truth[a.line] + ":")]
+    right_edit = sum(truth[line] != "H0000" for line in right)
     return {"lines": count, "attributed": len(whole.lines), "spanLineRows": rows,
+            "hotPrecision": round(len(right) / max(1, len(whole.lines)), 4),
+            "hotRecallOfEditLines": round(right_edit / max(1, by_edit), 4),
             "currentLine": {"p50": cur[0], "p95": cur[1]}, "wholeFile": {"p50": file[0], "p95": file[1]},
             "fileHistory": {"p50": ref[0], "p95": ref[1]},
             "ratios": {"currentLineP95/fileHistoryP95": round(cur[1] / ref[1], 2),
@@ -263,7 +275,9 @@ def measure(args: argparse.Namespace, db: Path, big: Path, sync_s: float | None)
     turns = conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
     conn.close()
     report: dict[str, Any] = {"turns": turns, "syncSeconds": sync_s, "touching": args.touching,
-                              "latency": latency(db, big, args.runs, args.seed), "growth": growth(db, args.work)}
+                              "latency": latency(db, big, args.runs, args.seed)}
+    if not args.no_growth:
+        report["growth"] = growth(db, args.work)
     rows = [("measured", report["latency"])]
     if args.scale > 1:
         scaled = scaled_copy(db, args.work, str(big), args.scale)
@@ -277,10 +291,13 @@ def measure(args: argparse.Namespace, db: Path, big: Path, sync_s: float | None)
               f"{lat['attributed']:,} attributed | {lat['spanLineRows']:,} | {lat['currentLine']['p50']} / "
               f"{lat['currentLine']['p95']} ms | {lat['wholeFile']['p50']} / {lat['wholeFile']['p95']} ms "
               f"| {lat['fileHistory']['p50']} / {lat['fileHistory']['p95']} ms |")
-    g = report["growth"]
-    print(f"\ngrowth: edit-span tables {g['spanBytes']:,} bytes over the rest {g['otherBytes']:,} "
-          f"({g['spanShare']:.1%}); vacuumed store {g['vacuumedWith']:,} with, {g['vacuumedWithout']:,} without "
-          f"(+{g['growth']:.1%})")
+    print(f"\nhot file: {report['latency']['hotPrecision']} of the attributed lines name their edit; "
+          f"{report['latency']['hotRecallOfEditLines']} of the lines edits wrote are attributed")
+    if "growth" in report:
+        g = report["growth"]
+        print(f"\ngrowth: edit-span tables {g['spanBytes']:,} bytes over the rest {g['otherBytes']:,} "
+              f"({g['spanShare']:.1%}); vacuumed store {g['vacuumedWith']:,} with, {g['vacuumedWithout']:,} "
+              f"without (+{g['growth']:.1%})")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
     return 0
