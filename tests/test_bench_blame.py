@@ -6,6 +6,7 @@ targets (precision >= 0.98, recall >= 0.90, <= 1% of human lines attributed). Fi
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -111,3 +112,47 @@ def test_pimem_blame_meets_the_targets(measured: dict[str, Any]) -> None:
         assert figures["precision"] >= score.TARGETS["precision"], (name, figures)
         assert figures["recall"] >= score.TARGETS["recall"], (name, figures)
         assert figures["humanAttributed"] <= score.TARGETS["humanAttributed"], (name, figures)
+
+
+def test_synthetic_copies_are_independent_histories(tmp_path: Path) -> None:
+    import subprocess
+
+    out = tmp_path / "syn"
+    subprocess.run([sys.executable, str(BLAME / "synthetic.py"), "--out", str(out), "--copies", "2"], check=True,
+                   capture_output=True)
+    script = json.loads((out / "script.json").read_text())
+    truth = json.loads((out / "truth.json").read_text())
+    _, original = score.load(FIXTURE)
+    assert truth == {f"c{k:05d}/{p}": rows for k in range(2) for p, rows in original.items()}
+    texts = {p: p.read_text(encoding="utf-8") for p in out.rglob("*.jsonl")}
+    assert len(texts) == 2 * len(list(FIXTURE.rglob("*.jsonl")))
+    joined = "".join(texts.values())
+    assert "/tmp/pimem-blamebench/projects/" not in joined and "[pimem-edit:" not in joined
+    ids = [set(re.findall(r'"sessionId":"([0-9a-f-]{36})"', t)) for p, t in texts.items() if "/claude/" in str(p)]
+    assert all(ids) and len(set().union(*ids)) == len(ids)  # every Claude session has its own id
+    times = [s["time"] for s in script["steps"] if s.get("time")]
+    one = [s["time"] for s in json.loads((FIXTURE / "script.json").read_text())["steps"]]
+    assert (max(times[: len(one)]) - min(times[: len(one)])) > 500 * (max(one) - min(one))  # stretched 600x
+    assert min(times[len(one):]) - min(times) >= 86_400  # the second copy a day later
+
+
+def test_the_hot_file_truth_is_what_its_edits_replay_to(tmp_path: Path) -> None:
+    import perf
+
+    big = perf.hot_file(tmp_path, tmp_path / "sessions", 60, 25, 3)
+    truth = json.loads((big.parent / "truth.json").read_text())
+    text = ""
+    for session in sorted((tmp_path / "sessions").rglob("*.jsonl")):
+        for line in session.read_text().splitlines():
+            msg = json.loads(line).get("message") or {}
+            for block in msg.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "toolCall":
+                    args = block["arguments"]
+                    if block["name"] == "write":
+                        text = args["content"]
+                    else:
+                        edit = args["edits"][0]
+                        assert text.count(edit["oldText"]) == 1
+                        text = text.replace(edit["oldText"], edit["newText"])
+    assert text == big.read_text()
+    assert len(truth) == text.count("\n") and truth.count("H0000") < 60

@@ -33,7 +33,7 @@ from history import initial_files
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z")
 EPOCH_MS = re.compile(r"(?<![\d.])1[6-9]\d{11}(?!\d)")
-EDIT_PAYLOAD = re.compile(r" ?\[pimem-edit:[A-Za-z0-9+/=]+\]")
+EDIT_PAYLOAD = re.compile(r" ?\[pimem-edit:[A-Za-z0-9+/=]*(?:\]|…)?")  # also cut short (Claude lastPrompt)
 DAY_MS = 86_400_000
 
 
