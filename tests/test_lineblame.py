@@ -22,70 +22,9 @@ from pimem.importers.pi import edit_calls as pi_edits
 from pimem.lineblame import attribute_lines, line_history
 from pimem.store import connect, set_meta, transaction
 from pimem.sync.rules import META_KEY
+from support.edits import write_claude, write_codex, write_pi
 from support.history import SAMPLES
 from support.sync import sync
-
-# ---------------------------------------------------------------------------------------------
-# Transcripts written here: one conversation per call, each turn a prompt and its tool calls.
-# ---------------------------------------------------------------------------------------------
-
-Turn = tuple[str, list[tuple[str, dict[str, Any]]]]   # prompt, [(tool name, input)]
-
-
-def _iso(minute: int) -> str:
-    return f"2026-11-01T{10 + minute // 60:02d}:{minute % 60:02d}:00.000Z"
-
-
-def write_claude(base: Path, session: str, cwd: Path, turns: list[Turn], minute: int = 0) -> None:
-    lines: list[dict[str, Any]] = []
-    for k, (prompt, calls) in enumerate(turns):
-        at = _iso(minute + k)
-        lines.append({"type": "user", "sessionId": session, "uuid": f"{session}-u{k}", "timestamp": at,
-                      "cwd": str(cwd), "message": {"role": "user", "content": prompt}})
-        for c, (name, tool_input) in enumerate(calls):
-            lines.append({"type": "assistant", "sessionId": session, "uuid": f"{session}-a{k}-{c}", "timestamp": at,
-                          "cwd": str(cwd), "message": {"role": "assistant", "model": "m", "content": [
-                              {"type": "tool_use", "id": f"toolu_{k}_{c}", "name": name, "input": tool_input}]}})
-    folder = base / "claude" / "projects" / "p"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-
-
-def write_pi(base: Path, session: str, cwd: Path, turns: list[Turn], minute: int = 0) -> None:
-    lines: list[dict[str, Any]] = [{"type": "session", "version": 3, "id": session, "timestamp": _iso(minute),
-                                    "cwd": str(cwd)}]
-    parent: str | None = None
-    for k, (prompt, calls) in enumerate(turns):
-        at = _iso(minute + k)
-        lines.append({"type": "message", "id": f"u{k}", "parentId": parent, "timestamp": at,
-                      "message": {"role": "user", "content": prompt}})
-        parent = f"u{k}"
-        content = [{"type": "toolCall", "id": f"call_{k}_{c}", "name": name, "arguments": arguments}
-                   for c, (name, arguments) in enumerate(calls)]
-        lines.append({"type": "message", "id": f"a{k}", "parentId": parent, "timestamp": at,
-                      "message": {"role": "assistant", "content": content}})
-        parent = f"a{k}"
-    folder = base / "pi" / "agent" / "sessions" / "--p--"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"2026-11-01T10-00-00-000Z_{session}.jsonl").write_text(
-        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-
-
-def write_codex(base: Path, session: str, cwd: Path, turns: list[tuple[str, list[str]]], minute: int = 0) -> None:
-    """Each turn: a prompt and its apply_patch patches (custom_tool_call)."""
-    lines: list[dict[str, Any]] = [{"timestamp": _iso(minute), "type": "session_meta",
-                                    "payload": {"id": session, "timestamp": _iso(minute), "cwd": str(cwd)}}]
-    for k, (prompt, patches) in enumerate(turns):
-        at = _iso(minute + k)
-        lines.append({"timestamp": at, "type": "response_item", "payload": {
-            "type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}})
-        for c, patch in enumerate(patches):
-            lines.append({"timestamp": at, "type": "response_item", "payload": {
-                "type": "custom_tool_call", "call_id": f"call_{k}_{c}", "name": "apply_patch", "input": patch}})
-    folder = base / "codex" / "sessions" / "2026" / "11" / "01"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"rollout-2026-11-01T10-00-00-{session}.jsonl").write_text(
-        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
 
 
 def _blame(db: Path, path: Path, text: str, **kwargs: Any) -> dict[int, tuple[str, str]]:
@@ -203,7 +142,9 @@ def test_codex_patch_edits() -> None:
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOTS = {"samples": SAMPLES, "claude-interactive": FIXTURES / "claude-interactive",
-         "legacy": FIXTURES / "legacy", "real-samples": FIXTURES / "real-samples"}
+         "legacy": FIXTURES / "legacy", "real-samples": FIXTURES / "real-samples",
+         "opencode-real": FIXTURES / "opencode-real", "opencode-storage": FIXTURES / "opencode-storage",
+         "copilot-cli": FIXTURES / "copilot-cli"}
 
 
 def _spans_and_touches(tmp_path: Path, root: Path) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
@@ -228,7 +169,9 @@ def test_every_edit_touch_of_the_fixtures_has_its_span(tmp_path: Path, root: str
     assert spans == touches
     sources = {turn_id.split(":", 1)[0] for _, turn_id in spans}
     assert sources == {"samples": {"claude", "pi"}, "claude-interactive": set(),
-                       "legacy": {"claude", "codex", "pi"}, "real-samples": {"claude"}}[root]
+                       "legacy": {"claude", "codex", "pi"}, "real-samples": {"claude"},
+                       "opencode-real": {"opencode"}, "opencode-storage": {"opencode"},
+                       "copilot-cli": {"copilot-cli"}}[root]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,6 +322,8 @@ def test_a_copy_the_person_added_is_not_told_apart(tmp_path: Path, project: Path
     db = tmp_path / "m.db"
     sync(base, db)
     assert _blame(db, path, "x()\nlogger.info('started')\ny()\n") == {1: ("line", "log it")}
+    # a trivial line whose nearest lines nobody's edit wrote, next to an attributed one
+    assert _blame(db, path, "}\nhuman_line_here()\nlogger.info('started')\n") == {2: ("line", "log it")}
     # two copies, one write: which one the agent wrote is not known
     assert _blame(db, path, "logger.info('started')\ny()\nlogger.info('started')\n") == {}
 
@@ -422,6 +367,8 @@ def test_git_blame_rules_out_lines_committed_before_the_edit(tmp_path: Path, pro
     assert with_git.git_used and not without.git_used
     assert [found.line for found in without.lines] == [0, 1, 2, 3, 4]
     assert [found.line for found in with_git.lines] == [0, 2, 3, 4]   # line 1 is older than the edit
+    one = line_history(conn, str(path), FUNCTION, 1, 2)                 # a current-line request: the same
+    assert one.git_used and one.lines == []
     # outside git: the same as without
     outside = tmp_path / "plain"
     outside.mkdir()
@@ -476,3 +423,42 @@ def test_text_too_large(tmp_path: Path) -> None:
     conn = connect(tmp_path / "m.db")
     with pytest.raises(lineblame.TextTooLarge):
         line_history(conn, str(tmp_path / "a.py"), "x" * (lineblame.MAX_TEXT_BYTES + 1))
+
+
+def test_a_call_copilot_cli_records_twice_counts_once(tmp_path: Path) -> None:
+    """Copilot CLI writes each call in its assistant.message's toolRequests and again when it runs
+    (tool.execution_start): one span per call, else a copy the person made would look written twice."""
+    base = tmp_path / "history"
+    shutil.copytree(ROOTS["copilot-cli"], base)
+    sync(base, tmp_path / "m.db")
+    conn = sqlite3.connect(tmp_path / "m.db")
+    assert sorted(conn.execute("SELECT tool, call_id, whole FROM pimem_edit_spans")) == [
+        ("create", "call_a0c0fd5005cc4108a8403da8", 1), ("edit", "call_7a8c1af65cce42cf984aeda2", 0)]
+
+
+def test_the_line_diff_of_a_call_is_bounded() -> None:
+    """Two long texts of repeated lines: the context is the common head and tail, the rest replaced (a
+    full line diff would be quadratic in a crafted call)."""
+    old = "head()\n" + "}\n" * 1500 + "tail()\n"
+    new = "head()\n" + "x = 1\n}\n" * 700 + "tail()\n"
+    span = editspans.span_of(old, new)
+    assert span is not None and len(span.added) == 1399 and len(span.removed) == 1499   # a "}" in the tail
+    assert span.added[0] == (1, editspans.line_hash("x=1"))
+    small = editspans.span_of("a()\n}\nb()\n", "a()\nc()\n}\nb()\n")      # small: a real line diff
+    assert small is not None and small.added == [(1, editspans.line_hash("c()"))] and small.removed == []
+
+
+def test_a_store_this_pimem_cannot_read_answers_nothing(tmp_path: Path, project: Path) -> None:
+    """A newer pimem's layout that this one may not read: its pimem_* tables are hidden (schema.
+    hide_pimem_tables has stand-ins for the span tables), so blame answers nothing rather than failing."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    conn = connect(db)
+    with transaction(conn):
+        set_meta(conn, "layout", "99")
+        set_meta(conn, "min_reader_layout", "99")
+    conn.close()
+    assert _blame(db, path, FUNCTION) == {}

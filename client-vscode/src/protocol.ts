@@ -338,6 +338,40 @@ export interface FileHistoryResult {
 
 export const FileHistoryRequest = new RequestType<FileHistoryParams, FileHistoryResult, void>(Methods.FILE_HISTORY);
 
+// ---- pimem/lineHistory: which conversation wrote each line (issue 23) -------------------------------------
+// A block of its own, so that it merges cleanly with concurrent changes.
+
+export namespace Methods {
+  export const LINE_HISTORY = 'pimem/lineHistory';
+}
+
+export interface LineHistoryParams {
+  uri: string; // file:// URI or absolute path
+  range?: { start: { line: number; character: number }; end: { line: number; character: number } }; // default: whole document
+  text?: string; // the current buffer (unsaved edits included); default: the file on disk
+}
+
+export interface LineAttribution {
+  line: number; // 0-based
+  confidence: 'exact' | 'line' | 'moved';
+  sessionId: string; // pimem/session {sessionId, turnId} opens the conversation at that turn
+  turnId: string;
+  source: Source;
+  timestamp: string; // ISO 8601 UTC
+  prompt: string; // the turn's user text: first line, at most 200 characters
+  tool: string;
+  toolCallId: string | null;
+  editStartLine: number | null; // exact only: where this call's block starts
+}
+
+export interface LineHistoryResult {
+  path: string;
+  lines: LineAttribution[]; // only attributed lines, in line order
+  gitUsed: boolean;
+}
+
+export const LineHistoryRequest = new RequestType<LineHistoryParams, LineHistoryResult, void>(Methods.LINE_HISTORY);
+
 // ---- pimem/migrateCodex for one session, pimem/syncStatus error ------------------------------------------
 
 export interface MigrateCodexParams {

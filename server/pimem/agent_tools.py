@@ -1,4 +1,4 @@
-"""The tools pimem offers to agents: ``recall_memory`` and ``read_session``.
+"""The tools pimem offers to agents: ``recall_memory``, ``read_session`` and ``line_history``.
 
 One definition for every agent surface (the MCP server ``pimem mcp`` today; the editor's
 language-model tool calls ``recall_memory`` through the language server): each tool's name,
@@ -18,6 +18,7 @@ Plain Python: no MCP SDK, no pygls (tests/test_layers.py).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -25,11 +26,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from pimem import wire
+from pimem import lineblame, wire
 from pimem.models import SOURCES
 from pimem.recall import MAX_ENTITIES, RecallError, RecallQuery, make_query, recall
 from pimem.recall.freetext import Candidate, parse_text, recall_conversations
-from pimem.recall.query import TOOL_NAMES_CUT
+from pimem.recall.query import MAX_PATH_CHARS, TOOL_NAMES_CUT
 from pimem.recall.rows import RecallRow
 from pimem.redact import bounded, redact
 from pimem.sessions import MAX_CONTEXT, SessionError, SessionWindow, read_window
@@ -38,6 +39,8 @@ from pimem.textutil import quoted
 RECALL_MEMORY = "recall_memory"
 MAX_QUERY_CHARS = 2_000     # recall_memory's query: a question, not a document
 READ_SESSION = "read_session"
+LINE_HISTORY = "line_history"
+MAX_TOOL_LINES = 2_000      # line_history's range: what a model can use in one answer
 MAX_RESULTS = 20            # recall_memory's limit (the CLI and the editor allow more)
 DEFAULT_RESULTS = 5
 DEFAULT_CONTEXT = 2
@@ -77,6 +80,14 @@ Read the turns of one past session, in order, around one turn: the `before` turn
 that turn, and the `after` turns after it (without `turnId`: the session's first turns). Use it \
 after recall_memory to see what led to a recalled answer and what came after it; sessionId and \
 turnId come from recall_memory's results. Secrets are masked as [REDACTED:<kind>]."""
+
+LINE_HISTORY_DESCRIPTION = """\
+Which past conversation with a coding agent (Pi, Claude Code, Codex…) wrote the lines of a file as \
+they are now: for each attributed line, the conversation (sessionId, turnId: read it with \
+read_session), the user's request in that turn, when, the edit tool, and a confidence (exact: a block \
+of lines that edit wrote, line: that line alone, moved: written by that edit in another order). Lines \
+the person wrote or changed since are not listed. Use it to learn why code is the way it is before \
+changing it. Secrets are masked as [REDACTED:<kind>]."""
 
 _ROW_PROPERTIES: dict[str, Any] = {
     "turnId": {"type": "string"},
@@ -154,6 +165,42 @@ READ_SESSION_OUTPUT_SCHEMA: dict[str, Any] = {
 }
 
 
+LINE_HISTORY_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "minLength": 1, "description": "the file, an absolute path"},
+        "startLine": {"type": "integer", "minimum": 1, "description": "first line, 1-based (default 1)"},
+        "endLine": {"type": "integer", "minimum": 1,
+                    "description": f"last line, 1-based, inclusive (default: startLine + {MAX_TOOL_LINES - 1}; "
+                                   f"at most {MAX_TOOL_LINES} lines at once)"},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+_LINE_PROPERTIES: dict[str, Any] = {
+    "line": {"type": "integer", "description": "1-based line of the file"},
+    "confidence": {"type": "string", "enum": ["exact", "line", "moved"]},
+    "sessionId": {"type": "string"},
+    "turnId": {"type": "string"},
+    "source": {"type": "string", "enum": list(SOURCES)},
+    "timestamp": {"type": "string", "description": "the turn's time, ISO 8601 UTC"},
+    "prompt": {"type": "string", "description": "the user's request in that turn (first line)"},
+    "tool": {"type": "string"},
+    "toolCallId": {"type": ["string", "null"]},
+    "editStartLine": {"type": ["integer", "null"], "description": "1-based line where that edit's block starts"},
+}
+LINE_HISTORY_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "gitUsed": {"type": "boolean", "description": "git blame confirmed the time windows"},
+        "lines": {"type": "array", "items": {"type": "object", "properties": _LINE_PROPERTIES,
+                                             "required": list(_LINE_PROPERTIES)}},
+    },
+    "required": ["path", "gitUsed", "lines"],
+}
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -168,6 +215,8 @@ TOOLS: tuple[ToolSpec, ...] = (
              RECALL_OUTPUT_SCHEMA),
     ToolSpec(READ_SESSION, "Read a past session", READ_SESSION_DESCRIPTION, READ_SESSION_INPUT_SCHEMA,
              READ_SESSION_OUTPUT_SCHEMA),
+    ToolSpec(LINE_HISTORY, "Which conversation wrote these lines", LINE_HISTORY_DESCRIPTION,
+             LINE_HISTORY_INPUT_SCHEMA, LINE_HISTORY_OUTPUT_SCHEMA),
 )
 
 
@@ -200,6 +249,8 @@ def decode_call(name: str, arguments: object, *, redact_secrets: bool = True) ->
         return RecallCall(query, redact_secrets, found)
     if name == READ_SESSION:
         return _read_session_call(arguments, redact_secrets)
+    if name == LINE_HISTORY:
+        return _line_history_call(arguments, redact_secrets)
     known = ", ".join(tool.name for tool in TOOLS)
     raise ToolInputError("name", f"unknown tool {quoted(name)} (pimem's tools: {known})")
 
@@ -268,6 +319,50 @@ def _read_session_call(arguments: object, redact_secrets: bool) -> ReadSessionCa
     before = _bounded_int(args, "before", DEFAULT_CONTEXT, 0, MAX_CONTEXT)
     after = _bounded_int(args, "after", DEFAULT_CONTEXT, 0, MAX_CONTEXT)
     return ReadSessionCall(args["sessionId"], args.get("turnId"), before, after, redact_secrets)
+
+
+def _line_history_call(arguments: object, redact_secrets: bool) -> LineHistoryCall:
+    args = _arguments(arguments, LINE_HISTORY_INPUT_SCHEMA)
+    path = args["path"]
+    if not isinstance(path, str) or not path.strip() or len(path) > MAX_PATH_CHARS or "\0" in path \
+            or not os.path.isabs(path):
+        raise ToolInputError("path", f"must be an absolute path of at most {MAX_PATH_CHARS} characters")
+    start = _bounded_int(args, "startLine", 1, 1, 2**31 - 1)
+    end = _bounded_int(args, "endLine", start + MAX_TOOL_LINES - 1, 1, 2**31 - 1)
+    if end < start:
+        raise ToolInputError("endLine", f"must not be before startLine ({start}), got {end}")
+    if end - start + 1 > MAX_TOOL_LINES:
+        raise ToolInputError("endLine", f"at most {MAX_TOOL_LINES} lines at once (startLine {start}, endLine {end})")
+    return LineHistoryCall(path, start - 1, end, redact_secrets)
+
+
+@dataclass(frozen=True)
+class LineHistoryCall:
+    path: str
+    start: int          # 0-based
+    end: int            # exclusive
+    redact_secrets: bool
+
+    def run(self, conn: sqlite3.Connection, cancel: threading.Event | None = None) -> ToolOutput:
+        try:
+            text = lineblame.read_text(self.path)
+        except (OSError, lineblame.TextTooLarge) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise ToolInputError("path", f"the file cannot be read ({reason})") from None
+        history = lineblame.line_history(conn, self.path, text, self.start, self.end)
+        if self.redact_secrets:
+            history = replace(history, lines=[
+                replace(found, session_id=_redacted_text(found.session_id, cancel),
+                        turn_id=_redacted_text(found.turn_id, cancel), prompt=_redacted_text(found.prompt, cancel),
+                        tool=_redacted_text(found.tool, cancel),
+                        tool_call_id=None if found.tool_call_id is None
+                        else _redacted_text(found.tool_call_id, cancel)) for found in history.lines])
+        structured = wire.line_history(history)
+        for line in structured["lines"]:      # people's and agents' line numbers are 1-based
+            line["line"] += 1
+            if line["editStartLine"] is not None:
+                line["editStartLine"] += 1
+        return ToolOutput(line_history_markdown(structured), structured)
 
 
 @dataclass(frozen=True)
@@ -377,6 +472,32 @@ def recall_markdown(rows: Sequence[dict[str, Any]]) -> str:
         lines.append(f"sessionId: {visible(str(row['sessionId']))}")
         lines += _turn_lines(row)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def line_history_markdown(view: dict[str, Any]) -> str:
+    """Runs of consecutive lines from one turn, each with its conversation (not the file's text: the
+    agent reads the file itself)."""
+    found = view["lines"]
+    header = f"## {visible(str(view['path']))}"
+    if not found:
+        return header + "\n\nNo line in this range was written by a past conversation's edit.\n"
+    runs: list[list[dict[str, Any]]] = []
+    for line in found:
+        if runs and runs[-1][-1]["turnId"] == line["turnId"] and runs[-1][-1]["line"] + 1 == line["line"]:
+            runs[-1].append(line)
+        else:
+            runs.append([line])
+    out = [header, "", f"{len(found)} line{'s' if len(found) != 1 else ''} written by past conversations"
+           + (" (git blame checked)" if view["gitUsed"] else "") + ":", ""]
+    for run in runs:
+        first, last = run[0], run[-1]
+        where = f"line {first['line']}" if first is last else f"lines {first['line']}-{last['line']}"
+        confidences = ", ".join(dict.fromkeys(str(line["confidence"]) for line in run))
+        out.append(f"### {where} · {first['source']} · {first['timestamp'][:16].replace('T', ' ')} UTC · {confidences}")
+        out.append(f"Request: {visible(_cut(str(first['prompt'])))}")
+        out.append(f"sessionId: {visible(str(first['sessionId']))}")
+        out += [f"turnId: {visible(str(first['turnId']))} (tool {visible(str(first['tool']))})", ""]
+    return "\n".join(out).rstrip() + "\n"
 
 
 def session_markdown(view: dict[str, Any]) -> str:

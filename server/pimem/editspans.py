@@ -8,7 +8,8 @@ call says, the new text); this module, shared by every importer, the sync and th
   still match); a blank line is never a line of a span (it carries no evidence). Its key is a signed
   64-bit BLAKE2b hash of the normalized text (:func:`line_hash`).
 * **Added lines**: the lines of the new text that the old text did not have (a line diff of old →
-  new, so the context an ``Edit`` repeats is not claimed), each with its position among the new
+  new, so the context an ``Edit`` repeats is not claimed; when both are long, past
+  :data:`MAX_DIFF_WORK`, only the common first and last lines count as context), each with its position among the new
   text's non-blank lines (consecutive positions = consecutive lines: what makes an exact block).
   **Removed lines**: the lines of the old text the new one no longer has.
 * **Bound rule** (:func:`bounded`): a call is recorded only if its new text is at most
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 MAX_CALL_LINES = 2_000
 MAX_CALL_BYTES = 256 * 1024
 MAX_LINE_CHARS = 1_000
+MAX_DIFF_WORK = 250_000      # old × new lines a call's line diff may compare (past it: head/tail only)
 
 _SKIPPED_NAMES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "cargo.lock",
@@ -111,13 +113,31 @@ def span_of(old: str | None, new: str) -> Span | None:
     old_lines = _kept(old) if old else []
     if not old_lines:
         return Span([(pos, line_hash(line)) for pos, line in enumerate(new_lines) if line != "\0"], [])
+    # the context an edit repeats is most often its first and last lines: trimmed first, cheaply
+    head = 0
+    while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while (tail < min(len(old_lines), len(new_lines)) - head
+           and old_lines[len(old_lines) - 1 - tail] == new_lines[len(new_lines) - 1 - tail]):
+        tail += 1
+    old_middle = old_lines[head:len(old_lines) - tail]
+    new_middle = new_lines[head:len(new_lines) - tail]
+    opcodes: list[tuple[str, int, int, int, int]]
+    if len(old_middle) * len(new_middle) > MAX_DIFF_WORK:
+        # a line diff of two long texts of repeated lines is quadratic: past this, what is between the
+        # common head and tail counts as replaced
+        opcodes = [("replace", 0, len(old_middle), 0, len(new_middle))]
+    else:
+        opcodes = [(str(tag), i1, i2, j1, j2) for tag, i1, i2, j1, j2 in
+                   difflib.SequenceMatcher(None, old_middle, new_middle, autojunk=False).get_opcodes()]
     added: list[tuple[int, int]] = []
     removed: list[int] = []
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             continue
-        removed.extend(line_hash(line) for line in old_lines[i1:i2] if line != "\0")
-        added.extend((pos, line_hash(new_lines[pos])) for pos in range(j1, j2) if new_lines[pos] != "\0")
+        removed.extend(line_hash(line) for line in old_middle[i1:i2] if line != "\0")
+        added.extend((head + pos, line_hash(new_lines[head + pos])) for pos in range(j1, j2)
+                     if new_lines[head + pos] != "\0")
     return Span(added, removed)
 

@@ -49,22 +49,25 @@ from typing import Literal
 from pimem import editspans
 from pimem.filehistory import normalize_file_path
 from pimem.store.batches import chunks, placeholders
-from pimem.store.edits import SpanInfo, line_rows, path_id, span_infos, whole_spans
+from pimem.store.edits import SpanInfo, file_rows, line_rows, path_id, span_infos, whole_spans
 from pimem.store.text import shown_text
 
 Confidence = Literal["exact", "line", "moved"]
 
 RUN_CAP = 4                       # runs are compared up to this many lines (and looked for this far)
+MAX_CANDIDATES = 64               # the most recent live writes of one line that runs are looked for in
+WHOLE_FILE_READ = 400             # more distinct lines than this: the file's rows are read in one range
 MAX_TEXT_BYTES = 8 * 1024 * 1024  # the largest text attributed
 MAX_RANGE_LINES = 20_000          # the most lines of one request
 PROMPT_CHARS = 200
 GIT_SLACK_MS = 120_000            # clock skew between the agent's machine and the commit's
 GIT_TIMEOUT_S = 5.0
+GIT_PAGE = 256
 _TEXT_CACHE = 8
 _GIT_CACHE = 32
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)   # not frozen: a whole file makes thousands, and frozen init costs twice as much
 class LineAttribution:
     line: int                     # 0-based, in the text given
     confidence: Confidence
@@ -102,12 +105,30 @@ def read_text(path: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-@dataclass(frozen=True)
 class _TextInfo:
-    lines: list[str]
-    hashes: list[int | None]
-    trivial: list[bool]
-    counts: Counter[int]
+    """A text's lines, normalized once; their hashes and triviality worked out when first asked for (a
+    current-line request looks at a few lines of a large file)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        # "" for a blank line, and for one too long to be code a person reads (never looked up)
+        self.normalized = [editspans.normalize(line) if len(line) <= editspans.MAX_LINE_CHARS else ""
+                           for line in self.lines]
+        self.counts = Counter(self.normalized)
+        self._hashes: dict[int, int] = {}
+        self._trivial: dict[int, bool] = {}
+
+    def hash(self, line: int) -> int:
+        found = self._hashes.get(line)
+        if found is None:
+            found = self._hashes[line] = editspans.line_hash(self.normalized[line])
+        return found
+
+    def trivial(self, line: int) -> bool:
+        found = self._trivial.get(line)
+        if found is None:
+            found = self._trivial[line] = editspans.is_trivial(self.normalized[line])
+        return found
 
 
 _texts: OrderedDict[tuple[str, bytes], _TextInfo] = OrderedDict()
@@ -119,40 +140,28 @@ def _digest(text: str) -> bytes:
 
 
 def _text_info(path: str, text: str, digest: bytes) -> _TextInfo:
-    """The text's lines and their hashes, kept for the last texts seen: a cursor moving in one buffer
-    hashes it once."""
+    """The text's lines, kept for the last texts seen: a cursor moving in one buffer splits it once."""
     key = (path, digest)
     found = _texts.get(key)
     if found is not None:
         _texts.move_to_end(key)
         return found
-    lines = text.splitlines()
-    hashes: list[int | None] = []
-    trivial: list[bool] = []
-    for line in lines:
-        normalized = editspans.normalize(line)
-        if not normalized or len(line) > editspans.MAX_LINE_CHARS:
-            hashes.append(None)
-            trivial.append(True)
-            continue
-        hashes.append(editspans.line_hash(normalized))
-        trivial.append(editspans.is_trivial(normalized))
-    info = _TextInfo(lines, hashes, trivial, Counter(h for h in hashes if h is not None))
+    info = _TextInfo(text)
     _texts[key] = info
     while len(_texts) > _TEXT_CACHE:
         _texts.popitem(last=False)
     return info
 
 
-def _window(hashes: list[int | None], start: int, end: int) -> tuple[int, int]:
+def _window(normalized: list[str], start: int, end: int) -> tuple[int, int]:
     """The range extended by RUN_CAP non-blank lines on each side."""
     low, seen = start, 0
     while low > 0 and seen < RUN_CAP:
         low -= 1
-        seen += hashes[low] is not None
+        seen += normalized[low] != ""
     high, seen = end, 0
-    while high < len(hashes) and seen < RUN_CAP:
-        seen += hashes[high] is not None
+    while high < len(normalized) and seen < RUN_CAP:
+        seen += normalized[high] != ""
         high += 1
     return low, high
 
@@ -183,7 +192,10 @@ def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int
     spans = span_infos(conn, {span for _, span, _ in chosen.values()})
     git_used = False
     if git:
-        times = _git_times(path, text, digest, min(chosen) + 1, max(chosen) + 1)
+        # blamed in pages of GIT_PAGE lines, kept per text: a cursor moving in a file runs git once a page
+        first = min(chosen) // GIT_PAGE * GIT_PAGE + 1
+        last = min(len(info.lines), (max(chosen) // GIT_PAGE + 1) * GIT_PAGE)
+        times = _git_times(path, text, digest, first, last)
         if times is not None:
             git_used = True
             for line in list(chosen):
@@ -204,20 +216,118 @@ _Chosen = dict[int, tuple[Confidence, int, int]]
 
 
 def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, end: int) -> _Chosen:
-    low, high = _window(info.hashes, start, end)
-    rows_of = [i for i in range(low, high) if info.hashes[i] is not None]
-    strong = sorted({h for i in rows_of if not info.trivial[i] and (h := info.hashes[i]) is not None})
-    rows = line_rows(conn, file_id, strong) if strong else []
+    low, high = _window(info.normalized, start, end)
+    rows_of = [i for i in range(low, high) if info.normalized[i]]
+    trivial = {i for i in rows_of if info.trivial(i)}
+    strong = {info.hash(i) for i in rows_of if i not in trivial}
+    weak = {info.hash(i) for i in trivial}
+    if not strong:
+        return {}
+    if len(strong) > WHOLE_FILE_READ:     # most of a file: one range of the table beats many lookups
+        rows = [row for row in file_rows(conn, file_id) if row[0] in strong or row[0] in weak]
+    else:
+        rows = line_rows(conn, file_id, sorted(strong))
     if not rows:
         return {}
     resets = whole_spans(conn, file_id)
     last_reset: Order = max(resets) if resets else (-(2**63), -1)
-    seen_spans = {span for _, span, _ in rows}
-    weak = sorted({h for i in rows_of if info.trivial[i] and (h := info.hashes[i]) is not None})
+    order = _orders(conn, {span for _, span, _ in rows})
+    live = _live([row for row in rows if row[0] in strong], order, last_reset)
+    candidates: dict[int, set[tuple[int, int]]] = {}
+    for i in rows_of:
+        if i not in trivial:
+            # the most recent live writes: a line written over and over (an import) is not followed further back
+            candidates[i] = set(live.get(info.hash(i), [])[-MAX_CANDIDATES:])
     if weak:
-        rows.extend(line_rows(conn, file_id, weak, sorted(seen_spans)))
-    order = _orders(conn, seen_spans)
-    # per hash: the span's added positions and removed count, for the spans after the last reset
+        _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, rows, order, last_reset,
+                            whole=len(strong) > WHOLE_FILE_READ)
+    position = {line: k for k, line in enumerate(rows_of)}
+    empty: set[tuple[int, int]] = set()
+
+    def neighbour(k: int) -> set[tuple[int, int]]:
+        return candidates.get(rows_of[k], empty) if 0 <= k < len(rows_of) else empty
+
+    def run(k: int, s: int, p: int) -> int:
+        """The capped length of the run of call ``s`` through line ``rows_of[k]`` at position ``p``."""
+        back = 1
+        while back < RUN_CAP and (s, p - back) in neighbour(k - back):
+            back += 1
+        ahead = 1
+        while ahead < RUN_CAP and (s, p + ahead) in neighbour(k + ahead):
+            ahead += 1
+        return back + ahead - 1
+
+    chosen: _Chosen = {}
+    picked: dict[int, tuple[int, int]] = {}
+    for i in rows_of:
+        if not start <= i < end:
+            continue
+        k = position[i]
+        mine, before, after = candidates.get(i, empty), neighbour(k - 1), neighbour(k + 1)
+        exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
+        if exact:
+            best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
+            s, p = picked[i] = best
+            if k > 0 and picked.get(rows_of[k - 1]) == (s, p - 1):
+                first = chosen[rows_of[k - 1]][2]
+            else:
+                back = 0
+                while (s, p - back - 1) in neighbour(k - back - 1):
+                    back += 1
+                first = rows_of[k - back]
+            chosen[i] = ("exact", s, first)
+            continue
+        if i in trivial:
+            continue
+        entries = live.get(info.hash(i), [])
+        if not entries or info.counts[info.normalized[i]] > len(entries):
+            continue
+        span = max((s for s, _ in entries), key=order.__getitem__)
+        neighbours = rows_of[max(0, k - RUN_CAP):k] + rows_of[k + 1:k + 1 + RUN_CAP]
+        chosen[i] = ("line" if _in_order(i, span, candidates, neighbours) else "moved", span, -1)
+    return chosen
+
+
+def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo, rows_of: list[int],
+                        trivial: set[int], candidates: dict[int, set[tuple[int, int]]],
+                        rows: list[tuple[int, int, int]], order: dict[int, Order], last_reset: Order, *,
+                        whole: bool) -> None:
+    """Trivial lines ("}", "else:") count only inside a run, so only the calls that wrote the nearest
+    non-trivial lines around them are looked at (not every call that ever wrote a "}")."""
+    before: dict[int, set[int]] = {}
+    after: dict[int, set[int]] = {}
+    last: set[int] = set()
+    for i in rows_of:
+        if i in trivial:
+            before[i] = last
+        else:
+            last = {s for s, _ in candidates[i]}
+    last = set()
+    for i in reversed(rows_of):
+        if i in trivial:
+            after[i] = last
+        else:
+            last = {s for s, _ in candidates[i]}
+    wanted: set[int] = set()
+    for spans in (*before.values(), *after.values()):
+        wanted |= spans
+    if not wanted:
+        return
+    weak = {info.hash(i) for i in trivial}
+    if not whole:
+        rows = line_rows(conn, file_id, sorted(weak), sorted(wanted))
+        order.update(_orders(conn, {span for _, span, _ in rows} - set(order)))
+    found = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, last_reset)
+    for i in trivial:
+        near = before[i] | after[i]
+        candidates[i] = {(s, p) for s, p in found.get(info.hash(i), []) if s in near}
+
+
+def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], last_reset: Order,
+          ) -> dict[int, list[tuple[int, int]]]:
+    """Per line hash, the writes of it still live (span, position), oldest first: in the calls' order,
+    from the last call that wrote the whole file, a call's removals of the line cancel the most recent
+    live writes, then its own writes are added."""
     events: dict[int, dict[int, tuple[list[int], int]]] = {}
     for digest, span, pos in rows:
         if order[span] < last_reset:
@@ -228,7 +338,7 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
         else:
             removed += 1
         events[digest][span] = (added, removed)
-    live: dict[int, list[tuple[int, int]]] = {}   # hash -> live (span, pos), oldest first
+    live: dict[int, list[tuple[int, int]]] = {}
     for digest, by_span in events.items():
         entries: list[tuple[int, int]] = []
         for span in sorted(by_span, key=order.__getitem__):
@@ -237,56 +347,15 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
                 del entries[max(0, len(entries) - removed):]
             entries.extend((span, pos) for pos in sorted(added))
         live[digest] = entries
-    candidates: dict[int, set[tuple[int, int]]] = {}
-    for i in rows_of:
-        line_key = info.hashes[i]
-        assert line_key is not None
-        candidates[i] = set(live.get(line_key, ()))
-    back: dict[int, dict[tuple[int, int], int]] = {}
-    previous: int | None = None
-    for i in rows_of:
-        before = back.get(previous, {}) if previous is not None else {}
-        back[i] = {(s, p): min(RUN_CAP, before.get((s, p - 1), 0) + 1) for s, p in candidates[i]}
-        previous = i
-    ahead: dict[int, dict[tuple[int, int], int]] = {}
-    following: int | None = None
-    for i in reversed(rows_of):
-        after = ahead.get(following, {}) if following is not None else {}
-        ahead[i] = {(s, p): min(RUN_CAP, after.get((s, p + 1), 0) + 1) for s, p in candidates[i]}
-        following = i
-    position = {line: k for k, line in enumerate(rows_of)}
-    chosen: _Chosen = {}
-    for i in rows_of:
-        if not start <= i < end:
-            continue
-        best: tuple[int, Order, int, int] | None = None
-        for s, p in candidates[i]:
-            run = back[i][(s, p)] + ahead[i][(s, p)] - 1
-            if run >= 2 and (best is None or (run, order[s]) > best[:2]):
-                best = (run, order[s], s, back[i][(s, p)])
-        if best is not None:
-            first = rows_of[max(0, position[i] - best[3] + 1)]
-            chosen[i] = ("exact", best[2], first)
-            continue
-        line_key = info.hashes[i]
-        assert line_key is not None
-        entries = live.get(line_key, [])
-        if info.trivial[i] or not entries or info.counts[line_key] > len(entries):
-            continue
-        span = max((s for s, _ in entries), key=order.__getitem__)
-        k = position[i]
-        near = rows_of[max(0, k - RUN_CAP):k] + rows_of[k + 1:k + 1 + RUN_CAP]
-        chosen[i] = ("line" if _in_order(i, span, candidates, near) else "moved", span, -1)
-    return chosen
+    return live
 
 
 def _in_order(i: int, span: int, candidates: dict[int, set[tuple[int, int]]], near: list[int]) -> bool:
     """Whether the neighbouring lines that the same call wrote sit on the same side of line ``i`` as in
     the call (lines in between may have changed); False when the order is broken (a moved line)."""
     mine = [p for s, p in candidates[i] if s == span]
-    return any(all(any((q - p > 0) == (j - i > 0) for s, q in candidates[j] if s == span)
-                   for j in near if any(s == span for s, _ in candidates[j]))
-               for p in mine)
+    theirs = [(j, [q for s, q in candidates.get(j, ()) if s == span]) for j in near]
+    return any(all(any((q - p > 0) == (j - i > 0) for q in found) for j, found in theirs if found) for p in mine)
 
 
 def _orders(conn: sqlite3.Connection, spans: set[int]) -> dict[int, Order]:
@@ -299,15 +368,18 @@ def _orders(conn: sqlite3.Connection, spans: set[int]) -> dict[int, Order]:
 
 
 def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, SpanInfo]) -> list[LineAttribution]:
+    """The chosen lines with their turns' sessions, sources and prompts (a span whose turn is no longer
+    stored is left out)."""
     turn_ids = sorted({spans[span].turn_id for _, span, _ in chosen.values()})
-    session_ids = sorted({spans[span].session_id for _, span, _ in chosen.values()})
-    prompts: dict[str, str] = {}
-    sources: dict[str, str] = {}
+    turns: dict[str, tuple[str, str]] = {}    # turn id -> (session id, prompt)
     for batch in chunks(turn_ids):
-        for turn_id, user_text in conn.execute(
-                f"SELECT turn_id, user_text FROM turns WHERE turn_id IN ({placeholders(len(batch))})", batch):
-            prompts[shown_text(turn_id)] = shown_text(user_text).strip().split("\n", 1)[0][:PROMPT_CHARS]
-    for batch in chunks(session_ids):
+        for turn_id, session_id, user_text in conn.execute(
+                f"SELECT turn_id, session_id, user_text FROM turns WHERE turn_id IN ({placeholders(len(batch))})",
+                batch):
+            turns[shown_text(turn_id)] = (shown_text(session_id),
+                                          shown_text(user_text).strip().split("\n", 1)[0][:PROMPT_CHARS])
+    sources: dict[str, str] = {}
+    for batch in chunks(sorted({session for session, _ in turns.values()})):
         for session_id, source in conn.execute(
                 f"SELECT session_id, source FROM sessions WHERE session_id IN ({placeholders(len(batch))})", batch):
             sources[shown_text(session_id)] = shown_text(source)
@@ -315,10 +387,13 @@ def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, Sp
     for line in sorted(chosen):
         confidence, span_id, start = chosen[line]
         span = spans[span_id]
-        found.append(LineAttribution(line, confidence, span.session_id, span.turn_id,
-                                     sources.get(span.session_id, span.session_id.split(":", 1)[0]), span.ts,
-                                     prompts.get(span.turn_id, ""), span.tool, span.call_id,
-                                     start if start >= 0 else None))
+        turn = turns.get(span.turn_id)
+        if turn is None:
+            continue
+        session_id, prompt = turn
+        found.append(LineAttribution(line, confidence, session_id, span.turn_id,
+                                     sources.get(session_id) or session_id.split(":", 1)[0], span.ts, prompt,
+                                     span.tool, span.call_id, start if start >= 0 else None))
     return found
 
 
@@ -344,7 +419,10 @@ def _run_blame(path: str, text: str, first: int, last: int) -> dict[int, int | N
         return None
     command = ["git", "-c", "core.fsmonitor=false", "blame", "--porcelain", "--no-textconv", "--contents", "-",
                "-L", f"{first},{last}", "--", path]
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    # the repository is found from the file's folder, whatever the server's environment points at
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_PARAMETERS")}
+    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
     try:
         done = subprocess.run(command, input=text.encode("utf-8", "surrogateescape"), cwd=folder, env=env,
                               capture_output=True, timeout=GIT_TIMEOUT_S, check=False)

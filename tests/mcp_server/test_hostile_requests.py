@@ -93,7 +93,8 @@ def test_requests_the_sdk_cannot_decode_are_answered_and_the_server_lives_on(mem
             assert answers[request_id]["error"]["code"] == -32700
         assert answers[13]["error"]["code"] == -32600
         assert answers[None]["error"]["code"] == -32700
-        assert [tool["name"] for tool in answers[20]["result"]["tools"]] == ["recall_memory", "read_session"]
+        assert [tool["name"] for tool in answers[20]["result"]["tools"]] == ["recall_memory", "read_session",
+                                                                         "line_history"]
         assert all(len(json.dumps(answers[key])) < 400 for key in answers if key != 20)
         with pytest.raises(queue.Empty):                                                  # the notification
             client.answers(1, timeout=1)

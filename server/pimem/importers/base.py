@@ -134,7 +134,9 @@ class Chunk:
         for touch in files:
             if touch not in delta.files:
                 delta.files.append(touch)
-        delta.edits.extend(edits)
+        for edit in edits:
+            if edit not in delta.edits:   # a call some agents record twice (announced, then run)
+                delta.edits.append(edit)
 
     def note_bad_line(self, line_number: int) -> None:
         self.bad_lines += 1

@@ -16,7 +16,10 @@ Format facts this parser relies on (docs/formats.md section 1):
   transcripts of their own (:data:`FILES`: discovery skips them); their lines are also ``isSidechain``;
 * file tools are ``tool_use`` blocks (:data:`FILE_TOOLS`): ``Read``, ``Write``, ``Edit``, ``MultiEdit``
   with ``input.file_path``, ``NotebookEdit`` with ``input.notebook_path`` (absolute paths as Claude
-  Code requires; a call the user denied is still a call the turn made, and is recorded).
+  Code requires; a call the user denied is still a call the turn made, and is recorded);
+* the text edit calls wrote (:func:`edit_calls`, the line memory of pimem.lineblame): ``Edit``
+  ``old_string`` → ``new_string``, each of ``MultiEdit``'s ``edits``, ``Write``'s ``content`` (the whole
+  file), ``NotebookEdit``'s ``new_source`` (the replaced cell is not in the call); the ``tool_use`` id.
 
 What the interactive client (2.1.x) adds, and what pimem makes of it:
 

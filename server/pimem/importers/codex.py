@@ -28,7 +28,10 @@ path and delete of the old), wherever the patch is: a ``custom_tool_call``'s ``i
 tool), a string of a ``function_call``'s JSON ``arguments`` (G0's ``shell`` ``["apply_patch", …]``,
 ``exec_command`` heredocs) or a ``local_shell_call``'s command, or a JavaScript string of a code-mode
 ``exec`` (escaped newlines); and the ``path``/``file_path`` argument of the file tools in
-:data:`PATH_TOOLS`. Patch paths are relative to the session's cwd.
+:data:`PATH_TOOLS`. Patch paths are relative to the session's cwd. The text a patch wrote
+(:func:`patch_edits`, the line memory of pimem.lineblame): per hunk of an updated file the ``+`` lines
+written and the ``-`` lines replaced (context lines in both), an added file's ``+`` lines (the whole
+file), the hunks of a moved file under its new path; the call's ``call_id``.
 
 Transcripts are the files named ``rollout-*`` (:data:`FILES`); a ``.jsonl.zst`` is skipped when the
 plain ``.jsonl`` is beside it. The Codex → Pi migration reads a rollout's messages through

@@ -17,7 +17,9 @@ parentId}`` (docs/formats.md section 7; the same shape as the Copilot Chat exten
   are counted once); ``tool.execution_complete`` (the result), ``assistant.turn_*``, ``assistant.usage``,
   ``session.*`` bookkeeping and ``ephemeral`` lines are not text.
 
-Files come from the file tools' path arguments (:data:`PATH_ARGUMENTS`) and ``apply_patch`` patches.
+Files come from the file tools' path arguments (:data:`PATH_ARGUMENTS`) and ``apply_patch`` patches;
+the text the calls wrote from :data:`EDIT_ARGUMENTS`, ``multi_replace_string_in_file`` and the patches
+(:func:`tool_edits`), each call once though it is written twice.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 from pimem.importers.base import (
     Chunk,
+    EditCall,
     FileAction,
     FileTouch,
     NotThisFormat,
@@ -37,7 +40,7 @@ from pimem.importers.base import (
     TranscriptParser,
     version_hint,
 )
-from pimem.importers.codex import patch_touches
+from pimem.importers.codex import patch_edits, patch_touches
 from pimem.jsonl import Line, UnsupportedFile, open_regular
 from pimem.models import Source
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
@@ -59,7 +62,7 @@ class CopilotCliFiles(TranscriptFiles):
 
 FILES = CopilotCliFiles()
 
-RULES_VERSION = 1
+RULES_VERSION = 2   # 2: edit spans (the text edit calls wrote, pimem.editspans)
 
 # Tool name -> (argument keys that may hold its path, what it does to the file). Copilot CLI's own tools
 # (view/create/edit/str_replace_editor) and the Copilot Chat agent's (read_file, create_file, …).
@@ -120,6 +123,45 @@ def tool_touches(name: str, arguments: Any) -> list[FileTouch]:
             if isinstance(value, str):
                 touches.extend(patch_touches(value))
     return touches
+
+
+# Tool name -> (path keys, replaced-text key or None, written-text key, wrote the whole file).
+EDIT_ARGUMENTS: dict[str, tuple[tuple[str, ...], str | None, str, bool]] = {
+    "create": (("path",), None, "file_text", True),
+    "create_file": (("filePath", "path"), None, "content", True),
+    "edit": (("path",), "old_str", "new_str", False),
+    "str_replace": (("path",), "old_str", "new_str", False),
+    "str_replace_editor": (("path",), "old_str", "new_str", False),
+    "insert": (("path",), None, "new_str", False),
+    "replace_string_in_file": (("filePath", "path"), "oldString", "newString", False),
+}
+
+
+def tool_edits(name: str, arguments: Any, call_id: Any) -> list[EditCall]:
+    """The text one tool call wrote (:data:`EDIT_ARGUMENTS`, ``multi_replace_string_in_file``'s
+    replacements, an ``apply_patch`` patch in any string argument)."""
+    args = _arguments(arguments)
+    call = nonempty_str(call_id)
+    if name == "str_replace_editor" and args.get("command") == "create":
+        name, args = "create", {"path": args.get("path"), "file_text": args.get("file_text")}
+    if name in EDIT_ARGUMENTS:
+        keys, old_key, new_key, whole = EDIT_ARGUMENTS[name]
+        path = next((value for key in keys if (value := nonempty_str(args.get(key)))), None)
+        new, old = args.get(new_key), args.get(old_key) if old_key else None
+        if path is None or not isinstance(new, str):
+            return []
+        return [EditCall(path, name, call, old if isinstance(old, str) else None, new, whole)]
+    if name == "multi_replace_string_in_file":
+        found = []
+        for item in map(as_dict, as_list(args.get("replacements"))):
+            path = nonempty_str((item or {}).get("filePath"))
+            new, old = (item or {}).get("newString"), (item or {}).get("oldString")
+            if path and isinstance(new, str):
+                found.append(EditCall(path, name, call, old if isinstance(old, str) else None, new))
+        return found
+    if name in PATH_ARGUMENTS:
+        return []
+    return [edit for value in args.values() if isinstance(value, str) for edit in patch_edits(value, name, call)]
 
 
 def read_sidecar(path: str) -> str:
@@ -208,17 +250,21 @@ class CopilotEventsParser(TranscriptParser):
                 raise TypeError("assistant.message content is not text")
             names: list[str] = []
             files: list[FileTouch] = []
+            edits: list[EditCall] = []
             for request in as_list(data.get("toolRequests")):
                 request = as_dict(request) or {}
                 name = nonempty_str(request.get("name"))
                 if name:
                     names.append(name)
                     files.extend(tool_touches(name, request.get("arguments")))
-            chunk.add_reply(self._current, clean_text(text or "").strip(), names, files)
+                    edits.extend(tool_edits(name, request.get("arguments"), request.get("toolCallId")))
+            chunk.add_reply(self._current, clean_text(text or "").strip(), names, files, edits)
         elif kind == "tool.execution_start" and self._current is not None:
             name = nonempty_str(data.get("toolName"))
             if name:
-                chunk.add_reply(self._current, "", [name], tool_touches(name, data.get("arguments")))
+                # the call its assistant.message announced, again: its edits count once (Chunk.add_reply)
+                chunk.add_reply(self._current, "", [name], tool_touches(name, data.get("arguments")),
+                                tool_edits(name, data.get("arguments"), data.get("toolCallId")))
 
     def _start(self, data: dict[str, Any], ts: int | None) -> None:
         if self._seen_start:

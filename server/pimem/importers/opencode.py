@@ -19,7 +19,9 @@ run against the mock model, and the schema compiled into it):
   ``shell``, ``compaction``, ``model-switched``, ``agent-switched``, … which are no conversation. A
   session with rows there is read from them (the 1.x tables then are stale).
 * File tools: ``read``, ``write``, ``edit``, ``multiedit`` with ``filePath`` (1.x) or ``path`` (2.x);
-  ``bash`` is ``shell`` in 2.x and ``apply_patch`` is ``patch``.
+  ``bash`` is ``shell`` in 2.x and ``apply_patch`` is ``patch``. The text they wrote (:func:`_edits`):
+  ``edit`` ``oldString`` → ``newString``, each of ``multiedit``'s ``edits``, ``write``'s ``content``
+  (the whole file); the part's ``callID``. (2.x ``patch`` text is not read yet.)
 
 What pimem makes of it: one turn per user message with typed (not synthetic) text, the assistant text
 answering it as its reply (reasoning left out), tool names and file touches; ids are OpenCode's. Only
@@ -40,6 +42,7 @@ from pimem.foreign_db import open_foreign, table_names
 from pimem.importers.base import (
     Chunk,
     DatabaseReader,
+    EditCall,
     FileAction,
     FileTouch,
     NotThisFormat,
@@ -51,7 +54,7 @@ from pimem.importers.base import (
 from pimem.jsonl import open_regular
 from pimem.textutil import as_dict, as_list, clean_text, nonempty_str, number_to_ms
 
-RULES_VERSION = 1
+RULES_VERSION = 2   # 2: edit spans (the text edit/multiedit/write calls wrote, pimem.editspans)
 
 _RECORD_MAX_BYTES = 8 * 1024 * 1024   # one message or part of the older JSON tree
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit", "multiedit": "edit"}
@@ -113,22 +116,48 @@ def _touch(name: str, tool_input: Any) -> FileTouch | None:
     return (path, action) if path is not None else None
 
 
+def _edits(name: str, tool_input: Any, call_id: Any) -> list[EditCall]:
+    """The text an ``edit`` (``oldString`` → ``newString``), ``multiedit`` (each of ``edits``) or
+    ``write`` (``content``, the whole file) call wrote."""
+    arguments = as_dict(tool_input)
+    if arguments is None or name not in ("edit", "multiedit", "write"):
+        return []
+    path = nonempty_str(arguments.get("filePath")) or nonempty_str(arguments.get("path"))
+    call = nonempty_str(call_id)
+    if path is None:
+        return []
+    if name == "write":
+        content = arguments.get("content")
+        return [EditCall(path, name, call, None, content, whole=True)] if isinstance(content, str) else []
+    pairs = [arguments] if name == "edit" else [edit for edit in map(as_dict, as_list(arguments.get("edits")))
+                                                 if edit is not None]
+    calls = []
+    for pair in pairs:
+        new, old = pair.get("newString"), pair.get("oldString")
+        if isinstance(new, str):
+            calls.append(EditCall(path, name, call, old if isinstance(old, str) else None, new))
+    return calls
+
+
 class _Turn:
-    __slots__ = ("files", "message_id", "replies", "text", "tools", "ts")
+    __slots__ = ("edits", "files", "message_id", "replies", "text", "tools", "ts")
 
     def __init__(self, message_id: str, ts: int, text: str) -> None:
         self.message_id, self.ts, self.text = message_id, ts, text
         self.replies: list[str] = []
         self.tools: list[str] = []
         self.files: list[FileTouch] = []
+        self.edits: list[EditCall] = []
 
-    def add(self, text: str, tool: str | None = None, touch: FileTouch | None = None) -> None:
+    def add(self, text: str, tool: str | None = None, touch: FileTouch | None = None,
+            edits: list[EditCall] | None = None) -> None:
         if text:
             self.replies.append(text)
         if tool and tool not in self.tools:
             self.tools.append(tool)
         if touch is not None and touch not in self.files:
             self.files.append(touch)
+        self.edits.extend(edits or ())
 
 
 def v1_turns(messages: list[tuple[str, Any, dict[str, Any]]], parts: dict[str, list[dict[str, Any]]],
@@ -164,14 +193,15 @@ def v1_turns(messages: list[tuple[str, Any, dict[str, Any]]], parts: dict[str, l
                 target.add(clean_text(part["text"]))
             elif kind == "tool" and isinstance(part.get("tool"), str):
                 state = as_dict(part.get("state")) or {}
-                target.add("", part["tool"], _touch(part["tool"], state.get("input")))
+                target.add("", part["tool"], _touch(part["tool"], state.get("input")),
+                           _edits(part["tool"], state.get("input"), part.get("callID")))
     return turns
 
 
 def emit_turns(turns: list[_Turn], chunk: Chunk) -> None:
     for index, turn in enumerate(turns):
         chunk.start_turn(turn.message_id, turn.ts, turn.text, index, None)
-        chunk.add_reply(turn.message_id, "\n".join(turn.replies), turn.tools, turn.files)
+        chunk.add_reply(turn.message_id, "\n".join(turn.replies), turn.tools, turn.files, turn.edits)
 
 
 class OpenCodeDatabase(DatabaseReader):
@@ -298,7 +328,8 @@ class OpenCodeDatabase(DatabaseReader):
                     current.add(clean_text(item["text"]))
                 elif item.get("type") == "tool" and isinstance(item.get("name"), str):
                     state = as_dict(item.get("state")) or {}
-                    current.add("", item["name"], _touch(item["name"], state.get("input")))
+                    current.add("", item["name"], _touch(item["name"], state.get("input")),
+                                _edits(item["name"], state.get("input"), item.get("callID") or item.get("id")))
         return turns
 
 

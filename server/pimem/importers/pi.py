@@ -20,7 +20,10 @@ Format facts this parser relies on (docs/formats.md section 3):
   written by the real Pi 1.6.0 are in tests/fixtures/pi-v1-rewrite/.
 
 File tools are ``toolCall`` blocks named ``read``, ``write``, ``edit`` (:data:`FILE_TOOLS`) whose
-``arguments.path`` is relative to the session's cwd or absolute.
+``arguments.path`` is relative to the session's cwd or absolute. The text they wrote
+(:func:`edit_calls`): each ``edit`` replacement (``edits: [{oldText, newText}]``, also sent as a JSON
+string or one object, and the older top-level ``oldText``/``newText``, as Pi's edit tool accepts them)
+and ``write``'s ``content`` (the whole file); the ``toolCall`` id.
 
 Transcripts are every ``.jsonl`` file under the sessions folder (:data:`FILES`).
 """

@@ -5,7 +5,7 @@ Kept apart from the state so that the handlers can name the server's type withou
 
 from __future__ import annotations
 
-from pimem.lsp import handlers, history
+from pimem.lsp import handlers, history, lines
 from pimem.lsp.errors import guarded
 from pimem.lsp.runtime import configure_logging, run_stdio
 from pimem.lsp.server import PimemServer
@@ -17,6 +17,7 @@ def create_server() -> PimemServer:
     server = PimemServer()
     handlers.register(server)
     history.register(server, guarded)   # pimem/sessions, pimem/session, pimem/fileHistory
+    lines.register(server, guarded)     # pimem/lineHistory
     return server
 
 

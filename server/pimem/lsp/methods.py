@@ -13,11 +13,12 @@ AGENT_RECALL = "pimem/agentRecall"   # the editor's language-model tool: recall_
 SESSIONS = "pimem/sessions"
 SESSION = "pimem/session"
 FILE_HISTORY = "pimem/fileHistory"
+LINE_HISTORY = "pimem/lineHistory"
 
 INDEX_CHANGED = "pimem/indexChanged"
 SYNC_STATUS = "pimem/syncStatus"
 
 DEPRECATED = {BACKFILL: SYNC}   # an old name -> the method it is an alias of
 REQUESTS = (RECALL, SYNC, BACKFILL, MIGRATE_CODEX, STATUS, SOURCES, TURN, AGENT_RECALL, SESSIONS, SESSION,
-            FILE_HISTORY)
+            FILE_HISTORY, LINE_HISTORY)
 NOTIFICATIONS = (INDEX_CHANGED, SYNC_STATUS)

@@ -5,8 +5,9 @@ edit calls turned into lines by pimem.editspans; read by pimem.lineblame. Three 
 
 * ``pimem_edit_files``: one id per absolute path (as File History resolves it), so the line rows
   repeat a small integer, not the path;
-* ``pimem_edit_spans``: one row per call and file (per block of a multi-edit call), with the turn, its
-  session and time, the tool and the call id; ``whole`` when the call wrote the whole file;
+* ``pimem_edit_spans``: one row per call and file (per block of a multi-edit call), with the turn and
+  its time (the order of calls), the tool and the call id; ``whole`` when the call wrote the whole
+  file (the session is the turn's: read from ``turns`` for the few lines shown);
 * ``pimem_edit_lines``: one row per added line (``pos`` ≥ 0, its position among the call's non-blank
   new lines) and per removed line (``pos`` < 0), keyed by (file, normalized line hash): the lines of
   the current text are looked up by hash, never by reading a file's whole history.
@@ -31,7 +32,6 @@ CREATE TABLE IF NOT EXISTS pimem_edit_spans (
   span_id    INTEGER PRIMARY KEY,   -- in write order: orders the calls of one turn
   path_id    INTEGER NOT NULL,
   turn_id    TEXT NOT NULL,
-  session_id TEXT NOT NULL,
   ts         INTEGER NOT NULL,      -- the turn's time
   tool       TEXT NOT NULL,
   call_id    TEXT,
@@ -56,7 +56,6 @@ class SpanRow:
 
     path: str
     turn_id: str
-    session_id: str
     ts: int
     tool: str
     call_id: str | None
@@ -82,9 +81,9 @@ def put_spans(conn: sqlite3.Connection, spans: Sequence[SpanRow]) -> None:
     ids = _path_ids(conn, (span.path for span in spans))
     for span in spans:
         path_id = ids[span.path]
-        cursor = conn.execute("INSERT INTO pimem_edit_spans (path_id, turn_id, session_id, ts, tool, call_id, whole) "
-                              "VALUES (?, ?, ?, ?, ?, ?, ?)", (path_id, span.turn_id, span.session_id, span.ts,
-                                                               span.tool, span.call_id, int(span.whole)))
+        cursor = conn.execute("INSERT INTO pimem_edit_spans (path_id, turn_id, ts, tool, call_id, whole) "
+                              "VALUES (?, ?, ?, ?, ?, ?)", (path_id, span.turn_id, span.ts, span.tool, span.call_id,
+                                                            int(span.whole)))
         span_id = cursor.lastrowid
         rows = [(path_id, digest, span_id, pos) for pos, digest in span.added]
         rows.extend((path_id, digest, span_id, -1 - k) for k, digest in enumerate(span.removed))
@@ -109,7 +108,6 @@ def clear_spans(conn: sqlite3.Connection, turn_ids: Sequence[str]) -> None:
 class SpanInfo:
     span_id: int
     turn_id: str
-    session_id: str
     ts: int
     tool: str
     call_id: str | None
@@ -137,6 +135,11 @@ def line_rows(conn: sqlite3.Connection, file_id: int, hashes: Sequence[int],
     return found
 
 
+def file_rows(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, int, int]]:
+    """(hash, span id, pos) of every row of one file: one range of the primary key."""
+    return list(conn.execute("SELECT hash, span_id, pos FROM pimem_edit_lines WHERE path_id = ?", (file_id,)))
+
+
 def whole_spans(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, int]]:
     """(ts, span id) of the calls that wrote the whole file."""
     return [(int(ts), int(span_id)) for span_id, ts in conn.execute(
@@ -146,9 +149,9 @@ def whole_spans(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, int]]
 def span_infos(conn: sqlite3.Connection, span_ids: Iterable[int]) -> dict[int, SpanInfo]:
     found: dict[int, SpanInfo] = {}
     for batch in chunks(sorted(set(span_ids))):
-        for span_id, turn_id, session_id, ts, tool, call_id, whole in conn.execute(
-                f"SELECT span_id, turn_id, session_id, ts, tool, call_id, whole FROM pimem_edit_spans "
+        for span_id, turn_id, ts, tool, call_id, whole in conn.execute(
+                f"SELECT span_id, turn_id, ts, tool, call_id, whole FROM pimem_edit_spans "
                 f"WHERE span_id IN ({placeholders(len(batch))})", batch):
-            found[int(span_id)] = SpanInfo(int(span_id), str(turn_id), str(session_id), int(ts), str(tool),
+            found[int(span_id)] = SpanInfo(int(span_id), str(turn_id), int(ts), str(tool),
                                            None if call_id is None else str(call_id), bool(whole))
     return found

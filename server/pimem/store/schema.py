@@ -357,7 +357,7 @@ def hide_pimem_tables(conn: sqlite3.Connection) -> None:
                  "NULL AS session_id, NULL AS ts WHERE 0")
     conn.execute("CREATE TEMP VIEW pimem_edit_files AS SELECT NULL AS path_id, NULL AS path WHERE 0")
     conn.execute("CREATE TEMP VIEW pimem_edit_spans AS SELECT NULL AS span_id, NULL AS path_id, NULL AS turn_id, "
-                 "NULL AS session_id, NULL AS ts, NULL AS tool, NULL AS call_id, NULL AS whole WHERE 0")
+                 "NULL AS ts, NULL AS tool, NULL AS call_id, NULL AS whole WHERE 0")
     conn.execute("CREATE TEMP VIEW pimem_edit_lines AS SELECT NULL AS path_id, NULL AS hash, NULL AS span_id, "
                  "NULL AS pos WHERE 0")
 

@@ -297,7 +297,7 @@ class Writer:
             log.warning("storing a %s file failed: %s", job.file.source, type(failure).__name__)
 
 
-def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, session_id: str, ts: int) -> list[SpanRow]:
+def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRow]:
     """The lines a turn's edit calls wrote, within the bound rule (pimem.editspans)."""
     rows: list[SpanRow] = []
     for edit in delta.edits:
@@ -307,7 +307,7 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, session_id: str, ts: in
         span = editspans.span_of(None if edit.whole else edit.old, edit.new)
         if span is None or not (span.added or span.removed or edit.whole):
             continue
-        rows.append(SpanRow(path, turn_id, session_id, ts, edit.tool, edit.call_id, edit.whole, span.added,
+        rows.append(SpanRow(path, turn_id, ts, edit.tool, edit.call_id, edit.whole, span.added,
                             span.removed))
     return rows
 
@@ -596,7 +596,7 @@ class _FileImport:
                 path = absolute_touch_path(raw_path, cwd)
                 if path is not None:
                     touches.append((path, turn_id, action, session_id, ts))
-            spans.extend(_span_rows(delta, cwd, turn_id, session_id, ts))
+            spans.extend(_span_rows(delta, cwd, turn_id, ts))
             before = None if previous is None else (previous.ts, previous.user_text, previous.reply_text)
             items.append(index.IndexItem(turn_id, ts, user_text, reply_text, delta.line if delta.is_new else None,
                                          before))

@@ -1,0 +1,69 @@
+"""Transcripts that edit files, written for the line-memory tests (issue 23): one conversation per call,
+each turn a prompt and its tool calls, in the shapes the real Claude Code, Pi and Codex write (the
+importers' docstrings, docs/formats.md), laid out as agent roots under ``base`` (support.history)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+Turn = tuple[str, list[tuple[str, dict[str, Any]]]]   # prompt, [(tool name, input)]
+
+
+def _iso(minute: int) -> str:
+    return f"2026-11-01T{10 + minute // 60:02d}:{minute % 60:02d}:00.000Z"
+
+
+def write_claude(base: Path, session: str, cwd: Path, turns: list[Turn], minute: int = 0) -> None:
+    lines: list[dict[str, Any]] = []
+    for k, (prompt, calls) in enumerate(turns):
+        at = _iso(minute + k)
+        lines.append({"type": "user", "sessionId": session, "uuid": f"{session}-u{k}", "timestamp": at,
+                      "cwd": str(cwd), "message": {"role": "user", "content": prompt}})
+        for c, (name, tool_input) in enumerate(calls):
+            lines.append({"type": "assistant", "sessionId": session, "uuid": f"{session}-a{k}-{c}", "timestamp": at,
+                          "cwd": str(cwd), "message": {"role": "assistant", "model": "m", "content": [
+                              {"type": "tool_use", "id": f"toolu_{k}_{c}", "name": name, "input": tool_input}]}})
+    folder = base / "claude" / "projects" / "p"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def write_pi(base: Path, session: str, cwd: Path, turns: list[Turn], minute: int = 0) -> None:
+    lines: list[dict[str, Any]] = [{"type": "session", "version": 3, "id": session, "timestamp": _iso(minute),
+                                    "cwd": str(cwd)}]
+    parent: str | None = None
+    for k, (prompt, calls) in enumerate(turns):
+        at = _iso(minute + k)
+        lines.append({"type": "message", "id": f"u{k}", "parentId": parent, "timestamp": at,
+                      "message": {"role": "user", "content": prompt}})
+        parent = f"u{k}"
+        content = [{"type": "toolCall", "id": f"call_{k}_{c}", "name": name, "arguments": arguments}
+                   for c, (name, arguments) in enumerate(calls)]
+        lines.append({"type": "message", "id": f"a{k}", "parentId": parent, "timestamp": at,
+                      "message": {"role": "assistant", "content": content}})
+        parent = f"a{k}"
+    folder = base / "pi" / "agent" / "sessions" / "--p--"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"2026-11-01T10-00-00-000Z_{session}.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def write_codex(base: Path, session: str, cwd: Path, turns: list[tuple[str, list[str]]], minute: int = 0) -> None:
+    """Each turn: a prompt and its apply_patch patches (custom_tool_call)."""
+    lines: list[dict[str, Any]] = [{"timestamp": _iso(minute), "type": "session_meta",
+                                    "payload": {"id": session, "timestamp": _iso(minute), "cwd": str(cwd)}}]
+    for k, (prompt, patches) in enumerate(turns):
+        at = _iso(minute + k)
+        lines.append({"timestamp": at, "type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}})
+        for c, patch in enumerate(patches):
+            lines.append({"timestamp": at, "type": "response_item", "payload": {
+                "type": "custom_tool_call", "call_id": f"call_{k}_{c}", "name": "apply_patch", "input": patch}})
+    folder = base / "codex" / "sessions" / "2026" / "11" / "01"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"rollout-2026-11-01T10-00-00-{session}.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
