@@ -189,15 +189,17 @@ def scaled_copy(db: Path, work: Path, hot: str, scale: int) -> Path:
                           (normalize_file_path(hot),)).fetchone()[0]
     max_path = conn.execute("SELECT MAX(path_id) FROM pimem_edit_files").fetchone()[0]
     max_span = conn.execute("SELECT MAX(span_id) FROM pimem_edit_spans").fetchone()[0]
+    # every column copied as it is but the ids (the tables' columns are read, not assumed)
+    def columns(table: str, moved: dict[str, str]) -> str:
+        names = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+        return ", ".join(moved.get(n, n) for n in names)
+
     for k in range(1, scale):
         p, s = k * max_path, k * max_span
-        conn.execute("INSERT INTO pimem_edit_files SELECT path_id + ?, path || '#' || ? FROM pimem_edit_files "
-                     "WHERE path_id <= ? AND path_id != ?", (p, k, max_path, hot_id))
-        conn.execute("INSERT INTO pimem_edit_spans SELECT span_id + ?, path_id + ?, turn_id, session_id, ts, tool, "
-                     "call_id, whole FROM pimem_edit_spans WHERE path_id <= ? AND path_id != ?",
-                     (s, p, max_path, hot_id))
-        conn.execute("INSERT INTO pimem_edit_lines SELECT path_id + ?, hash, span_id + ?, pos FROM pimem_edit_lines "
-                     "WHERE path_id <= ? AND path_id != ?", (p, s, max_path, hot_id))
+        ids = {"path_id": f"path_id + {p}", "span_id": f"span_id + {s}", "path": f"path || '#{k}'"}
+        for table in ("pimem_edit_files", "pimem_edit_spans", "pimem_edit_lines"):
+            conn.execute(f"INSERT INTO {table} SELECT {columns(table, ids)} FROM {table} "
+                         f"WHERE path_id <= {max_path} AND path_id != {hot_id}")
         conn.commit()
     conn.close()
     return target
