@@ -57,16 +57,17 @@ def test_span_claims_only_the_lines_an_edit_changed() -> None:
     span = editspans.span_of(old, new)
     assert span is not None
     h = editspans.line_hash
-    assert span.added == [(1, h("b=compute(3)")), (2, h("c=compute(4)"))]   # blank lines hold no position
+    # position: 2 × index among the non-blank lines, + 1 after blank lines
+    assert span.added == [(2, h("b=compute(3)")), (5, h("c=compute(4)"))]
     assert span.removed == [h("b=compute(2)")]
-    assert editspans.span_of(None, "x = 1\n\n  y = 2")  == editspans.Span([(0, h("x=1")), (1, h("y=2"))], [])
+    assert editspans.span_of(None, "x = 1\n\n  y = 2") == editspans.Span([(0, h("x=1")), (3, h("y=2"))], [])
 
 
 def test_bound_rule() -> None:
     assert editspans.span_of(None, "x = 1\n" * editspans.MAX_CALL_LINES) is None
     assert editspans.span_of(None, "x" * (editspans.MAX_CALL_BYTES + 1)) is None
     minified = editspans.span_of(None, "var a=1;" * 200 + "\nconst answer = 42;\n")
-    assert minified is not None and minified.added == [(1, editspans.line_hash("constanswer=42;"))]
+    assert minified is not None and minified.added == [(2, editspans.line_hash("constanswer=42;"))]
     assert editspans.skipped_path("/w/package-lock.json") and editspans.skipped_path("/w/app.min.js")
     assert editspans.skipped_path("/w/Cargo.lock") and not editspans.skipped_path("/w/src/lock.py")
 
@@ -222,7 +223,9 @@ def test_bound_rule_keeps_huge_and_lock_files_out(tmp_path: Path, project: Path)
     db = tmp_path / "m.db"
     sync(base, db)
     conn = sqlite3.connect(db)
-    assert [row[0] for row in conn.execute("SELECT path FROM pimem_edit_files")] == [str(project / "ok.py")]
+    # the huge Write keeps no lines, but its span says the file was replaced
+    assert sorted(conn.execute("SELECT path, whole FROM pimem_edit_spans JOIN pimem_edit_files USING (path_id)")) \
+        == [(str(project / "big.py"), 1), (str(project / "ok.py"), 1)]
     assert conn.execute("SELECT count(*) FROM pimem_edit_lines").fetchone() == (5,)
     # the file touches are still recorded
     assert conn.execute("SELECT count(*) FROM pimem_touches").fetchone() == (3,)
@@ -443,9 +446,9 @@ def test_the_line_diff_of_a_call_is_bounded() -> None:
     new = "head()\n" + "x = 1\n}\n" * 700 + "tail()\n"
     span = editspans.span_of(old, new)
     assert span is not None and len(span.added) == 1399 and len(span.removed) == 1499   # a "}" in the tail
-    assert span.added[0] == (1, editspans.line_hash("x=1"))
+    assert span.added[0] == (2, editspans.line_hash("x=1"))
     small = editspans.span_of("a()\n}\nb()\n", "a()\nc()\n}\nb()\n")      # small: a real line diff
-    assert small is not None and small.added == [(1, editspans.line_hash("c()"))] and small.removed == []
+    assert small is not None and small.added == [(2, editspans.line_hash("c()"))] and small.removed == []
 
 
 def test_a_store_this_pimem_cannot_read_answers_nothing(tmp_path: Path, project: Path) -> None:
@@ -462,3 +465,56 @@ def test_a_store_this_pimem_cannot_read_answers_nothing(tmp_path: Path, project:
         set_meta(conn, "min_reader_layout", "99")
     conn.close()
     assert _blame(db, path, FUNCTION) == {}
+
+
+def test_blank_lines_go_with_the_block_that_wrote_them(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    block = "def first():\n    return compute(1)\n\n\ndef second():\n    return compute(2)\n"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("two functions", [("Write", {"file_path": str(path), "content": block})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert set(_blame(db, path, block)) == {0, 1, 2, 3, 4, 5}
+    for line in range(6):       # a blank line alone in the range says the same (its next line decides)
+        assert set(_blame(db, path, block, start_line=line, end_line=line + 1)) == {line}
+    # a blank line the person put inside the block, and one the call did not write: not attributed
+    spaced = "def first():\n\n    return compute(1)\n\n\ndef second():\n    return compute(2)\n\n"
+    assert set(_blame(db, path, spaced)) == {0, 2, 3, 4, 5, 6}
+
+
+def test_lines_are_counted_as_editors_count_them(tmp_path: Path, project: Path) -> None:
+    """Only \\n, \\r\\n and \\r end a line (LSP's rule): a form feed or U+2028 inside a line does not
+    shift the line numbers of what follows."""
+    assert editspans.split_lines("a\x0cb\r\nc\u2028d\re\n") == ["a\x0cb", "c\u2028d", "e"]
+    assert editspans.split_lines("") == [] and editspans.split_lines("x") == ["x"]
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    text = "# a page\x0cbreak and a \u2028 separator\r\n" + FUNCTION.replace("\n", "\r\n")
+    assert set(_blame(db, path, text)) == {1, 2, 3, 4, 5}
+
+
+def test_a_write_too_large_to_record_still_replaces_what_was_there(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    huge = FUNCTION + "".join(f"row_{n} = {n}\n" for n in range(editspans.MAX_CALL_LINES))
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})]),
+                                       ("regenerate it", [("Write", {"file_path": str(path), "content": huge})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, huge) == {}     # the first call's lines are not live: the second replaced them
+
+
+def test_a_prompt_another_program_stored_as_invalid_utf8_is_shown_empty(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE turns SET user_text = CAST(x'ff41' AS TEXT)")
+    conn.commit()
+    conn.close()
+    assert _blame(db, path, FUNCTION) == {line: ("exact", "") for line in range(5)}

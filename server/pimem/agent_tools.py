@@ -177,8 +177,9 @@ LINE_HISTORY_INPUT_SCHEMA: dict[str, Any] = {
     "required": ["path"],
     "additionalProperties": False,
 }
-_LINE_PROPERTIES: dict[str, Any] = {
-    "line": {"type": "integer", "description": "1-based line of the file"},
+_RUN_PROPERTIES: dict[str, Any] = {
+    "startLine": {"type": "integer", "description": "first line of the run, 1-based"},
+    "endLine": {"type": "integer", "description": "last line of the run, 1-based, inclusive"},
     "confidence": {"type": "string", "enum": ["exact", "line", "moved"]},
     "sessionId": {"type": "string"},
     "turnId": {"type": "string"},
@@ -187,17 +188,17 @@ _LINE_PROPERTIES: dict[str, Any] = {
     "prompt": {"type": "string", "description": "the user's request in that turn (first line)"},
     "tool": {"type": "string"},
     "toolCallId": {"type": ["string", "null"]},
-    "editStartLine": {"type": ["integer", "null"], "description": "1-based line where that edit's block starts"},
 }
 LINE_HISTORY_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "path": {"type": "string"},
         "gitUsed": {"type": "boolean", "description": "git blame confirmed the time windows"},
-        "lines": {"type": "array", "items": {"type": "object", "properties": _LINE_PROPERTIES,
-                                             "required": list(_LINE_PROPERTIES)}},
+        "attributedLines": {"type": "integer", "description": "lines of the range written by past conversations"},
+        "runs": {"type": "array", "items": {"type": "object", "properties": _RUN_PROPERTIES,
+                                            "required": list(_RUN_PROPERTIES)}},
     },
-    "required": ["path", "gitUsed", "lines"],
+    "required": ["path", "gitUsed", "attributedLines", "runs"],
 }
 
 
@@ -357,11 +358,7 @@ class LineHistoryCall:
                         tool=_redacted_text(found.tool, cancel),
                         tool_call_id=None if found.tool_call_id is None
                         else _redacted_text(found.tool_call_id, cancel)) for found in history.lines])
-        structured = wire.line_history(history)
-        for line in structured["lines"]:      # people's and agents' line numbers are 1-based
-            line["line"] += 1
-            if line["editStartLine"] is not None:
-                line["editStartLine"] += 1
+        structured = wire.line_runs(history)
         return ToolOutput(line_history_markdown(structured), structured)
 
 
@@ -475,28 +472,21 @@ def recall_markdown(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def line_history_markdown(view: dict[str, Any]) -> str:
-    """Runs of consecutive lines from one turn, each with its conversation (not the file's text: the
-    agent reads the file itself)."""
-    found = view["lines"]
+    """Each run with its conversation (not the file's text: the agent reads the file itself)."""
     header = f"## {visible(str(view['path']))}"
-    if not found:
+    if not view["runs"]:
         return header + "\n\nNo line in this range was written by a past conversation's edit.\n"
-    runs: list[list[dict[str, Any]]] = []
-    for line in found:
-        if runs and runs[-1][-1]["turnId"] == line["turnId"] and runs[-1][-1]["line"] + 1 == line["line"]:
-            runs[-1].append(line)
-        else:
-            runs.append([line])
-    out = [header, "", f"{len(found)} line{'s' if len(found) != 1 else ''} written by past conversations"
+    count = view["attributedLines"]
+    out = [header, "", f"{count} line{'s' if count != 1 else ''} written by past conversations"
            + (" (git blame checked)" if view["gitUsed"] else "") + ":", ""]
-    for run in runs:
-        first, last = run[0], run[-1]
-        where = f"line {first['line']}" if first is last else f"lines {first['line']}-{last['line']}"
-        confidences = ", ".join(dict.fromkeys(str(line["confidence"]) for line in run))
-        out.append(f"### {where} · {first['source']} · {first['timestamp'][:16].replace('T', ' ')} UTC · {confidences}")
-        out.append(f"Request: {visible(_cut(str(first['prompt'])))}")
-        out.append(f"sessionId: {visible(str(first['sessionId']))}")
-        out += [f"turnId: {visible(str(first['turnId']))} (tool {visible(str(first['tool']))})", ""]
+    for run in view["runs"]:
+        where = (f"line {run['startLine']}" if run["startLine"] == run["endLine"]
+                 else f"lines {run['startLine']}-{run['endLine']}")
+        out.append(f"### {where} · {run['source']} · {run['timestamp'][:16].replace('T', ' ')} UTC · "
+                   f"{run['confidence']}")
+        out.append(f"Request: {visible(_cut(str(run['prompt'])))}")
+        out.append(f"sessionId: {visible(str(run['sessionId']))}")
+        out += [f"turnId: {visible(str(run['turnId']))} (tool {visible(str(run['tool']))})", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -363,6 +363,7 @@ def _blame_target(target: str) -> tuple[str, int, int | None]:
 
 
 def cmd_blame(args: argparse.Namespace) -> int:
+    from pimem.editspans import split_lines
     from pimem.lineblame import MAX_RANGE_LINES, TextTooLarge, line_history, read_text
 
     try:
@@ -385,7 +386,7 @@ def cmd_blame(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(wire.line_history(history)))
         return 0
-    lines = text.splitlines()
+    lines = split_lines(text)
     shown = lines[start:end] if end is not None else lines[start:]
     attributed = {found.line: found for found in history.lines}
     _out(f"{history.path}: {len(history.lines)} of {len(shown)} line(s) written by a past conversation"

@@ -10,13 +10,15 @@ call says, the new text); this module, shared by every importer, the sync and th
 * **Added lines**: the lines of the new text that the old text did not have (a line diff of old →
   new, so the context an ``Edit`` repeats is not claimed; when both are long, past
   :data:`MAX_DIFF_WORK`, only the common first and last lines count as context), each with its position among the new
-  text's non-blank lines (consecutive positions = consecutive lines: what makes an exact block).
+  text's non-blank lines (consecutive positions = consecutive lines: what makes an exact block) and
+  whether blank lines came right before it (:func:`position`).
   **Removed lines**: the lines of the old text the new one no longer has.
 * **Bound rule** (:func:`bounded`): a call is recorded only if its new text is at most
   :data:`MAX_CALL_LINES` lines and :data:`MAX_CALL_BYTES` bytes; lines longer than
   :data:`MAX_LINE_CHARS` characters are left out (minified code); files whose name says they are
   generated or locked (:func:`skipped_path`: lock files, ``*.min.js``, source maps…) get no spans.
-  The file touch is recorded either way (pimem.store.touches).
+  The file touch is recorded either way (pimem.store.touches), and a whole-file write over the bound
+  still replaces what earlier calls wrote (a span without lines: pimem.sync.ingest).
 * **Trivial lines** (:func:`is_trivial`): blank, only brackets/punctuation, a lone keyword (``else:``,
   ``end``, ``pass``…) or fewer than 4 letters and digits. They are stored (they chain an exact block)
   but never attributed on their own.
@@ -51,6 +53,19 @@ _TRIVIAL_WORDS = frozenset({
 _WORDISH = re.compile(r"[^\W_]", re.UNICODE)
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a text as editors and LSP count them: only ``\n``, ``\r\n`` and ``\r`` end a line
+    (``str.splitlines`` also splits at form feeds, ``\x1c``–``\x1e``, U+0085, U+2028/9: line numbers
+    would drift from the editor's); a final line break opens no line."""
+    lines = _LINE_BREAK.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def normalize(line: str) -> str:
     """The line without any whitespace."""
     return "".join(line.split())
@@ -83,25 +98,36 @@ def bounded(new: str) -> bool:
 
 @dataclass(frozen=True)
 class Span:
-    """What one call did to one file's lines: ``added`` (position among the new text's non-blank lines,
-    hash), ``removed`` (hashes, one per removed line)."""
+    """What one call did to one file's lines: ``added`` (:func:`position`, hash), ``removed`` (hashes,
+    one per removed line)."""
 
     added: list[tuple[int, int]]
     removed: list[int]
 
 
-def _kept(text: str) -> list[str]:
+def _kept(text: str) -> tuple[list[str], list[int]]:
     """The normalized non-blank lines of a text (lines too long to be code a person reads are kept as
-    an empty marker so positions stay right, and never looked up)."""
-    lines = []
-    for line in text.splitlines():
-        if len(line) > MAX_LINE_CHARS:
-            lines.append("\0")
+    an empty marker so positions stay right, and never looked up), and for each 1 when blank lines
+    come right before it in the text, else 0."""
+    lines: list[str] = []
+    blank_before: list[int] = []
+    blank = 0
+    for line in split_lines(text):
+        normalized = "\0" if len(line) > MAX_LINE_CHARS else normalize(line)
+        if not normalized:
+            blank = 1
             continue
-        normalized = normalize(line)
-        if normalized:
-            lines.append(normalized)
-    return lines
+        lines.append(normalized)
+        blank_before.append(blank)
+        blank = 0
+    return lines, blank_before
+
+
+def position(index: int, blank_before: int) -> int:
+    """A stored position: the line's index among the call's non-blank lines, times 2, plus 1 when blank
+    lines came right before it (a blank line of the current text is attributed only where the call
+    wrote one: pimem.lineblame)."""
+    return index * 2 + blank_before
 
 
 def span_of(old: str | None, new: str) -> Span | None:
@@ -109,10 +135,11 @@ def span_of(old: str | None, new: str) -> Span | None:
     ``new`` is added."""
     if not bounded(new) or (old is not None and not bounded(old)):
         return None
-    new_lines = _kept(new)
-    old_lines = _kept(old) if old else []
+    new_lines, blanks = _kept(new)
+    old_lines = _kept(old)[0] if old else []
     if not old_lines:
-        return Span([(pos, line_hash(line)) for pos, line in enumerate(new_lines) if line != "\0"], [])
+        return Span([(position(pos, blanks[pos]), line_hash(line)) for pos, line in enumerate(new_lines)
+                      if line != "\0"], [])
     # the context an edit repeats is most often its first and last lines: trimmed first, cheaply
     head = 0
     while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
@@ -137,7 +164,7 @@ def span_of(old: str | None, new: str) -> Span | None:
         if tag == "equal":
             continue
         removed.extend(line_hash(line) for line in old_middle[i1:i2] if line != "\0")
-        added.extend((head + pos, line_hash(new_lines[head + pos])) for pos in range(j1, j2)
-                     if new_lines[head + pos] != "\0")
+        added.extend((position(head + pos, blanks[head + pos]), line_hash(new_lines[head + pos]))
+                     for pos in range(j1, j2) if new_lines[head + pos] != "\0")
     return Span(added, removed)
 

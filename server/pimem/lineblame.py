@@ -5,7 +5,7 @@ tool). Input: a file's path and its current text (the editor sends its unsaved b
 lines. The evidence is the edit spans (pimem.store.edits, pimem.editspans): per file, the normalized
 lines each edit call added and removed, looked up by hash.
 
-**The matching rule**, per line of the current text (blank lines are never attributed):
+**The matching rule**, per line of the current text:
 
 1. *Live writes*: of every call that added this normalized line to this file, the ones still live:
    in time order (turn time, then call order), a call that wrote the whole file (``Write``, an added
@@ -15,7 +15,8 @@ lines each edit call added and removed, looked up by hash.
    (a run of ≥ 2, whitespace-insensitive, so reindentation and moving the whole block keep it). The
    longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call.
    Trivial lines (``}``, ``else:``, lone brackets, very short lines: pimem.editspans.is_trivial) are
-   attributed only this way.
+   attributed only this way. A blank line goes with the next non-blank line when that line is exact
+   and the call wrote blank lines right before it; else it is never attributed.
 3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
    only when the file holds no more copies of the line than there are live writes of it (a copy the
    person added is not told apart from the agent's: nothing is said). ``moved`` when that call also
@@ -50,7 +51,7 @@ from pimem import editspans
 from pimem.filehistory import normalize_file_path
 from pimem.store.batches import chunks, placeholders
 from pimem.store.edits import SpanInfo, file_rows, line_rows, path_id, span_infos, whole_spans
-from pimem.store.text import shown_text
+from pimem.store.text import shown_text, tolerating
 
 Confidence = Literal["exact", "line", "moved"]
 
@@ -110,7 +111,7 @@ class _TextInfo:
     current-line request looks at a few lines of a large file)."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
+        self.lines = editspans.split_lines(text)
         # "" for a blank line, and for one too long to be code a person reads (never looked up)
         self.normalized = [editspans.normalize(line) if len(line) <= editspans.MAX_LINE_CHARS else ""
                            for line in self.lines]
@@ -202,7 +203,8 @@ def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int
                 committed = times.get(line)
                 if committed is not None and committed < spans[chosen[line][1]].ts - GIT_SLACK_MS:
                     del chosen[line]
-    return LineHistory(path, _attributions(conn, chosen, spans), git_used)
+    # a prompt another program stored as invalid UTF-8 is read tolerantly and shown empty (pimem.store.text)
+    return LineHistory(path, tolerating(conn, lambda: _attributions(conn, chosen, spans)), git_used)
 
 
 def attribute_lines(conn: sqlite3.Connection, path: str, text: str, start_line: int = 0, end_line: int | None = None,
@@ -233,7 +235,7 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
     last_reset: Order = max(resets) if resets else (-(2**63), -1)
     order = _orders(conn, {span for _, span, _ in rows})
     live = _live([row for row in rows if row[0] in strong], order, last_reset)
-    candidates: dict[int, set[tuple[int, int]]] = {}
+    candidates: dict[int, set[tuple[int, int]]] = {}   # line -> (span, stored position)
     for i in rows_of:
         if i not in trivial:
             # the most recent live writes: a line written over and over (an import) is not followed further back
@@ -241,6 +243,10 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
     if weak:
         _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, rows, order, last_reset,
                             whole=len(strong) > WHOLE_FILE_READ)
+    # runs are made of consecutive non-blank lines (index = position >> 1); who wrote blank lines
+    # before a line (position & 1) decides only blank lines (below)
+    blank_before = {(i, s, p >> 1) for i, found in candidates.items() for s, p in found if p & 1}
+    candidates = {i: {(s, p >> 1) for s, p in found} for i, found in candidates.items()}
     position = {line: k for k, line in enumerate(rows_of)}
     empty: set[tuple[int, int]] = set()
 
@@ -259,8 +265,10 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
 
     chosen: _Chosen = {}
     picked: dict[int, tuple[int, int]] = {}
+    # the line after blank lines that end the range decides them: it is matched too, then dropped
+    following = next((i for i in rows_of if i >= end), None) if not info.normalized[end - 1] else None
     for i in rows_of:
-        if not start <= i < end:
+        if not start <= i < end and i != following:
             continue
         k = position[i]
         mine, before, after = candidates.get(i, empty), neighbour(k - 1), neighbour(k + 1)
@@ -285,6 +293,22 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
         span = max((s for s, _ in entries), key=order.__getitem__)
         neighbours = rows_of[max(0, k - RUN_CAP):k] + rows_of[k + 1:k + 1 + RUN_CAP]
         chosen[i] = ("line" if _in_order(i, span, candidates, neighbours) else "moved", span, -1)
+    # A blank line is the call's when the next non-blank line is in an exact run of that call and the
+    # call wrote blank lines right before it.
+    next_line: int | None = None
+    for i in range(min(end, len(info.normalized)) - 1, start - 1, -1):
+        if info.normalized[i]:
+            next_line = i
+            continue
+        if i < end and next_line is None:
+            next_line = following
+        if next_line is None or next_line not in picked:
+            continue
+        s, p = picked[next_line]
+        if (next_line, s, p) in blank_before:
+            chosen[i] = ("exact", s, min(i, chosen[next_line][2]))
+    if following is not None:
+        chosen.pop(following, None)
     return chosen
 
 

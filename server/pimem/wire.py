@@ -245,6 +245,23 @@ def line_history(history: LineHistory) -> JSON:
             "gitUsed": history.git_used}
 
 
+def line_runs(history: LineHistory) -> JSON:
+    """The ``line_history`` agent tool's view: attributed lines grouped into runs of consecutive lines
+    of one call with one confidence, 1-based (an agent reads a few runs, not a row per line)."""
+    runs: list[JSON] = []
+    for found in history.lines:
+        view = line_attribution(found)
+        last = runs[-1] if runs else None
+        if (last is not None and last["endLine"] == found.line and last["turnId"] == view["turnId"]
+                and last["toolCallId"] == view["toolCallId"] and last["confidence"] == found.confidence):
+            last["endLine"] = found.line + 1
+            continue
+        del view["line"], view["editStartLine"]
+        runs.append({"startLine": found.line + 1, "endLine": found.line + 1, **view})
+    return {"path": history.path, "gitUsed": history.git_used, "attributedLines": len(history.lines),
+            "runs": runs}
+
+
 def sync_status(progress: SyncProgress, *, syncing: bool, force: bool, token: str | None,
                 error: str | None = None) -> JSON:
     """``SyncStatusParams`` (the ``pimem/syncStatus`` notification); ``error``: the one line of a

@@ -54,16 +54,16 @@ async def test_line_history_answers_as_the_service(tmp_path: Path) -> None:
         whole = plain(await request(client, methods.LINE_HISTORY, {"uri": path.as_uri(), "text": text}))
         assert whole == wire.line_history(line_history(conn, str(path), text))
         prompts = {line["line"]: (line["source"], line["prompt"]) for line in whole["lines"]}
-        assert prompts == {**{n: ("claude", "load the config file") for n in (2, 3, 4)},
-                           **{n: ("pi", "and save it") for n in (6, 7, 8)},
-                           **{n: ("codex", "validate it") for n in (10, 11, 12)}}   # none of lines 0-1
+        assert prompts == {**{n: ("claude", "load the config file") for n in (2, 3, 4)},   # none of lines 0-1
+                           **{n: ("pi", "and save it") for n in (5, 6, 7, 8)},      # 5: the blank line Pi wrote
+                           **{n: ("codex", "validate it") for n in (9, 10, 11, 12)}}
         assert whole["path"] == str(path) and whole["gitUsed"] is False
         # the file on disk when no text is sent; a range of lines, its end at column 0 left out
         assert plain(await request(client, methods.LINE_HISTORY, {"uri": str(path)})) == whole
         part = plain(await request(client, methods.LINE_HISTORY, {
             "uri": path.as_uri(), "text": text,
             "range": {"start": {"line": 3, "character": 4}, "end": {"line": 7, "character": 0}}}))
-        assert [line["line"] for line in part["lines"]] == [3, 4, 6]
+        assert [line["line"] for line in part["lines"]] == [3, 4, 5, 6]
         # an unsaved buffer: the person's new line is not attributed, the rest moved down by one
         edited = text.replace("    text = render_config", "    log_config(config)\n    text = render_config")
         moved = plain(await request(client, methods.LINE_HISTORY, {
@@ -77,6 +77,7 @@ INVALID: list[tuple[Any, str]] = [
     ({}, "uri"),
     ({"uri": "config.py"}, "uri"),
     ({"uri": "http://example.com/config.py"}, "uri"),
+    ({"uri": "file://[abc/config.py"}, "uri"),                         # urlparse: Invalid IPv6 URL
     ({"uri": "/" + "x" * 4096}, "uri"),
     ({"uri": "/tmp/a.py", "text": 5}, "text"),
     ({"uri": "/tmp/a.py", "text": "", "range": [0, 1]}, "range"),

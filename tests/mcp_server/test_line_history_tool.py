@@ -36,16 +36,20 @@ def test_line_history_tool(tmp_path: Path) -> None:
     conn = connect(db, for_writing=False)
     raw = decode_call("line_history", {"path": str(path)}, redact_secrets=False).run(conn)
     expected = wire.line_history(line_history(conn, str(path), path.read_text(encoding="utf-8")))
-    assert [line["line"] for line in raw.structured["lines"]] == [2, 3, 4]          # 1-based
-    assert [line["line"] - 1 for line in raw.structured["lines"]] == [line["line"] for line in expected["lines"]]
-    assert raw.structured["lines"][0]["editStartLine"] == 2
-    assert SECRET in raw.structured["lines"][0]["prompt"]
+    assert [line["line"] for line in expected["lines"]] == [1, 2, 3]
+    [run] = raw.structured["runs"]           # one run, 1-based, the service's fields
+    first = expected["lines"][0]
+    assert run == {"startLine": 2, "endLine": 4, **{key: value for key, value in first.items()
+                                                    if key not in ("line", "editStartLine")}}
+    assert raw.structured["attributedLines"] == 3 and raw.structured["path"] == str(path)
+    assert SECRET in run["prompt"]
     masked = decode_call("line_history", {"path": str(path), "startLine": 3, "endLine": 3}).run(conn)
-    [line] = masked.structured["lines"]
-    assert line["line"] == 3 and SECRET not in line["prompt"] and "[REDACTED:github-token]" in line["prompt"]
+    [run] = masked.structured["runs"]
+    assert (run["startLine"], run["endLine"]) == (3, 3)
+    assert SECRET not in run["prompt"] and "[REDACTED:github-token]" in run["prompt"]
     assert "lines 2-4 · claude" in raw.markdown and "\x1b" not in raw.markdown and SECRET not in masked.markdown
     none = decode_call("line_history", {"path": str(path), "endLine": 1}).run(conn)
-    assert none.structured["lines"] == [] and "No line" in none.markdown
+    assert none.structured["runs"] == [] and "No line" in none.markdown
     conn.close()
 
 

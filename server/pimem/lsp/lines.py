@@ -48,11 +48,12 @@ def line_history_params(raw: Any) -> LineHistoryRequest:
                                          f'{MAX_PATH_CHARS} characters')
     from pimem.lsp.history import _path  # one decoding of a path or file:// URI for every request
 
-    path = _path(method, "uri", uri)
     try:
         uri.encode("utf-8")
-        path = normalize_file_path(path)
-    except (UnicodeEncodeError, ValueError):
+        path = normalize_file_path(_path(method, "uri", uri))
+    except (UnicodeEncodeError, ValueError) as error:   # ValueError: urlparse's "Invalid IPv6 URL" too
+        if isinstance(error, ParamsError):
+            raise
         raise ParamsError(method, "uri", '"uri" must be a file:// URI or an absolute path') from None
     if len(path) > MAX_PATH_CHARS:
         raise ParamsError(method, "uri", f'"uri" names a path longer than {MAX_PATH_CHARS} characters')

@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS pimem_edit_lines (
   path_id INTEGER NOT NULL,
   hash    INTEGER NOT NULL,         -- pimem.editspans.line_hash of the normalized line
   span_id INTEGER NOT NULL,
-  pos     INTEGER NOT NULL,         -- >= 0: an added line's position; < 0: a removed line
+  pos     INTEGER NOT NULL,         -- >= 0: an added line's position (pimem.editspans.position); < 0: removed
   PRIMARY KEY (path_id, hash, span_id, pos)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS pimem_edit_lines_by_span ON pimem_edit_lines (span_id);

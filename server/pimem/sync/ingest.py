@@ -305,6 +305,9 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRo
         if path is None or editspans.skipped_path(path):
             continue
         span = editspans.span_of(None if edit.whole else edit.old, edit.new)
+        if span is None and edit.whole:
+            # too large to record its lines, but the file was replaced: what earlier calls wrote is gone
+            span = editspans.Span([], [])
         if span is None or not (span.added or span.removed or edit.whole):
             continue
         rows.append(SpanRow(path, turn_id, ts, edit.tool, edit.call_id, edit.whole, span.added,
