@@ -235,18 +235,17 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
     last_reset: Order = max(resets) if resets else (-(2**63), -1)
     order = _orders(conn, {span for _, span, _ in rows})
     live = _live([row for row in rows if row[0] in strong], order, last_reset)
-    candidates: dict[int, set[tuple[int, int]]] = {}   # line -> (span, stored position)
+    # line -> (span, index among the call's non-blank lines): runs are made of consecutive indexes; who
+    # wrote blank lines before a line (the stored position's low bit) decides only blank lines (below)
+    candidates: dict[int, set[tuple[int, int]]] = {}
+    blank_before: set[tuple[int, int, int]] = set()
     for i in rows_of:
         if i not in trivial:
             # the most recent live writes: a line written over and over (an import) is not followed further back
-            candidates[i] = set(live.get(info.hash(i), [])[-MAX_CANDIDATES:])
+            candidates[i] = _indexed(i, live.get(info.hash(i), [])[-MAX_CANDIDATES:], blank_before)
     if weak:
-        _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, rows, order, last_reset,
-                            whole=len(strong) > WHOLE_FILE_READ)
-    # runs are made of consecutive non-blank lines (index = position >> 1); who wrote blank lines
-    # before a line (position & 1) decides only blank lines (below)
-    blank_before = {(i, s, p >> 1) for i, found in candidates.items() for s, p in found if p & 1}
-    candidates = {i: {(s, p >> 1) for s, p in found} for i, found in candidates.items()}
+        _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, blank_before, rows, order,
+                            last_reset, whole=len(strong) > WHOLE_FILE_READ)
     position = {line: k for k, line in enumerate(rows_of)}
     empty: set[tuple[int, int]] = set()
 
@@ -312,10 +311,21 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
     return chosen
 
 
+def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[int, int, int]],
+             ) -> set[tuple[int, int]]:
+    """(span, index) of live writes (span, stored position); notes those written after blank lines."""
+    indexed = set()
+    for span, pos in found:
+        indexed.add((span, pos >> 1))
+        if pos & 1:
+            blank_before.add((line, span, pos >> 1))
+    return indexed
+
+
 def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo, rows_of: list[int],
                         trivial: set[int], candidates: dict[int, set[tuple[int, int]]],
-                        rows: list[tuple[int, int, int]], order: dict[int, Order], last_reset: Order, *,
-                        whole: bool) -> None:
+                        blank_before: set[tuple[int, int, int]], rows: list[tuple[int, int, int]],
+                        order: dict[int, Order], last_reset: Order, *, whole: bool) -> None:
     """Trivial lines ("}", "else:") count only inside a run, so only the calls that wrote the nearest
     non-trivial lines around them are looked at (not every call that ever wrote a "}")."""
     before: dict[int, set[int]] = {}
@@ -344,7 +354,7 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
     found = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, last_reset)
     for i in trivial:
         near = before[i] | after[i]
-        candidates[i] = {(s, p) for s, p in found.get(info.hash(i), []) if s in near}
+        candidates[i] = _indexed(i, [(s, p) for s, p in found.get(info.hash(i), []) if s in near], blank_before)
 
 
 def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], last_reset: Order,
