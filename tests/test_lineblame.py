@@ -130,7 +130,7 @@ PATCH = ("*** Begin Patch\n*** Update File: src/a.py\n@@ def f():\n ctx\n-old\n+
 def test_codex_patch_edits() -> None:
     found = [(c.path, c.old, c.new, c.whole) for c in patch_edits(PATCH, "apply_patch", "k")]
     assert found == [("src/a.py", "ctx\nold", "ctx\nnew", False), ("src/a.py", "", "added", False),
-                     ("src/c.py", "gone", "kept", False), ("src/e.py", None, "one\ntwo", True)]
+                     ("src/c.py", "gone", "kept", False), ("src/e.py", "", "one\ntwo", True)]
     # the same patch in a function_call (shell ["apply_patch", patch]) and in a code-mode JavaScript string
     shell = {"type": "function_call", "name": "shell", "call_id": "s",
              "arguments": json.dumps({"command": ["apply_patch", PATCH]})}
