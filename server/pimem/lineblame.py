@@ -262,11 +262,13 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
     if weak:
         unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, blank_before, rows,
                                            order, resets, whole=len(strong) > WHOLE_FILE_READ)
-    position = {line: k for k, line in enumerate(rows_of)}
     empty: set[tuple[int, int]] = set()
+    # the candidates of rows_of[k] at around[k + RUN_CAP + 1]: padded so that no lookup checks bounds
+    around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
+    pad = RUN_CAP + 1
 
     def neighbour(k: int) -> set[tuple[int, int]]:
-        return candidates.get(rows_of[k], empty) if 0 <= k < len(rows_of) else empty
+        return around[k + pad] if k >= -pad else empty
 
     def run(k: int, s: int, p: int) -> int:
         """The capped length of the run of call ``s`` through line ``rows_of[k]`` at position ``p``."""
@@ -283,11 +285,13 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
     picked: dict[int, tuple[int, int]] = {}
     # the line after blank lines that end the range decides them: it is matched too, then dropped
     following = next((i for i in rows_of if i >= end), None) if not info.normalized[end - 1] else None
-    for i in rows_of:
+    for k, i in enumerate(rows_of):
         if not start <= i < end and i != following:
             continue
-        k = position[i]
-        mine, before, after = candidates.get(i, empty), neighbour(k - 1), neighbour(k + 1)
+        mine = around[k + pad]
+        if not mine:      # no live write of the line (most lines of a large file): nothing to match
+            continue
+        before, after = around[k + pad - 1], around[k + pad + 1]
         exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
         if exact:
             best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
@@ -390,18 +394,29 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
     its transcript does not give (``resets``, ordered) keeps the earlier live writes of the lines it
     repeats (it kept them; up to as many as it wrote) and forgets the others; the lines it wrote that
     no earlier call did are its own or were already there (a person's): unconfirmed."""
-    events: dict[int, dict[int, tuple[list[int], int]]] = {}
+    by_digest: dict[int, dict[int, list[int]]] = {}   # hash -> span -> its positions (< 0: removed)
     for digest, span, pos in rows:
-        added, removed = events.setdefault(digest, {}).get(span, ([], 0))
-        if pos >= 0:
-            added.append(pos)
+        spans = by_digest.get(digest)
+        if spans is None:
+            by_digest[digest] = {span: [pos]}
+        elif span in spans:
+            spans[span].append(pos)
         else:
-            removed += 1
-        events[digest][span] = (added, removed)
+            spans[span] = [pos]
     whole = {span for _, span in resets}
+    last_reset = resets[-1] if resets else None
     live: dict[int, list[tuple[int, int]]] = {}
     unconfirmed: set[tuple[int, int]] = set()
-    for digest, by_span in events.items():
+    for digest, by_span in by_digest.items():
+        if len(by_span) == 1:   # most lines: written by one call (the general case below, shortened)
+            span, positions = next(iter(by_span.items()))
+            if span in whole:
+                unconfirmed.update((span, pos >> 1) for pos in positions)
+            elif last_reset is not None and last_reset > order[span]:
+                live[digest] = []
+                continue
+            live[digest] = [(span, pos) for pos in sorted(positions) if pos >= 0]
+            continue
         entries: list[tuple[int, int]] = []
         previous: Order | None = None
         for span in sorted(by_span, key=order.__getitem__):
@@ -410,17 +425,19 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
             if entries and previous is not None and bisect_left(resets, at) > bisect_right(resets, previous):
                 entries = []
             previous = at
-            added, removed = by_span[span]
+            positions = by_span[span]
+            added = sorted(pos for pos in positions if pos >= 0)
             if span in whole:
                 kept = entries[len(entries) - min(len(added), len(entries)):]
-                claimed = sorted(added)[len(kept):]
+                claimed = added[len(kept):]
                 unconfirmed.update((span, pos >> 1) for pos in claimed)
                 entries = kept + [(span, pos) for pos in claimed]
                 continue
+            removed = len(positions) - len(added)
             if removed:
                 del entries[max(0, len(entries) - removed):]
-            entries.extend((span, pos) for pos in sorted(added))
-        if entries and previous is not None and bisect_right(resets, previous) < len(resets):
+            entries.extend((span, pos) for pos in added)
+        if entries and last_reset is not None and previous is not None and last_reset > previous:
             entries = []
         live[digest] = entries
     return live, unconfirmed
@@ -459,17 +476,20 @@ def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, Sp
         for session_id, source in conn.execute(
                 f"SELECT session_id, source FROM sessions WHERE session_id IN ({placeholders(len(batch))})", batch):
             sources[shown_text(session_id)] = shown_text(source)
+    # what a span's lines share, worked out once per span (a whole file has thousands of lines, few spans)
+    shared: dict[int, tuple[str, str, str, int, str, str, str | None] | None] = {}
+    for span_id, span in spans.items():
+        turn = turns.get(span.turn_id)
+        shared[span_id] = None if turn is None else (
+            turn[0], span.turn_id, sources.get(turn[0]) or turn[0].split(":", 1)[0], span.ts, turn[1], span.tool,
+            span.call_id)
     found = []
     for line in sorted(chosen):
         confidence, span_id, start = chosen[line]
-        span = spans[span_id]
-        turn = turns.get(span.turn_id)
-        if turn is None:
+        common = shared.get(span_id)
+        if common is None:
             continue
-        session_id, prompt = turn
-        found.append(LineAttribution(line, confidence, session_id, span.turn_id,
-                                     sources.get(session_id) or session_id.split(":", 1)[0], span.ts, prompt,
-                                     span.tool, span.call_id, start if start >= 0 else None))
+        found.append(LineAttribution(line, confidence, *common, start if start >= 0 else None))
     return found
 
 
