@@ -624,3 +624,19 @@ def test_git_confirms_a_line_first_committed_well_after_the_write(tmp_path: Path
     # lines 0-1 were committed before the write (older); 2-4 first committed an hour after it: the write's
     assert [found.line for found in line_history(conn, str(path), FUNCTION).lines] == [2, 3, 4]
     assert line_history(conn, str(path), FUNCTION, git=False).lines == []
+
+
+def test_a_common_line_several_calls_wrote_is_not_attributed_alone(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("alpha", [("Write", {"file_path": str(path),
+                                                              "content": "alpha = compute_alpha()\nreturn result\n"})])])
+    write_claude(base, "s2", project, [("beta", [("Edit", {"file_path": str(path), "old_string": "return result\n",
+                                                           "new_string": "return result\nbeta = compute_beta()\n"
+                                                                         "return result\n"})])], minute=30)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    # in a block of the call that wrote it, the line is that call's
+    assert _blame(db, path, "beta = compute_beta()\nreturn result\n") == {0: ("exact", "beta"), 1: ("exact", "beta")}
+    # alone among the person's lines, "return result" could be either call's (or a copy): nobody's
+    assert _blame(db, path, "by_hand = 1\nreturn result\nalso_by_hand = 2\n") == {}

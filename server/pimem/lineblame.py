@@ -25,7 +25,9 @@ lines each edit call added and removed, looked up by hash.
    and the call wrote blank lines right before it; else it is never attributed.
 3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
    only when the file holds no more copies of the line than there are live writes of it (a copy the
-   person added is not told apart from the agent's: nothing is said). ``moved`` when that call also
+   person added is not told apart from the agent's: nothing is said) and no other call ever wrote the
+   line (a common line such as ``return result``, alone, says nothing of which call wrote this copy;
+   whole-file writes over unknown content do not count, they repeat what they kept). ``moved`` when that call also
    wrote a neighbouring line (within :data:`RUN_CAP` non-blank lines) on the other side of it than in
    the call (the order is broken); ``line`` otherwise.
 4. *Git* (optional): when the file is in a git repository, ``git blame --porcelain`` of the text
@@ -282,6 +284,7 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
 
     chosen: _Chosen = {}
     weak_lines: set[int] = set()
+    writers: dict[int, set[int]] | None = None   # line hash -> the calls that ever wrote it (when needed)
     picked: dict[int, tuple[int, int]] = {}
     # the line after blank lines that end the range decides them: it is matched too, then dropped
     following = next((i for i in rows_of if i >= end), None) if not info.normalized[end - 1] else None
@@ -309,8 +312,18 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
             continue
         if i in trivial:
             continue
-        entries = live.get(info.hash(i), [])
+        digest = info.hash(i)
+        entries = live.get(digest, [])
         if not entries or info.counts[info.normalized[i]] > len(entries):
+            continue
+        if writers is None:
+            rewrites = {span for _, span in resets}   # they repeat the lines they kept (see _live)
+            writers = {}
+            for row_digest, row_span, row_pos in rows:
+                if row_pos >= 0 and row_span not in rewrites:
+                    writers.setdefault(row_digest, set()).add(row_span)
+        if len(writers.get(digest, ())) > 1:
+            # a common line (``return result``) several calls wrote: alone, it says nothing of which
             continue
         span, pos = max(entries, key=lambda entry: order[entry[0]])
         if (span, pos >> 1) in unconfirmed:
