@@ -629,8 +629,8 @@ def test_git_confirms_a_line_first_committed_well_after_the_write(tmp_path: Path
 def test_a_common_line_several_calls_wrote_is_not_attributed_alone(tmp_path: Path, project: Path) -> None:
     path = project / "a.py"
     base = tmp_path / "agents"
-    write_claude(base, "s1", project, [("alpha", [("Write", {"file_path": str(path),
-                                                              "content": "alpha = compute_alpha()\nreturn result\n"})])])
+    first = "alpha = compute_alpha()\nreturn result\n"
+    write_claude(base, "s1", project, [("alpha", [("Write", {"file_path": str(path), "content": first})])])
     write_claude(base, "s2", project, [("beta", [("Edit", {"file_path": str(path), "old_string": "return result\n",
                                                            "new_string": "return result\nbeta = compute_beta()\n"
                                                                          "return result\n"})])], minute=30)
