@@ -605,7 +605,8 @@ def test_a_write_over_unknown_content_keeps_earlier_writers_and_claims_nothing_u
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_git_confirms_a_line_first_committed_well_after_the_write(tmp_path: Path, project: Path) -> None:
+def test_git_confirms_a_line_first_committed_well_after_the_write(tmp_path: Path, project: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     path = project / "a.py"
     base = tmp_path / "agents"
     write_pi(base, "pi1", project, [("write compute", [("write", {"path": "a.py", "content": FUNCTION})])])
@@ -620,7 +621,8 @@ def test_git_confirms_a_line_first_committed_well_after_the_write(tmp_path: Path
     # not committed yet: unconfirmed, not attributed
     assert line_history(conn, str(path), FUNCTION).lines == []
     _git(project, "commit", "-q", "-am", "later", when="2026-11-01T11:00:00Z")
-    lineblame._git.clear()   # blame is kept per text (a cursor moving): the same text, a new commit
+    # blame is kept per text for GIT_TTL_S (a cursor moving): the same text, past it, sees the new commit
+    monkeypatch.setattr(lineblame, "GIT_TTL_S", -1.0)
     # lines 0-1 were committed before the write (older); 2-4 first committed an hour after it: the write's
     assert [found.line for found in line_history(conn, str(path), FUNCTION).lines] == [2, 3, 4]
     assert line_history(conn, str(path), FUNCTION, git=False).lines == []

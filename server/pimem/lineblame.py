@@ -53,6 +53,7 @@ import os
 import sqlite3
 import stat
 import subprocess
+import time
 from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ GIT_TIMEOUT_S = 5.0
 GIT_PAGE = 256
 _TEXT_CACHE = 8
 _GIT_CACHE = 32
+GIT_TTL_S = 10.0                  # a page's blame is reused this long (a commit since changes its answer)
 
 
 @dataclass(slots=True)   # not frozen: a whole file makes thousands, and frozen init costs twice as much
@@ -144,7 +146,8 @@ class _TextInfo:
 
 
 _texts: OrderedDict[tuple[str, bytes], _TextInfo] = OrderedDict()
-_git: OrderedDict[tuple[str, bytes, int, int], dict[int, int | None] | None] = OrderedDict()
+# (path, text digest, first, last) -> (when blamed, monotonic s; the lines' commit times)
+_git: OrderedDict[tuple[str, bytes, int, int], tuple[float, dict[int, int | None] | None]] = OrderedDict()
 
 
 def _digest(text: str) -> bytes:
@@ -512,11 +515,14 @@ def _git_times(path: str, text: str, digest: bytes, first: int, last: int) -> di
     a git work tree or git fails. Run without a shell, the path after ``--``, nothing of the
     repository's configuration that runs a program (textconv, fsmonitor)."""
     key = (path, digest, first, last)
-    if key in _git:
+    now = time.monotonic()
+    cached = _git.get(key)
+    if cached is not None and now - cached[0] <= GIT_TTL_S:
         _git.move_to_end(key)
-        return _git[key]
+        return cached[1]
     found = _run_blame(path, text, first, last)
-    _git[key] = found
+    _git[key] = (now, found)
+    _git.move_to_end(key)
     while len(_git) > _GIT_CACHE:
         _git.popitem(last=False)
     return found
