@@ -642,3 +642,27 @@ def test_a_common_line_several_calls_wrote_is_not_attributed_alone(tmp_path: Pat
     assert _blame(db, path, "beta = compute_beta()\nreturn result\n") == {0: ("exact", "beta"), 1: ("exact", "beta")}
     # alone among the person's lines, "return result" could be either call's (or a copy): nobody's
     assert _blame(db, path, "by_hand = 1\nreturn result\nalso_by_hand = 2\n") == {}
+
+
+def test_a_write_result_parsed_after_its_call_was_stored_amends_it(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    by_hand = FUNCTION.replace("    return total\n", "    # checked by hand\n    return total\n")
+    rewritten = by_hand.replace("total += value", "total += abs(value)")
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    write_claude(base, "s2", project, [("absolute values", [("Write", {
+        "file_path": str(path), "content": rewritten, "_originalFile": by_hand})])], minute=30)
+    transcript = base / "claude" / "projects" / "p" / "s2.jsonl"
+    lines = transcript.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert '"toolUseResult"' in lines[-1]
+    transcript.write_text("".join(lines[:-1]), encoding="utf-8")
+    db = tmp_path / "m.db"
+    sync(base, db)     # a live sync between the Write and its result: a write over unknown content
+    assert set(_blame(db, path, rewritten)) == {0, 1, 2, 5}
+    transcript.write_text("".join(lines), encoding="utf-8")
+    sync(base, db)     # the result: the write is replaced by its diff against the file before it
+    found = _blame(db, path, rewritten)
+    assert {line: prompt for line, (_, prompt) in found.items()} == {
+        0: "write compute", 1: "write compute", 2: "write compute", 3: "absolute values", 5: "write compute"}
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT whole FROM pimem_edit_spans WHERE turn_id LIKE '%s2%'").fetchall() == [(0,)]

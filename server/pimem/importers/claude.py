@@ -351,20 +351,26 @@ class ClaudeParser(TranscriptParser):
     def _write_result(self, record: dict[str, Any], message: dict[str, Any], chunk: Chunk) -> None:
         """A ``Write``'s result gives what the file held before it (``originalFile``; ``type: create``:
         nothing): the write's call gets it as its replaced text, so only the lines it changed are its
-        own (pimem.editspans). A result whose call is in an earlier chunk (a sync between the two lines)
-        leaves the write whole over unknown content."""
+        own (pimem.editspans). A result whose call was stored by an earlier parse (a live sync between
+        the two lines) amends it: the write again, from the result's ``filePath`` and ``content``."""
         result = as_dict(record.get("toolUseResult")) or {}
         kind = result.get("type")
         old = "" if kind == "create" else _text(result.get("originalFile"))
         block = next((b for b in map(as_dict, as_list(message.get("content")))
                       if b is not None and b.get("type") == "tool_result"), None)
         call_id = nonempty_str((block or {}).get("tool_use_id"))
-        delta = chunk.turns.get(self._current) if self._current is not None else None
-        if old is None or call_id is None or delta is None:
+        if old is None or call_id is None or self._current is None:
             return
-        for k, edit in enumerate(delta.edits):
-            if edit.call_id == call_id and edit.whole and edit.old is None:
-                delta.edits[k] = dataclasses.replace(edit, old=old)
+        delta = chunk.turns.get(self._current)
+        if delta is not None:
+            for k, edit in enumerate(delta.edits):
+                if edit.call_id == call_id and edit.whole and edit.old is None:
+                    delta.edits[k] = dataclasses.replace(edit, old=old)
+                    return
+        path, content = nonempty_str(result.get("filePath")), _text(result.get("content"))
+        if path is not None and content is not None:
+            chunk.add_reply(self._current, "", [], (), [EditCall(path, "Write", call_id, old, content, whole=True,
+                                                                  amends=True)])
 
     def _opening(self, model: str | None) -> bool:
         """Assistant text before any user line opens the conversation: a turn with an empty user text."""

@@ -313,7 +313,8 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRo
             span, whole = editspans.Span([], []), True
         if span is None or not (span.added or span.removed or whole):
             continue
-        rows.append(SpanRow(path, turn_id, ts, edit.tool, edit.call_id, whole, span.added, span.removed))
+        rows.append(SpanRow(path, turn_id, ts, edit.tool, edit.call_id, whole, span.added, span.removed,
+                            edit.amends))
     return rows
 
 
