@@ -666,3 +666,13 @@ def test_a_write_result_parsed_after_its_call_was_stored_amends_it(tmp_path: Pat
         0: "write compute", 1: "write compute", 2: "write compute", 3: "absolute values", 5: "write compute"}
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT whole FROM pimem_edit_spans WHERE turn_id LIKE '%s2%'").fetchall() == [(0,)]
+
+
+def test_an_opencode_write_that_created_its_file_replaced_nothing() -> None:
+    from pimem.importers.opencode import _edits as opencode_edits
+
+    call = {"filePath": "notes.md", "content": "# Notes\n"}
+    assert [(e.old, e.whole) for e in opencode_edits("write", call, "c1", {"exists": False})] == [("", True)]
+    # it overwrote a file (or the result does not say): what it replaced is unknown
+    assert [(e.old, e.whole) for e in opencode_edits("write", call, "c1", {"exists": True})] == [(None, True)]
+    assert [(e.old, e.whole) for e in opencode_edits("write", call, "c1")] == [(None, True)]
