@@ -676,3 +676,29 @@ def test_an_opencode_write_that_created_its_file_replaced_nothing() -> None:
     # it overwrote a file (or the result does not say): what it replaced is unknown
     assert [(e.old, e.whole) for e in opencode_edits("write", call, "c1", {"exists": True})] == [(None, True)]
     assert [(e.old, e.whole) for e in opencode_edits("write", call, "c1")] == [(None, True)]
+
+
+def test_a_write_result_is_not_a_user_line_of_the_conversation() -> None:
+    from pimem.importers.base import Chunk
+    from pimem.importers.claude import ClaudeParser
+    from pimem.jsonl import Line
+
+    parser = ClaudeParser("/x/s.jsonl", None)
+    chunk = Chunk()
+    common = {"sessionId": "s", "timestamp": "2026-11-01T10:00:00Z", "cwd": "/w"}
+    records = [
+        # a conversation the assistant opens (docs/formats.md 1.8): a Write first, then its text
+        {**common, "type": "assistant", "uuid": "a0", "message": {"role": "assistant", "model": "m", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "Write",
+             "input": {"file_path": "/w/a.py", "content": "b\n"}}]}},
+        {**common, "type": "user", "uuid": "r1", "message": {"role": "user", "content": [
+            {"tool_use_id": "toolu_1", "type": "tool_result"}]},
+         "toolUseResult": {"type": "create", "filePath": "/w/a.py", "content": "b\n", "originalFile": None}},
+        {**common, "type": "assistant", "uuid": "a1", "message": {"role": "assistant", "model": "m", "content": [
+            {"type": "text", "text": "Created a.py for you."}]}},
+    ]
+    for k, record in enumerate(records):
+        data = json.dumps(record).encode()
+        if parser.wants(Line(k + 1, 0, len(data), data, data[:256])):
+            parser.feed(record, k + 1, chunk)
+    assert [part for delta in chunk.turns.values() for part in delta.reply_parts] == ["Created a.py for you."]

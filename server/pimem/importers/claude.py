@@ -318,11 +318,11 @@ class ClaudeParser(TranscriptParser):
         if message is None:
             return
         if kind == "user":
+            if "toolUseResult" in record:   # a Write's result (wants): not a user line of the conversation
+                self._write_result(record, message, chunk)
+                return
             self._user_seen = True
             if record.get("isMeta") is True or record.get("isCompactSummary") is True:
-                return
-            if "toolUseResult" in record:
-                self._write_result(record, message, chunk)
                 return
             self._user_text(clean_text(user_prompt_text(message)), record, ts, line_number, chunk)
             return
