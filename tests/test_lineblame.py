@@ -130,7 +130,7 @@ PATCH = ("*** Begin Patch\n*** Update File: src/a.py\n@@ def f():\n ctx\n-old\n+
 def test_codex_patch_edits() -> None:
     found = [(c.path, c.old, c.new, c.whole) for c in patch_edits(PATCH, "apply_patch", "k")]
     assert found == [("src/a.py", "ctx\nold", "ctx\nnew", False), ("src/a.py", "", "added", False),
-                     ("src/c.py", "gone", "kept", False), ("src/e.py", None, "one\ntwo", True)]
+                     ("src/c.py", "gone", "kept", False), ("src/e.py", "", "one\ntwo", True)]
     # the same patch in a function_call (shell ["apply_patch", patch]) and in a code-mode JavaScript string
     shell = {"type": "function_call", "name": "shell", "call_id": "s",
              "arguments": json.dumps({"command": ["apply_patch", PATCH]})}
@@ -223,9 +223,10 @@ def test_bound_rule_keeps_huge_and_lock_files_out(tmp_path: Path, project: Path)
     db = tmp_path / "m.db"
     sync(base, db)
     conn = sqlite3.connect(db)
-    # the huge Write keeps no lines, but its span says the file was replaced
+    # the huge Write keeps no lines, but its span says the file was replaced; the Write that created
+    # ok.py (its result says so) is an edit of an empty file: every line added
     assert sorted(conn.execute("SELECT path, whole FROM pimem_edit_spans JOIN pimem_edit_files USING (path_id)")) \
-        == [(str(project / "big.py"), 1), (str(project / "ok.py"), 1)]
+        == [(str(project / "big.py"), 1), (str(project / "ok.py"), 0)]
     assert conn.execute("SELECT count(*) FROM pimem_edit_lines").fetchone() == (5,)
     # the file touches are still recorded
     assert conn.execute("SELECT count(*) FROM pimem_touches").fetchone() == (3,)
@@ -270,7 +271,7 @@ def test_a_line_replaced_by_a_later_edit_and_typed_back_is_not_attributed(tmp_pa
 def test_reindented_and_moved_blocks(tmp_path: Path, project: Path) -> None:
     path = project / "a.py"
     base = tmp_path / "agents"
-    write_pi(base, "pi1", project, [("write compute", [("write", {"path": "a.py", "content": FUNCTION})])])
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
     db = tmp_path / "m.db"
     sync(base, db)
     nested = "class Stats:\n" + "".join("    " + line + "\n" for line in FUNCTION.splitlines())
@@ -312,9 +313,13 @@ def test_two_conversations_writing_the_same_line(tmp_path: Path, project: Path) 
     found = _blame(db, path, rewritten)
     assert found[1] == ("line", "restart the sum") and found[0] == ("line", "write compute")
     assert found[2] == found[3] == ("exact", "write compute")
-    # the Pi session wrote the whole file again, later: every line is its
+    # the Pi session wrote the whole file again, later, over content its transcript does not give: the
+    # lines it repeats keep their earlier writer (Claude's), Codex's line is gone (the write dropped it),
+    # and the line only the write claims ("total = 0": its own, or a person's?) is not attributed
     sync(base, db)
-    assert {prompt for _, prompt in _blame(db, path, FUNCTION).values()} == {"write it again"}
+    found = _blame(db, path, FUNCTION)
+    assert found == {0: ("line", "write compute"), 2: ("exact", "write compute"), 3: ("exact", "write compute"),
+                     4: ("exact", "write compute")}
 
 
 def test_a_copy_the_person_added_is_not_told_apart(tmp_path: Path, project: Path) -> None:
@@ -518,3 +523,182 @@ def test_a_prompt_another_program_stored_as_invalid_utf8_is_shown_empty(tmp_path
     conn.commit()
     conn.close()
     assert _blame(db, path, FUNCTION) == {line: ("exact", "") for line in range(5)}
+
+
+# ---------------------------------------------------------------------------------------------
+# A whole-file write of a file that already exists (the rule's main failure in bench/blame)
+# ---------------------------------------------------------------------------------------------
+
+def test_a_claude_write_over_a_known_file_claims_only_the_lines_it_changed(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    by_hand = FUNCTION.replace("    return total\n", "    # checked by hand\n    return total\n")
+    rewritten = by_hand.replace("total += value", "total += abs(value)")
+    # the first conversation created the file; the person added a line; a later conversation read it and
+    # wrote it whole, changing one line (its result line gives the file before it)
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    write_claude(base, "s2", project, [("absolute values", [("Write", {
+        "file_path": str(path), "content": rewritten, "_originalFile": by_hand})])], minute=30)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    found = _blame(db, path, rewritten)
+    assert {line: prompt for line, (_, prompt) in found.items()} == {
+        0: "write compute", 1: "write compute", 2: "write compute", 3: "absolute values", 5: "write compute"}
+    assert 4 not in found   # the person's line, kept by the write, is nobody's
+
+
+def test_a_claude_write_result_is_read_from_the_transcript() -> None:
+    from pimem.importers.base import Chunk
+    from pimem.importers.claude import ClaudeParser
+    from pimem.jsonl import Line
+
+    def line(record: dict[str, Any]) -> Line:
+        data = json.dumps(record).encode()
+        return Line(1, 0, len(data), data, data[:256])
+
+    parser = ClaudeParser("/x/s.jsonl", None)
+    chunk = Chunk()
+    records = [
+        {"type": "user", "sessionId": "s", "uuid": "u0", "timestamp": "2026-11-01T10:00:00Z", "cwd": "/w",
+         "message": {"role": "user", "content": "rewrite it"}},
+        {"type": "assistant", "sessionId": "s", "uuid": "a0", "timestamp": "2026-11-01T10:00:01Z", "cwd": "/w",
+         "message": {"role": "assistant", "model": "m", "content": [
+             {"type": "tool_use", "id": f"toolu_{k}", "name": "Write", "input": {"file_path": f"/w/{name}.py",
+                                                                                "content": f"{text}\n"}}
+             for k, name, text in ((1, "a", "b"), (2, "n", "c"), (3, "u", "d"))]}},
+        {"type": "user", "sessionId": "s", "uuid": "r1", "timestamp": "2026-11-01T10:00:02Z", "cwd": "/w",
+         "message": {"role": "user", "content": [{"tool_use_id": "toolu_1", "type": "tool_result"}]},
+         "toolUseResult": {"type": "update", "filePath": "/w/a.py", "content": "b\n", "originalFile": "a\n",
+                           "structuredPatch": []}},
+        {"type": "user", "sessionId": "s", "uuid": "r2", "timestamp": "2026-11-01T10:00:02Z", "cwd": "/w",
+         "message": {"role": "user", "content": [{"tool_use_id": "toolu_2", "type": "tool_result"}]},
+         "toolUseResult": {"type": "create", "filePath": "/w/n.py", "content": "c\n", "originalFile": None}},
+        # an Edit's result (it has no type) is still skipped unread
+        {"type": "user", "sessionId": "s", "uuid": "r3", "timestamp": "2026-11-01T10:00:02Z", "cwd": "/w",
+         "message": {"role": "user", "content": [{"tool_use_id": "toolu_3", "type": "tool_result"}]},
+         "toolUseResult": {"filePath": "/w/u.py", "oldString": "x", "originalFile": "zzz\n"}},
+    ]
+    for k, record in enumerate(records):
+        raw = line(record)
+        if parser.wants(raw):
+            parser.feed(record, k + 1, chunk)
+    assert [(e.path, e.old, e.new, e.whole) for e in chunk.turns["u0"].edits] == [
+        ("/w/a.py", "a\n", "b\n", True), ("/w/n.py", "", "c\n", True), ("/w/u.py", None, "d\n", True)]
+
+
+def test_a_write_over_unknown_content_keeps_earlier_writers_and_claims_nothing_unconfirmed(
+        tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    rewritten = FUNCTION.replace("    return total\n", "    log_total(total)\n    return total\n")
+    # Pi's write says nothing of what the file held: "log_total" may be its own or a person's
+    write_pi(base, "pi1", project, [("log it", [("write", {"path": "a.py", "content": rewritten})])], minute=30)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    found = _blame(db, path, rewritten)
+    assert {line: prompt for line, (_, prompt) in found.items()} == {
+        0: "write compute", 1: "write compute", 2: "write compute", 3: "write compute", 5: "write compute"}
+    # a line the write dropped is gone with it: typed back by the person, it is nobody's
+    assert _blame(db, path, FUNCTION.replace("total = 0", "total = 0\n    unrelated_call(values)")) \
+        .get(2) is None
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_confirms_a_line_first_committed_well_after_the_write(tmp_path: Path, project: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_pi(base, "pi1", project, [("write compute", [("write", {"path": "a.py", "content": FUNCTION})])])
+    db = tmp_path / "m.db"
+    sync(base, db)   # the write at 10:00
+    path.write_text("def compute(values):\n    total = 0\n", encoding="utf-8")
+    _git(project, "init", "-q", when="2026-11-01T09:00:00Z")
+    _git(project, "add", "a.py", when="2026-11-01T09:00:00Z")
+    _git(project, "commit", "-q", "-m", "start", when="2026-11-01T09:00:00Z")
+    path.write_text(FUNCTION, encoding="utf-8")
+    conn = connect(db, create=False, for_writing=False)
+    # not committed yet: unconfirmed, not attributed
+    assert line_history(conn, str(path), FUNCTION).lines == []
+    _git(project, "commit", "-q", "-am", "later", when="2026-11-01T11:00:00Z")
+    # blame is kept per text for GIT_TTL_S (a cursor moving): the same text, past it, sees the new commit
+    monkeypatch.setattr(lineblame, "GIT_TTL_S", -1.0)
+    # lines 0-1 were committed before the write (older); 2-4 first committed an hour after it: the write's
+    assert [found.line for found in line_history(conn, str(path), FUNCTION).lines] == [2, 3, 4]
+    assert line_history(conn, str(path), FUNCTION, git=False).lines == []
+
+
+def test_a_common_line_several_calls_wrote_is_not_attributed_alone(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    first = "alpha = compute_alpha()\nreturn result\n"
+    write_claude(base, "s1", project, [("alpha", [("Write", {"file_path": str(path), "content": first})])])
+    write_claude(base, "s2", project, [("beta", [("Edit", {"file_path": str(path), "old_string": "return result\n",
+                                                           "new_string": "return result\nbeta = compute_beta()\n"
+                                                                         "return result\n"})])], minute=30)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    # in a block of the call that wrote it, the line is that call's
+    assert _blame(db, path, "beta = compute_beta()\nreturn result\n") == {0: ("exact", "beta"), 1: ("exact", "beta")}
+    # alone among the person's lines, "return result" could be either call's (or a copy): nobody's
+    assert _blame(db, path, "by_hand = 1\nreturn result\nalso_by_hand = 2\n") == {}
+
+
+def test_a_write_result_parsed_after_its_call_was_stored_amends_it(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    by_hand = FUNCTION.replace("    return total\n", "    # checked by hand\n    return total\n")
+    rewritten = by_hand.replace("total += value", "total += abs(value)")
+    write_claude(base, "s1", project, [("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})])])
+    write_claude(base, "s2", project, [("absolute values", [("Write", {
+        "file_path": str(path), "content": rewritten, "_originalFile": by_hand})])], minute=30)
+    transcript = base / "claude" / "projects" / "p" / "s2.jsonl"
+    lines = transcript.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert '"toolUseResult"' in lines[-1]
+    transcript.write_text("".join(lines[:-1]), encoding="utf-8")
+    db = tmp_path / "m.db"
+    sync(base, db)     # a live sync between the Write and its result: a write over unknown content
+    assert set(_blame(db, path, rewritten)) == {0, 1, 2, 5}
+    transcript.write_text("".join(lines), encoding="utf-8")
+    sync(base, db)     # the result: the write is replaced by its diff against the file before it
+    found = _blame(db, path, rewritten)
+    assert {line: prompt for line, (_, prompt) in found.items()} == {
+        0: "write compute", 1: "write compute", 2: "write compute", 3: "absolute values", 5: "write compute"}
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT whole FROM pimem_edit_spans WHERE turn_id LIKE '%s2%'").fetchall() == [(0,)]
+
+
+def test_an_opencode_write_that_created_its_file_replaced_nothing() -> None:
+    from pimem.importers.opencode import _edits as opencode_edits
+
+    call = {"filePath": "notes.md", "content": "# Notes\n"}
+    assert [(e.old, e.whole) for e in opencode_edits("write", call, "c1", {"exists": False})] == [("", True)]
+    # it overwrote a file (or the result does not say): what it replaced is unknown
+    assert [(e.old, e.whole) for e in opencode_edits("write", call, "c1", {"exists": True})] == [(None, True)]
+    assert [(e.old, e.whole) for e in opencode_edits("write", call, "c1")] == [(None, True)]
+
+
+def test_a_write_result_is_not_a_user_line_of_the_conversation() -> None:
+    from pimem.importers.base import Chunk
+    from pimem.importers.claude import ClaudeParser
+    from pimem.jsonl import Line
+
+    parser = ClaudeParser("/x/s.jsonl", None)
+    chunk = Chunk()
+    common = {"sessionId": "s", "timestamp": "2026-11-01T10:00:00Z", "cwd": "/w"}
+    records = [
+        # a conversation the assistant opens (docs/formats.md 1.8): a Write first, then its text
+        {**common, "type": "assistant", "uuid": "a0", "message": {"role": "assistant", "model": "m", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "Write",
+             "input": {"file_path": "/w/a.py", "content": "b\n"}}]}},
+        {**common, "type": "user", "uuid": "r1", "message": {"role": "user", "content": [
+            {"tool_use_id": "toolu_1", "type": "tool_result"}]},
+         "toolUseResult": {"type": "create", "filePath": "/w/a.py", "content": "b\n", "originalFile": None}},
+        {**common, "type": "assistant", "uuid": "a1", "message": {"role": "assistant", "model": "m", "content": [
+            {"type": "text", "text": "Created a.py for you."}]}},
+    ]
+    for k, record in enumerate(records):
+        data = json.dumps(record).encode()
+        if parser.wants(Line(k + 1, 0, len(data), data, data[:256])):
+            parser.feed(record, k + 1, chunk)
+    assert [part for delta in chunk.turns.values() for part in delta.reply_parts] == ["Created a.py for you."]

@@ -8,9 +8,15 @@ lines each edit call added and removed, looked up by hash.
 **The matching rule**, per line of the current text:
 
 1. *Live writes*: of every call that added this normalized line to this file, the ones still live:
-   in time order (turn time, then call order), a call that wrote the whole file (``Write``, an added
-   file) forgets everything before it, a call that removed the line (the lines it replaced) cancels
-   the most recent live write of it, and a call that added it adds one.
+   in time order (turn time, then call order), a call that removed the line (the lines it replaced)
+   cancels the most recent live write of it, and a call that added it adds one. A whole-file write
+   whose transcript gives what the file held before (Claude Code's ``Write`` result, a created file)
+   is stored as the line diff of the two, an edit like any other. A whole-file write over content
+   the transcript does not give (Pi ``write``, a ``Write`` whose result was not seen) keeps the
+   earlier live writes of the lines it repeats (up to as many copies as it wrote: it kept them),
+   forgets the earlier writes of every other line, and claims the lines no earlier call wrote only
+   as *unconfirmed*: they are its own, or a person's it kept; such a line is not attributed unless
+   git confirms it (4.).
 2. *Exact*: the line and the next or previous non-blank line are consecutive lines of one live call
    (a run of ≥ 2, whitespace-insensitive, so reindentation and moving the whole block keep it). The
    longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call.
@@ -19,13 +25,17 @@ lines each edit call added and removed, looked up by hash.
    and the call wrote blank lines right before it; else it is never attributed.
 3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
    only when the file holds no more copies of the line than there are live writes of it (a copy the
-   person added is not told apart from the agent's: nothing is said). ``moved`` when that call also
+   person added is not told apart from the agent's: nothing is said) and no other call ever wrote the
+   line (a common line such as ``return result``, alone, says nothing of which call wrote this copy;
+   whole-file writes over unknown content do not count, they repeat what they kept). ``moved`` when that call also
    wrote a neighbouring line (within :data:`RUN_CAP` non-blank lines) on the other side of it than in
    the call (the order is broken); ``line`` otherwise.
 4. *Git* (optional): when the file is in a git repository, ``git blame --porcelain`` of the text
    sent names each line's commit; a line committed more than :data:`GIT_SLACK_MS` before the call's
    turn existed before it, so that call did not write it and the line is not attributed. Lines not
-   committed yet, and files outside git, are kept as matched.
+   committed yet, and files outside git, are kept as matched; but an unconfirmed line (1.) is
+   attributed only when its commit is more than :data:`GIT_SLACK_MS` after the write (precision
+   first: nothing says a line committed later was not there before the write).
 
 What it cannot see (said in docs): a person who retypes a line exactly as the agent wrote it; an
 agent edit later undone outside any conversation but written again by hand; calls the user denied
@@ -43,6 +53,8 @@ import os
 import sqlite3
 import stat
 import subprocess
+import time
+from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Literal
@@ -66,6 +78,7 @@ GIT_TIMEOUT_S = 5.0
 GIT_PAGE = 256
 _TEXT_CACHE = 8
 _GIT_CACHE = 32
+GIT_TTL_S = 10.0                  # a page's blame is reused this long (a commit since changes its answer)
 
 
 @dataclass(slots=True)   # not frozen: a whole file makes thousands, and frozen init costs twice as much
@@ -133,7 +146,8 @@ class _TextInfo:
 
 
 _texts: OrderedDict[tuple[str, bytes], _TextInfo] = OrderedDict()
-_git: OrderedDict[tuple[str, bytes, int, int], dict[int, int | None] | None] = OrderedDict()
+# (path, text digest, first, last) -> (when blamed, monotonic s; the lines' commit times)
+_git: OrderedDict[tuple[str, bytes, int, int], tuple[float, dict[int, int | None] | None]] = OrderedDict()
 
 
 def _digest(text: str) -> bytes:
@@ -187,7 +201,7 @@ def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int
     start = max(0, start_line)
     if start >= end:
         return LineHistory(path, [], False)
-    chosen = _match(conn, file_id, info, start, end)
+    chosen, unconfirmed = _match(conn, file_id, info, start, end)
     if not chosen:
         return LineHistory(path, [], False)
     spans = span_infos(conn, {span for _, span, _ in chosen.values()})
@@ -200,9 +214,15 @@ def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int
         if times is not None:
             git_used = True
             for line in list(chosen):
-                committed = times.get(line)
-                if committed is not None and committed < spans[chosen[line][1]].ts - GIT_SLACK_MS:
+                committed, written = times.get(line), spans[chosen[line][1]].ts
+                if committed is not None and committed < written - GIT_SLACK_MS:
                     del chosen[line]
+                elif line in unconfirmed and committed is not None and committed > written + GIT_SLACK_MS:
+                    unconfirmed.discard(line)   # first committed well after the write: not older than it
+    # precision first: a line only a whole-file write over unknown content claims is not attributed
+    # unless git confirms it
+    for line in unconfirmed:
+        chosen.pop(line, None)
     # a prompt another program stored as invalid UTF-8 is read tolerantly and shown empty (pimem.store.text)
     return LineHistory(path, tolerating(conn, lambda: _attributions(conn, chosen, spans)), git_used)
 
@@ -217,24 +237,25 @@ def attribute_lines(conn: sqlite3.Connection, path: str, text: str, start_line: 
 _Chosen = dict[int, tuple[Confidence, int, int]]
 
 
-def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, end: int) -> _Chosen:
+def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, end: int,
+           ) -> tuple[_Chosen, set[int]]:
+    """The chosen lines, and those of them whose write is unconfirmed (:func:`_live`)."""
     low, high = _window(info.normalized, start, end)
     rows_of = [i for i in range(low, high) if info.normalized[i]]
     trivial = {i for i in rows_of if info.trivial(i)}
     strong = {info.hash(i) for i in rows_of if i not in trivial}
     weak = {info.hash(i) for i in trivial}
     if not strong:
-        return {}
+        return {}, set()
     if len(strong) > WHOLE_FILE_READ:     # most of a file: one range of the table beats many lookups
         rows = [row for row in file_rows(conn, file_id) if row[0] in strong or row[0] in weak]
     else:
         rows = line_rows(conn, file_id, sorted(strong))
     if not rows:
-        return {}
-    resets = whole_spans(conn, file_id)
-    last_reset: Order = max(resets) if resets else (-(2**63), -1)
+        return {}, set()
+    resets = sorted(whole_spans(conn, file_id))
     order = _orders(conn, {span for _, span, _ in rows})
-    live = _live([row for row in rows if row[0] in strong], order, last_reset)
+    live, unconfirmed = _live([row for row in rows if row[0] in strong], order, resets)
     # line -> (span, index among the call's non-blank lines): runs are made of consecutive indexes; who
     # wrote blank lines before a line (the stored position's low bit) decides only blank lines (below)
     candidates: dict[int, set[tuple[int, int]]] = {}
@@ -244,13 +265,15 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
             # the most recent live writes: a line written over and over (an import) is not followed further back
             candidates[i] = _indexed(i, live.get(info.hash(i), [])[-MAX_CANDIDATES:], blank_before)
     if weak:
-        _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, blank_before, rows, order,
-                            last_reset, whole=len(strong) > WHOLE_FILE_READ)
-    position = {line: k for k, line in enumerate(rows_of)}
+        unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, blank_before, rows,
+                                           order, resets, whole=len(strong) > WHOLE_FILE_READ)
     empty: set[tuple[int, int]] = set()
+    # the candidates of rows_of[k] at around[k + RUN_CAP + 1]: padded so that no lookup checks bounds
+    around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
+    pad = RUN_CAP + 1
 
     def neighbour(k: int) -> set[tuple[int, int]]:
-        return candidates.get(rows_of[k], empty) if 0 <= k < len(rows_of) else empty
+        return around[k + pad] if k >= -pad else empty
 
     def run(k: int, s: int, p: int) -> int:
         """The capped length of the run of call ``s`` through line ``rows_of[k]`` at position ``p``."""
@@ -263,14 +286,18 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
         return back + ahead - 1
 
     chosen: _Chosen = {}
+    weak_lines: set[int] = set()
+    writers: dict[int, set[int]] | None = None   # line hash -> the calls that ever wrote it (when needed)
     picked: dict[int, tuple[int, int]] = {}
     # the line after blank lines that end the range decides them: it is matched too, then dropped
     following = next((i for i in rows_of if i >= end), None) if not info.normalized[end - 1] else None
-    for i in rows_of:
+    for k, i in enumerate(rows_of):
         if not start <= i < end and i != following:
             continue
-        k = position[i]
-        mine, before, after = candidates.get(i, empty), neighbour(k - 1), neighbour(k + 1)
+        mine = around[k + pad]
+        if not mine:      # no live write of the line (most lines of a large file): nothing to match
+            continue
+        before, after = around[k + pad - 1], around[k + pad + 1]
         exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
         if exact:
             best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
@@ -283,13 +310,27 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
                     back += 1
                 first = rows_of[k - back]
             chosen[i] = ("exact", s, first)
+            if best in unconfirmed:
+                weak_lines.add(i)
             continue
         if i in trivial:
             continue
-        entries = live.get(info.hash(i), [])
+        digest = info.hash(i)
+        entries = live.get(digest, [])
         if not entries or info.counts[info.normalized[i]] > len(entries):
             continue
-        span = max((s for s, _ in entries), key=order.__getitem__)
+        if writers is None:
+            rewrites = {span for _, span in resets}   # they repeat the lines they kept (see _live)
+            writers = {}
+            for row_digest, row_span, row_pos in rows:
+                if row_pos >= 0 and row_span not in rewrites:
+                    writers.setdefault(row_digest, set()).add(row_span)
+        if len(writers.get(digest, ())) > 1:
+            # a common line (``return result``) several calls wrote: alone, it says nothing of which
+            continue
+        span, pos = max(entries, key=lambda entry: order[entry[0]])
+        if (span, pos >> 1) in unconfirmed:
+            weak_lines.add(i)
         neighbours = rows_of[max(0, k - RUN_CAP):k] + rows_of[k + 1:k + 1 + RUN_CAP]
         chosen[i] = ("line" if _in_order(i, span, candidates, neighbours) else "moved", span, -1)
     # A blank line is the call's when the next non-blank line is in an exact run of that call and the
@@ -306,9 +347,12 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
         s, p = picked[next_line]
         if (next_line, s, p) in blank_before:
             chosen[i] = ("exact", s, min(i, chosen[next_line][2]))
+            if next_line in weak_lines:
+                weak_lines.add(i)
     if following is not None:
         chosen.pop(following, None)
-    return chosen
+        weak_lines.discard(following)
+    return chosen, weak_lines
 
 
 def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[int, int, int]],
@@ -325,7 +369,7 @@ def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[in
 def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo, rows_of: list[int],
                         trivial: set[int], candidates: dict[int, set[tuple[int, int]]],
                         blank_before: set[tuple[int, int, int]], rows: list[tuple[int, int, int]],
-                        order: dict[int, Order], last_reset: Order, *, whole: bool) -> None:
+                        order: dict[int, Order], resets: list[Order], *, whole: bool) -> set[tuple[int, int]]:
     """Trivial lines ("}", "else:") count only inside a run, so only the calls that wrote the nearest
     non-trivial lines around them are looked at (not every call that ever wrote a "}")."""
     before: dict[int, set[int]] = {}
@@ -346,42 +390,73 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
     for spans in (*before.values(), *after.values()):
         wanted |= spans
     if not wanted:
-        return
+        return set()
     weak = {info.hash(i) for i in trivial}
     if not whole:
         rows = line_rows(conn, file_id, sorted(weak), sorted(wanted))
         order.update(_orders(conn, {span for _, span, _ in rows} - set(order)))
-    found = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, last_reset)
+    found, unconfirmed = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, resets)
     for i in trivial:
         near = before[i] | after[i]
         candidates[i] = _indexed(i, [(s, p) for s, p in found.get(info.hash(i), []) if s in near], blank_before)
+    return unconfirmed
 
 
-def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], last_reset: Order,
-          ) -> dict[int, list[tuple[int, int]]]:
-    """Per line hash, the writes of it still live (span, position), oldest first: in the calls' order,
-    from the last call that wrote the whole file, a call's removals of the line cancel the most recent
-    live writes, then its own writes are added."""
-    events: dict[int, dict[int, tuple[list[int], int]]] = {}
+def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: list[Order],
+          ) -> tuple[dict[int, list[tuple[int, int]]], set[tuple[int, int]]]:
+    """Per line hash, the writes of it still live (span, position), oldest first, and the unconfirmed
+    ones among them as (span, index). In the calls' order: a call's removals of the line cancel the most
+    recent live writes, then its own writes are added. A call that wrote the whole file over content
+    its transcript does not give (``resets``, ordered) keeps the earlier live writes of the lines it
+    repeats (it kept them; up to as many as it wrote) and forgets the others; the lines it wrote that
+    no earlier call did are its own or were already there (a person's): unconfirmed."""
+    by_digest: dict[int, dict[int, list[int]]] = {}   # hash -> span -> its positions (< 0: removed)
     for digest, span, pos in rows:
-        if order[span] < last_reset:
-            continue
-        added, removed = events.setdefault(digest, {}).get(span, ([], 0))
-        if pos >= 0:
-            added.append(pos)
+        spans = by_digest.get(digest)
+        if spans is None:
+            by_digest[digest] = {span: [pos]}
+        elif span in spans:
+            spans[span].append(pos)
         else:
-            removed += 1
-        events[digest][span] = (added, removed)
+            spans[span] = [pos]
+    whole = {span for _, span in resets}
+    last_reset = resets[-1] if resets else None
     live: dict[int, list[tuple[int, int]]] = {}
-    for digest, by_span in events.items():
+    unconfirmed: set[tuple[int, int]] = set()
+    for digest, by_span in by_digest.items():
+        if len(by_span) == 1:   # most lines: written by one call (the general case below, shortened)
+            span, positions = next(iter(by_span.items()))
+            if span in whole:
+                unconfirmed.update((span, pos >> 1) for pos in positions)
+            elif last_reset is not None and last_reset > order[span]:
+                live[digest] = []
+                continue
+            live[digest] = [(span, pos) for pos in sorted(positions) if pos >= 0]
+            continue
         entries: list[tuple[int, int]] = []
+        previous: Order | None = None
         for span in sorted(by_span, key=order.__getitem__):
-            added, removed = by_span[span]
+            at = order[span]
+            # a whole-file write in between that did not write this line: every earlier write of it is gone
+            if entries and previous is not None and bisect_left(resets, at) > bisect_right(resets, previous):
+                entries = []
+            previous = at
+            positions = by_span[span]
+            added = sorted(pos for pos in positions if pos >= 0)
+            if span in whole:
+                kept = entries[len(entries) - min(len(added), len(entries)):]
+                claimed = added[len(kept):]
+                unconfirmed.update((span, pos >> 1) for pos in claimed)
+                entries = kept + [(span, pos) for pos in claimed]
+                continue
+            removed = len(positions) - len(added)
             if removed:
                 del entries[max(0, len(entries) - removed):]
-            entries.extend((span, pos) for pos in sorted(added))
+            entries.extend((span, pos) for pos in added)
+        if entries and last_reset is not None and previous is not None and last_reset > previous:
+            entries = []
         live[digest] = entries
-    return live
+    return live, unconfirmed
 
 
 def _in_order(i: int, span: int, candidates: dict[int, set[tuple[int, int]]], near: list[int]) -> bool:
@@ -417,17 +492,20 @@ def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, Sp
         for session_id, source in conn.execute(
                 f"SELECT session_id, source FROM sessions WHERE session_id IN ({placeholders(len(batch))})", batch):
             sources[shown_text(session_id)] = shown_text(source)
+    # what a span's lines share, worked out once per span (a whole file has thousands of lines, few spans)
+    shared: dict[int, tuple[str, str, str, int, str, str, str | None] | None] = {}
+    for span_id, span in spans.items():
+        turn = turns.get(span.turn_id)
+        shared[span_id] = None if turn is None else (
+            turn[0], span.turn_id, sources.get(turn[0]) or turn[0].split(":", 1)[0], span.ts, turn[1], span.tool,
+            span.call_id)
     found = []
     for line in sorted(chosen):
         confidence, span_id, start = chosen[line]
-        span = spans[span_id]
-        turn = turns.get(span.turn_id)
-        if turn is None:
+        common = shared.get(span_id)
+        if common is None:
             continue
-        session_id, prompt = turn
-        found.append(LineAttribution(line, confidence, session_id, span.turn_id,
-                                     sources.get(session_id) or session_id.split(":", 1)[0], span.ts, prompt,
-                                     span.tool, span.call_id, start if start >= 0 else None))
+        found.append(LineAttribution(line, confidence, *common, start if start >= 0 else None))
     return found
 
 
@@ -437,11 +515,14 @@ def _git_times(path: str, text: str, digest: bytes, first: int, last: int) -> di
     a git work tree or git fails. Run without a shell, the path after ``--``, nothing of the
     repository's configuration that runs a program (textconv, fsmonitor)."""
     key = (path, digest, first, last)
-    if key in _git:
+    now = time.monotonic()
+    cached = _git.get(key)
+    if cached is not None and now - cached[0] <= GIT_TTL_S:
         _git.move_to_end(key)
-        return _git[key]
+        return cached[1]
     found = _run_blame(path, text, first, last)
-    _git[key] = found
+    _git[key] = (now, found)
+    _git.move_to_end(key)
     while len(_git) > _GIT_CACHE:
         _git.popitem(last=False)
     return found

@@ -22,9 +22,20 @@ def write_claude(base: Path, session: str, cwd: Path, turns: list[Turn], minute:
         lines.append({"type": "user", "sessionId": session, "uuid": f"{session}-u{k}", "timestamp": at,
                       "cwd": str(cwd), "message": {"role": "user", "content": prompt}})
         for c, (name, tool_input) in enumerate(calls):
+            # a Write's result line as Claude Code writes it: the file before it (``_originalFile``) or
+            # created; ``_noResult``: none (a sync between the call and its result)
+            tool_input = dict(tool_input)
+            original, no_result = tool_input.pop("_originalFile", None), tool_input.pop("_noResult", False)
             lines.append({"type": "assistant", "sessionId": session, "uuid": f"{session}-a{k}-{c}", "timestamp": at,
                           "cwd": str(cwd), "message": {"role": "assistant", "model": "m", "content": [
                               {"type": "tool_use", "id": f"toolu_{k}_{c}", "name": name, "input": tool_input}]}})
+            if name == "Write" and not no_result:
+                lines.append({"type": "user", "sessionId": session, "uuid": f"{session}-r{k}-{c}", "timestamp": at,
+                              "cwd": str(cwd), "message": {"role": "user", "content": [
+                                  {"tool_use_id": f"toolu_{k}_{c}", "type": "tool_result", "content": "ok"}]},
+                              "toolUseResult": {"type": "create" if original is None else "update",
+                                                "filePath": tool_input.get("file_path"),
+                                                "content": tool_input.get("content"), "originalFile": original}})
     folder = base / "claude" / "projects" / "p"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")

@@ -29,6 +29,10 @@ scenario-specific answers that repeat flamingo / zeta_ratelimit / payroll / 缓�
     or "思考" and the API/request allows it (Anthropic: honours
     thinking.display="omitted"; Responses: a reasoning item is always added
     when `reasoning` is requested, with a summary only for "think" prompts).
+  * A scripted edit (bench/blame): a prompt carrying `[pimem-edit:<base64 JSON>]`, JSON
+    {"edits": [{"path", "old", "new"}]} (old null: write the whole file), becomes the agent's own
+    edit tool calls, one per answer, with exactly that text: Claude Code Read then Edit/Write, Pi
+    edit/write, Codex apply_patch (see edit_plan()).
   * "create file `x`" / 创建文件 -> Write/write tool; "subagent"/子代理 ->
     Claude Code's Agent tool; <task-notification> turns get a report.
   * Summary/compaction prompts (Claude /compact, Codex "CONTEXT CHECKPOINT
@@ -389,6 +393,67 @@ EDIT_RE = re.compile(r"edit (?:the )?file `([^`]+)`", re.I)
 NOTIFY_RE = re.compile(r"<task-notification>.*?(?:<result>(.*?)(?:</result>|$))?", re.S)
 
 
+EDIT_SCRIPT_RE = re.compile(r"\[pimem-edit:([A-Za-z0-9+/=]+)\]")
+
+
+def _patch_lines(text, sign):
+    return "".join(sign + line + "\n" for line in text.split("\n")[:-1]) if text else ""
+
+
+def edit_calls(script, tool_names, cwd=None):
+    """The tool calls that carry out a scripted edit with the agent's own tools (whole lines:
+    every `old`/`new` ends with a newline). Claude Code must Read a file before Edit/Write."""
+    calls = []
+    for e in script.get("edits", []):
+        path, old, new = e["path"], e.get("old"), e["new"]
+        if "apply_patch" in tool_names:  # Codex: freeform patch, path as given
+            if old is None and not e.get("exists"):
+                patch = "*** Add File: %s\n%s" % (path, _patch_lines(new, "+"))
+            else:  # lines old and new share at both ends are context (" "), as a model writes them
+                a, b = (old or "").split("\n")[:-1], new.split("\n")[:-1]
+                head = 0
+                while head < min(len(a), len(b)) and a[head] == b[head]:
+                    head += 1
+                tail = 0
+                while tail < min(len(a), len(b)) - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+                    tail += 1
+                body = "".join(" %s\n" % x for x in a[:head])
+                body += "".join("-%s\n" % x for x in a[head:len(a) - tail])
+                body += "".join("+%s\n" % x for x in b[head:len(b) - tail])
+                body += "".join(" %s\n" % x for x in a[len(a) - tail:])
+                patch = "*** Update File: %s\n@@\n%s" % (path, body)
+            calls.append(("apply_patch", {"custom_input": "*** Begin Patch\n" + patch + "*** End Patch\n"}))
+        elif "Edit" in tool_names:  # Claude Code: absolute paths
+            full = path if path.startswith("/") or not cwd else cwd.rstrip("/") + "/" + path
+            if old is not None or e.get("exists"):
+                calls.append(("Read", {"file_path": full}))
+            if old is None:
+                calls.append(("Write", {"file_path": full, "content": new}))
+            else:
+                calls.append(("Edit", {"file_path": full, "old_string": old, "new_string": new}))
+        elif "edit" in tool_names:  # Pi
+            if old is None:
+                calls.append(("write", {"path": path, "content": new}))
+            else:
+                calls.append(("edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}))
+    return calls
+
+
+def edit_plan(prompt, outputs, tool_names, cwd=None):
+    m = EDIT_SCRIPT_RE.search(prompt or "")
+    if not m:
+        return None
+    import base64
+    calls = edit_calls(json.loads(base64.b64decode(m.group(1)).decode("utf-8")), tool_names, cwd)
+    if len(outputs) < len(calls):
+        tool, args = calls[len(outputs)]
+        pl = {"kind": "tool", "tool": tool, "args": args, "prompt": prompt, "text": "I'll make that change."}
+        if "custom_input" in args:
+            pl["custom_input"], pl["custom_tool"], pl["args"] = args["custom_input"], tool, {}
+        return pl
+    return {"kind": "text", "prompt": prompt, "text": "Done: %d edit(s) made." % len(calls)}
+
+
 def plan(turns, tool_names, system_text="", cwd=None, deferred=()):
     """Decide what to answer: dict(kind=text|tool, text, tool, args, prompt)."""
     prompt, outputs = analyse(turns)
@@ -398,6 +463,9 @@ def plan(turns, tool_names, system_text="", cwd=None, deferred=()):
     recall = recall_plan(prompt, outputs, tool_names, deferred)
     if recall:
         return recall
+    scripted = edit_plan(prompt, outputs, tool_names, cwd)
+    if scripted:
+        return scripted
     # background sub-agent finished (Claude Code <task-notification>)
     last_asst = max([i for i, (k, _) in enumerate(turns) if k == "assistant"] or [-1])
     for k, t in turns[last_asst + 1:]:
@@ -664,6 +732,7 @@ def responses_build(body):
         names = names + ["exec_command"]  # reachable as tools.exec_command inside `exec`
     pl = plan(responses_turns(body), names, body.get("instructions") or "")
     if code_mode and pl["kind"] == "tool" and pl["tool"] == "exec_command":
+        pl["custom_tool"] = "exec"
         pl["custom_input"] = ("const r = await tools.exec_command(%s);\ntext(r.output);"
                               % json.dumps(pl["args"], ensure_ascii=False))
     model = body.get("model", "gpt-mock")
@@ -680,7 +749,7 @@ def responses_build(body):
                        "content": [{"type": "output_text", "text": pl["text"], "annotations": []}]})
         if pl.get("custom_input"):
             output.append({"type": "custom_tool_call", "id": rid("ctc_"), "call_id": rid("call_"),
-                           "name": "exec", "input": pl["custom_input"], "status": "completed"})
+                           "name": pl["custom_tool"], "input": pl["custom_input"], "status": "completed"})
         elif pl["tool"] == "tool_search":  # Codex's client-side search of its deferred tools
             output.append({"type": "tool_search_call", "id": rid("tsc_"), "call_id": rid("call_"),
                            "execution": "client", "arguments": pl["args"], "status": "completed"})

@@ -61,7 +61,9 @@ class EditCall:
     """The text one edit tool call wrote into a file, as the call gives it (one block of a multi-edit
     call each): the path (perhaps relative), the tool's name, the call's id, the text it replaced
     (``old``; None when the call does not say) and the text it wrote (``new``). ``whole``: the call
-    wrote the whole file (a ``Write``, an added file). pimem.editspans turns it into lines."""
+    wrote the whole file (a ``Write``, an added file). pimem.editspans turns it into lines.
+    ``amends``: this call's whole-file write was stored earlier without ``old`` (its result came in a
+    later parse); this one, with ``old``, replaces it."""
 
     path: str
     tool: str
@@ -69,6 +71,7 @@ class EditCall:
     old: str | None
     new: str
     whole: bool = False
+    amends: bool = False
 
 _WINDOWS_ABSOLUTE = re.compile(r"(?:[A-Za-z]:[\\/]|\\\\)")
 

@@ -19,7 +19,9 @@ Format facts this parser relies on (docs/formats.md section 1):
   Code requires; a call the user denied is still a call the turn made, and is recorded);
 * the text edit calls wrote (:func:`edit_calls`, the line memory of pimem.lineblame): ``Edit``
   ``old_string`` → ``new_string``, each of ``MultiEdit``'s ``edits``, ``Write``'s ``content`` (the whole
-  file), ``NotebookEdit``'s ``new_source`` (the replaced cell is not in the call); the ``tool_use`` id.
+  file), ``NotebookEdit``'s ``new_source`` (the replaced cell is not in the call); the ``tool_use`` id;
+  a ``Write``'s result line (``toolUseResult`` ``type: update`` with ``originalFile``, the file before
+  it; ``type: create``) gives the text it replaced, so a rewrite claims only the lines it changed.
 
 What the interactive client (2.1.x) adds, and what pimem makes of it:
 
@@ -53,6 +55,7 @@ this keeps the text findable, in its place, without mixing it into the first pro
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -85,7 +88,8 @@ FILES = ClaudeFiles()
 # What the parser reads from a transcript changed: files parsed with an older version are parsed
 # again once (pimem.sync). 2: file touches; queued prompts are turns of their own. 3: assistant text
 # that opens a conversation is a turn. 4: edit spans (the text edit calls wrote, pimem.editspans).
-RULES_VERSION = 4
+# 5: a Write's result line gives the text it replaced (a rewrite claims only the lines it changed).
+RULES_VERSION = 5
 
 # tool name -> (the input key of its path, what it does to the file)
 FILE_TOOLS: dict[str, tuple[str, FileAction]] = {
@@ -95,6 +99,8 @@ FILE_TOOLS: dict[str, tuple[str, FileAction]] = {
 
 _CONVERSATION = re.compile(rb'"type"\s*:\s*"(?:user|assistant|queued_command)"')
 _TOOL_RESULT_LINE = re.compile(rb'"toolUseResult"\s*:')
+# the result of a Write: says what the file held before (``originalFile``) or that it was created
+_WRITE_RESULT = re.compile(rb'"toolUseResult"\s*:\s*\{\s*"type"\s*:\s*"(?:update|create)"')
 
 # Prefixes of user-role text that the client wrote, not the person (formats.md 1.5).
 CLIENT_MARKUP_PREFIXES = (
@@ -273,9 +279,12 @@ class ClaudeParser(TranscriptParser):
         self._version_seen: object = None
 
     def wants(self, line: Line) -> bool:
-        # Tool-result lines (most of a file's bytes) have a top-level toolUseResult: never a prompt.
-        if line.data is None or _TOOL_RESULT_LINE.search(line.data) is not None:
+        # Tool-result lines (most of a file's bytes) have a top-level toolUseResult: never a prompt; only
+        # a Write's result is read (what the file held before it).
+        if line.data is None:
             return False
+        if _TOOL_RESULT_LINE.search(line.data) is not None:
+            return _WRITE_RESULT.search(line.data) is not None
         return _CONVERSATION.search(line.data) is not None
 
     def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
@@ -309,10 +318,11 @@ class ClaudeParser(TranscriptParser):
         if message is None:
             return
         if kind == "user":
+            if "toolUseResult" in record:   # a Write's result (wants): not a user line of the conversation
+                self._write_result(record, message, chunk)
+                return
             self._user_seen = True
             if record.get("isMeta") is True or record.get("isCompactSummary") is True:
-                return
-            if "toolUseResult" in record:
                 return
             self._user_text(clean_text(user_prompt_text(message)), record, ts, line_number, chunk)
             return
@@ -337,6 +347,30 @@ class ClaudeParser(TranscriptParser):
             while len(self._background) > MAX_BACKGROUND_CALLS:
                 del self._background[next(iter(self._background))]
         chunk.add_reply(current, clean_text(text), tools, file_touches(message), edit_calls(message))
+
+    def _write_result(self, record: dict[str, Any], message: dict[str, Any], chunk: Chunk) -> None:
+        """A ``Write``'s result gives what the file held before it (``originalFile``; ``type: create``:
+        nothing): the write's call gets it as its replaced text, so only the lines it changed are its
+        own (pimem.editspans). A result whose call was stored by an earlier parse (a live sync between
+        the two lines) amends it: the write again, from the result's ``filePath`` and ``content``."""
+        result = as_dict(record.get("toolUseResult")) or {}
+        kind = result.get("type")
+        old = "" if kind == "create" else _text(result.get("originalFile"))
+        block = next((b for b in map(as_dict, as_list(message.get("content")))
+                      if b is not None and b.get("type") == "tool_result"), None)
+        call_id = nonempty_str((block or {}).get("tool_use_id"))
+        if old is None or call_id is None or self._current is None:
+            return
+        delta = chunk.turns.get(self._current)
+        if delta is not None:
+            for k, edit in enumerate(delta.edits):
+                if edit.call_id == call_id and edit.whole and edit.old is None:
+                    delta.edits[k] = dataclasses.replace(edit, old=old)
+                    return
+        path, content = nonempty_str(result.get("filePath")), _text(result.get("content"))
+        if path is not None and content is not None:
+            chunk.add_reply(self._current, "", [], (), [EditCall(path, "Write", call_id, old, content, whole=True,
+                                                                  amends=True)])
 
     def _opening(self, model: str | None) -> bool:
         """Assistant text before any user line opens the conversation: a turn with an empty user text."""

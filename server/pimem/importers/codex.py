@@ -31,7 +31,7 @@ tool), a string of a ``function_call``'s JSON ``arguments`` (G0's ``shell`` ``["
 :data:`PATH_TOOLS`. Patch paths are relative to the session's cwd. The text a patch wrote
 (:func:`patch_edits`, the line memory of pimem.lineblame): per hunk of an updated file the ``+`` lines
 written and the ``-`` lines replaced (context lines in both), an added file's ``+`` lines (the whole
-file), the hunks of a moved file under its new path; the call's ``call_id``.
+file, replacing nothing: a new file), the hunks of a moved file under its new path; the call's ``call_id``.
 
 Transcripts are the files named ``rollout-*`` (:data:`FILES`); a ``.jsonl.zst`` is skipped when the
 plain ``.jsonl`` is beside it. The Codex → Pi migration reads a rollout's messages through
@@ -82,8 +82,9 @@ FILES = CodexFiles()
 
 # What the parser reads from a rollout changed: files parsed with an older version are parsed again
 # once (pimem.sync). 2: file touches. 3: minimal rollouts (no session_meta, input_text replies, an
-# opening assistant message). 4: edit spans (the text apply_patch wrote, pimem.editspans).
-RULES_VERSION = 4
+# opening assistant message). 4: edit spans (the text apply_patch wrote, pimem.editspans). 5: an added
+# file replaced nothing (its lines are all the patch's).
+RULES_VERSION = 5
 
 # Codex file tools with a path argument (besides apply_patch), and what they do to the file.
 PATH_TOOLS: dict[str, FileAction] = {"read_file": "read", "view_image": "read"}
@@ -218,7 +219,8 @@ def patch_edits(text: str, tool: str, call_id: str | None) -> list[EditCall]:
 
     def flush() -> None:
         if path is not None and (new or old or whole):
-            edits.append(EditCall(path, tool, call_id, None if whole else "\n".join(old), "\n".join(new), whole))
+            # an added file is new: the patch replaced nothing ("", not None: not a write over unknown content)
+            edits.append(EditCall(path, tool, call_id, "" if whole else "\n".join(old), "\n".join(new), whole))
         old.clear()
         new.clear()
 

@@ -54,7 +54,9 @@ from pimem.importers.base import (
 from pimem.jsonl import open_regular
 from pimem.textutil import as_dict, as_list, clean_text, nonempty_str, number_to_ms
 
-RULES_VERSION = 2   # 2: edit spans (the text edit/multiedit/write calls wrote, pimem.editspans)
+# 2: edit spans (the text edit/multiedit/write calls wrote, pimem.editspans). 3: a write whose result
+# says the file did not exist replaced nothing.
+RULES_VERSION = 3
 
 _RECORD_MAX_BYTES = 8 * 1024 * 1024   # one message or part of the older JSON tree
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit", "multiedit": "edit"}
@@ -116,9 +118,10 @@ def _touch(name: str, tool_input: Any) -> FileTouch | None:
     return (path, action) if path is not None else None
 
 
-def _edits(name: str, tool_input: Any, call_id: Any) -> list[EditCall]:
+def _edits(name: str, tool_input: Any, call_id: Any, metadata: Any = None) -> list[EditCall]:
     """The text an ``edit`` (``oldString`` → ``newString``), ``multiedit`` (each of ``edits``) or
-    ``write`` (``content``, the whole file) call wrote."""
+    ``write`` (``content``, the whole file) call wrote. A ``write`` whose result's ``metadata.exists``
+    is false created the file: it replaced nothing (``""``); else what it replaced is unknown."""
     arguments = as_dict(tool_input)
     if arguments is None or name not in ("edit", "multiedit", "write"):
         return []
@@ -128,7 +131,9 @@ def _edits(name: str, tool_input: Any, call_id: Any) -> list[EditCall]:
         return []
     if name == "write":
         content = arguments.get("content")
-        return [EditCall(path, name, call, None, content, whole=True)] if isinstance(content, str) else []
+        created = (as_dict(metadata) or {}).get("exists") is False
+        return [EditCall(path, name, call, "" if created else None, content, whole=True)] \
+            if isinstance(content, str) else []
     pairs = [arguments] if name == "edit" else [edit for edit in map(as_dict, as_list(arguments.get("edits")))
                                                  if edit is not None]
     calls = []
@@ -194,7 +199,7 @@ def v1_turns(messages: list[tuple[str, Any, dict[str, Any]]], parts: dict[str, l
             elif kind == "tool" and isinstance(part.get("tool"), str):
                 state = as_dict(part.get("state")) or {}
                 target.add("", part["tool"], _touch(part["tool"], state.get("input")),
-                           _edits(part["tool"], state.get("input"), part.get("callID")))
+                           _edits(part["tool"], state.get("input"), part.get("callID"), state.get("metadata")))
     return turns
 
 
@@ -329,7 +334,8 @@ class OpenCodeDatabase(DatabaseReader):
                 elif item.get("type") == "tool" and isinstance(item.get("name"), str):
                     state = as_dict(item.get("state")) or {}
                     current.add("", item["name"], _touch(item["name"], state.get("input")),
-                                _edits(item["name"], state.get("input"), item.get("callID") or item.get("id")))
+                                _edits(item["name"], state.get("input"), item.get("callID") or item.get("id"),
+                                       state.get("metadata")))
         return turns
 
 

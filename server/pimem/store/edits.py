@@ -62,6 +62,7 @@ class SpanRow:
     whole: bool
     added: list[tuple[int, int]]     # (position, hash)
     removed: list[int]               # hashes
+    amends: bool = False             # replaces the whole-file span of the same turn, call and file
 
 
 def _path_ids(conn: sqlite3.Connection, paths: Iterable[str]) -> dict[str, int]:
@@ -81,6 +82,14 @@ def put_spans(conn: sqlite3.Connection, spans: Sequence[SpanRow]) -> None:
     ids = _path_ids(conn, (span.path for span in spans))
     for span in spans:
         path_id = ids[span.path]
+        if span.amends and span.call_id is not None:
+            # the same write stored by an earlier parse, before its result said what the file held
+            stale = [row[0] for row in conn.execute(
+                "SELECT span_id FROM pimem_edit_spans WHERE path_id = ? AND turn_id = ? AND call_id = ? AND whole = 1",
+                (path_id, span.turn_id, span.call_id))]
+            for span_id in stale:
+                conn.execute("DELETE FROM pimem_edit_lines WHERE span_id = ?", (span_id,))
+                conn.execute("DELETE FROM pimem_edit_spans WHERE span_id = ?", (span_id,))
         cursor = conn.execute("INSERT INTO pimem_edit_spans (path_id, turn_id, ts, tool, call_id, whole) "
                               "VALUES (?, ?, ?, ?, ?, ?)", (path_id, span.turn_id, span.ts, span.tool, span.call_id,
                                                             int(span.whole)))

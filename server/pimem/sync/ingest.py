@@ -304,14 +304,17 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRo
         path = absolute_touch_path(edit.path, cwd)
         if path is None or editspans.skipped_path(path):
             continue
-        span = editspans.span_of(None if edit.whole else edit.old, edit.new)
+        span = editspans.span_of(edit.old, edit.new)
+        # a whole-file write over content the transcript gives is an edit of the whole file: the lines it
+        # kept keep their writer; over unknown content it replaces what earlier calls wrote (pimem.lineblame)
+        whole = edit.whole and edit.old is None
         if span is None and edit.whole:
             # too large to record its lines, but the file was replaced: what earlier calls wrote is gone
-            span = editspans.Span([], [])
-        if span is None or not (span.added or span.removed or edit.whole):
+            span, whole = editspans.Span([], []), True
+        if span is None or not (span.added or span.removed or whole):
             continue
-        rows.append(SpanRow(path, turn_id, ts, edit.tool, edit.call_id, edit.whole, span.added,
-                            span.removed))
+        rows.append(SpanRow(path, turn_id, ts, edit.tool, edit.call_id, whole, span.added, span.removed,
+                            edit.amends))
     return rows
 
 
