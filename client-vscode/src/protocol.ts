@@ -435,8 +435,8 @@ export interface AgentRecallResult {
 }
 
 // ---- is a shared store configured? (issue 24, the sidebar's scope switch) --------------------------------
-// Proposed by the VS Code client, not answered by the server yet: the sidebar shows its scope switch only when
-// pimem/status says a shared store is configured (absent: hidden, recall stays local).
+// The sidebar shows its scope switch only when pimem/status says a shared store is configured (a server older
+// than the field leaves it out: the sidebar then probes with one scoped recall).
 
 export interface StatusResult {
   shared?: { configured: boolean } | null;

@@ -8,6 +8,7 @@ import os
 import sqlite3
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 
 from pimem.importers import IMPORTERS
 from pimem.index import unindexed_count
@@ -24,6 +25,7 @@ class StoreStatus:
     turns_to_index: int             # stored turns not in the index yet (recall scans them)
     last_sync: object               # what the last sync recorded (its own JSON object), or None
     upgrade_required: str | None    # a newer pimem's store: the one line asking for an upgrade
+    shared_configured: bool = False  # a shared store is configured beside it (pimem share config)
 
     @property
     def total_turns(self) -> int:
@@ -45,7 +47,21 @@ def store_status(conn: sqlite3.Connection, db_path: str) -> StoreStatus:
         turns_to_index=unindexed_count(conn),
         last_sync=last_sync,
         upgrade_required=upgrade_notice(conn),
+        shared_configured=shared_configured(Path(db_path)),
     )
+
+
+def shared_configured(db_path: Path) -> bool:
+    """Whether a shared store is configured for this store (its ``memory-share.json`` names one). A
+    configuration that cannot be read counts as configured: the client then shows the scope switch, and
+    each scoped answer says what is wrong, instead of hiding the shared memory without a word."""
+    from pimem.share.state import ShareConfigError, load_config
+
+    try:
+        config = load_config(db_path)
+    except ShareConfigError:
+        return True
+    return config is not None and bool(config.conninfo)
 
 
 @dataclass(frozen=True)

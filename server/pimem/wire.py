@@ -125,6 +125,7 @@ def store_status(status: StoreStatus, *, syncing: bool | None = None) -> JSON:
         "turnsToIndex": status.turns_to_index,
         "lastSync": status.last_sync,
         "upgradeRequired": status.upgrade_required,
+        "shared": {"configured": status.shared_configured},
     }
     if syncing is not None:
         result["syncing"] = syncing

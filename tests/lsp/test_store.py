@@ -206,3 +206,20 @@ async def test_a_store_locked_past_the_busy_timeout_fails_the_sync_cleanly(tmp_p
             assert plain(await request(client, methods.STATUS, {}))["totalTurns"] > 40   # readers are not blocked
     finally:
         holder.close()
+
+
+async def test_status_says_whether_a_shared_store_is_configured(tmp_path: Path) -> None:
+    """The sidebar shows its scope switch from ``shared.configured`` (no probing recall): false without a
+    share configuration, true once one names a server, and true for one it cannot read (each scoped
+    answer then says what is wrong, rather than the shared memory vanishing without a word)."""
+    base = copy_samples(tmp_path)
+    config = base / "memory-share.json"   # beside the store (pimem.share.state.config_path)
+    async with session(base, options={"autoSync": False}) as (client, _):
+        assert plain(await request(client, methods.STATUS, {}))["shared"] == {"configured": False}
+        config.write_text(json.dumps({"conninfo": "host=db.example dbname=pimem user=me", "machine": "laptop"}),
+                          encoding="utf-8")
+        assert plain(await request(client, methods.STATUS, {}))["shared"] == {"configured": True}
+        config.write_text("{not json", encoding="utf-8")
+        assert plain(await request(client, methods.STATUS, {}))["shared"] == {"configured": True}
+        config.write_text(json.dumps({"conninfo": ""}), encoding="utf-8")
+        assert plain(await request(client, methods.STATUS, {}))["shared"] == {"configured": False}
