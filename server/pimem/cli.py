@@ -306,7 +306,8 @@ def _recall_scoped(args: argparse.Namespace, conn: sqlite3.Connection, query: Re
 
 def _say_shared(report: SharedReport) -> None:
     if report.state != "ok":
-        _err(f"pimem recall: shared store {report.state}: {report.message or ''} (local rows only)")
+        # Every report's message names the shared store and what went wrong; the state word would repeat it.
+        _err(f"pimem recall: {report.message or f'the shared store: {report.state}'}; this machine's rows only")
 
 
 def _say_total(page: RecallPage) -> None:
