@@ -146,7 +146,7 @@ def test_a_missing_local_store_is_one_line(tmp_path: Path, capsys: pytest.Captur
 
 def test_recall_without_a_shared_store_says_so_once(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(db_path, many(3, per_session=3))
-    code, out, err = run(capsys, "recall", "--db", str(db_path), "--scope", "mine", "t-s1")
+    code, _out, err = run(capsys, "recall", "--db", str(db_path), "--scope", "mine", "t-s1")
     assert code == 0
     assert err.count("no shared store configured") == 1 and "unconfigured" not in err
     assert err.rstrip().endswith("this machine's rows only")
