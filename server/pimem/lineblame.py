@@ -16,7 +16,13 @@ lines each edit call added and removed, looked up by hash.
    earlier live writes of the lines it repeats (up to as many copies as it wrote: it kept them),
    forgets the earlier writes of every other line, and claims the lines no earlier call wrote only
    as *unconfirmed*: they are its own, or a person's it kept; such a line is not attributed unless
-   git confirms it (4.).
+   git confirms it (4.). Except when the write *created* the file: Pi's ``write`` result does not say
+   so ("Successfully wrote to PATH"), so a write is taken as the file's creation when no call of any
+   agent touched the path before it (no read, write, edit or delete in the file touches of an earlier
+   turn, and no read, delete or earlier edit call of it in its own turn): then every line it wrote is
+   its own, a write like any other. A person's file that no conversation read before an agent wrote it
+   whole (the agent copied it from a prompt, a shell ``cat``) is where this is wrong; git still removes
+   its lines committed before the write (4.).
 2. *Exact*: the line and the next or previous non-blank line are consecutive lines of one live call
    (a run of ≥ 2, whitespace-insensitive, so reindentation and moving the whole block keep it). The
    longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call.
@@ -24,8 +30,9 @@ lines each edit call added and removed, looked up by hash.
    attributed only this way. A blank line goes with the next non-blank line when that line is exact
    and the call wrote blank lines right before it; else it is never attributed.
 3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
-   only when the file holds no more copies of the line than there are live writes of it (a copy the
-   person added is not told apart from the agent's: nothing is said) and no other call ever wrote the
+   only when the file holds one copy of the line (of two copies outside any block, which one is a
+   person's is not known, even when the call wrote two: a person may have deleted one of the agent's
+   and kept their own) and no other call ever wrote the
    line (a common line such as ``return result``, alone, says nothing of which call wrote this copy;
    whole-file writes over unknown content do not count, they repeat what they kept). ``moved`` when that call also
    wrote a neighbouring line (within :data:`RUN_CAP` non-blank lines) on the other side of it than in
@@ -62,7 +69,7 @@ from typing import Literal
 from pimem import editspans
 from pimem.filehistory import normalize_file_path
 from pimem.store.batches import chunks, placeholders
-from pimem.store.edits import SpanInfo, file_rows, line_rows, path_id, span_infos, whole_spans
+from pimem.store.edits import SpanInfo, created_file, file_rows, line_rows, path_id, span_infos, whole_spans
 from pimem.store.text import shown_text, tolerating
 
 Confidence = Literal["exact", "line", "moved"]
@@ -201,7 +208,7 @@ def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int
     start = max(0, start_line)
     if start >= end:
         return LineHistory(path, [], False)
-    chosen, unconfirmed = _match(conn, file_id, info, start, end)
+    chosen, unconfirmed = _match(conn, path, file_id, info, start, end)
     if not chosen:
         return LineHistory(path, [], False)
     spans = span_infos(conn, {span for _, span, _ in chosen.values()})
@@ -237,7 +244,7 @@ def attribute_lines(conn: sqlite3.Connection, path: str, text: str, start_line: 
 _Chosen = dict[int, tuple[Confidence, int, int]]
 
 
-def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, end: int,
+def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, start: int, end: int,
            ) -> tuple[_Chosen, set[int]]:
     """The chosen lines, and those of them whose write is unconfirmed (:func:`_live`)."""
     low, high = _window(info.normalized, start, end)
@@ -254,8 +261,10 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
     if not rows:
         return {}, set()
     resets = sorted(whole_spans(conn, file_id))
+    # only the first whole-file write can have created the file (a later one has it before)
+    created = {resets[0][1]} if resets and created_file(conn, path, file_id, resets[0][1]) else set()
     order = _orders(conn, {span for _, span, _ in rows})
-    live, unconfirmed = _live([row for row in rows if row[0] in strong], order, resets)
+    live, unconfirmed = _live([row for row in rows if row[0] in strong], order, resets, created)
     # line -> (span, index among the call's non-blank lines): runs are made of consecutive indexes; who
     # wrote blank lines before a line (the stored position's low bit) decides only blank lines (below)
     candidates: dict[int, set[tuple[int, int]]] = {}
@@ -266,7 +275,7 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
             candidates[i] = _indexed(i, live.get(info.hash(i), [])[-MAX_CANDIDATES:], blank_before)
     if weak:
         unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, blank_before, rows,
-                                           order, resets, whole=len(strong) > WHOLE_FILE_READ)
+                                           order, resets, created, whole=len(strong) > WHOLE_FILE_READ)
     empty: set[tuple[int, int]] = set()
     # the candidates of rows_of[k] at around[k + RUN_CAP + 1]: padded so that no lookup checks bounds
     around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
@@ -317,10 +326,10 @@ def _match(conn: sqlite3.Connection, file_id: int, info: _TextInfo, start: int, 
             continue
         digest = info.hash(i)
         entries = live.get(digest, [])
-        if not entries or info.counts[info.normalized[i]] > len(entries):
+        if not entries or info.counts[info.normalized[i]] > 1:   # copies outside a block: whose is whose?
             continue
         if writers is None:
-            rewrites = {span for _, span in resets}   # they repeat the lines they kept (see _live)
+            rewrites = {span for _, span in resets} - created   # they repeat the lines they kept (see _live)
             writers = {}
             for row_digest, row_span, row_pos in rows:
                 if row_pos >= 0 and row_span not in rewrites:
@@ -369,7 +378,8 @@ def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[in
 def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo, rows_of: list[int],
                         trivial: set[int], candidates: dict[int, set[tuple[int, int]]],
                         blank_before: set[tuple[int, int, int]], rows: list[tuple[int, int, int]],
-                        order: dict[int, Order], resets: list[Order], *, whole: bool) -> set[tuple[int, int]]:
+                        order: dict[int, Order], resets: list[Order], created: set[int], *, whole: bool,
+                        ) -> set[tuple[int, int]]:
     """Trivial lines ("}", "else:") count only inside a run, so only the calls that wrote the nearest
     non-trivial lines around them are looked at (not every call that ever wrote a "}")."""
     before: dict[int, set[int]] = {}
@@ -395,21 +405,22 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
     if not whole:
         rows = line_rows(conn, file_id, sorted(weak), sorted(wanted))
         order.update(_orders(conn, {span for _, span, _ in rows} - set(order)))
-    found, unconfirmed = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, resets)
+    found, unconfirmed = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, resets, created)
     for i in trivial:
         near = before[i] | after[i]
         candidates[i] = _indexed(i, [(s, p) for s, p in found.get(info.hash(i), []) if s in near], blank_before)
     return unconfirmed
 
 
-def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: list[Order],
+def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: list[Order], created: set[int],
           ) -> tuple[dict[int, list[tuple[int, int]]], set[tuple[int, int]]]:
     """Per line hash, the writes of it still live (span, position), oldest first, and the unconfirmed
     ones among them as (span, index). In the calls' order: a call's removals of the line cancel the most
     recent live writes, then its own writes are added. A call that wrote the whole file over content
     its transcript does not give (``resets``, ordered) keeps the earlier live writes of the lines it
     repeats (it kept them; up to as many as it wrote) and forgets the others; the lines it wrote that
-    no earlier call did are its own or were already there (a person's): unconfirmed."""
+    no earlier call did are its own or were already there (a person's): unconfirmed, unless the write
+    created the file (``created``: no call touched it before; its lines are all its own)."""
     by_digest: dict[int, dict[int, list[int]]] = {}   # hash -> span -> its positions (< 0: removed)
     for digest, span, pos in rows:
         spans = by_digest.get(digest)
@@ -426,7 +437,7 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
     for digest, by_span in by_digest.items():
         if len(by_span) == 1:   # most lines: written by one call (the general case below, shortened)
             span, positions = next(iter(by_span.items()))
-            if span in whole:
+            if span in whole and span not in created:
                 unconfirmed.update((span, pos >> 1) for pos in positions)
             elif last_reset is not None and last_reset > order[span]:
                 live[digest] = []
@@ -446,7 +457,8 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
             if span in whole:
                 kept = entries[len(entries) - min(len(added), len(entries)):]
                 claimed = added[len(kept):]
-                unconfirmed.update((span, pos >> 1) for pos in claimed)
+                if span not in created:
+                    unconfirmed.update((span, pos >> 1) for pos in claimed)
                 entries = kept + [(span, pos) for pos in claimed]
                 continue
             removed = len(positions) - len(added)

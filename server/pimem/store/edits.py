@@ -155,6 +155,24 @@ def whole_spans(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, int]]
         "SELECT span_id, ts FROM pimem_edit_spans WHERE path_id = ? AND whole = 1", (file_id,))]
 
 
+def created_file(conn: sqlite3.Connection, path: str, file_id: int, span_id: int) -> bool:
+    """Whether the whole-file write ``span_id`` (over content its transcript does not give) created the
+    file at ``path``: no call of any agent touched the path before it. Read from the touches (one range
+    of their primary key: every edit call touches its file) and, for the write's own turn, from its
+    spans in call order; a read or delete in the same turn cannot be ordered against the write, so it
+    counts as before (precision first)."""
+    row = conn.execute("SELECT turn_id, ts FROM pimem_edit_spans WHERE span_id = ?", (span_id,)).fetchone()
+    if row is None:
+        return False
+    turn_id, ts = str(row[0]), int(row[1])
+    for other_turn, action in conn.execute(
+            "SELECT turn_id, action FROM pimem_touches WHERE path = ? AND ts <= ?", (path, ts)):
+        if other_turn != turn_id or action in ("read", "delete"):
+            return False
+    return conn.execute("SELECT 1 FROM pimem_edit_spans WHERE turn_id = ? AND path_id = ? AND span_id < ? LIMIT 1",
+                        (turn_id, file_id, span_id)).fetchone() is None
+
+
 def span_infos(conn: sqlite3.Connection, span_ids: Iterable[int]) -> dict[int, SpanInfo]:
     found: dict[int, SpanInfo] = {}
     for batch in chunks(sorted(set(span_ids))):
