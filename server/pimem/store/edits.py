@@ -20,6 +20,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pimem.store.batches import chunks, placeholders
 
@@ -113,8 +114,9 @@ def clear_spans(conn: sqlite3.Connection, turn_ids: Sequence[str]) -> None:
             conn.execute(f"DELETE FROM pimem_edit_spans WHERE span_id IN ({marks})", ids)
 
 
-@dataclass(frozen=True)
-class SpanInfo:
+class SpanInfo(NamedTuple):
+    """A span's row (a tuple: a whole file's attribution reads thousands)."""
+
     span_id: int
     turn_id: str
     ts: int
