@@ -269,10 +269,13 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     if not rows:
         return {}, set(), {}
     resets = sorted(whole_spans(conn, file_id))
-    # only the first whole-file write can have created the file (a later one has it before)
-    created = {resets[0][1]} if resets and created_file(conn, path, file_id, resets[0][1]) else set()
+    spans_read = {span for _, span, _ in rows}
+    # only the first whole-file write can have created the file (a later one has it before); asked only
+    # when it wrote some of these lines (the touches of a file edited thousands of times are many)
+    first_write = resets[0][1] if resets else None
+    created = {first_write} if first_write in spans_read and created_file(conn, path, file_id, first_write) else set()
     known: dict[int, SpanInfo] = {}
-    order = _orders(conn, {span for _, span, _ in rows}, known)
+    order = _orders(conn, spans_read, known)
     live, unconfirmed = _live([row for row in rows if row[0] in strong], order, resets, created)
     # line -> (span, index among the call's non-blank lines): runs are made of consecutive indexes; who
     # wrote blank lines before a line (the stored position's low bit) decides only blank lines (below)
