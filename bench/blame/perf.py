@@ -135,14 +135,19 @@ def hot_file(work: Path, sessions_root: Path, lines: int, touching: int, seed: i
     return cwd / "big.py"
 
 
-def timed(function: Any, runs: int) -> tuple[float, float]:
+def timed(function: Any, runs: int) -> tuple[float, float, float]:
+    """p50 and p95 of the wall time (ms), and the mean CPU time of this process (ms): on a machine other
+    processes load, the CPU time is what the work itself costs."""
     samples = []
+    cpu = 0.0
     for _ in range(runs):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         function()
         samples.append((time.perf_counter() - started) * 1000)
+        cpu += time.process_time() - started_cpu
     samples.sort()
-    return round(statistics.median(samples), 3), round(samples[max(0, int(len(samples) * 0.95) - 1)], 3)
+    return (round(statistics.median(samples), 3), round(samples[max(0, int(len(samples) * 0.95) - 1)], 3),
+            round(cpu * 1000 / runs, 2))
 
 
 def link_tree(src: Path, dst: Path) -> None:
@@ -348,8 +353,10 @@ def latency(db: Path, big: Path, runs: int, seed: int) -> dict[str, Any]:
     return {"turns": turns, "lines": count, "attributed": len(whole.lines), "spanLineRows": rows,
             "hotPrecision": round(len(right) / max(1, len(whole.lines)), 4),
             "hotRecallOfEditLines": round(right_edit / max(1, by_edit), 4),
-            "currentLine": {"p50": cur[0], "p95": cur[1]}, "wholeFile": {"p50": file[0], "p95": file[1]},
-            "fileHistory": {"p50": ref[0], "p95": ref[1]},
+            "currentLine": {"p50": cur[0], "p95": cur[1], "cpu": cur[2]},
+            "wholeFile": {"p50": file[0], "p95": file[1], "cpu": file[2]},
+            "fileHistory": {"p50": ref[0], "p95": ref[1], "cpu": ref[2]},
+            "loadAverage": os.getloadavg()[0],
             "ratios": {"currentLineP95/fileHistoryP95": round(cur[1] / ref[1], 2),
                        "wholeFileP95/fileHistoryP95": round(file[1] / ref[1], 2)}}
 
@@ -373,13 +380,14 @@ def measure(args: argparse.Namespace, db: Path, big: Path, sync_s: float | None)
         report["bulk"] = {"rows": counts, "bytes": bulk.stat().st_size,
                           "latency": latency(bulk, big, args.runs, args.seed)}
         rows.append((f"bulk, {counts['turns']:,} turns", report["bulk"]["latency"]))
-    print("| store | turns | hot file | span line rows | current line p50 / p95 | whole file p50 / p95 "
-          "| fileHistory p50 / p95 (reference) |\n|---|---|---|---|---|---|---|")
+    print("| store | turns | hot file | span line rows | current line p50 / p95 (CPU) | whole file p50 / p95 (CPU) "
+          "| fileHistory p50 / p95 (CPU; reference) | load average |\n|---|---|---|---|---|---|---|---|")
     for name, lat in rows:
         print(f"| {name} | {lat['turns']:,} | {lat['lines']:,} lines, {args.touching:,} touching turns, "
               f"{lat['attributed']:,} attributed | {lat['spanLineRows']:,} | {lat['currentLine']['p50']} / "
-              f"{lat['currentLine']['p95']} ms | {lat['wholeFile']['p50']} / {lat['wholeFile']['p95']} ms "
-              f"| {lat['fileHistory']['p50']} / {lat['fileHistory']['p95']} ms |")
+              f"{lat['currentLine']['p95']} ms ({lat['currentLine']['cpu']}) | {lat['wholeFile']['p50']} / "
+              f"{lat['wholeFile']['p95']} ms ({lat['wholeFile']['cpu']}) | {lat['fileHistory']['p50']} / "
+              f"{lat['fileHistory']['p95']} ms ({lat['fileHistory']['cpu']}) | {lat['loadAverage']:.1f} |")
     if "bulk" in report:
         print("\nbulk store rows: " + ", ".join(f"{k} {v:,}" for k, v in report["bulk"]["rows"].items())
               + f"; {report['bulk']['bytes']:,} bytes")
