@@ -609,7 +609,9 @@ def test_git_confirms_a_line_first_committed_well_after_the_write(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     path = project / "a.py"
     base = tmp_path / "agents"
-    write_pi(base, "pi1", project, [("write compute", [("write", {"path": "a.py", "content": FUNCTION})])])
+    # Pi read the file, then wrote it whole: what it kept of the person's file is not told apart
+    write_pi(base, "pi1", project, [("write compute", [("read", {"path": "a.py"}),
+                                                       ("write", {"path": "a.py", "content": FUNCTION})])])
     db = tmp_path / "m.db"
     sync(base, db)   # the write at 10:00
     path.write_text("def compute(values):\n    total = 0\n", encoding="utf-8")
@@ -702,3 +704,45 @@ def test_a_write_result_is_not_a_user_line_of_the_conversation() -> None:
         if parser.wants(Line(k + 1, 0, len(data), data, data[:256])):
             parser.feed(record, k + 1, chunk)
     assert [part for delta in chunk.turns.values() for part in delta.reply_parts] == ["Created a.py for you."]
+
+
+EDITED = FUNCTION.replace("total = 0", "total = start_value(0)")
+
+
+def test_a_write_that_created_its_file_is_attributed_without_git(tmp_path: Path, project: Path) -> None:
+    """Pi's ``write`` result does not say whether the file existed ("Successfully wrote to PATH", the real
+    Pi 1.6.0): a write no call of any agent touched the path before created it, its lines are its own."""
+    created, over = project / "new.py", project / "old.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("look", [("Read", {"file_path": str(over)})])])
+    write_pi(base, "pi1", project, [
+        ("create it", [("write", {"path": "new.py", "content": FUNCTION}),
+                       # an edit of the file it just wrote, in the same turn: still a creation
+                       ("edit", {"path": "new.py", "edits": [{"oldText": "    total = 0\n",
+                                                              "newText": "    total = start_value(0)\n"}]})]),
+        ("rewrite the other", [("write", {"path": "old.py", "content": FUNCTION})]),
+        ("write it again", [("write", {"path": "new.py", "content": EDITED + "print(compute([1]))\n"})]),
+    ], minute=30)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    # the created lines are the write's (0, 2-4), the line its edit wrote the edit's (the same turn);
+    # the later write kept them, and its own new line is unconfirmed (the file existed)
+    assert _blame(db, created, EDITED + "print(compute([1]))\n") == {
+        0: ("line", "create it"), 1: ("line", "create it"), 2: ("exact", "create it"), 3: ("exact", "create it"),
+        4: ("exact", "create it")}
+    # a file an earlier call read existed: what the write repeats may be a person's (unconfirmed)
+    assert _blame(db, over, FUNCTION) == {}
+
+
+def test_copies_of_a_line_outside_a_block_are_not_attributed(tmp_path: Path, project: Path) -> None:
+    """Two copies of a line, neither in a block of the call that wrote it: which is a person's is not
+    known (a person's own copy and a deleted one of the agent's look the same)."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("write", [("Write", {
+        "file_path": str(path), "content": "value = load_config()\nfirst_step()\nvalue = load_config()\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    text = "by_hand_a()\nvalue = load_config()\nby_hand_b()\nby_hand_c()\nvalue = load_config()\n"
+    assert _blame(db, path, text) == {}
+    assert _blame(db, path, "by_hand_a()\nvalue = load_config()\nby_hand_b()\n") == {1: ("line", "write")}

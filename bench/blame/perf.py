@@ -135,14 +135,19 @@ def hot_file(work: Path, sessions_root: Path, lines: int, touching: int, seed: i
     return cwd / "big.py"
 
 
-def timed(function: Any, runs: int) -> tuple[float, float]:
+def timed(function: Any, runs: int) -> tuple[float, float, float]:
+    """p50 and p95 of the wall time (ms), and the mean CPU time of this process (ms): on a machine other
+    processes load, the CPU time is what the work itself costs."""
     samples = []
+    cpu = 0.0
     for _ in range(runs):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         function()
         samples.append((time.perf_counter() - started) * 1000)
+        cpu += time.process_time() - started_cpu
     samples.sort()
-    return round(statistics.median(samples), 3), round(samples[max(0, int(len(samples) * 0.95) - 1)], 3)
+    return (round(statistics.median(samples), 3), round(samples[max(0, int(len(samples) * 0.95) - 1)], 3),
+            round(cpu * 1000 / runs, 2))
 
 
 def link_tree(src: Path, dst: Path) -> None:
@@ -205,6 +210,84 @@ def scaled_copy(db: Path, work: Path, hot: str, scale: int) -> Path:
     return target
 
 
+def bulk_copy(db: Path, work: Path, hot: str, turns: int, files: int, seed: int) -> tuple[Path, dict[str, int]]:
+    """A copy of the store grown to ``turns`` turns by rows inserted directly (a sync of a million turns
+    takes hours here): sessions of 10 turns of the three agents, each turn with a prompt and a reply of
+    realistic length and one edit call of 1-5 added and 0-3 replaced lines (random line hashes) in one
+    of ``files`` other files, with its file touch: the ``turns``, ``sessions``, ``pimem_touches`` and
+    ``pimem_edit_*`` rows of a history where every turn edits. No word index or transcript rows (the
+    line lookup reads neither). The hot file's rows stay as synced. Kept in WORK for ``--reuse``."""
+    target = work / f"bulk-{turns}.db"
+    if target.exists():
+        conn = sqlite3.connect(target)
+        counts = table_counts(conn)
+        conn.close()
+        return target, counts
+    partial = target.with_suffix(".partial")
+    shutil.copyfile(db, partial)
+    rng = random.Random(seed)
+    conn = sqlite3.connect(partial)
+    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA synchronous = OFF")
+    have = conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
+    if conn.execute("SELECT 1 FROM pimem_edit_files WHERE path = ?", (normalize_file_path(hot),)).fetchone() is None:
+        raise SystemExit(f"perf: {hot} has no edit spans in {db}")
+    first_path = conn.execute("SELECT MAX(path_id) FROM pimem_edit_files").fetchone()[0] + 1
+    paths = [f"/home/dev/proj{k % 40:02d}/src/module_{k}.py" for k in range(files)]
+    conn.executemany("INSERT INTO pimem_edit_files (path_id, path) VALUES (?, ?)",
+                     [(first_path + k, path) for k, path in enumerate(paths)])
+    span_id = conn.execute("SELECT MAX(span_id) FROM pimem_edit_spans").fetchone()[0] + 1
+    words = [f"word{k}" for k in range(5000)]
+    ms = 1_700_000_000_000
+    sources = ("claude", "pi", "codex")
+    tools = {"claude": "Edit", "pi": "edit", "codex": "apply_patch"}
+    new = turns - have
+    for start in range(0, new, 50_000):
+        sessions, turn_rows, spans, lines, touches = [], [], [], [], []
+        for n in range(start, min(new, start + 50_000)):
+            if n % 10 == 0:
+                source = sources[n // 10 % 3]
+                session = f"{source}:bulk-{n // 10:07d}"
+                sessions.append((session, source, f"/home/dev/proj{n // 10 % 40:02d}", ms, "m",
+                                 f"/bulk/{n // 10}.jsonl"))
+            ms += rng.randint(1_000, 120_000)
+            turn = f"{session}:{n % 10}"
+            prompt = " ".join(rng.choice(words) for _ in range(rng.randint(5, 40)))
+            reply = " ".join(rng.choice(words) for _ in range(rng.randint(20, 120)))
+            turn_rows.append((turn, session, n % 10, ms, prompt, reply, '["edit"]', None))
+            path = rng.randrange(files)
+            spans.append((span_id, first_path + path, turn, ms, tools[source], f"call_{n}", 0))
+            for pos in range(rng.randint(1, 5)):
+                lines.append((first_path + path, rng.getrandbits(63) - (1 << 62), span_id, pos * 2))
+            for k in range(rng.randint(0, 3)):
+                lines.append((first_path + path, rng.getrandbits(63) - (1 << 62), span_id, -1 - k))
+            touches.append((paths[path], turn, "edit", session, ms))
+            span_id += 1
+        conn.executemany("INSERT INTO sessions (session_id, source, cwd, started_at, model_id, jsonl_path) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", sessions)
+        conn.executemany("INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, "
+                         "user_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", turn_rows)
+        conn.executemany("INSERT INTO pimem_edit_spans (span_id, path_id, turn_id, ts, tool, call_id, whole) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?)", spans)
+        conn.executemany("INSERT OR IGNORE INTO pimem_edit_lines (path_id, hash, span_id, pos) VALUES (?, ?, ?, ?)",
+                         sorted(lines))
+        conn.executemany("INSERT OR IGNORE INTO pimem_touches (path, turn_id, action, session_id, ts) "
+                         "VALUES (?, ?, ?, ?, ?)", touches)
+        conn.commit()
+    conn.execute("ANALYZE")
+    conn.commit()
+    counts = table_counts(conn)
+    conn.close()
+    partial.rename(target)
+    return target, counts
+
+
+def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    return {table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            for table in ("turns", "sessions", "pimem_touches", "pimem_edit_files", "pimem_edit_spans",
+                          "pimem_edit_lines")}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, help="a bench/generate.py output (its home/ is synced)")
@@ -216,6 +299,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--scale", type=int, default=0,
                         help="also time the lookups on a copy whose other files' edit spans are copied SCALE-1 times")
+    parser.add_argument("--bulk", type=int, default=0,
+                        help="also time the lookups on a copy grown to BULK turns by rows inserted directly")
+    parser.add_argument("--bulk-files", type=int, default=50_000, help="the other files the bulk turns edit")
     parser.add_argument("--reuse", action="store_true", help="keep WORK (its store and hot file) from an earlier run")
     parser.add_argument("--no-growth", action="store_true", help="skip the growth figures (copies and VACUUMs)")
     parser.add_argument("--json", type=Path)
@@ -256,6 +342,7 @@ def latency(db: Path, big: Path, runs: int, seed: int) -> dict[str, Any]:
     file = timed(lambda: line_history(conn, str(big), text, git=False), 20)
     ref = timed(lambda: file_history(conn, str(big)), runs)
     rows = conn.execute("SELECT COUNT(*) FROM pimem_edit_lines").fetchone()[0]
+    turns = conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
     conn.close()
     # the hot file's own truth: its first write is past the bound rule (2,000 lines), so only the lines
     # the edits wrote can be attributed; every attributed line must name its edit
@@ -263,11 +350,13 @@ def latency(db: Path, big: Path, runs: int, seed: int) -> dict[str, Any]:
     by_edit = sum(tag != "H0000" for tag in truth)
     right = [a.line for a in whole.lines if a.prompt.startswith(truth[a.line] + ":")]
     right_edit = sum(truth[line] != "H0000" for line in right)
-    return {"lines": count, "attributed": len(whole.lines), "spanLineRows": rows,
+    return {"turns": turns, "lines": count, "attributed": len(whole.lines), "spanLineRows": rows,
             "hotPrecision": round(len(right) / max(1, len(whole.lines)), 4),
             "hotRecallOfEditLines": round(right_edit / max(1, by_edit), 4),
-            "currentLine": {"p50": cur[0], "p95": cur[1]}, "wholeFile": {"p50": file[0], "p95": file[1]},
-            "fileHistory": {"p50": ref[0], "p95": ref[1]},
+            "currentLine": {"p50": cur[0], "p95": cur[1], "cpu": cur[2]},
+            "wholeFile": {"p50": file[0], "p95": file[1], "cpu": file[2]},
+            "fileHistory": {"p50": ref[0], "p95": ref[1], "cpu": ref[2]},
+            "loadAverage": os.getloadavg()[0],
             "ratios": {"currentLineP95/fileHistoryP95": round(cur[1] / ref[1], 2),
                        "wholeFileP95/fileHistoryP95": round(file[1] / ref[1], 2)}}
 
@@ -286,13 +375,22 @@ def measure(args: argparse.Namespace, db: Path, big: Path, sync_s: float | None)
         report["scaled"] = {"scale": args.scale, "latency": latency(scaled, big, args.runs, args.seed)}
         rows.append((f"edit spans x{args.scale}", report["scaled"]["latency"]))
         scaled.unlink()
-    print("| store | turns | hot file | span line rows | current line p50 / p95 | whole file p50 / p95 "
-          "| fileHistory p50 / p95 (reference) |\n|---|---|---|---|---|---|---|")
+    if args.bulk:
+        bulk, counts = bulk_copy(db, args.work, str(big), args.bulk, args.bulk_files, args.seed)
+        report["bulk"] = {"rows": counts, "bytes": bulk.stat().st_size,
+                          "latency": latency(bulk, big, args.runs, args.seed)}
+        rows.append((f"bulk, {counts['turns']:,} turns", report["bulk"]["latency"]))
+    print("| store | turns | hot file | span line rows | current line p50 / p95 (CPU) | whole file p50 / p95 (CPU) "
+          "| fileHistory p50 / p95 (CPU; reference) | load average |\n|---|---|---|---|---|---|---|---|")
     for name, lat in rows:
-        print(f"| {name} | {turns:,} | {lat['lines']:,} lines, {args.touching:,} touching turns, "
+        print(f"| {name} | {lat['turns']:,} | {lat['lines']:,} lines, {args.touching:,} touching turns, "
               f"{lat['attributed']:,} attributed | {lat['spanLineRows']:,} | {lat['currentLine']['p50']} / "
-              f"{lat['currentLine']['p95']} ms | {lat['wholeFile']['p50']} / {lat['wholeFile']['p95']} ms "
-              f"| {lat['fileHistory']['p50']} / {lat['fileHistory']['p95']} ms |")
+              f"{lat['currentLine']['p95']} ms ({lat['currentLine']['cpu']}) | {lat['wholeFile']['p50']} / "
+              f"{lat['wholeFile']['p95']} ms ({lat['wholeFile']['cpu']}) | {lat['fileHistory']['p50']} / "
+              f"{lat['fileHistory']['p95']} ms ({lat['fileHistory']['cpu']}) | {lat['loadAverage']:.1f} |")
+    if "bulk" in report:
+        print("\nbulk store rows: " + ", ".join(f"{k} {v:,}" for k, v in report["bulk"]["rows"].items())
+              + f"; {report['bulk']['bytes']:,} bytes")
     print(f"\nhot file: {report['latency']['hotPrecision']} of the attributed lines name their edit; "
           f"{report['latency']['hotRecallOfEditLines']} of the lines edits wrote are attributed")
     if "growth" in report:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pimem.store.batches import chunks, placeholders
 
@@ -113,8 +114,9 @@ def clear_spans(conn: sqlite3.Connection, turn_ids: Sequence[str]) -> None:
             conn.execute(f"DELETE FROM pimem_edit_spans WHERE span_id IN ({marks})", ids)
 
 
-@dataclass(frozen=True)
-class SpanInfo:
+class SpanInfo(NamedTuple):
+    """A span's row (a tuple: a whole file's attribution reads thousands)."""
+
     span_id: int
     turn_id: str
     ts: int
@@ -153,6 +155,24 @@ def whole_spans(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, int]]
     """(ts, span id) of the calls that wrote the whole file."""
     return [(int(ts), int(span_id)) for span_id, ts in conn.execute(
         "SELECT span_id, ts FROM pimem_edit_spans WHERE path_id = ? AND whole = 1", (file_id,))]
+
+
+def created_file(conn: sqlite3.Connection, path: str, file_id: int, span_id: int) -> bool:
+    """Whether the whole-file write ``span_id`` (over content its transcript does not give) created the
+    file at ``path``: no call of any agent touched the path before it. Read from the touches (one range
+    of their primary key: every edit call touches its file) and, for the write's own turn, from its
+    spans in call order; a read or delete in the same turn cannot be ordered against the write, so it
+    counts as before (precision first)."""
+    row = conn.execute("SELECT turn_id, ts FROM pimem_edit_spans WHERE span_id = ?", (span_id,)).fetchone()
+    if row is None:
+        return False
+    turn_id, ts = str(row[0]), int(row[1])
+    for other_turn, action in conn.execute(
+            "SELECT turn_id, action FROM pimem_touches WHERE path = ? AND ts <= ?", (path, ts)):
+        if other_turn != turn_id or action in ("read", "delete"):
+            return False
+    return conn.execute("SELECT 1 FROM pimem_edit_spans WHERE turn_id = ? AND path_id = ? AND span_id < ? LIMIT 1",
+                        (turn_id, file_id, span_id)).fetchone() is None
 
 
 def span_infos(conn: sqlite3.Connection, span_ids: Iterable[int]) -> dict[int, SpanInfo]:
