@@ -187,3 +187,18 @@ def test_timestamps_out_of_range_do_not_stop_the_push(share_db: ShareDb, db_path
     assert push(db_path, config(share_db)).sent == 2
     years = dict(remote(share_db, "SELECT doc_key, extract(year FROM ts AT TIME ZONE 'UTC')::int FROM pimem.turns"))
     assert years["neg"] == 1970 and years["far"] >= 2100   # type: ignore[operator]
+
+
+def test_values_the_copy_format_could_mangle_arrive_exactly(share_db: ShareDb, db_path: Path) -> None:
+    """The rows go by a binary COPY: texts and array elements with the text format's special characters
+    (tab, newline, backslash, ``\\N``, quotes, braces, commas, NULL) arrive as they were."""
+    from pimem.words import tokens
+    user = 'tab\there\nnew line \\N back\\slash "quoted" {braces} a,b NULL \r end ✓ 𝄞'
+    tools = ("bash", 'we"ird', "{a,b}", "NULL", "back\\slash", "")
+    write(db_path, [Turn("x\\N\t", 's"{1}', "/work/proj/a,b {c}", user, "\\.\n\\.", tools=tools)])
+    assert push(db_path, config(share_db)).sent == 1
+    row = remote(share_db, "SELECT doc_key, session_id, cwd, user_text, reply_text, user_lower, user_words, "
+                           "tools, user_chars, reply_chars FROM pimem.turns")[0]
+    assert row == ("x\\N\t", 's"{1}', "/work/proj/a,b {c}", user, "\\.\n\\.", user.lower(),
+                   row[6], list(tools), len(user), 5)
+    assert sorted(row[6]) == sorted(tokens(user))     # type: ignore[arg-type]
