@@ -202,3 +202,17 @@ def test_values_the_copy_format_could_mangle_arrive_exactly(share_db: ShareDb, d
     assert row == ("x\\N\t", 's"{1}', "/work/proj/a,b {c}", user, "\\.\n\\.", user.lower(),
                    row[6], list(tools), len(user), 5)
     assert sorted(row[6]) == sorted(tokens(user))     # type: ignore[arg-type]
+
+
+def test_long_texts_are_stored_with_lz4_where_the_server_has_it(share_db: ShareDb, db_path: Path) -> None:
+    """The push asks for lz4 TOAST compression (cheaper for the server than the default pglz)."""
+    with psycopg.connect(share_db.admin) as conn:
+        row = conn.execute("SELECT 'lz4' = ANY (enumvals) FROM pg_settings "
+                           "WHERE name = 'default_toast_compression'").fetchone()
+    if not (row and row[0]):
+        pytest.skip("this PostgreSQL was built without lz4")
+    reply = " ".join(f"the cache line {n} of the flamingo service" for n in range(200))
+    write(db_path, [Turn("long", "s", "/work/proj", "short", reply)])
+    assert push(db_path, config(share_db)).sent == 1
+    assert remote(share_db, "SELECT pg_column_compression(reply_text), pg_column_compression(user_text) "
+                            "FROM pimem.turns") == [("lz4", None)]
