@@ -27,6 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -150,11 +151,105 @@ def index_costs(conninfo: str, turns: list[Turn]) -> list[tuple[str, float]]:
     return found
 
 
-def gate_only(turns: list[Turn]) -> float:
+_COLUMNS = ("machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, reply_text, user_lower, "
+            "reply_lower, user_words, reply_words, user_chars, reply_chars, tools, content_hash")
+_TYPES = ["text", "text", "text", "int4", "text", "text", "timestamptz", "text", "text", "text", "text", "text[]",
+          "text[]", "int4", "int4", "text[]", "text"]
+_BIG_GIN = ("SET work_mem = '256MB'", "SET gin_pending_list_limit = '64MB'")
+
+
+@dataclass(frozen=True)
+class Lever:
+    label: str
+    binary: bool = True
+    stage: bool = True            # COPY into a temporary table, then INSERT … SELECT (what the push does)
+    settings: tuple[str, ...] = ()
+    fastupdate: bool = True
+    indexes_after: bool = False   # the table without indexes during the COPY, every index built afterwards
+
+
+_LZ4 = ("SET default_toast_compression = lz4",)
+LEVERS = (
+    Lever("the push: binary COPY into a staging table, INSERT … SELECT, lz4 TOAST compression", settings=_LZ4),
+    Lever("pglz TOAST compression (the server's default) instead of lz4"),
+    Lever("text COPY and pglz (the push before this round)", binary=False),
+    Lever("binary COPY straight into the table (impossible under row-level security)", stage=False,
+          settings=_LZ4),
+    Lever("+ work_mem 256MB, gin_pending_list_limit 64MB (larger pending lists)", settings=_LZ4 + _BIG_GIN),
+    Lever("GIN fastupdate off (no pending lists)", fastupdate=False, settings=_LZ4),
+    Lever("indexes built after the COPY (empty table, maintenance_work_mem 256MB)", stage=False,
+          indexes_after=True, settings=_LZ4),
+)
+
+
+def _gin_indexes(conn: psycopg.Connection[tuple[object, ...]], table: str) -> list[str]:
+    return [str(name) for (name,) in conn.execute(
+        "SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = %s::regclass AND a.amname = 'gin'", (table,))]
+
+
+def lever_costs(conninfo: str, turns: list[Turn], batch: int = 2_000) -> list[tuple[str, float, float, float, int]]:
+    """Per lever: the backend's CPU per turn for the COPY (and upsert) in transactions of ``batch`` rows,
+    then for what it deferred (each GIN's pending list cleaned, or the indexes built), and the table's
+    size afterwards; pimem's CPU to encode the rows (text vs binary) is measured beside."""
+    users = tokens_many([t.user for t in turns])
+    replies = tokens_many([t.reply for t in turns])
+    rows = [("m", t.turn_id, t.session, 0, "pi", t.cwd, datetime.fromtimestamp(t.ts / 1000, UTC), t.user, t.reply,
+             t.user.lower(), t.reply.lower(), users[i], replies[i], 1, 1, [], "h") for i, t in enumerate(turns)]
+    found = []
+    for lever in LEVERS:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS public.lever_turns")
+            like = "INCLUDING DEFAULTS" if lever.indexes_after else "INCLUDING ALL"
+            conn.execute(f"CREATE TABLE public.lever_turns (LIKE pimem.turns {like})")
+            for name in _gin_indexes(conn, "public.lever_turns"):
+                conn.execute(f"ALTER INDEX {name} SET (fastupdate = {'on' if lever.fastupdate else 'off'})")
+            for setting in lever.settings:
+                conn.execute(setting)
+            target = "public.lever_turns"
+            if lever.stage:
+                conn.execute("CREATE TEMP TABLE lever_stage (LIKE pimem.turns INCLUDING DEFAULTS) "
+                             "ON COMMIT DELETE ROWS")
+                target = "lever_stage"
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+            assert row is not None
+            pid = int(row[0])
+            before, client = _backend_cpu(pid), 0.0
+            fmt = " (FORMAT BINARY)" if lever.binary else ""
+            for start in range(0, len(rows), batch):
+                with conn.transaction(), conn.cursor() as cur:
+                    client -= time.process_time()
+                    with cur.copy(f"COPY {target} ({_COLUMNS}) FROM STDIN{fmt}") as copy:
+                        copy.set_types(_TYPES)
+                        for values in rows[start:start + batch]:
+                            copy.write_row(values)
+                    client += time.process_time()
+                    if lever.stage:
+                        cur.execute(f"INSERT INTO public.lever_turns ({_COLUMNS}) SELECT {_COLUMNS} FROM lever_stage "
+                                    "ON CONFLICT DO NOTHING")
+            copied = _backend_cpu(pid)
+            if lever.indexes_after:
+                conn.execute("SET maintenance_work_mem = '256MB'")
+                for statement in _INDEXES.values():
+                    conn.execute(statement.replace("public.idx_turns", "public.lever_turns"))
+            for name in _gin_indexes(conn, "public.lever_turns"):
+                conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (name,))
+            after = _backend_cpu(pid)
+            size = conn.execute("SELECT pg_total_relation_size('public.lever_turns')").fetchone()
+            assert size is not None
+            found.append((lever.label, (copied - before) / len(rows), (after - copied) / len(rows),
+                          client / len(rows), int(size[0])))
+            conn.execute("DROP TABLE public.lever_turns")
+    return found
+
+
+def gate_only(turns: list[Turn]) -> tuple[float, float]:
+    """CPU seconds of the gate alone, then of the tokenizer alone on the gated texts."""
     start = time.process_time()
     gated = [(gate.gate_text(t.user).text, gate.gate_text(t.reply).text) for t in turns]
+    middle = time.process_time()
     tokens_many([g[0] for g in gated] + [g[1] for g in gated])
-    return time.process_time() - start
+    return middle - start, time.process_time() - middle
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,9 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--indexes", type=int, default=0, metavar="N",
                         help="also: the server's CPU per turn for a COPY of N turns with each index alone")
+    parser.add_argument("--levers", type=int, default=0, metavar="N",
+                        help="also: the server's CPU per turn for N turns under each lever (COPY format, "
+                             "staging, TOAST compression, GIN pending lists, indexes built afterwards)")
     args = parser.parse_args(argv)
 
-    print(f"`nice -n 10 .venv/bin/python bench/share_push.py --turns {args.turns} --runs {args.runs}`  ")
+    extra = "".join(f" --{name} {value}" for name, value in (("indexes", args.indexes), ("levers", args.levers))
+                    if value)
+    print(f"`nice -n 10 .venv/bin/python bench/share_push.py --turns {args.turns} --runs {args.runs}{extra}`  ")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at start; PostgreSQL: Debian, "
           "fsync off (temporary server)\n")
     # CPU seconds as well as wall time: on a shared machine the wall time follows the load
@@ -176,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         base = Path(tmp)
         base.chmod(0o755)
         with running_server(base / "pg") as server:
-            full, first_rate, again, changed, gates, cpus = [], [], [], [], [], []
+            full, first_rate, again, changed, gates, tokenizers, cpus = [], [], [], [], [], [], []
             refs, ref_cpus, pg_cpus = [], [], []
             for run in range(args.runs):
                 dbname = server.new_database()
@@ -206,9 +306,12 @@ def main(argv: list[str] | None = None) -> int:
                 ref_wall, ref_cpu = reference_copy(admin, turns, server.datadir)
                 refs.append(ref_wall)
                 ref_cpus.append(ref_cpu)
-                gates.append(gate_only(turns))
+                gate_s, tokenizer_s = gate_only(turns)
+                gates.append(gate_s)
+                tokenizers.append(tokenizer_s)
                 held = stats.held
             costs = index_costs(server.conninfo(dbname=dbname), turns[:args.indexes]) if args.indexes else []
+            levers = lever_costs(server.conninfo(dbname=dbname), turns[:args.levers]) if args.levers else []
     med = statistics.median
     n = len(turns)
     print(f"corpus: {n:,} turns, {chars / n:,.0f} characters per turn; {held} held by the gate\n")
@@ -218,8 +321,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{med(refs):.2f} s ({n / med(refs):,.0f} turns/s) | {med(full) / med(refs):.1f}x |")
     print(f"| first push, PostgreSQL CPU s | {med(pg_cpus):.2f} | COPY: {med(ref_cpus):.2f} | "
           f"{med(pg_cpus) / med(ref_cpus):.1f}x |")
-    print(f"| first push, pimem CPU s | {med(cpus):.2f} | gate + tokenizer alone: {med(gates):.2f} | "
-          f"{med(gates) / med(cpus):.0%} of it |")
+    both = med(gates) + med(tokenizers)
+    print(f"| first push, pimem CPU s | {med(cpus):.2f} | gate + tokenizer alone: {both:.2f} (gate "
+          f"{med(gates):.2f}, tokenizer {med(tokenizers):.2f}) | {both / med(cpus):.0%} of it |")
     bound = max(med(cpus), med(pg_cpus))
     print(f"| first push, turns/s on 2 idle cores (pipelined: n / max(pimem CPU, server CPU)) | {n / bound:,.0f} "
           f"| COPY: {n / med(ref_cpus):,.0f} | |")
@@ -231,6 +335,15 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|")
         for label, seconds in costs:
             print(f"| {label} | {seconds * 1000:.2f} |")
+    if levers:
+        print(f"\nLevers, {args.levers:,} turns in transactions of 2,000 rows into a twin of pimem.turns (the "
+              "backend's own CPU; deferred: each GIN's pending list cleaned, or the indexes built):\n")
+        print("| lever | server ms/turn, COPY (+ upsert) | + deferred | = total | pimem's encoding ms/turn "
+              "| table size |")
+        print("|---|---|---|---|---|---|")
+        for label, copy_s, deferred_s, client_s, size in levers:
+            print(f"| {label} | {copy_s * 1000:.3f} | {deferred_s * 1000:.3f} | {(copy_s + deferred_s) * 1000:.3f} "
+                  f"| {client_s * 1000:.3f} | {size / 2**20:.0f} MB |")
     return 0
 
 

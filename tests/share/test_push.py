@@ -187,3 +187,32 @@ def test_timestamps_out_of_range_do_not_stop_the_push(share_db: ShareDb, db_path
     assert push(db_path, config(share_db)).sent == 2
     years = dict(remote(share_db, "SELECT doc_key, extract(year FROM ts AT TIME ZONE 'UTC')::int FROM pimem.turns"))
     assert years["neg"] == 1970 and years["far"] >= 2100   # type: ignore[operator]
+
+
+def test_values_the_copy_format_could_mangle_arrive_exactly(share_db: ShareDb, db_path: Path) -> None:
+    """The rows go by a binary COPY: texts and array elements with the text format's special characters
+    (tab, newline, backslash, ``\\N``, quotes, braces, commas, NULL) arrive as they were."""
+    from pimem.words import tokens
+    user = 'tab\there\nnew line \\N back\\slash "quoted" {braces} a,b NULL \r end ✓ 𝄞'
+    tools = ("bash", 'we"ird', "{a,b}", "NULL", "back\\slash", "")
+    write(db_path, [Turn("x\\N\t", 's"{1}', "/work/proj/a,b {c}", user, "\\.\n\\.", tools=tools)])
+    assert push(db_path, config(share_db)).sent == 1
+    row = remote(share_db, "SELECT doc_key, session_id, cwd, user_text, reply_text, user_lower, user_words, "
+                           "tools, user_chars, reply_chars FROM pimem.turns")[0]
+    assert row == ("x\\N\t", 's"{1}', "/work/proj/a,b {c}", user, "\\.\n\\.", user.lower(),
+                   row[6], list(tools), len(user), 5)
+    assert sorted(row[6]) == sorted(tokens(user))     # type: ignore[arg-type]
+
+
+def test_long_texts_are_stored_with_lz4_where_the_server_has_it(share_db: ShareDb, db_path: Path) -> None:
+    """The push asks for lz4 TOAST compression (cheaper for the server than the default pglz)."""
+    with psycopg.connect(share_db.admin) as conn:
+        row = conn.execute("SELECT 'lz4' = ANY (enumvals) FROM pg_settings "
+                           "WHERE name = 'default_toast_compression'").fetchone()
+    if not (row and row[0]):
+        pytest.skip("this PostgreSQL was built without lz4")
+    reply = " ".join(f"the cache line {n} of the flamingo service" for n in range(200))
+    write(db_path, [Turn("long", "s", "/work/proj", "short", reply)])
+    assert push(db_path, config(share_db)).sent == 1
+    assert remote(share_db, "SELECT pg_column_compression(reply_text), pg_column_compression(user_text) "
+                            "FROM pimem.turns") == [("lz4", None)]
