@@ -126,7 +126,7 @@ def word_text(text: str) -> str:
     parts added at the end. Plain ASCII prose is returned as it is."""
     if len(text) > INDEXED_CHARS:
         text = text[:INDEXED_CHARS]
-    if _CJK_ANY.search(text):
+    if not text.isascii() and _CJK_ANY.search(text):   # isascii() is a flag: no scan of ASCII text
         text = _SCRIPT_RUN.sub(_cjk_words, text)
     # Most texts cannot hold an identifier (no "_"; no capital after a letter or digit: every _CAMEL
     # match has one), which a cheaper test shows first.
