@@ -257,7 +257,7 @@ def import_once(source: Path, home: Path, db: Path) -> dict[str, Any]:
 
 
 BUILD_SCRIPT = """
-import json, sys, time
+import hashlib, json, sys, time
 from pimem import index
 from pimem.store import connect, transaction
 conn = connect(sys.argv[1])
@@ -268,7 +268,17 @@ with transaction(conn):
         conn.execute("DROP TABLE pimem_word_docs")
 cpu, wall = time.process_time(), time.perf_counter()
 built = index.build_pending(conn)
-print(json.dumps({"docs": built, "cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}))
+result = {"docs": built, "cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}
+if sys.argv[2] == "both":   # every (word, doc, column) posting, to compare the revisions' word indexes
+    conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, pimem_words, 'instance')")
+    digest, postings = hashlib.sha256(), 0
+    for term, doc, column in conn.execute("SELECT term, doc, col FROM temp.v"):
+        digest.update(f"{term}\\0{doc}\\0{column}\\n".encode())
+        postings += 1
+    digest.update(repr(conn.execute("SELECT count(*), sum(session), sum(user_chars), sum(reply_chars) "
+                                    "FROM pimem_word_docs").fetchone()).encode())
+    result.update(postings=postings, digest=digest.hexdigest())
+print(json.dumps(result))
 """
 
 
@@ -296,11 +306,14 @@ def index_builds(args: argparse.Namespace) -> dict[str, Any]:
           f"copied per build; before = {args.before} ({before[1][:9]}), after = {args.after} ({after[1][:9]}); "
           f"{args.runs} runs each, alternated; load average {load_average()}")
     cpu: dict[str, list[float]] = {name: [] for name in ways}
+    digests: dict[str, set[tuple[int, str]]] = {name: set() for name in ways}
     for number in range(args.runs):
         names = list(ways) if number % 2 == 0 else list(reversed(ways))
         for name in names:
             result = build_once(ways[name][0], args.store, work / "index.db", ways[name][1])
             cpu[name].append(result["cpu"])
+            if "digest" in result:
+                digests[name].add((result["postings"], result["digest"]))
             print(f"  run {number + 1} {name}: {result['cpu']:.2f} s CPU, {result['wall']:.1f} s, "
                   f"{result['docs']} docs, load average {load_average()}", flush=True)
     reference = statistics.median(cpu["trigram only"])
@@ -311,7 +324,11 @@ def index_builds(args: argparse.Namespace) -> dict[str, Any]:
         median = statistics.median(values)
         print(f"| {name} | {median:.2f} | {', '.join(f'{value:.2f}' for value in values)} | "
               f"{median / reference:.2f}× | {median - reference:+.2f} s |")
-    return {"cpu": cpu}
+    both = set().union(*(found for found in digests.values()))
+    print()
+    print(f"word index postings (word, doc, column) of every build by both revisions: "
+          f"{'identical' if len(both) == 1 else 'DIFFERENT'} ({', '.join(f'{n:,} {d[:12]}' for n, d in sorted(both))})")
+    return {"cpu": cpu, "identical_word_index": len(both) == 1}
 
 
 def import_pair(args: argparse.Namespace) -> dict[str, Any]:
