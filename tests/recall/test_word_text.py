@@ -140,7 +140,7 @@ def test_a_repeated_identifier_is_scanned_once(monkeypatch: pytest.MonkeyPatch) 
 def test_memos_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     _clear_memos()
     monkeypatch.setattr(words, "MEMO_SIZE", 10)
-    long_chunk = "getX" * 100
+    long_chunk = "getX" * 10
     words.word_text(" ".join(f"camelCase{number}X" for number in range(50)) + " " + long_chunk + " " + "数据" * 100)
     assert len(words._IDENTIFIERS) <= 10 and long_chunk not in words._IDENTIFIERS
     assert len(words._CJK_PIECES) <= 10 and "数据" * 100 not in words._CJK_PIECES
