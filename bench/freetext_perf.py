@@ -5,6 +5,7 @@ import's cost of the word index; each against a reference measured in the same r
     python bench/freetext_perf.py latency --store DB [--runs 3] [--limit 10]
     python bench/freetext_perf.py pending --store DB [--runs 3] [--lag 2000]
     python bench/freetext_perf.py import --corpus DIR [--runs 2] [--before ec8da14^1] [--after HEAD]
+    python bench/freetext_perf.py index --store DB [--runs 2] [--before REV] [--after HEAD]
 
 * ``latency``: free text as ``pimem/recall {text}`` answers it (``freetext.recall_conversations``, one
   long-lived process, one read connection, warm: every query asked once untimed first), per query the
@@ -22,6 +23,10 @@ import's cost of the word index; each against a reference measured in the same r
   commit before the word index was merged; ``--after``), alternated, ``--runs`` each; CPU time (user
   + system, the sync's workers included: steadier than wall time on a loaded machine) and wall time,
   peak RSS of the process tree, store size, and the word index's share of the store (``dbstat``).
+* ``index``: the index build alone (``index.build_pending`` after ``index.rebuild``, in a fresh process)
+  on a copy of an imported store, three ways, alternated: the trigram index only (the word index's
+  tables dropped: the reference), both indexes by ``--before``'s code, both by ``--after``'s; CPU time
+  of the build. What the word index adds to an import, by revision, without the parse around it.
 
 Quote the machine and its load with the figures: this machine's speed varies from minute to minute,
 so compare within a run (docs/benchmarks.md).
@@ -251,6 +256,81 @@ def import_once(source: Path, home: Path, db: Path) -> dict[str, Any]:
             "stored_s": stats.get("storedMs", 0) / 1000}
 
 
+BUILD_SCRIPT = """
+import hashlib, json, sys, time
+from pimem import index
+from pimem.store import connect, transaction
+conn = connect(sys.argv[1])
+with transaction(conn):
+    index.rebuild(conn)
+    if sys.argv[2] == "trigram":
+        conn.execute("DROP TABLE pimem_words")
+        conn.execute("DROP TABLE pimem_word_docs")
+cpu, wall = time.process_time(), time.perf_counter()
+built = index.build_pending(conn)
+result = {"docs": built, "cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}
+if sys.argv[2] == "both":   # every (word, doc, column) posting, to compare the revisions' word indexes
+    conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, pimem_words, 'instance')")
+    digest, postings = hashlib.sha256(), 0
+    for term, doc, column in conn.execute("SELECT term, doc, col FROM temp.v"):
+        digest.update(f"{term}\\0{doc}\\0{column}\\n".encode())
+        postings += 1
+    digest.update(repr(conn.execute("SELECT count(*), sum(session), sum(user_chars), sum(reply_chars) "
+                                    "FROM pimem_word_docs").fetchone()).encode())
+    result.update(postings=postings, digest=digest.hexdigest())
+print(json.dumps(result))
+"""
+
+
+def build_once(source: Path, store: Path, copy: Path, mode: str) -> dict[str, Any]:
+    remove_db(copy)
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as original, sqlite3.connect(copy) as target:
+        original.backup(target)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])))
+    run = subprocess.run([sys.executable, "-c", BUILD_SCRIPT, str(copy), mode], env=env, capture_output=True,
+                         text=True)
+    remove_db(copy)
+    if run.returncode != 0:
+        raise SystemExit(f"index build failed ({source}): {run.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(run.stdout)
+    return result
+
+
+def index_builds(args: argparse.Namespace) -> dict[str, Any]:
+    work = args.work or Path("/tmp") / f"pimem-index-{os.getpid()}"
+    work.mkdir(parents=True, exist_ok=True)
+    before, after = archive_pimem(args.before), archive_pimem(args.after)
+    ways = {"trigram only": (after[0], "trigram"), f"both, {args.before}": (before[0], "both"),
+            f"both, {args.after}": (after[0], "both")}
+    print(f"- store {args.store} ({store_turns(connect(args.store, create=False, for_writing=False)):,} turns), "
+          f"copied per build; before = {args.before} ({before[1][:9]}), after = {args.after} ({after[1][:9]}); "
+          f"{args.runs} runs each, alternated; load average {load_average()}")
+    cpu: dict[str, list[float]] = {name: [] for name in ways}
+    digests: dict[str, set[tuple[int, str]]] = {name: set() for name in ways}
+    for number in range(args.runs):
+        names = list(ways) if number % 2 == 0 else list(reversed(ways))
+        for name in names:
+            result = build_once(ways[name][0], args.store, work / "index.db", ways[name][1])
+            cpu[name].append(result["cpu"])
+            if "digest" in result:
+                digests[name].add((result["postings"], result["digest"]))
+            print(f"  run {number + 1} {name}: {result['cpu']:.2f} s CPU, {result['wall']:.1f} s, "
+                  f"{result['docs']} docs, load average {load_average()}", flush=True)
+    reference = statistics.median(cpu["trigram only"])
+    print()
+    print("| index build | median CPU s | per run | / trigram only | the word index adds |")
+    print("|---|---|---|---|---|")
+    for name, values in cpu.items():
+        median = statistics.median(values)
+        print(f"| {name} | {median:.2f} | {', '.join(f'{value:.2f}' for value in values)} | "
+              f"{median / reference:.2f}× | {median - reference:+.2f} s |")
+    both = set().union(*(found for found in digests.values()))
+    print()
+    print(f"word index postings (word, doc, column) of every build by both revisions: "
+          f"{'identical' if len(both) == 1 else 'DIFFERENT'} ({', '.join(f'{n:,} {d[:12]}' for n, d in sorted(both))})")
+    return {"cpu": cpu, "identical_word_index": len(both) == 1}
+
+
 def import_pair(args: argparse.Namespace) -> dict[str, Any]:
     home = args.corpus / "home"
     work = args.work or args.corpus.parent / f"import-{args.corpus.name}"
@@ -314,13 +394,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     command.add_argument("--after", default="HEAD")
     command.add_argument("--keep-after", type=Path, help="keep the after revision's last store here")
     command.add_argument("--results", type=Path, help="write the figures as JSON here")
+    command = commands.add_parser("index")
+    command.add_argument("--store", type=Path, required=True, help="an imported memory.db (read, not changed)")
+    command.add_argument("--work", type=Path, help="where the copy goes (deleted after each build)")
+    command.add_argument("--runs", type=int, default=2)
+    command.add_argument("--before", default="73cdb56", help="the revision whose word index code is compared")
+    command.add_argument("--after", default="HEAD")
     for sub in commands.choices.values():
         if not any(action.dest == "results" for action in sub._actions):
             sub.add_argument("--results", type=Path, help="write the figures as JSON here")
     args = parser.parse_args(argv)
     print(f"`{' '.join([Path(sys.executable).name, 'bench/freetext_perf.py', *sys.argv[1:]])}` "
           f"({time.strftime('%Y-%m-%d %H:%M %Z')})")
-    result = {"latency": latency, "pending": pending, "import": import_pair}[args.command](args)
+    result = {"latency": latency, "pending": pending, "import": import_pair,
+              "index": index_builds}[args.command](args)
     if args.results:
         args.results.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -29,8 +29,9 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from pimem.store.schema import WORD_TOKENIZER
 
@@ -55,8 +56,7 @@ _CAMEL_HINT = re.compile(r"[A-Za-z0-9][A-Z]")
 _HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
-def _cjk_piece(match: re.Match[str]) -> str:
-    run = match.group(0)
+def _cjk_piece(run: str) -> str:
     first = run[0]
     if _HIRAGANA_START.match(first):
         return " "
@@ -67,6 +67,58 @@ def _cjk_piece(match: re.Match[str]) -> str:
     return f" {run} "
 
 
+Parts = tuple[tuple[str, ...], tuple[str, ...]]   # (camelCase words' parts, snake_case words' parts)
+
+
+def _identifiers(chunk: str) -> Parts | None:
+    """The identifier scans of one whitespace-separated chunk of text; None when neither matches."""
+    camel = tuple(" ".join(_HUMP.findall(word)) for word in _CAMEL.findall(chunk)) \
+        if _CAMEL_HINT.search(chunk) else ()
+    snake = tuple(" ".join(piece for piece in word.split("_") if piece) for word in _SNAKE.findall(chunk)) \
+        if "_" in chunk else ()
+    return (camel, snake) if camel or snake else None
+
+
+MEMO_SIZE = 50_000   # entries kept per memo; a full memo is emptied
+MEMO_KEY_CHARS = 32   # longer pieces are computed each time (both memos: ~4 MB after 25,000 turns, 37 MB at most)
+
+
+class _Memo(dict[str, Any]):
+    """``function(key)``, computed once per distinct key: what :func:`word_text` finds per CJK run and
+    per whitespace-separated chunk of text repeats from turn to turn (the same particles, words and
+    identifiers), so an import pays the Python work once per distinct piece, not once per occurrence.
+    Shared by threads: each dict operation is atomic, and a key computed twice gets the same value."""
+
+    def __init__(self, function: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.function = function
+
+    def __missing__(self, key: str) -> Any:
+        value = self.function(key)
+        if len(key) <= MEMO_KEY_CHARS:
+            if len(self) >= MEMO_SIZE:
+                self.clear()
+            self[key] = value
+        return value
+
+
+_CJK_PIECES = _Memo(_cjk_piece)
+_IDENTIFIERS = _Memo(_identifiers)
+
+
+def _cjk_words(match: re.Match[str]) -> str:
+    return str(_CJK_PIECES[match.group(0)])
+
+
+def _identifier_parts(text: str) -> list[str]:
+    """The parts of every camelCase word of ``text``, then those of every snake_case word, in order, one
+    string per word: what ``_CAMEL.findall`` and ``_SNAKE.findall`` over the whole text find. A match is
+    a whole run of word characters and whitespace is never one, so they are the scans of the text's
+    whitespace-separated chunks in order (each distinct chunk scanned once: ``_IDENTIFIERS``)."""
+    found: list[Parts] = list(filter(None, map(_IDENTIFIERS.__getitem__, text.split())))
+    if not found:
+        return []
+    return [part for camel, _ in found for part in camel] + [part for _, snake in found for part in snake]
 
 
 def word_text(text: str) -> str:
@@ -74,13 +126,11 @@ def word_text(text: str) -> str:
     parts added at the end. Plain ASCII prose is returned as it is."""
     if len(text) > INDEXED_CHARS:
         text = text[:INDEXED_CHARS]
-    if _CJK_ANY.search(text):
-        text = _SCRIPT_RUN.sub(_cjk_piece, text)
-    # The two scans are most of an import's word-index cost; most texts cannot match them (no "_"; no
-    # capital after a letter or digit: every _CAMEL match has one), which a cheaper test shows first.
-    parts = [" ".join(_HUMP.findall(word)) for word in _CAMEL.findall(text)] if _CAMEL_HINT.search(text) else []
-    if "_" in text:
-        parts.extend(" ".join(piece for piece in word.split("_") if piece) for word in _SNAKE.findall(text))
+    if not text.isascii() and _CJK_ANY.search(text):   # isascii() is a flag: no scan of ASCII text
+        text = _SCRIPT_RUN.sub(_cjk_words, text)
+    # Most texts cannot hold an identifier (no "_"; no capital after a letter or digit: every _CAMEL
+    # match has one), which a cheaper test shows first.
+    parts = _identifier_parts(text) if "_" in text or _CAMEL_HINT.search(text) else []
     if parts:
         text = text + "\n" + " ".join(parts)
     return text
