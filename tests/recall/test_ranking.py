@@ -210,3 +210,15 @@ def test_the_turn_that_holds_the_whole_question_beats_a_short_one_with_one_word(
         _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
                  start=START + (number + 1) * 3_600_000)
     assert ask(conn, "Where does my sister Emily run her bakery in Portland?")[0] == "pi:answer"
+
+
+def test_coverage_by_a_reply_counts_less_than_what_the_person_typed(conn: sqlite3.Connection) -> None:
+    # The person typed two of the question's words in one conversation; in the other they typed one and the
+    # reply holds the rest. Coverage that counted the reply's words whole put the reply first; what the
+    # person typed identifies the turn, so a word only the reply holds counts REPLY_WEIGHT of its weight.
+    _session(conn, "pi:typed", [("we saw a flamingo near the zeppelin at the fair", "Sounds fun.")])
+    _session(conn, "pi:replied", [("we saw a flamingo at the fair", "A zeppelin? A quasar!")])
+    for number in range(20):
+        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
+                 start=START + (number + 1) * 3_600_000)
+    assert ask(conn, "flamingo zeppelin quasar")[:2] == ["pi:typed", "pi:replied"]
