@@ -72,6 +72,11 @@ def main() -> int:
                                          evaluate.rank_of(seen, question["answer_session_ids"]), ms, 1, None))
     summary = evaluate.summarize(outcomes)
     print(evaluate.markdown({"pimem " + " ".join(args.set): summary}))
+    # A change is kept only when it helps on both halves (even / odd question index), not just overall.
+    for half, name in ((0, "even"), (1, "odd")):
+        figures = evaluate.summarize(outcomes[half::2])["all"]
+        print(f"{name} half: {figures['n']} questions, hit@1 {figures['hit1']}, hit@5 {figures['hit5']}, "
+              f"found@50 {figures['found50']}, MRR {figures['mrr']:.3f}")
     ranks: dict[str, Any] = {o.question_id: o.rank for o in outcomes}
     if args.out:
         args.out.write_text(json.dumps({"set": args.set, "summary": summary, "ranks": ranks}), encoding="utf-8")

@@ -196,3 +196,29 @@ def test_words_the_stemmer_makes_stop_words_are_left_out() -> None:
     assert [w.token for w in ranking.query_words(candidates("one"), stop_words())] == ["on"]   # nothing else left
     assert [c.term for c in candidates("I’m in Tokyo, it’s great")] == ["Tokyo", "great"]   # typographic apostrophe
     assert [c.term for c in candidates("I've been to Tokyo")] == ["Tokyo"]
+
+
+def test_the_turn_that_holds_the_whole_question_beats_a_short_one_with_one_word(conn: sqlite3.Connection) -> None:
+    # BM25 adds the words up and favours short texts: a two-word turn holding only "Emily" outscored the
+    # long message in which the person said everything the question asks (sister, Emily, Portland,
+    # bakery). A turn's score is multiplied by the share of the query's weight it holds (COVERAGE).
+    filler = " ".join(["we talked about the weather and the traffic on the way home"] * 3)
+    _session(conn, "pi:answer", [(f"{filler}. My sister Emily opened a bakery in Portland last spring, {filler}",
+                                  "That is great news.")])
+    _session(conn, "pi:short", [("Emily, hi", "Hello!")])
+    for number in range(20):   # ordinary turns: an average user text of some 50 characters
+        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
+                 start=START + (number + 1) * 3_600_000)
+    assert ask(conn, "Where does my sister Emily run her bakery in Portland?")[0] == "pi:answer"
+
+
+def test_coverage_by_a_reply_counts_less_than_what_the_person_typed(conn: sqlite3.Connection) -> None:
+    # The person typed two of the question's words in one conversation; in the other they typed one and the
+    # reply holds the rest. Coverage that counted the reply's words whole put the reply first; what the
+    # person typed identifies the turn, so a word only the reply holds counts REPLY_WEIGHT of its weight.
+    _session(conn, "pi:typed", [("we saw a flamingo near the zeppelin at the fair", "Sounds fun.")])
+    _session(conn, "pi:replied", [("we saw a flamingo at the fair", "A zeppelin? A quasar!")])
+    for number in range(20):
+        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
+                 start=START + (number + 1) * 3_600_000)
+    assert ask(conn, "flamingo zeppelin quasar")[:2] == ["pi:typed", "pi:replied"]

@@ -11,7 +11,9 @@ what the person wants back is the conversation where that came up. So:
    postings in all; a word beyond it is read newest first up to the budget when nothing rarer is
    there). A turn scores, per word, idf × (:data:`USER_WEIGHT` if in what the person typed, plus
    :data:`REPLY_WEIGHT` if in the reply), each part normalised by the text's length (BM25's b, with a
-   term frequency of one: the index keeps presence, not counts).
+   term frequency of one: the index keeps presence, not counts); in full scoring (4.) that sum is
+   multiplied by 1 + :data:`COVERAGE` × the share of the query's idf the turn holds (a word counted
+   whole when the person typed it, at :data:`REPLY_WEIGHT` when only the reply holds it).
 4. **Conversations**: the best :data:`CANDIDATE_SESSIONS` sessions by their best turn are scored in full:
    every turn of theirs, the commoner words checked in their turns (index lookups by key range), and two
    rankings fused by reciprocal rank (k = :data:`RRF_K`): the session's best turn, and the session as one
@@ -58,6 +60,10 @@ MAX_QUERY_WORDS = 32
 CACHED_DF = 2_000             # a word's doc count is kept per process from this count on
 PENDING_SCORED = 2_000         # turns not in the word index yet that are scored from their text
 TOTALS_SAMPLE = 20_000         # the newest docs whose lengths give the averages
+# A turn's score is multiplied by 1 + COVERAGE × the share of the query's weight (idf) the turn holds: one
+# turn that holds most of the question beats one that holds one rare word (a coordination factor; BM25
+# alone adds the words up, so a long turn with the rarest word outranks the turn that answers).
+COVERAGE = 2.0
 
 
 @dataclass(frozen=True)
@@ -303,6 +309,7 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
         holds_user.setdefault(token, set())
         holds_reply.setdefault(token, set())
     avg_session = avg_user * max(docs, 1) / max(_session_count(conn), 1)
+    query_weight = sum(idf[token] for token in tokens) or 1.0
     conversations: list[Conversation] = []
     session_scores: dict[int, float] = {}
     for session in candidates:
@@ -313,6 +320,7 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
             length += uc
             user_norm, reply_norm = _norm(uc, avg_user), _norm(rc, avg_reply)
             value = 0.0
+            covered = 0.0
             here: set[str] = set()
             for token in tokens:
                 in_user = doc in holds_user[token]
@@ -320,10 +328,15 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
                 if in_user:
                     tf[token] += 1
                     value += idf[token] * USER_WEIGHT * user_norm
+                    covered += idf[token]
+                elif in_reply:
+                    # Coverage by the reply alone counts less: what the person typed identifies the turn.
+                    covered += idf[token] * REPLY_WEIGHT
                 if in_reply:
                     value += idf[token] * REPLY_WEIGHT * reply_norm
                 if in_user or in_reply:
                     here.add(token)
+            value *= 1 + COVERAGE * covered / query_weight
             if value > best_score or (value == best_score and doc > best_doc):
                 best_doc, best_score, matched = doc, value, here
         whole = 0.0

@@ -422,6 +422,7 @@ def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], re
     checked_sessions = set(candidates[:ranking.CHECKED_SESSIONS])
     tokens = list(read) + list(checked)
     avg_session = stats.avg_user * total_docs / max(stats.sessions, 1)
+    query_weight = sum(idf[token] for token in tokens) or 1.0
     conversations: list[tuple[Session, _DocInfo, float, set[str]]] = []
     session_scores: dict[Session, float] = {}
     for session in candidates:
@@ -434,6 +435,7 @@ def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], re
             user_norm = ranking._norm(info.user_chars, stats.avg_user)
             reply_norm = ranking._norm(info.reply_chars, stats.avg_reply)
             value = 0.0
+            covered = 0.0
             here: set[str] = set()
             for token in tokens:
                 # The commoner words: in what the person typed, in the first sessions only (as locally).
@@ -443,10 +445,14 @@ def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], re
                 if in_user:
                     tf[token] += 1
                     value += idf[token] * ranking.USER_WEIGHT * user_norm
+                    covered += idf[token]
+                elif in_reply:
+                    covered += idf[token] * ranking.REPLY_WEIGHT
                 if in_reply:
                     value += idf[token] * ranking.REPLY_WEIGHT * reply_norm
                 if in_user or in_reply:
                     here.add(token)
+            value *= 1 + ranking.COVERAGE * covered / query_weight   # as locally (ranking.COVERAGE)
             if best is None or value > best_score or (value == best_score and info.order > best.order):
                 best, best_score, matched = info, value, here
         whole = 0.0
