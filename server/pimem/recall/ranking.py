@@ -39,6 +39,7 @@ from operator import itemgetter, le
 
 from pimem import words
 from pimem.paths import in_folder
+from pimem.recall import rankcache
 from pimem.recall.query import RecallQuery
 from pimem.recall.rows import ROW_COLUMNS, RecallRow, make_row
 from pimem.store.batches import chunks, placeholders
@@ -193,10 +194,44 @@ def _store_key(conn: sqlite3.Connection) -> str:
 
 def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQuery) -> RankedPage:
     """The conversations best matching ``qwords`` under ``query``'s filters, one row each (its best turn),
-    the page ``query.offset``/``query.limit`` of them."""
+    the page ``query.offset``/``query.limit`` of them. The ranked list is kept per process while the store
+    is unchanged (:mod:`pimem.recall.rankcache`), so the next page of a question is not ranked again."""
     if not qwords:
         return RankedPage([], 0)
     store_key = _store_key(conn)
+    # Everything the list depends on: the store, the words (their order too: it orders float sums and
+    # ties), the filters and the pool (which grows with a page beyond it).
+    key = (store_key, tuple((w.token, w.surface, w.form) for w in qwords), query.sources, query.cwd,
+           _pool_size(query))
+    ranked = _RANKED.get_or_make(conn, key, lambda: _rank_all(conn, qwords, query, store_key), _ranked_bytes)
+    page = ranked.conversations[query.offset:query.offset + query.limit]
+    rows = _rows(conn, page, {w.token: w.surface for w in qwords})
+    return RankedPage(rows, len(ranked.conversations), list(ranked.searched))
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    conversations: tuple[Conversation, ...]          # best first (never changed once kept)
+    searched: tuple[tuple[QueryWord, int, float], ...]
+
+
+_CHANGES = rankcache.StoreChanges()
+_RANKED: rankcache.RankedLists[_Ranked] = rankcache.RankedLists(_CHANGES, entries=32, max_bytes=8 << 20)
+_DOC_SESSIONS = rankcache.DocSessions(_CHANGES, entries=400_000)
+
+
+def _ranked_bytes(ranked: _Ranked) -> int:
+    """A generous estimate of what a kept list holds (objects, sets of matched words, the tuple)."""
+    return 1_000 + sum(400 + 100 * len(c.matched_tokens) for c in ranked.conversations)
+
+
+def _pool_size(query: RecallQuery) -> int:
+    """The sessions ranked in full: CANDIDATE_SESSIONS, or as many as the page reaches."""
+    return max(CANDIDATE_SESSIONS, query.offset + query.limit)
+
+
+def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQuery, store_key: str) -> _Ranked:
+    """Every candidate conversation ranked, best first (what :func:`rank` pages)."""
     docs, avg_user, avg_reply = _totals(conn, store_key)
     docs = max(docs, 1)   # an empty word index: the turns not in it yet are still scored below
     pending = _pending_docs(conn, qwords, store_key)
@@ -247,7 +282,7 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     typed: set[int] = set()
     for token in read:
         typed.update(user_post[token])
-    session_of = _doc_sessions(conn, sorted(typed.union(best_docs)))
+    session_of = _doc_sessions(conn, store_key, typed.union(best_docs))
     for doc, (_u, _r, session, _uc, _rc) in pending.items():
         session_of[doc] = session
     # 2. sessions by their best turn and by their typed words, filtered
@@ -268,7 +303,7 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
             for _ in range(count):
                 value += weight
             session_typed[held] = value
-    wanted = max(CANDIDATE_SESSIONS, query.offset + query.limit)
+    wanted = _pool_size(query)
     by_best = sorted(session_best, key=lambda s: -session_best[s])
     by_typed = _top(session_typed, wanted)
     allowed = _filter_sessions(conn, list(dict.fromkeys(by_best + by_typed)), query)
@@ -276,8 +311,8 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     typed_allowed = [s for s in by_typed if s in allowed]
     candidates = list(dict.fromkeys(best_allowed[:wanted] + typed_allowed[:wanted // 2]))
     if not candidates:
-        return RankedPage([], 0, sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
-                                        key=lambda item: item[1]))
+        return _Ranked((), tuple(sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
+                                        key=lambda item: item[1])))
     # 3. every turn of those sessions, scored in full
     session_docs = _session_docs(conn, candidates)
     for doc, (_u, _r, session, uc, rc) in pending.items():
@@ -341,11 +376,8 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     for conversation in conversations:
         conversation.score = fused[conversation.session]
     conversations.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
-    page = conversations[query.offset:query.offset + query.limit]
-    surface = {w.token: w.surface for w in qwords}
-    rows = _rows(conn, page, surface)
     searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
-    return RankedPage(rows, len(conversations), searched)
+    return _Ranked(tuple(conversations), tuple(searched))
 
 
 def _top(scores: dict[int, float], count: int) -> list[int]:
@@ -361,9 +393,16 @@ def _top(scores: dict[int, float], count: int) -> list[int]:
     return [key for key, _ in sorted(items, key=itemgetter(1), reverse=True)[:count]]
 
 
-def _doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, int]:
-    """Each doc's session (tens of thousands of docs a query: the pairs go into the dict in C; both
-    columns are INTEGER, so SQLite hands back ints)."""
+def _doc_sessions(conn: sqlite3.Connection, store_key: str, docs: set[int]) -> dict[int, int]:
+    """Each doc's session (tens of thousands of docs a query), those read by earlier questions kept per
+    process while the store is unchanged (:mod:`pimem.recall.rankcache`)."""
+    if not docs:
+        return {}
+    return _DOC_SESSIONS.lookup(conn, store_key, docs, lambda missing: _read_doc_sessions(conn, missing))
+
+
+def _read_doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, int]:
+    """The pairs go into the dict in C; both columns are INTEGER, so SQLite hands back ints."""
     if not docs:
         return {}
     return dict(conn.execute("SELECT w.doc_key, w.session FROM json_each(?) j "
