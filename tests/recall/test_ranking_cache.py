@@ -1,4 +1,4 @@
-"""The ranked conversation lists and doc sessions kept per process (pimem/recall/rankcache.py): the next
+"""The ranked conversation lists kept per process (pimem/recall/rankcache.py): the next
 page of a question is not ranked again, and every answer is the one a fresh process gives, whoever
 wrote to the store meanwhile (this connection, another one, another process)."""
 
@@ -26,10 +26,8 @@ QUESTION = "application help live"
 @pytest.fixture
 def conn(db_path: Path) -> Iterator[sqlite3.Connection]:
     ranking._RANKED.clear()
-    ranking._DOC_SESSIONS.clear()
     yield connect(db_path)
     ranking._RANKED.clear()
-    ranking._DOC_SESSIONS.clear()
 
 
 def _answer(conn: sqlite3.Connection, text: str, limit: int = 10, offset: int = 0) -> list[tuple[str, str, list[str]]]:
@@ -41,12 +39,10 @@ def _answer(conn: sqlite3.Connection, text: str, limit: int = 10, offset: int = 
 def _fresh(conn: sqlite3.Connection, text: str, limit: int = 10, offset: int = 0) -> list[tuple[str, str, list[str]]]:
     """The answer of a process that kept nothing."""
     ranking._RANKED.clear()
-    ranking._DOC_SESSIONS.clear()
     try:
         return _answer(conn, text, limit, offset)
     finally:
         ranking._RANKED.clear()
-        ranking._DOC_SESSIONS.clear()
 
 
 @pytest.fixture
@@ -110,7 +106,7 @@ def test_a_write_by_another_connection_is_seen(conn: sqlite3.Connection, db_path
     after = _answer(conn, QUESTION)
     assert after != kept and "pi:late" in [row[0] for row in after]
     assert after == _fresh(conn, QUESTION)
-    # A doc's session changed behind this process's back (the kept doc -> session map must follow).
+    # A doc's session changed behind this process's back.
     with transaction(other):
         other.execute("UPDATE pimem_word_docs SET session = (SELECT rowid FROM sessions WHERE session_id = "
                       "'pi:emily') WHERE session = (SELECT rowid FROM sessions WHERE session_id = 'pi:late')")
@@ -192,20 +188,3 @@ def test_kept_lists_are_bounded(conn: sqlite3.Connection) -> None:
     assert len(lists) == 1
     lists.get_or_make(conn, "huge", lambda: make("huge"), lambda _v: 101)   # larger than the bound: not kept
     assert len(lists) == 1
-
-
-def test_kept_doc_sessions_are_bounded(conn: sqlite3.Connection) -> None:
-    _history(conn)
-    sessions = rankcache.DocSessions(rankcache.StoreChanges(), entries=5)
-    reads: list[list[int]] = []
-
-    def read(docs: list[int]) -> dict[int, int]:
-        reads.append(docs)
-        return {doc: doc % 7 for doc in docs if doc != 99}
-
-    assert sessions.lookup(conn, "s", {1, 2, 3, 99}, read) == {1: 1, 2: 2, 3: 3}
-    assert sessions.lookup(conn, "s", {2, 3}, read) == {2: 2, 3: 3}
-    assert reads == [[1, 2, 3, 99]]
-    assert sessions.lookup(conn, "s", {3, 10, 11, 12}, read) == {3: 3, 10: 3, 11: 4, 12: 5}   # over 5: afresh
-    assert sessions.lookup(conn, "s", {3, 10}, read) == {3: 3, 10: 3}
-    assert reads[-1] == [10, 11, 12]

@@ -2,14 +2,13 @@
 
 A person (the sidebar, the day-zero protocol) asks the next page of the same question: ranking every
 candidate conversation again for it would cost as much as the first page. So :mod:`pimem.recall.ranking`
-keeps its ranked conversation lists (:class:`RankedLists`, a few dozen, bounded in bytes) and the
-session of each doc it has read (:class:`DocSessions`), and uses them only while nothing was written to
-the store since they were read.
+keeps its ranked conversation lists (:class:`RankedLists`, a few dozen, bounded in bytes), and uses
+them only while nothing was written to the store since they were read.
 
 **Has the store changed?** (:class:`StoreChanges`.) Each connection's ``PRAGMA data_version`` changes
 when another connection or process commits, and its ``total_changes`` when it writes itself. Those
 values are the connection's own, so they are remembered per connection (weakly: a closed connection is
-forgotten) and every *look* (a query reading them) gets a number from one clock. A look that finds its
+forgotten), and every *look* (a query reading them) gets a number from one clock. A look that finds its
 connection's values changed, or a connection never seen, marks the clock: whatever was read before
 that mark may be stale. Something read after look *m* is used at a later look only if no change was
 marked after *m*. That is exact: a commit after *m* is seen by the next look of every connection that
@@ -25,7 +24,7 @@ import sqlite3
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -118,44 +117,3 @@ class RankedLists(Generic[V]):
 
     def __len__(self) -> int:
         return len(self._kept)
-
-
-class DocSessions:
-    """Each doc's session as read from the store, per store, while nothing changed; at most ``entries``
-    docs (then started afresh). A map being used is never changed but by additions: a change or a
-    bound gives a new one."""
-
-    def __init__(self, changes: StoreChanges, entries: int) -> None:
-        self.changes = changes
-        self.entries = entries
-        self._lock = threading.Lock()
-        self._maps: dict[str, tuple[int, dict[int, int]]] = {}   # store -> (moment it was started, doc -> session)
-
-    def lookup(self, conn: sqlite3.Connection, store: str, docs: Collection[int],
-               read: Callable[[list[int]], dict[int, int]]) -> dict[int, int]:
-        """The session of each of ``docs`` that has one (``read`` gives those of the docs not known yet)."""
-        moment = self.changes.look(conn)
-        if moment is None:
-            return read(list(docs))
-        with self._lock:
-            kept = self._maps.get(store)
-            if kept is None or not self.changes.unchanged_since(kept[0]):
-                kept = (moment, {})
-                self._maps = {store: kept}           # one store at a time (a process rarely reads two)
-        known = kept[1]
-        wanted = docs if isinstance(docs, set | frozenset) else set(docs)
-        missing = wanted - known.keys()
-        found = read(sorted(missing)) if missing else {}
-        if len(known) + len(found) > self.entries:   # full: keep this question's docs only
-            known = {**{doc: known[doc] for doc in wanted - missing}, **found}
-            with self._lock:
-                if self._maps.get(store) is kept:
-                    self._maps[store] = (kept[0], known)
-        else:
-            known.update(found)
-        present = wanted & known.keys()
-        return dict(zip(present, map(known.__getitem__, present), strict=True))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._maps = {}
