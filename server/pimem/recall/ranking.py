@@ -26,6 +26,7 @@ newest ones, between a sync's commit and its index build) are scored from their 
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import sqlite3
@@ -386,23 +387,24 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
 def _top(scores: dict[int, float], count: int) -> list[int]:
     """The keys of ``heapq.nlargest(count, scores.items(), key=itemgetter(1))``, which is a stable
     descending sort's first ``count`` (ties in the dict's order): the same list, the scan in C (the
-    ``count``-th best value sorted out of the floats alone, then only the items at or above it)."""
+    ``count``-th best value picked out of the floats alone by a heap, then only the items at or above it)."""
     if count <= 0:
         return []
     items: Iterable[tuple[int, float]] = scores.items()
     if len(scores) > count:
-        floor = sorted(scores.values(), reverse=True)[count - 1]
+        floor = heapq.nlargest(count, scores.values())[-1]   # a sort of every value: 2-6x the time
         items = compress(scores.items(), map(le, repeat(floor), scores.values()))
     return [key for key, _ in sorted(items, key=itemgetter(1), reverse=True)[:count]]
 
 
 def _doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, int]:
-    """Each doc's session (tens of thousands of docs a query: the pairs go into the dict in C; both
-    columns are INTEGER, so SQLite hands back ints)."""
+    """Each doc's session (tens of thousands of docs a query: handed over as two JSON arrays, cheaper
+    than a row per doc; the dict is filled in the same order)."""
     if not docs:
         return {}
-    return dict(conn.execute("SELECT w.doc_key, w.session FROM json_each(?) j "
-                             "JOIN pimem_word_docs w ON w.doc_key = j.value", (json.dumps(list(docs)),)))
+    keys, sessions = conn.execute("SELECT json_group_array(w.doc_key), json_group_array(w.session) FROM json_each(?) j "
+                                  "JOIN pimem_word_docs w ON w.doc_key = j.value", (json.dumps(list(docs)),)).fetchone()
+    return dict(zip(json.loads(keys), json.loads(sessions), strict=True))
 
 
 def _session_docs(conn: sqlite3.Connection, sessions: Sequence[int]) -> dict[int, list[tuple[int, int, int]]]:
