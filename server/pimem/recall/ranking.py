@@ -408,11 +408,15 @@ def _doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, in
 
 
 def _session_docs(conn: sqlite3.Connection, sessions: Sequence[int]) -> dict[int, list[tuple[int, int, int]]]:
+    """Every doc of ``sessions`` with its lengths, in the index's order (at 1M turns some 10^4 docs a
+    question: handed over as JSON arrays, cheaper than a row per doc)."""
     found: dict[int, list[tuple[int, int, int]]] = {session: [] for session in sessions}
-    for session, doc, uc, rc in conn.execute(
-            "SELECT w.session, w.doc_key, w.user_chars, w.reply_chars FROM json_each(?) j "
-            "JOIN pimem_word_docs w ON w.session = j.value", (json.dumps(list(sessions)),)):
-        found[int(session)].append((int(doc), int(uc), int(rc)))
+    columns = conn.execute(
+        "SELECT json_group_array(w.session), json_group_array(w.doc_key), json_group_array(w.user_chars), "
+        "json_group_array(w.reply_chars) FROM json_each(?) j JOIN pimem_word_docs w ON w.session = j.value",
+        (json.dumps(list(sessions)),)).fetchone()
+    for session, doc, uc, rc in zip(*map(json.loads, columns), strict=True):
+        found[session].append((doc, uc, rc))
     return found
 
 
