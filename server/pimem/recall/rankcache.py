@@ -11,11 +11,13 @@ values are the connection's own, so they are remembered per connection (weakly: 
 forgotten), and every *look* (a query reading them) gets a number from one clock. A look that finds its
 connection's values changed, or a connection never seen, marks the clock: whatever was read before
 that mark may be stale. Something read after look *m* is used at a later look only if no change was
-marked after *m*. That is exact: a commit after *m* is seen by the next look of every connection that
-had looked before it (or by a connection's first look), so the look that uses the kept value, or an
-earlier one, has marked it. A connection in an explicit transaction (its own snapshot, maybe uncommitted
-writes) neither uses nor fills the caches; nor does a connection that cannot be weakly referenced (a
-plain ``sqlite3.Connection``; pimem's own are :class:`pimem.store.connection.StoreConnection`).
+marked after *m*, and a value is kept only if its connection saw no change while it was made. That is
+safe (a kept value is never stale; at worst it is made again): a commit after *m* is seen by the next
+look of every connection that had looked before it (or by a connection's first look), so the look that
+would use the kept value, or an earlier one, has marked it. A connection in an explicit transaction
+(its own snapshot, maybe uncommitted writes) neither uses nor fills the caches; nor does a connection
+that cannot be weakly referenced (a plain ``sqlite3.Connection``; pimem's own are
+:class:`pimem.store.connection.StoreConnection`).
 """
 
 from __future__ import annotations
