@@ -3,9 +3,13 @@
 reference revision (``--before``, its ``server/pimem/recall/ranking.py`` loaded beside this one) and of
 this worktree on the LongMemEval-S **dev** questions, alternated per question (which goes first flips),
 asserts that each question's top-50 conversations (session, best turn, score and best-turn score to 1e-9,
-the words matched) are the same, and prints the paired p50 / p95 per question of both.
+the words matched) are the same, and prints the paired p50 / p95 per question of both. With ``--pages 2``
+each question asks the pages at offset 0 and 50, as the day-zero protocol does (every page compared;
+the time of a question is both pages', the first page's is given apart).
 
     nice -n 10 .venv/bin/python bench/experiments/rank_identity.py --dir /work/data/r1/real --before 7e1169c
+    nice -n 10 .venv/bin/python bench/experiments/rank_identity.py --dir /work/data/r1/real --before main --pages 2
+    nice -n 10 .venv/bin/python bench/experiments/rank_identity.py --dir /work/data/r2/store-1m --texts generated
 
 The held-out questions (the first 100 non-abstention ones) are never read: ``data.split`` gives the dev
 set only here.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -84,8 +89,15 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, required=True)
     parser.add_argument("--before", default="main")
     parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--pages", type=int, default=1, help="pages of 50 conversations asked per question")
+    parser.add_argument("--texts", choices=("lme", "generated"), default="lme",
+                        help="generated: bench/freetext_perf.py's 100 questions (for a generated corpus)")
     args = parser.parse_args()
     dev, _ = data.split(data.load_questions(args.data))
+    if args.texts == "generated":   # a generated corpus (bench/generate.py): LongMemEval's words are not in it
+        sys.path.insert(0, str(HERE.parent))
+        from freetext_perf import questions
+        dev = [{"question_id": f"q{number}", "question": text} for number, text in enumerate(questions())]
     if args.limit:
         dev = dev[:args.limit]
     conn = connect(args.dir / "memory.db", create=False, for_writing=False)
@@ -94,30 +106,63 @@ def main() -> int:
         modules = {"before": before, "after": ranking}
         pages = {name: recorder(module) for name, module in modules.items()}
 
-        def ask(module: ModuleType, text: str) -> float:
+        def ask(module: ModuleType, text: str) -> list[float]:
+            """Per page the wall time (ms), then per page this thread's CPU time (SQLite runs in it:
+            steadier than wall time when the machine is loaded)."""
             found = parse_text(text)
             qwords = module.query_words(_shortlist(list(found)), stop_words())
-            query = make_query([c.term for c in found[:8]], TOP, None, None, 0)
-            started = time.perf_counter()
-            module.rank(conn, qwords, query)
-            return (time.perf_counter() - started) * 1000
+            wall: list[float] = []
+            cpu: list[float] = []
+            for page in range(args.pages):
+                query = make_query([c.term for c in found[:8]], TOP, None, None, page * TOP)
+                started, started_cpu = time.perf_counter(), time.thread_time()
+                module.rank(conn, qwords, query)
+                wall.append((time.perf_counter() - started) * 1000)
+                cpu.append((time.thread_time() - started_cpu) * 1000)
+            return wall + cpu
 
         for module in modules.values():   # warm: the per-process counts and the page cache
             ask(module, dev[0]["question"])
+        ranking._RANKED.clear()   # but not that question's ranked list (it is asked again below)
+        for recorded in pages.values():
+            recorded.clear()
         times: dict[str, list[float]] = {name: [] for name in modules}
+        first: dict[str, list[float]] = {name: [] for name in modules}
+        cpu: dict[str, list[float]] = {name: [] for name in modules}
+        cpu_first: dict[str, list[float]] = {name: [] for name in modules}
         differ: list[str] = []
         for number, question in enumerate(dev):
             order = ["before", "after"] if number % 2 == 0 else ["after", "before"]
             for name in order:
-                times[name].append(ask(modules[name], question["question"]))
-            if not same(pages["before"][-1], pages["after"][-1]):
+                spent = ask(modules[name], question["question"])
+                times[name].append(sum(spent[:args.pages]))
+                first[name].append(spent[0])
+                cpu[name].append(sum(spent[args.pages:]))
+                cpu_first[name].append(spent[args.pages])
+            # A page with no conversation is recorded by one revision and not the other (main returns
+            # before reading rows): compare the non-empty pages of this question.
+            asked = {name: [page for page in recorded if page] for name, recorded in pages.items()}
+            if len(asked["before"]) != len(asked["after"]) or not all(
+                    same(a, b) for a, b in zip(asked["before"], asked["after"], strict=True)):
                 differ.append(question["question_id"])
-    print(json.dumps({"questions": len(dev), "differ": differ,
+            for recorded in pages.values():
+                recorded.clear()
+    print(json.dumps({"questions": len(dev), "pages": args.pages, "differ": differ,
+                      **{f"{name}_first_page_p50_ms": round(statistics.median(t), 1) for name, t in first.items()},
+                      **{f"{name}_first_page_p95_ms": round(pct(t, 0.95), 1) for name, t in first.items()},
                       **{f"{name}_p50_ms": round(statistics.median(t), 1) for name, t in times.items()},
                       **{f"{name}_p95_ms": round(pct(t, 0.95), 1) for name, t in times.items()},
                       "p50_ratio": round(statistics.median(times["after"]) / statistics.median(times["before"]), 3),
                       "paired_ratio_median": round(statistics.median(
-                          a / b for a, b in zip(times["after"], times["before"], strict=True)), 3)}, indent=1))
+                          a / b for a, b in zip(times["after"], times["before"], strict=True)), 3),
+                      **{f"{name}_cpu_first_page_p50_ms": round(statistics.median(t), 1)
+                         for name, t in cpu_first.items()},
+                      **{f"{name}_cpu_p50_ms": round(statistics.median(t), 1) for name, t in cpu.items()},
+                      **{f"{name}_cpu_p95_ms": round(pct(t, 0.95), 1) for name, t in cpu.items()},
+                      "cpu_p50_ratio": round(statistics.median(cpu["after"]) / statistics.median(cpu["before"]), 3),
+                      "cpu_first_page_p50_ratio": round(
+                          statistics.median(cpu_first["after"]) / statistics.median(cpu_first["before"]), 3),
+                      "load_average": [round(x, 2) for x in os.getloadavg()]}, indent=1))
     return 1 if differ else 0
 
 

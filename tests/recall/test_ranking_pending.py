@@ -36,11 +36,13 @@ def _fresh(conn: sqlite3.Connection, text: str) -> list[tuple[str, str, list[str
     """The answer of a process that never saw the pending turns."""
     saved = dict(ranking._PENDING_WORDS.by_store)
     ranking._PENDING_WORDS.by_store.clear()
+    ranking._RANKED.clear()   # nor ranked anything
     try:
         return _answer(conn, text)
     finally:
         ranking._PENDING_WORDS.by_store.clear()
         ranking._PENDING_WORDS.by_store.update(saved)
+        ranking._RANKED.clear()
 
 
 def _lagging(conn: sqlite3.Connection) -> None:

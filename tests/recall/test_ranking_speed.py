@@ -45,6 +45,7 @@ def _page(conn: sqlite3.Connection, text: str) -> list[tuple[int, int, float, fl
         return original(c, conversations, surface)   # type: ignore[return-value]
 
     ranking._rows = rows   # type: ignore[assignment]
+    ranking._RANKED.clear()   # ranked again, not the list kept from the last call
     try:
         ranking.rank(conn, qwords, make_query([c.term for c in found], 40, None, None, 0))
     finally:

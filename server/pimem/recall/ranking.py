@@ -28,6 +28,7 @@ newest ones, between a sync's commit and its index build) are scored from their 
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import sqlite3
@@ -41,6 +42,7 @@ from operator import itemgetter, le
 
 from pimem import words
 from pimem.paths import in_folder
+from pimem.recall import rankcache
 from pimem.recall.query import RecallQuery
 from pimem.recall.rows import ROW_COLUMNS, RecallRow, make_row
 from pimem.store.batches import chunks, placeholders
@@ -180,10 +182,14 @@ def _phrase(token: str) -> str:
 
 
 def _postings(conn: sqlite3.Connection, column: str, form: str, limit: int | None) -> set[int]:
+    """The docs whose ``column`` holds the word. Handed over as one JSON array: a row per posting costs
+    SQLite and Python ~40 % more (tens of thousands of postings a word). The set is filled in the same
+    order as from the rows (its iteration order, which breaks ties downstream, is the same)."""
     tail = f" ORDER BY rowid DESC LIMIT {int(limit)}" if limit is not None else ""
-    return set(map(itemgetter(0), conn.execute(
-        f"SELECT rowid FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ?{tail}",
-        (f"{column} : {_phrase(form)}",)).fetchall()))
+    found = conn.execute(
+        f"SELECT json_group_array(rowid) FROM (SELECT rowid FROM {words.WORDS_TABLE} "
+        f"WHERE {words.WORDS_TABLE} MATCH ?{tail})", (f"{column} : {_phrase(form)}",)).fetchone()[0]
+    return set(json.loads(found))
 
 
 def _norm(length: float, average: float) -> float:
@@ -199,10 +205,43 @@ def _store_key(conn: sqlite3.Connection) -> str:
 
 def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQuery) -> RankedPage:
     """The conversations best matching ``qwords`` under ``query``'s filters, one row each (its best turn),
-    the page ``query.offset``/``query.limit`` of them."""
+    the page ``query.offset``/``query.limit`` of them. The ranked list is kept per process while the store
+    is unchanged (:mod:`pimem.recall.rankcache`), so the next page of a question is not ranked again."""
     if not qwords:
         return RankedPage([], 0)
     store_key = _store_key(conn)
+    # Everything the list depends on: the store, the words (their order too: it orders float sums and
+    # ties), the filters and the pool (which grows with a page beyond it).
+    key = (store_key, tuple((w.token, w.surface, w.form) for w in qwords), query.sources, query.cwd,
+           _pool_size(query))
+    ranked = _RANKED.get_or_make(conn, key, lambda: _rank_all(conn, qwords, query, store_key), _ranked_bytes)
+    page = ranked.conversations[query.offset:query.offset + query.limit]
+    rows = _rows(conn, page, {w.token: w.surface for w in qwords})
+    return RankedPage(rows, len(ranked.conversations), list(ranked.searched))
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    conversations: tuple[Conversation, ...]          # best first (never changed once kept)
+    searched: tuple[tuple[QueryWord, int, float], ...]
+
+
+_CHANGES = rankcache.StoreChanges()
+_RANKED: rankcache.RankedLists[_Ranked] = rankcache.RankedLists(_CHANGES, entries=32, max_bytes=8 << 20)
+
+
+def _ranked_bytes(ranked: _Ranked) -> int:
+    """A generous estimate of what a kept list holds (objects, sets of matched words, the tuple)."""
+    return 1_000 + sum(400 + 100 * len(c.matched_tokens) for c in ranked.conversations)
+
+
+def _pool_size(query: RecallQuery) -> int:
+    """The sessions ranked in full: CANDIDATE_SESSIONS, or as many as the page reaches."""
+    return max(CANDIDATE_SESSIONS, query.offset + query.limit)
+
+
+def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQuery, store_key: str) -> _Ranked:
+    """Every candidate conversation ranked, best first (what :func:`rank` pages)."""
     docs, avg_user, avg_reply = _totals(conn, store_key)
     docs = max(docs, 1)   # an empty word index: the turns not in it yet are still scored below
     pending = _pending_docs(conn, qwords, store_key)
@@ -274,7 +313,7 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
             for _ in range(count):
                 value += weight
             session_typed[held] = value
-    wanted = max(CANDIDATE_SESSIONS, query.offset + query.limit)
+    wanted = _pool_size(query)
     by_best = sorted(session_best, key=lambda s: -session_best[s])
     by_typed = _top(session_typed, wanted)
     allowed = _filter_sessions(conn, list(dict.fromkeys(by_best + by_typed)), query)
@@ -282,8 +321,8 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     typed_allowed = [s for s in by_typed if s in allowed]
     candidates = list(dict.fromkeys(best_allowed[:wanted] + typed_allowed[:wanted // 2]))
     if not candidates:
-        return RankedPage([], 0, sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
-                                        key=lambda item: item[1]))
+        return _Ranked((), tuple(sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
+                                        key=lambda item: item[1])))
     # 3. every turn of those sessions, scored in full
     session_docs = _session_docs(conn, candidates)
     for doc, (_u, _r, session, uc, rc) in pending.items():
@@ -354,41 +393,43 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     for conversation in conversations:
         conversation.score = fused[conversation.session]
     conversations.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
-    page = conversations[query.offset:query.offset + query.limit]
-    surface = {w.token: w.surface for w in qwords}
-    rows = _rows(conn, page, surface)
     searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
-    return RankedPage(rows, len(conversations), searched)
+    return _Ranked(tuple(conversations), tuple(searched))
 
 
 def _top(scores: dict[int, float], count: int) -> list[int]:
     """The keys of ``heapq.nlargest(count, scores.items(), key=itemgetter(1))``, which is a stable
     descending sort's first ``count`` (ties in the dict's order): the same list, the scan in C (the
-    ``count``-th best value sorted out of the floats alone, then only the items at or above it)."""
+    ``count``-th best value picked out of the floats alone by a heap, then only the items at or above it)."""
     if count <= 0:
         return []
     items: Iterable[tuple[int, float]] = scores.items()
     if len(scores) > count:
-        floor = sorted(scores.values(), reverse=True)[count - 1]
+        floor = heapq.nlargest(count, scores.values())[-1]   # a sort of every value: 2-6x the time
         items = compress(scores.items(), map(le, repeat(floor), scores.values()))
     return [key for key, _ in sorted(items, key=itemgetter(1), reverse=True)[:count]]
 
 
 def _doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, int]:
-    """Each doc's session (tens of thousands of docs a query: the pairs go into the dict in C; both
-    columns are INTEGER, so SQLite hands back ints)."""
+    """Each doc's session (tens of thousands of docs a query: handed over as two JSON arrays, cheaper
+    than a row per doc; the dict is filled in the same order)."""
     if not docs:
         return {}
-    return dict(conn.execute("SELECT w.doc_key, w.session FROM json_each(?) j "
-                             "JOIN pimem_word_docs w ON w.doc_key = j.value", (json.dumps(list(docs)),)))
+    keys, sessions = conn.execute("SELECT json_group_array(w.doc_key), json_group_array(w.session) FROM json_each(?) j "
+                                  "JOIN pimem_word_docs w ON w.doc_key = j.value", (json.dumps(list(docs)),)).fetchone()
+    return dict(zip(json.loads(keys), json.loads(sessions), strict=True))
 
 
 def _session_docs(conn: sqlite3.Connection, sessions: Sequence[int]) -> dict[int, list[tuple[int, int, int]]]:
+    """Every doc of ``sessions`` with its lengths, in the index's order (at 1M turns some 10^4 docs a
+    question: handed over as JSON arrays, cheaper than a row per doc)."""
     found: dict[int, list[tuple[int, int, int]]] = {session: [] for session in sessions}
-    for session, doc, uc, rc in conn.execute(
-            "SELECT w.session, w.doc_key, w.user_chars, w.reply_chars FROM json_each(?) j "
-            "JOIN pimem_word_docs w ON w.session = j.value", (json.dumps(list(sessions)),)):
-        found[int(session)].append((int(doc), int(uc), int(rc)))
+    columns = conn.execute(
+        "SELECT json_group_array(w.session), json_group_array(w.doc_key), json_group_array(w.user_chars), "
+        "json_group_array(w.reply_chars) FROM json_each(?) j JOIN pimem_word_docs w ON w.session = j.value",
+        (json.dumps(list(sessions)),)).fetchone()
+    for session, doc, uc, rc in zip(*map(json.loads, columns), strict=True):
+        found[session].append((doc, uc, rc))
     return found
 
 
