@@ -102,6 +102,7 @@ class Candidate:
     prior: int = 0       # shape-based specificity, used only to cut very long texts (higher first)
     stop: bool = False   # a stop word (searched only when nothing else is left)
     written: str | None = None   # the word as written, when ``term`` is its stem (the word index stems itself)
+    prose: bool = False  # a part of a word that reads as prose here (``get-together``; ``YouTube`` in a question)
 
     @property
     def key(self) -> str:
@@ -194,6 +195,33 @@ def _cjk_words(run: str, japanese: bool, segment: Segmenter) -> list[str]:
     return words
 
 
+# Letters joined by hyphens (``faith-related``, ``UK-based``, ``Hardware-Aware``): an English compound, not code.
+_COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
+# Letters only (``YouTube``, ``iPhone``, ``HelloFresh``): a name when the text around it is a sentence.
+_LETTERS = re.compile(r"[^\W\d_]+")
+# What code and errors have and questions do not: brackets, operators, a leading ``Name:`` (``KeyError: 'x'``).
+_CODE_MARKS = re.compile(r"[(){}\[\]<>=;`|\\]|->|::|^\s*[\w.]+:(?:\s|$)")
+SENTENCE_WORDS = 4          # a sentence has at least this many words,
+SENTENCE_STOP_WORDS = 2     # this many of them stop words (what, did, I, my, the)
+
+
+def _reads_as_sentence(text: str) -> bool:
+    """One line of words with the stop words of a sentence and none of code's marks: a question, not a
+    hovered line or a pasted error (which keep camelCase words as identifiers)."""
+    line = text.strip()
+    if "\n" in line or _CODE_MARKS.search(line):
+        return False
+    words = [word.strip(_EDGE + "?!\"'") for word in line.split()]
+    words = [word for word in words if word]
+    return len(words) >= SENTENCE_WORDS and sum(1 for word in words if _is_stop(word)) >= SENTENCE_STOP_WORDS
+
+
+def _prose_word(word: str, sentence: bool) -> bool:
+    """A word with parts that is prose, not an identifier: a hyphenated compound anywhere, a name of letters
+    (camelCase included) inside a sentence. Prose is ranked by the word index, identifiers by substring."""
+    return bool(_COMPOUND.fullmatch(word)) or (sentence and bool(_LETTERS.fullmatch(word)))
+
+
 def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidate]:
     """Every word of ``text`` that may be worth searching, stop words already dropped (unless nothing
     else is left), each once (case-insensitively), in the order they appear."""
@@ -203,6 +231,7 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
         text = head if space else text   # not the piece of a word the cut leaves at the end
     text = text.replace("\u2019", "'").replace("\u2018", "'")   # I’m, it’s: the typographic apostrophe splits too
     japanese = bool(_KANA.search(text))
+    sentence = _reads_as_sentence(text)
     found: list[Candidate] = []
     for chunk in _SPLIT.split(text):
         for piece in _CJK_OR_NOT.findall(chunk):
@@ -218,7 +247,8 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
                 found.append(Candidate(word, None, 0, stop=True))   # a stop word, or made of them (avons-nous)
                 continue
             found.append(Candidate(stem(word), None, _shape_prior(word), written=word))
-            found.extend(Candidate(part, word, _shape_prior(part) - 2) for part in parts)
+            prose = bool(parts) and _prose_word(word, sentence)
+            found.extend(Candidate(part, word, _shape_prior(part) - 2, prose=prose) for part in parts)
     distinct: dict[str, Candidate] = {}
     for candidate in found:
         distinct.setdefault(candidate.key, candidate)
@@ -364,8 +394,10 @@ def looks_like_code(found: Sequence[Candidate]) -> bool:
     """Whether the text is code or an error (a hovered line, a pasted stack trace) rather than prose: it
     holds an identifier (a word with parts: ``period_end``, ``getSignedUrl``, ``s3.get``, ``TypeError``).
     Such text is recalled by literal substrings of its rarest terms (the trigram index), which finds an
-    identifier inside any other (``self.period_end``, ``periodEndDate``); the word index ranks prose."""
-    return any(candidate.whole is not None for candidate in found)
+    identifier inside any other (``self.period_end``, ``periodEndDate``); the word index ranks prose,
+    hyphenated compounds and names in a question included (:func:`_prose_word`): for them substring
+    matching is wrong (``art-related`` is not inside *start-related*) and the trigram path is slow."""
+    return any(candidate.whole is not None and not candidate.prose for candidate in found)
 
 
 def recall_conversations(conn: sqlite3.Connection, found: Sequence[Candidate], base: RecallQuery) -> TextRecall:
