@@ -128,3 +128,30 @@ def test_parse_text_errors_name_the_field() -> None:
 ])
 def test_word_at_is_the_word_under_the_cursor(line: str, column: int, word: str | None) -> None:
     assert freetext.word_at(line, column) == word
+
+
+@pytest.mark.parametrize("text", [
+    "How many days did I spend participating in faith-related activities in December?",
+    "What is my preferred coffee-to-water ratio for the French press?",
+    "How much cashback did I earn at SaveMart last Thursday?",
+    "What is the total number of views on my most popular videos on YouTube and TikTok?",
+    "how many days before I bought the iPhone did we go to the market",
+])
+def test_a_question_with_compounds_or_names_is_prose(text: str) -> None:
+    """Hyphenated compounds and names in a sentence are words, ranked by the word index; the substring
+    path would find ``art-related`` inside *start-related* (and is the slow tail)."""
+    assert not freetext.looks_like_code(candidates(text))
+
+
+@pytest.mark.parametrize("text", [
+    "  const total = formatCartId(cartId);",
+    "KeyError: 'iban'",
+    "StripeSignatureVerificationError: No signatures found matching the expected signature for payload",
+    "Last State: Terminated  Reason: OOMKilled  Exit Code: 137",
+    "case resultCh <- res:",
+    "startupProbe:\n  failureThreshold: 30",
+    "why does period_end come back empty in the report?",   # an identifier with `_` stays code in a question
+    "getSignedUrl",
+])
+def test_code_lines_and_errors_keep_their_identifiers(text: str) -> None:
+    assert freetext.looks_like_code(candidates(text))
