@@ -201,6 +201,7 @@ class Stats:
     avg_user: float
     avg_reply: float
     sessions: int
+    word_docs: bool = False    # the store keeps its words' counts (layout 2: pimem.word_docs)
 
 
 _STATS: dict[str, tuple[float, Stats]] = {}
@@ -229,7 +230,9 @@ def store_stats(conn: Conn, key: str) -> Stats:
     docs = counted
     if rows > STATS_SAMPLED and counted:
         docs, sessions = rows, sessions * rows // counted
-    stats = Stats(docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0), sessions)
+    kept = conn.execute("SELECT to_regclass('pimem.word_docs') IS NOT NULL").fetchone()
+    stats = Stats(docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0), sessions,
+                  bool(kept and kept[0]))
     with _STATS_LOCK:
         _STATS[key] = (now, stats)
     return stats
@@ -260,10 +263,17 @@ _DF: dict[tuple[str, str], tuple[int, int]] = {}    # (store, token) -> (docs wh
 
 
 def _doc_counts(conn: Conn, tokens: Sequence[str], stats: Stats, stats_key: str) -> dict[str, int]:
-    """Each word's number of shared turns (the whole store's, as the local counts are the whole store's),
-    one index lookup per word. A common word's count (at least ranking.CACHED_DF) is kept per process
-    until the store grew by a twentieth, as :func:`pimem.recall.ranking._doc_count` keeps it."""
-    counts: dict[str, int] = {}
+    """Each word's number of shared turns (the whole store's, as the local counts are the whole store's).
+    Layout 2 keeps them (``pimem.word_docs``, exact: kept by the database's triggers): one lookup for
+    all the words. A layout-1 store has them counted, one GIN lookup per word with a heap visit per
+    row; a common word's count (at least ranking.CACHED_DF) is then kept per process until the store
+    grew by a twentieth, as :func:`pimem.recall.ranking._doc_count` keeps it."""
+    counts: dict[str, int] = dict.fromkeys(tokens, 0)
+    if stats.word_docs:
+        for word, docs in conn.execute("SELECT word, docs FROM pimem.word_docs WHERE word = ANY(%s)",
+                                       [list(tokens)]):
+            counts[str(word)] = max(int(docs), 0)
+        return counts
     for token in tokens:
         with _STATS_LOCK:
             cached = _DF.get((stats_key, token))
