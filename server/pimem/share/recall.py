@@ -125,26 +125,160 @@ def trigram_indexable(entity: str) -> bool:
     return any(len(run) >= 3 for run in re.findall(r"[^\W_]+", entity))
 
 
+SELECTIVE_ROWS = 3_000   # an indexable entity with more rows than this is read by the ordered scan instead
+SCAN_ROWS = 30_000       # rows the ordered scan reads before the whole query is run instead
+_SCAN_BATCH = 1_000
+_KEY_COLUMNS = "author, machine, doc_key, (extract(epoch from ts) * 1000)::bigint"
+
+Key = tuple[str, str, str]    # (author, machine, doc_key)
+
+
+@dataclass
+class _EntitySql:
+    """A query's entities as SQL: each one's match (escaped LIKE on the lowered columns) and the score."""
+
+    entities: list[str]
+    weights: list[int]
+    patterns: list[str]
+    score: str
+    score_params: list[object]
+    where: list[str]
+    where_params: list[object]
+
+    @classmethod
+    def of(cls, query: RecallQuery, who: Who) -> _EntitySql:
+        entities = [entity.lower() for entity in query.entities]
+        weights = list(query.weights) if query.weights is not None else [1] * len(entities)
+        patterns = ["%" + escape_like(entity) + "%" for entity in entities]
+        terms: list[str] = []
+        params: list[object] = []
+        for pattern, weight in zip(patterns, weights, strict=True):
+            terms.append(f"(CASE WHEN user_lower LIKE %s ESCAPE '\\' THEN {2 * int(weight)} ELSE 0 END"
+                         f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {int(weight)} ELSE 0 END)")
+            params.extend([pattern, pattern])
+        where, where_params = _filters(query, who)
+        return cls(entities, weights, patterns, "(" + " + ".join(terms) + ")", params, where, where_params)
+
+    def matching(self, chosen: Sequence[int]) -> tuple[str, list[object]]:
+        """The condition "holds one of the ``chosen`` entities", with the filters, and its parameters."""
+        any_of = ["user_lower LIKE %s ESCAPE '\\' OR reply_lower LIKE %s ESCAPE '\\'"] * len(chosen)
+        params: list[object] = [self.patterns[i] for i in chosen for _ in range(2)]
+        return " AND ".join(["(" + " OR ".join(any_of) + ")", *self.where]), [*params, *self.where_params]
+
+
+def _order(hits: int, ts: int, key: Key) -> tuple[int, int, str, str, str]:
+    return (-hits, -ts, key[2], key[0], key[1])     # as merge_key: recall's order
+
+
 def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[RecallRow]:
     """The best ``wanted`` shared rows for ``query``'s entities (offset/limit not applied: the caller
-    pages, :func:`pimem.recall.semantics.page_of`), one per exchange, in recall's order."""
-    entities = [entity.lower() for entity in query.entities]
-    weights = list(query.weights) if query.weights is not None else [1] * len(entities)
-    patterns = ["%" + escape_like(entity) + "%" for entity in entities]
-    terms: list[str] = []
-    params: list[object] = []
-    for pattern, weight in zip(patterns, weights, strict=True):
-        terms.append(f"(CASE WHEN user_lower LIKE %s ESCAPE '\\' THEN {2 * int(weight)} ELSE 0 END"
-                     f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {int(weight)} ELSE 0 END)")
-        params.extend([pattern, pattern])
-    any_of = ["user_lower LIKE %s ESCAPE '\\' OR reply_lower LIKE %s ESCAPE '\\'"] * len(patterns)
-    where, filter_params = _filters(query, who)
-    where.insert(0, "(" + " OR ".join(any_of) + ")")
-    for pattern in patterns:
-        params.extend([pattern, pattern])
-    params.extend(filter_params)
-    sql = (f"SELECT {_ROW}, ({' + '.join(terms)}) AS score FROM pimem.turns WHERE {' AND '.join(where)} "
-           "ORDER BY score DESC, ts DESC, doc_key, author, machine")
+    pages, :func:`pimem.recall.semantics.page_of`), one per exchange, in recall's order.
+
+    Reading every row that holds an entity costs a heap visit per row, and an entity with no trigram
+    (``锁``, ``缓存``, ``a_b``) reads the whole table. So the page is first found without them
+    (:func:`_pruned`): the rows of the selective entities are listed and scored in full; every other
+    row holds only the others, so its score is at most their bound; when the page's last row scores
+    more, the page is final, and otherwise the rows holding the others are read newest first until no
+    unread row can enter the page. Past SCAN_ROWS rows the whole query is run (:func:`_sorted_rows`).
+    Both give the answer of :func:`scan_oracle`."""
+    sql = _EntitySql.of(query, who)
+    found = _pruned(conn, sql, query, wanted)
+    return found if found is not None else _sorted_rows(conn, sql, query, wanted)
+
+
+class _Page:
+    """Scored candidates and the page they make: rows fetched (texts) only as far as the page reaches,
+    then kept as recall keeps them (the folder filter, one copy of an exchange)."""
+
+    def __init__(self, conn: Conn, query: RecallQuery, wanted: int) -> None:
+        self.conn, self.query, self.wanted = conn, query, wanted
+        self.scores: dict[Key, tuple[int, int]] = {}       # key -> (hits, ts)
+        self.rows: dict[Key, RecallRow | None] = {}        # fetched (None: gone since it was scored)
+
+    def add(self, batch: Iterable[Sequence[Any]]) -> None:
+        for author, machine, doc_key, ts, hits in batch:
+            if int(hits) > 0:
+                self.scores[(str(author), str(machine), str(doc_key))] = (int(hits), int(ts))
+
+    def kept(self) -> list[RecallRow]:
+        ordered = sorted(self.scores, key=lambda k: _order(*self.scores[k], k))
+        rows: list[RecallRow] = []
+        seen: set[tuple[str, str, int]] = set()
+        for start in range(0, len(ordered), 100):
+            part = ordered[start:start + 100]
+            self._fetch([k for k in part if k not in self.rows])
+            for k in part:
+                row = self.rows[k]
+                if row is None or not _keep(row, self.query) or row.copy_key in seen:
+                    continue
+                seen.add(row.copy_key)
+                rows.append(row)
+                if len(rows) == self.wanted:
+                    return rows
+        return rows
+
+    def _fetch(self, keys: Sequence[Key]) -> None:
+        if not keys:
+            return
+        for values in self.conn.execute(
+                f"SELECT {_ROW} FROM pimem.turns WHERE (author, machine, doc_key) IN "
+                "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+                [[k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]]):
+            key = (str(values[0]), str(values[1]), str(values[2]))
+            self.rows[key] = make_shared_row(values, self.scores[key][0])
+        for k in keys:
+            self.rows.setdefault(k, None)
+
+
+def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> list[RecallRow] | None:
+    page = _Page(conn, query, wanted)
+    rest: list[int] = []
+    for i, entity in enumerate(sql.entities):
+        if not trigram_indexable(entity):
+            rest.append(i)
+            continue
+        where, params = sql.matching([i])
+        batch = conn.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM pimem.turns WHERE {where} "
+                             f"LIMIT {SELECTIVE_ROWS + 1}", [*sql.score_params, *params]).fetchall()
+        if len(batch) > SELECTIVE_ROWS:
+            rest.append(i)
+        else:
+            page.add(batch)
+    bound = sum(3 * sql.weights[i] for i in rest)     # the most a row holding only the rest can score
+    kept = page.kept()
+    if not rest or (len(kept) == wanted and kept[-1].hits > bound):
+        return kept
+    where, params = sql.matching(rest)
+    with conn.transaction():
+        # Newest first through the time index: the bitmap plan would read every matching row first.
+        conn.execute("SET LOCAL enable_bitmapscan = off")
+        conn.execute("SET LOCAL enable_seqscan = off")
+        with conn.cursor(name="pimem_entity_scan") as cursor:
+            cursor.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM pimem.turns WHERE {where} ORDER BY ts DESC",
+                           [*sql.score_params, *params])
+            scanned = 0
+            while True:
+                batch = cursor.fetchmany(_SCAN_BATCH)
+                scanned += len(batch)
+                page.add(batch)
+                kept = page.kept()
+                if len(batch) < _SCAN_BATCH:
+                    return kept      # every row holding one of the rest was read
+                oldest = int(batch[-1][3])
+                # Unread rows score at most ``bound`` and are older than ``oldest``.
+                if len(kept) == wanted and (kept[-1].hits > bound or (kept[-1].hits == bound
+                                                                      and kept[-1].ts > oldest)):
+                    return kept
+                if scanned >= SCAN_ROWS:
+                    return None
+
+
+def _sorted_rows(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> list[RecallRow]:
+    """Every row holding an entity, scored and sorted by PostgreSQL (code-point order for ties, as
+    Python's), read in pages until ``wanted`` are kept."""
+    where, params = sql.matching(range(len(sql.entities)))
+    statement = (f"SELECT {_ROW}, {sql.score} AS score FROM pimem.turns WHERE {where} "
+                 'ORDER BY score DESC, ts DESC, doc_key COLLATE "C", author COLLATE "C", machine COLLATE "C"')
     rows: list[RecallRow] = []
     seen: set[tuple[str, str, int]] = set()
     # Filters decided in Python (cwd) and copies can drop rows: read the ordered rows in pages until
@@ -152,7 +286,7 @@ def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[R
     fetched = 0
     step = max(wanted * 2, 50)
     while True:
-        batch = conn.execute(sql + " LIMIT %s OFFSET %s", [*params, step, fetched]
+        batch = conn.execute(statement + " LIMIT %s OFFSET %s", [*sql.score_params, *params, step, fetched]
                              ).fetchall()
         fetched += len(batch)
         for values in batch:

@@ -1,0 +1,110 @@
+"""Shared entity recall's paths for large stores (issue 24), on a real PostgreSQL: the page found
+without reading every matching row (selective entities listed, the rest bounded and read newest first,
+the whole query past a budget) equal to the plain oracle on every path, ties at the bound included."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import psycopg
+import pytest
+
+from pimem.recall import make_query
+from pimem.share import recall as shared
+from share.conftest import ShareDb
+from share.test_recall import FOLDERS, Row, put
+
+# Entities with no trigram (CJK of 1-2 characters, a_b, io, q), LIKE's own characters, and a common word.
+VOCAB = ["锁", "缓存", "缓存层", "加锁", "a_b", "a_b_c", "A_B", "100%", "50%", "x%y", "back\\slash", "io", "q",
+         "flamingo", "payroll", "slugify_title", "the", "retry", "ǅemal", "ΟΔΟΣ"]
+QUERIES = [["锁"], ["缓存"], ["a_b"], ["100%"], ["io", "q"], ["flamingo", "锁"], ["payroll", "缓存", "a_b"],
+           ["cache", "100%"], ["cache"], ["cache", "锁", "a_b", "flamingo"], ["x%y", "back\\slash", "50%"],
+           ["flamingo", "payroll", "slugify_title", "100%", "缓存", "a_b", "cache", "锁"], ["ǆemal", "οδος"]]
+
+
+def store_rows(rng: random.Random, count: int, machine: str) -> list[Row]:
+    rows: list[Row] = []
+    for n in range(count):
+        def text() -> str:
+            words = [rng.choice(VOCAB) for _ in range(rng.randint(0, 4))]
+            if rng.random() < 0.5:      # a common entity: the listed path gives up on it
+                words.append("cache")
+            return " ".join(words)
+        user, reply = text(), text()
+        ts = 1_750_000_000_000 + rng.randint(0, 300) * 1000      # equal times: ties broken by id
+        if rows and rng.random() < 0.1:                            # a copy of an exchange
+            other = rng.choice(rows)
+            user, reply, ts = other.user, other.reply, other.ts
+        rows.append(Row(machine, f"{machine}-{n:04d}", f"s{n // 5}", FOLDERS[(n // 5) % len(FOLDERS)], user, reply,
+                        ts, rng.choice(["pi", "claude"])))
+    return rows
+
+
+def _key(rows: list[Any]) -> list[tuple[object, ...]]:
+    return [(r.author, r.machine, r.turn_id, r.hits, r.ts, r.user_text) for r in rows]
+
+
+@pytest.mark.parametrize(("selective", "scan", "batch", "path"), [
+    (3_000, 30_000, 1_000, "pruned"),     # as shipped: the small entities listed, the rest read newest first
+    (5, 30_000, 7, "pruned"),             # most entities too common to list; the scan stops early
+    (5, 14, 7, "sorted"),                 # the scan's budget spent: the whole query
+])
+def test_entity_paths_equal_the_oracle(share_db: ShareDb, monkeypatch: pytest.MonkeyPatch, selective: int,
+                                       scan: int, batch: int, path: str) -> None:
+    rng = random.Random(selective + scan)
+    put(share_db, "alice", store_rows(rng, 200, "laptop"))
+    put(share_db, "bob", store_rows(rng, 200, "desk"))
+    monkeypatch.setattr(shared, "SELECTIVE_ROWS", selective)
+    monkeypatch.setattr(shared, "SCAN_ROWS", scan)
+    monkeypatch.setattr(shared, "_SCAN_BATCH", batch)
+    taken = {"pruned": 0, "sorted": 0}
+    real: Callable[..., Any] = shared._sorted_rows
+
+    def sorted_rows(*args: Any) -> Any:
+        taken["sorted"] += 1
+        return real(*args)
+    monkeypatch.setattr(shared, "_sorted_rows", sorted_rows)
+    checked = 0
+    with psycopg.connect(share_db.conninfo("carol"), autocommit=True) as conn:
+        for entities in QUERIES:
+            for limit, sources, cwd, weighted in ((1, None, None, False), (5, None, None, True),
+                                                  (20, ["pi"], "/work/proj", False)):
+                query = make_query(entities, limit, sources, cwd)
+                if weighted:
+                    query = replace(query, weights=tuple(rng.randint(1, 5) for _ in entities))
+                for who in (shared.Who(), shared.Who(mine=True), shared.Who(skip_machine="desk")):
+                    before = taken["sorted"]
+                    got = shared.entity_rows(conn, query, who, limit)
+                    taken["pruned"] += taken["sorted"] == before
+                    assert _key(got) == _key(shared.scan_oracle(conn, query, who, limit)), (entities, who)
+                    checked += len(got)
+    assert checked > 500
+    # The path under test was the one taken (for most queries: the others may finish either way).
+    assert taken[path] > 40, taken
+
+
+def test_ties_at_the_bound_go_to_the_newer_row(share_db: ShareDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row holding only the bounded entities can tie the listed page at the bound and win on time:
+    neither the bound check nor the newest-first scan may stop before it."""
+    monkeypatch.setattr(shared, "_SCAN_BATCH", 2)
+    t = 1_750_000_000_000
+    put(share_db, "alice", [
+        Row("box", "listed", "s1", "/w", "flamingo", "flamingo", t + 5_000),          # 3: flamingo (listed)
+        Row("box", "new1", "s2", "/w", "x", "锁 a_b", t + 9_000),                       # 1 + 1
+        Row("box", "new2", "s2", "/w", "x", "锁", t + 8_000),                           # 1
+        Row("box", "new3", "s2", "/w", "x", "锁", t + 7_500),                           # 1
+        Row("box", "tie", "s3", "/w", "锁", "锁", t + 6_000),                           # 3 = the bound, newer
+        Row("box", "old", "s4", "/w", "锁 a_b", "锁 a_b", t + 1_000),                   # 6: the best
+    ])
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        for entities, limit, expected in ((["flamingo", "锁"], 1, ["tie"]),
+                                          (["flamingo", "锁"], 3, ["tie", "listed", "old"]),
+                                          (["flamingo", "锁", "a_b"], 2, ["old", "tie"]),
+                                          (["flamingo", "缓存"], 1, ["listed"])):
+            query = make_query(entities, limit)
+            got = shared.entity_rows(conn, query, shared.Who(), limit)
+            assert [r.turn_id for r in got] == expected, entities
+            assert _key(got) == _key(shared.scan_oracle(conn, query, shared.Who(), limit))
