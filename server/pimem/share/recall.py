@@ -126,8 +126,8 @@ def trigram_indexable(entity: str) -> bool:
 
 
 SELECTIVE_ROWS = 3_000   # an indexable entity with more rows than this is read by the ordered scan instead
-SCAN_ROWS = 30_000       # rows the ordered scan reads before the whole query is run instead
-_SCAN_BATCH = 1_000
+SCAN_ROWS = 5_000        # matching rows the ordered scan reads before the whole query is run instead
+_SCAN_BATCH = 1_000      # the largest batch read from the ordered scan (the first ones are smaller)
 _KEY_COLUMNS = "author, machine, doc_key, (extract(epoch from ts) * 1000)::bigint"
 
 Key = tuple[str, str, str]    # (author, machine, doc_key)
@@ -257,12 +257,14 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
             cursor.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM pimem.turns WHERE {where} ORDER BY ts DESC",
                            [*sql.score_params, *params])
             scanned = 0
+            # Small batches first: the scan often stops within the first rows read.
+            size = min(max(2 * wanted, 20), _SCAN_BATCH)
             while True:
-                batch = cursor.fetchmany(_SCAN_BATCH)
+                batch = cursor.fetchmany(size)
                 scanned += len(batch)
                 page.add(batch)
                 kept = page.kept()
-                if len(batch) < _SCAN_BATCH:
+                if len(batch) < size:
                     return kept      # every row holding one of the rest was read
                 oldest = int(batch[-1][3])
                 # Unread rows score at most ``bound`` and are older than ``oldest``.
@@ -271,6 +273,7 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
                     return kept
                 if scanned >= SCAN_ROWS:
                     return None
+                size = min(size * 4, _SCAN_BATCH)
 
 
 def _sorted_rows(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> list[RecallRow]:
@@ -487,14 +490,26 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
     extra = (" AND " + " AND ".join(where)) if where else ""
     # Postings as local ranking reads them: per word and column, from the GIN index alone (@> on one
     # element needs no recheck), the scalar columns only: the word arrays are never read here.
+    left_out: set[Doc] = set()      # docs the folder filter leaves out (decided once per doc)
     for token in read:
         limit = f" ORDER BY ts DESC LIMIT {ranking.READ_BUDGET}" if df[token] > ranking.READ_BUDGET else ""
-        for column, field_name in (("user_words", "user"), ("reply_words", "reply")):
-            for values in conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE {column} @> %s{extra}{limit}",
-                                       [[token], *filter_params]):
-                info = _doc_info(values, query, docs)
-                if info is not None:
-                    getattr(info, field_name).add(token)
+        for column in ("user_words", "reply_words"):
+            # Tens of thousands of postings: fetched at once, one dict lookup each (the per-row cursor
+            # protocol and per-row helpers cost more than the query itself).
+            found = conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE {column} @> %s{extra}{limit}",
+                                 [[token], *filter_params]).fetchall()
+            for values in found:
+                doc = values[:4]
+                info = docs.get(doc)
+                if info is None:
+                    if doc in left_out:
+                        continue
+                    if query.cwd is not None and not in_folder(values[7], query.cwd):
+                        left_out.add(doc)
+                        continue
+                    info = _DocInfo(values[:3], (values[4], values[0], values[1], values[3]), values[5], values[6])
+                    docs[doc] = info
+                (info.user if column == "user_words" else info.reply).add(token)
     checked = [w.token for w in present if w.token not in read]
 
     def fetch_sessions(sessions: Sequence[Session]) -> dict[Doc, _DocInfo]:
