@@ -12,7 +12,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from pimem.recall import make_query
+from pimem.recall import make_query, ranking
+from pimem.recall.freetext import _shortlist, candidates
 from pimem.share import recall as shared
 from share.conftest import ShareDb
 from share.test_recall import FOLDERS, Row, put
@@ -108,3 +109,34 @@ def test_ties_at_the_bound_go_to_the_newer_row(share_db: ShareDb, monkeypatch: p
             got = shared.entity_rows(conn, query, shared.Who(), limit)
             assert [r.turn_id for r in got] == expected, entities
             assert _key(got) == _key(shared.scan_oracle(conn, query, shared.Who(), limit))
+
+
+def test_free_text_past_its_budgets_equals_the_budgeted_oracle(share_db: ShareDb,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the read budget (the rarest words read first, a word past it by its newest postings) and the
+    checked conversations, text_page equals the oracle that applies the same budgets to a plain scan."""
+    rng = random.Random(3)
+    words = ["flamingo", "cache", "invalidation", "postgres", "replica", "lag", "deploy", "retry", "timeout",
+             "emily", "boston", "crashed"]
+    for author, machine in (("alice", "laptop"), ("bob", "box")):
+        put(share_db, author, [Row(machine, f"{machine}{n}", f"s{n // 4}", "/work/proj",
+                                   " ".join(rng.choices(words, k=rng.randint(1, 8))),
+                                   " ".join(rng.choices(words, k=rng.randint(0, 20))),
+                                   1_750_000_000_000 + n * 1000 + (machine == "box")) for n in range(150)])
+    questions = ["postgres replica lag after deploy", "flamingo cache crashed", "emily boston retry timeout",
+                 "cache"]
+    differs = 0
+    with psycopg.connect(share_db.conninfo("carol"), autocommit=True) as conn:
+        for budget, checked_sessions in ((40, 3), (150, 5), (10_000, 1)):
+            monkeypatch.setattr(ranking, "READ_BUDGET", budget)
+            monkeypatch.setattr(ranking, "CHECKED_SESSIONS", checked_sessions)
+            for question in questions:
+                qwords = ranking.query_words(_shortlist(candidates(question)))
+                query = make_query(["x"], 10)
+                got = shared.text_page(conn, qwords, query, shared.Who(), "budget")
+                expected = shared.text_oracle(conn, qwords, query, shared.Who(), "budget", budgeted=True)
+                assert got.rows and [(r.author, r.turn_id, r.hits, tuple(r.matched)) for r in got.rows] == [
+                    (r.author, r.turn_id, r.hits, tuple(r.matched)) for r in expected.rows], (question, budget)
+                unbudgeted = shared.text_oracle(conn, qwords, query, shared.Who(), "budget")
+                differs += [r.turn_id for r in unbudgeted.rows] != [r.turn_id for r in got.rows]
+    assert differs >= 3    # the budgets changed the answers: the comparison is not the unbudgeted one's

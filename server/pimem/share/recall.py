@@ -649,9 +649,13 @@ def _page_rows(conn: Conn, keys: Sequence[tuple[str, str, str]]) -> dict[Doc, Re
 
 
 def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuery, who: Who,
-                stats_key: str) -> SharedTextPage:
-    """Free text ranked from every shared row (a plain scan: no index, no read budget, every word read):
-    what :func:`text_page` must equal while its budgets are not reached. Tests and the benchmark."""
+                stats_key: str, *, budgeted: bool = False) -> SharedTextPage:
+    """Free text ranked from every shared row (a plain scan: no index; each word's count by a scan).
+    Without ``budgeted``: every word read, no read budget: what :func:`text_page` must equal while its
+    budgets are not reached. With it: the budgets of local ranking applied to the scanned rows as
+    :func:`text_page` applies them (the rarest words read up to ranking.READ_BUDGET postings, a word past
+    it by its newest postings, the commoner words checked in the user texts of the first
+    ranking.CHECKED_SESSIONS conversations): what it must equal at any size. Tests and the benchmark."""
     tokens = [w.token for w in qwords]
     stats = store_stats(conn, stats_key)
     where, params = _filters(query, who)
@@ -662,11 +666,49 @@ def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQu
     df = {str(token): int(count) for token, count in conn.execute(
         "SELECT w, (SELECT count(*) FROM pimem.turns WHERE w = ANY(user_words) OR w = ANY(reply_words)) "
         "FROM unnest(%s::text[]) AS w", [tokens])}
-    holding = {doc: info for doc, info in docs.items() if info.user or info.reply}
-    present = [t for t in tokens if df[t] > 0]
+    if not budgeted:
+        holding = {doc: info for doc, info in docs.items() if info.user or info.reply}
+        present = [t for t in tokens if df[t] > 0]
 
-    def sessions(wanted: Sequence[Session]) -> dict[Doc, _DocInfo]:
-        chosen = set(wanted)
-        return {doc: info for doc, info in docs.items() if info.session in chosen}
+        def sessions(wanted: Sequence[Session]) -> dict[Doc, _DocInfo]:
+            chosen = set(wanted)
+            return {doc: info for doc, info in docs.items() if info.session in chosen}
 
-    return rank_docs(holding, qwords, present, [], df, stats, query, sessions, lambda keys: _page_rows(conn, keys))
+        return rank_docs(holding, qwords, present, [], df, stats, query, sessions,
+                         lambda keys: _page_rows(conn, keys))
+    ordered = sorted((w for w in qwords if df[w.token] > 0), key=lambda w: df[w.token])
+    read: list[str] = []
+    spent = 0
+    for w in ordered:
+        if read and spent + df[w.token] > ranking.READ_BUDGET:
+            break
+        read.append(w.token)
+        spent += df[w.token]
+    checked = [w.token for w in ordered if w.token not in read]
+    newest = sorted(docs.values(), key=lambda info: info.order[0], reverse=True)
+    postings: dict[Doc, tuple[set[str], set[str]]] = {}
+    for token in read:
+        for in_user in (True, False):
+            holders = [info for info in newest if token in (info.user if in_user else info.reply)]
+            if df[token] > ranking.READ_BUDGET:
+                holders = holders[:ranking.READ_BUDGET]
+            for info in holders:
+                doc = (info.session[0], info.session[1], info.session[2], info.order[3])
+                postings.setdefault(doc, (set(), set()))[0 if in_user else 1].add(token)
+    holding = {doc: _DocInfo(docs[doc].session, docs[doc].order, docs[doc].user_chars, docs[doc].reply_chars,
+                             user, reply) for doc, (user, reply) in postings.items()}
+
+    def budgeted_sessions(wanted: Sequence[Session]) -> dict[Doc, _DocInfo]:
+        chosen, first = set(wanted), set(wanted[:ranking.CHECKED_SESSIONS])
+        found: dict[Doc, _DocInfo] = {}
+        for doc, info in docs.items():
+            if info.session in chosen:
+                user, reply = postings.get(doc, (set(), set()))
+                if info.session in first:
+                    user = user | (info.user & set(checked))
+                found[doc] = _DocInfo(info.session, info.order, info.user_chars, info.reply_chars, set(user),
+                                      set(reply))
+        return found
+
+    return rank_docs(holding, qwords, read, checked, df, stats, query, budgeted_sessions,
+                     lambda keys: _page_rows(conn, keys))
