@@ -51,7 +51,7 @@ def _key(rows: list[Any]) -> list[tuple[object, ...]]:
 @pytest.mark.parametrize(("selective", "scan", "batch", "path"), [
     (3_000, 30_000, 1_000, "pruned"),     # as shipped: the small entities listed, the rest read newest first
     (5, 30_000, 7, "pruned"),             # most entities too common to list; the scan stops early
-    (5, 14, 7, "sorted"),                 # the scan's budget spent: the whole query
+    (5, 14, 7, "rest"),                   # the scan's budget spent: every row of the rest read
 ])
 def test_entity_paths_equal_the_oracle(share_db: ShareDb, monkeypatch: pytest.MonkeyPatch, selective: int,
                                        scan: int, batch: int, path: str) -> None:
@@ -61,13 +61,13 @@ def test_entity_paths_equal_the_oracle(share_db: ShareDb, monkeypatch: pytest.Mo
     monkeypatch.setattr(shared, "SELECTIVE_ROWS", selective)
     monkeypatch.setattr(shared, "SCAN_ROWS", scan)
     monkeypatch.setattr(shared, "_SCAN_BATCH", batch)
-    taken = {"pruned": 0, "sorted": 0}
-    real: Callable[..., Any] = shared._sorted_rows
+    taken = {"pruned": 0, "rest": 0}
+    real: Callable[..., Any] = shared._rest_rows
 
-    def sorted_rows(*args: Any) -> Any:
-        taken["sorted"] += 1
+    def rest_rows(*args: Any) -> Any:
+        taken["rest"] += 1
         return real(*args)
-    monkeypatch.setattr(shared, "_sorted_rows", sorted_rows)
+    monkeypatch.setattr(shared, "_rest_rows", rest_rows)
     checked = 0
     with psycopg.connect(share_db.conninfo("carol"), autocommit=True) as conn:
         for entities in QUERIES:
@@ -77,9 +77,9 @@ def test_entity_paths_equal_the_oracle(share_db: ShareDb, monkeypatch: pytest.Mo
                 if weighted:
                     query = replace(query, weights=tuple(rng.randint(1, 5) for _ in entities))
                 for who in (shared.Who(), shared.Who(mine=True), shared.Who(skip_machine="desk")):
-                    before = taken["sorted"]
+                    before = taken["rest"]
                     got = shared.entity_rows(conn, query, who, limit)
-                    taken["pruned"] += taken["sorted"] == before
+                    taken["pruned"] += taken["rest"] == before
                     assert _key(got) == _key(shared.scan_oracle(conn, query, who, limit)), (entities, who)
                     checked += len(got)
     assert checked > 500
@@ -140,3 +140,18 @@ def test_free_text_past_its_budgets_equals_the_budgeted_oracle(share_db: ShareDb
                 unbudgeted = shared.text_oracle(conn, qwords, query, shared.Who(), "budget")
                 differs += [r.turn_id for r in unbudgeted.rows] != [r.turn_id for r in got.rows]
     assert differs >= 3    # the budgets changed the answers: the comparison is not the unbudgeted one's
+
+
+def test_rows_read_on_the_rest_keep_their_whole_score(share_db: ShareDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listed row is read again by the rest's scan, scored there on the rest only: its whole score stays."""
+    monkeypatch.setattr(shared, "_SCAN_BATCH", 2)
+    monkeypatch.setattr(shared, "SCAN_ROWS", 2)
+    t = 1_750_000_000_000
+    put(share_db, "alice", [Row("box", "listed", "s1", "/w", "flamingo 锁", "flamingo", t),            # 5 (锁: 2)
+                            *(Row("box", f"r{n}", "s2", "/w", "x", "锁", t + 10_000 + n) for n in range(6)),  # 1
+                            Row("box", "user", "s3", "/w", "锁", "x", t + 5_000)])                       # 2
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        query = make_query(["flamingo", "锁"], 2)
+        got = shared.entity_rows(conn, query, shared.Who(), 2)
+        assert [(r.turn_id, r.hits) for r in got] == [("listed", 5), ("user", 2)]
+        assert _key(got) == _key(shared.scan_oracle(conn, query, shared.Who(), 2))

@@ -179,11 +179,10 @@ def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[R
     (:func:`_pruned`): the rows of the selective entities are listed and scored in full; every other
     row holds only the others, so its score is at most their bound; when the page's last row scores
     more, the page is final, and otherwise the rows holding the others are read newest first until no
-    unread row can enter the page. Past SCAN_ROWS rows the whole query is run (:func:`_sorted_rows`).
-    Both give the answer of :func:`scan_oracle`."""
-    sql = _EntitySql.of(query, who)
-    found = _pruned(conn, sql, query, wanted)
-    return found if found is not None else _sorted_rows(conn, sql, query, wanted)
+    unread row can enter the page. Past SCAN_ROWS rows, the rows holding the others are all read
+    (:func:`_rest_rows`), scored on the others only (the listed entities are not in them) and kept when
+    they reach the page. All give the answer of :func:`scan_oracle`."""
+    return _pruned(conn, _EntitySql.of(query, who), query, wanted)
 
 
 class _Page:
@@ -196,9 +195,13 @@ class _Page:
         self.rows: dict[Key, RecallRow | None] = {}        # fetched (None: gone since it was scored)
 
     def add(self, batch: Iterable[Sequence[Any]]) -> None:
+        """Scored rows; a row scored twice keeps its higher score (a listed row's is its whole score;
+        :func:`_rest_rows` scores the other entities only)."""
         for author, machine, doc_key, ts, hits in batch:
-            if int(hits) > 0:
-                self.scores[(str(author), str(machine), str(doc_key))] = (int(hits), int(ts))
+            key = (str(author), str(machine), str(doc_key))
+            known = self.scores.get(key)
+            if int(hits) > 0 and (known is None or known[0] < int(hits)):
+                self.scores[key] = (int(hits), int(ts))
 
     def kept(self) -> list[RecallRow]:
         ordered = sorted(self.scores, key=lambda k: _order(*self.scores[k], k))
@@ -230,7 +233,7 @@ class _Page:
             self.rows.setdefault(k, None)
 
 
-def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> list[RecallRow] | None:
+def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> list[RecallRow]:
     page = _Page(conn, query, wanted)
     rest: list[int] = []
     for i, entity in enumerate(sql.entities):
@@ -272,37 +275,26 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
                                                                       and kept[-1].ts > oldest)):
                     return kept
                 if scanned >= SCAN_ROWS:
-                    return None
+                    break
                 size = min(size * 4, _SCAN_BATCH)
+    page.add(_rest_rows(conn, sql, rest, kept[-1].hits if len(kept) == wanted else 1))
+    return page.kept()
 
 
-def _sorted_rows(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> list[RecallRow]:
-    """Every row holding an entity, scored and sorted by PostgreSQL (code-point order for ties, as
-    Python's), read in pages until ``wanted`` are kept."""
-    where, params = sql.matching(range(len(sql.entities)))
-    statement = (f"SELECT {_ROW}, {sql.score} AS score FROM pimem.turns WHERE {where} "
-                 'ORDER BY score DESC, ts DESC, doc_key COLLATE "C", author COLLATE "C", machine COLLATE "C"')
-    rows: list[RecallRow] = []
-    seen: set[tuple[str, str, int]] = set()
-    # Filters decided in Python (cwd) and copies can drop rows: read the ordered rows in pages until
-    # enough are kept, with LIMIT so that PostgreSQL keeps only the top of the sort.
-    fetched = 0
-    step = max(wanted * 2, 50)
-    while True:
-        batch = conn.execute(statement + " LIMIT %s OFFSET %s", [*sql.score_params, *params, step, fetched]
-                             ).fetchall()
-        fetched += len(batch)
-        for values in batch:
-            row = make_shared_row(values, int(values[10]))
-            if not _keep(row, query) or row.copy_key in seen:
-                continue
-            seen.add(row.copy_key)
-            rows.append(row)
-            if len(rows) == wanted:
-                return rows
-        if len(batch) < step:
-            return rows
-        step *= 4
+def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int) -> list[tuple[Any, ...]]:
+    """Every row holding one of the ``rest`` entities whose score on them reaches ``threshold`` (the
+    page's last score: a row below it cannot enter). For a row holding no listed entity that is its
+    whole score; a listed row's is already known (and higher). PostgreSQL reads every such row, but
+    matches only the rest, sorts nothing and returns only the rows that may enter the page."""
+    where, params = sql.matching(rest)
+    score = " + ".join(
+        f"(CASE WHEN user_lower LIKE %s ESCAPE '\\' THEN {2 * sql.weights[i]} ELSE 0 END"
+        f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {sql.weights[i]} ELSE 0 END)" for i in rest)
+    score_params: list[object] = [sql.patterns[i] for i in rest for _ in range(2)]
+    # OFFSET 0 keeps the score computed once per row (not again in the outer WHERE).
+    return conn.execute(f"SELECT * FROM (SELECT {_KEY_COLUMNS}, ({score}) AS score FROM pimem.turns "
+                        f"WHERE {where} OFFSET 0) scored WHERE score >= %s",
+                        [*score_params, *params, threshold]).fetchall()
 
 
 def scan_oracle(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[RecallRow]:
