@@ -60,6 +60,7 @@ def test_entity_paths_equal_the_oracle(share_db: ShareDb, monkeypatch: pytest.Mo
     put(share_db, "bob", store_rows(rng, 200, "desk"))
     monkeypatch.setattr(shared, "SELECTIVE_ROWS", selective)
     monkeypatch.setattr(shared, "SCAN_ROWS", scan)
+    monkeypatch.setattr(shared, "INDEXED_SCAN_ROWS", scan)
     monkeypatch.setattr(shared, "_SCAN_BATCH", batch)
     taken = {"pruned": 0, "rest": 0}
     real: Callable[..., Any] = shared._rest_rows
@@ -146,6 +147,7 @@ def test_rows_read_on_the_rest_keep_their_whole_score(share_db: ShareDb, monkeyp
     """A listed row is read again by the rest's scan, scored there on the rest only: its whole score stays."""
     monkeypatch.setattr(shared, "_SCAN_BATCH", 2)
     monkeypatch.setattr(shared, "SCAN_ROWS", 2)
+    monkeypatch.setattr(shared, "INDEXED_SCAN_ROWS", 2)
     t = 1_750_000_000_000
     put(share_db, "alice", [Row("box", "listed", "s1", "/w", "flamingo 锁", "flamingo", t),            # 5 (锁: 2)
                             *(Row("box", f"r{n}", "s2", "/w", "x", "锁", t + 10_000 + n) for n in range(6)),  # 1
@@ -155,3 +157,22 @@ def test_rows_read_on_the_rest_keep_their_whole_score(share_db: ShareDb, monkeyp
         got = shared.entity_rows(conn, query, shared.Who(), 2)
         assert [(r.turn_id, r.hits) for r in got] == [("listed", 5), ("user", 2)]
         assert _key(got) == _key(shared.scan_oracle(conn, query, shared.Who(), 2))
+
+
+def test_the_rest_read_through_conjunctions_finds_a_tie(share_db: ShareDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No single entity of the rest reaches the page's last score, two together do: the row holding both,
+    tied with the page and newer, is found through their conjunction."""
+    monkeypatch.setattr(shared, "SELECTIVE_ROWS", 1)
+    monkeypatch.setattr(shared, "SCAN_ROWS", 2)
+    monkeypatch.setattr(shared, "INDEXED_SCAN_ROWS", 2)
+    monkeypatch.setattr(shared, "_SCAN_BATCH", 2)
+    t = 1_750_000_000_000
+    put(share_db, "alice", [Row("box", "zq", "s1", "/w", "zq_rare", "zq_rare", t),                  # 2 x 3 = 6
+                            Row("box", "both", "s2", "/w", "flamingo payroll", "flamingo payroll", t + 100),  # 6
+                            *(Row("box", f"f{n}", "s3", "/w", "x", "flamingo" if n % 2 else "payroll", t + 1_000 + n)
+                              for n in range(6))])                                                   # 1 each
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        query = replace(make_query(["zq_rare", "flamingo", "payroll"], 1), weights=(2, 1, 1))
+        got = shared.entity_rows(conn, query, shared.Who(), 1)
+        assert [(r.turn_id, r.hits) for r in got] == [("both", 6)]
+        assert _key(got) == _key(shared.scan_oracle(conn, query, shared.Who(), 1))

@@ -34,6 +34,7 @@ merging with local rows is :mod:`pimem.share.scope`'s. psycopg is imported in ``
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import re
 import threading
@@ -126,7 +127,10 @@ def trigram_indexable(entity: str) -> bool:
 
 
 SELECTIVE_ROWS = 3_000   # an indexable entity with more rows than this is read by the ordered scan instead
-SCAN_ROWS = 5_000        # matching rows the ordered scan reads before the whole query is run instead
+SCAN_ROWS = 5_000        # matching rows the ordered scan reads before every row of the rest is read instead
+# ... when every entity of the rest has trigrams: reading the rows that can still enter is then cheap
+# (conjunctions answered by pg_trgm, _rest_rows), so the scan gives up sooner.
+INDEXED_SCAN_ROWS = 1_000
 _SCAN_BATCH = 1_000      # the largest batch read from the ordered scan (the first ones are smaller)
 _KEY_COLUMNS = "author, machine, doc_key, (extract(epoch from ts) * 1000)::bigint"
 
@@ -252,6 +256,7 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
     if not rest or (len(kept) == wanted and kept[-1].hits > bound):
         return kept
     where, params = sql.matching(rest)
+    budget = SCAN_ROWS if any(not trigram_indexable(sql.entities[i]) for i in rest) else INDEXED_SCAN_ROWS
     with conn.transaction():
         # Newest first through the time index: the bitmap plan would read every matching row first.
         conn.execute("SET LOCAL enable_bitmapscan = off")
@@ -274,7 +279,7 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
                 if len(kept) == wanted and (kept[-1].hits > bound or (kept[-1].hits == bound
                                                                       and kept[-1].ts > oldest)):
                     return kept
-                if scanned >= SCAN_ROWS:
+                if scanned >= budget:
                     break
                 size = min(size * 4, _SCAN_BATCH)
     page.add(_rest_rows(conn, sql, rest, kept[-1].hits if len(kept) == wanted else 1))
@@ -285,8 +290,20 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int)
     """Every row holding one of the ``rest`` entities whose score on them reaches ``threshold`` (the
     page's last score: a row below it cannot enter). For a row holding no listed entity that is its
     whole score; a listed row's is already known (and higher). PostgreSQL reads every such row, but
-    matches only the rest, sorts nothing and returns only the rows that may enter the page."""
+    matches only the rest, sorts nothing and returns only the rows that may enter the page.
+
+    A row reaching ``threshold`` holds one of the smallest sets of the rest that can (:func:`_sufficient`);
+    when every one of the rest has trigrams, the condition is their conjunctions, which pg_trgm answers by
+    intersecting its lists before any row is read (with a trigram-less one, every row is read anyway)."""
     where, params = sql.matching(rest)
+    sets = _sufficient([(i, 3 * sql.weights[i]) for i in rest], threshold)
+    if not sets:
+        return []       # the rest together cannot reach the page
+    if all(trigram_indexable(sql.entities[i]) for i in rest) and len(sets) <= _MAX_CONJUNCTIONS:
+        match = "user_lower LIKE %s ESCAPE '\\' OR reply_lower LIKE %s ESCAPE '\\'"
+        where = " AND ".join(["(" + " OR ".join("(" + " AND ".join(f"({match})" for _ in chosen) + ")"
+                                                for chosen in sets) + ")", *sql.where])
+        params = [*(sql.patterns[i] for chosen in sets for i in chosen for _ in range(2)), *sql.where_params]
     score = " + ".join(
         f"(CASE WHEN user_lower LIKE %s ESCAPE '\\' THEN {2 * sql.weights[i]} ELSE 0 END"
         f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {sql.weights[i]} ELSE 0 END)" for i in rest)
@@ -295,6 +312,21 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int)
     return conn.execute(f"SELECT * FROM (SELECT {_KEY_COLUMNS}, ({score}) AS score FROM pimem.turns "
                         f"WHERE {where} OFFSET 0) scored WHERE score >= %s",
                         [*score_params, *params, threshold]).fetchall()
+
+
+_MAX_CONJUNCTIONS = 8
+
+
+def _sufficient(bounds: Sequence[tuple[int, int]], threshold: int) -> list[tuple[int, ...]]:
+    """The smallest sets of entities (by index) whose bounds together reach ``threshold``: every row
+    scoring at least that much on them holds all of one of these sets."""
+    found: list[tuple[int, ...]] = []
+    for size in range(1, len(bounds) + 1):
+        for chosen in itertools.combinations(bounds, size):
+            indexes = tuple(i for i, _ in chosen)
+            if sum(b for _, b in chosen) >= threshold and not any(set(f) <= set(indexes) for f in found):
+                found.append(indexes)
+    return found
 
 
 def scan_oracle(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[RecallRow]:
