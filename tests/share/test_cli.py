@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from pimem.cli import main
+from pimem.share.schema import LAYOUT
 from pimem.share.state import config_path, state_path
 from share.conftest import ShareDb
 from share.local import Turn, many, write
@@ -37,7 +38,7 @@ def test_config_push_status_forget(share_db: ShareDb, db_path: Path, capsys: pyt
     assert stat.S_IMODE(state_path(db_path).stat().st_mode) == 0o600
     code, out, err = run(capsys, "share", "status", "--db", db)
     assert code == 0 and "30 pushed, 0 pending, 1 held back" in out and "held held1 (session hs" in out
-    assert "reachable, layout 1, 30 rows from this machine" in out
+    assert f"reachable, layout {LAYOUT}, 30 rows from this machine" in out
     code, out, err = run(capsys, "share", "allow", "--db", db, "held1")
     assert code == 0 and "allowed turn held1" in out
     code, out, err = run(capsys, "share", "push", "--db", db)
@@ -127,9 +128,10 @@ def test_init_apply_sets_up_a_new_database(share_db: ShareDb, capsys: pytest.Cap
     dbname = share_db.server.new_database()
     admin = share_db.server.conninfo(dbname=dbname)
     code, out, err = run(capsys, "share", "init", "--member", "dave", "--apply", admin)
-    assert code == 0 and out.strip() == "shared store ready: layout 1, group pimem_team, members dave", err
+    assert code == 0 and out.strip() == f"shared store ready: layout {LAYOUT}, group pimem_team, members dave", err
     with psycopg.connect(share_db.server.conninfo(user="dave", dbname=dbname)) as conn:
-        assert conn.execute("SELECT value FROM pimem.pimem_share_meta WHERE key = 'layout'").fetchone() == ("1",)
+        layout = conn.execute("SELECT value FROM pimem.pimem_share_meta WHERE key = 'layout'").fetchone()
+        assert layout == (str(LAYOUT),)
     code, out, err = run(capsys, "share", "init", "--apply", share_db.server.conninfo(dbname="no_such_db"))
     assert code == 1 and err.count("\n") == 1 and "cannot reach the shared store" in err
 

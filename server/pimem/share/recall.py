@@ -34,6 +34,7 @@ merging with local rows is :mod:`pimem.share.scope`'s. psycopg is imported in ``
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import re
 import threading
@@ -125,47 +126,207 @@ def trigram_indexable(entity: str) -> bool:
     return any(len(run) >= 3 for run in re.findall(r"[^\W_]+", entity))
 
 
+SELECTIVE_ROWS = 3_000   # an indexable entity with more rows than this is read by the ordered scan instead
+SCAN_ROWS = 5_000        # matching rows the ordered scan reads before every row of the rest is read instead
+# ... when every entity of the rest has trigrams: reading the rows that can still enter is then cheap
+# (conjunctions answered by pg_trgm, _rest_rows), so the scan gives up sooner.
+INDEXED_SCAN_ROWS = 1_000
+_SCAN_BATCH = 1_000      # the largest batch read from the ordered scan (the first ones are smaller)
+_KEY_COLUMNS = "author, machine, doc_key, (extract(epoch from ts) * 1000)::bigint"
+
+Key = tuple[str, str, str]    # (author, machine, doc_key)
+
+
+@dataclass
+class _EntitySql:
+    """A query's entities as SQL: each one's match (escaped LIKE on the lowered columns) and the score."""
+
+    entities: list[str]
+    weights: list[int]
+    patterns: list[str]
+    score: str
+    score_params: list[object]
+    where: list[str]
+    where_params: list[object]
+
+    @classmethod
+    def of(cls, query: RecallQuery, who: Who) -> _EntitySql:
+        entities = [entity.lower() for entity in query.entities]
+        weights = list(query.weights) if query.weights is not None else [1] * len(entities)
+        patterns = ["%" + escape_like(entity) + "%" for entity in entities]
+        terms: list[str] = []
+        params: list[object] = []
+        for pattern, weight in zip(patterns, weights, strict=True):
+            terms.append(f"(CASE WHEN user_lower LIKE %s ESCAPE '\\' THEN {2 * int(weight)} ELSE 0 END"
+                         f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {int(weight)} ELSE 0 END)")
+            params.extend([pattern, pattern])
+        where, where_params = _filters(query, who)
+        return cls(entities, weights, patterns, "(" + " + ".join(terms) + ")", params, where, where_params)
+
+    def matching(self, chosen: Sequence[int]) -> tuple[str, list[object]]:
+        """The condition "holds one of the ``chosen`` entities", with the filters, and its parameters."""
+        any_of = ["user_lower LIKE %s ESCAPE '\\' OR reply_lower LIKE %s ESCAPE '\\'"] * len(chosen)
+        params: list[object] = [self.patterns[i] for i in chosen for _ in range(2)]
+        return " AND ".join(["(" + " OR ".join(any_of) + ")", *self.where]), [*params, *self.where_params]
+
+
+def _order(hits: int, ts: int, key: Key) -> tuple[int, int, str, str, str]:
+    return (-hits, -ts, key[2], key[0], key[1])     # as merge_key: recall's order
+
+
 def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[RecallRow]:
     """The best ``wanted`` shared rows for ``query``'s entities (offset/limit not applied: the caller
-    pages, :func:`pimem.recall.semantics.page_of`), one per exchange, in recall's order."""
-    entities = [entity.lower() for entity in query.entities]
-    weights = list(query.weights) if query.weights is not None else [1] * len(entities)
-    patterns = ["%" + escape_like(entity) + "%" for entity in entities]
-    terms: list[str] = []
-    params: list[object] = []
-    for pattern, weight in zip(patterns, weights, strict=True):
-        terms.append(f"(CASE WHEN user_lower LIKE %s ESCAPE '\\' THEN {2 * int(weight)} ELSE 0 END"
-                     f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {int(weight)} ELSE 0 END)")
-        params.extend([pattern, pattern])
-    any_of = ["user_lower LIKE %s ESCAPE '\\' OR reply_lower LIKE %s ESCAPE '\\'"] * len(patterns)
-    where, filter_params = _filters(query, who)
-    where.insert(0, "(" + " OR ".join(any_of) + ")")
-    for pattern in patterns:
-        params.extend([pattern, pattern])
-    params.extend(filter_params)
-    sql = (f"SELECT {_ROW}, ({' + '.join(terms)}) AS score FROM pimem.turns WHERE {' AND '.join(where)} "
-           "ORDER BY score DESC, ts DESC, doc_key, author, machine")
-    rows: list[RecallRow] = []
-    seen: set[tuple[str, str, int]] = set()
-    # Filters decided in Python (cwd) and copies can drop rows: read the ordered rows in pages until
-    # enough are kept, with LIMIT so that PostgreSQL keeps only the top of the sort.
-    fetched = 0
-    step = max(wanted * 2, 50)
-    while True:
-        batch = conn.execute(sql + " LIMIT %s OFFSET %s", [*params, step, fetched]
-                             ).fetchall()
-        fetched += len(batch)
-        for values in batch:
-            row = make_shared_row(values, int(values[10]))
-            if not _keep(row, query) or row.copy_key in seen:
-                continue
-            seen.add(row.copy_key)
-            rows.append(row)
-            if len(rows) == wanted:
-                return rows
-        if len(batch) < step:
-            return rows
-        step *= 4
+    pages, :func:`pimem.recall.semantics.page_of`), one per exchange, in recall's order.
+
+    Reading every row that holds an entity costs a heap visit per row, and an entity with no trigram
+    (``锁``, ``缓存``, ``a_b``) reads the whole table. So the page is first found without them
+    (:func:`_pruned`): the rows of the selective entities are listed and scored in full; every other
+    row holds only the others, so its score is at most their bound; when the page's last row scores
+    more, the page is final, and otherwise the rows holding the others are read newest first until no
+    unread row can enter the page. Past SCAN_ROWS rows, the rows holding the others are all read
+    (:func:`_rest_rows`), scored on the others only (the listed entities are not in them) and kept when
+    they reach the page. All give the answer of :func:`scan_oracle`."""
+    return _pruned(conn, _EntitySql.of(query, who), query, wanted)
+
+
+class _Page:
+    """Scored candidates and the page they make: rows fetched (texts) only as far as the page reaches,
+    then kept as recall keeps them (the folder filter, one copy of an exchange)."""
+
+    def __init__(self, conn: Conn, query: RecallQuery, wanted: int) -> None:
+        self.conn, self.query, self.wanted = conn, query, wanted
+        self.scores: dict[Key, tuple[int, int]] = {}       # key -> (hits, ts)
+        self.rows: dict[Key, RecallRow | None] = {}        # fetched (None: gone since it was scored)
+
+    def add(self, batch: Iterable[Sequence[Any]]) -> None:
+        """Scored rows; a row scored twice keeps its higher score (a listed row's is its whole score;
+        :func:`_rest_rows` scores the other entities only)."""
+        for author, machine, doc_key, ts, hits in batch:
+            key = (str(author), str(machine), str(doc_key))
+            known = self.scores.get(key)
+            if int(hits) > 0 and (known is None or known[0] < int(hits)):
+                self.scores[key] = (int(hits), int(ts))
+
+    def kept(self) -> list[RecallRow]:
+        ordered = sorted(self.scores, key=lambda k: _order(*self.scores[k], k))
+        rows: list[RecallRow] = []
+        seen: set[tuple[str, str, int]] = set()
+        for start in range(0, len(ordered), 100):
+            part = ordered[start:start + 100]
+            self._fetch([k for k in part if k not in self.rows])
+            for k in part:
+                row = self.rows[k]
+                if row is None or not _keep(row, self.query) or row.copy_key in seen:
+                    continue
+                seen.add(row.copy_key)
+                rows.append(row)
+                if len(rows) == self.wanted:
+                    return rows
+        return rows
+
+    def _fetch(self, keys: Sequence[Key]) -> None:
+        if not keys:
+            return
+        for values in self.conn.execute(
+                f"SELECT {_ROW} FROM pimem.turns WHERE (author, machine, doc_key) IN "
+                "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+                [[k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]]):
+            key = (str(values[0]), str(values[1]), str(values[2]))
+            self.rows[key] = make_shared_row(values, self.scores[key][0])
+        for k in keys:
+            self.rows.setdefault(k, None)
+
+
+def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> list[RecallRow]:
+    page = _Page(conn, query, wanted)
+    rest: list[int] = []
+    for i, entity in enumerate(sql.entities):
+        if not trigram_indexable(entity):
+            rest.append(i)
+            continue
+        where, params = sql.matching([i])
+        batch = conn.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM pimem.turns WHERE {where} "
+                             f"LIMIT {SELECTIVE_ROWS + 1}", [*sql.score_params, *params]).fetchall()
+        if len(batch) > SELECTIVE_ROWS:
+            rest.append(i)
+        else:
+            page.add(batch)
+    bound = sum(3 * sql.weights[i] for i in rest)     # the most a row holding only the rest can score
+    kept = page.kept()
+    if not rest or (len(kept) == wanted and kept[-1].hits > bound):
+        return kept
+    where, params = sql.matching(rest)
+    budget = SCAN_ROWS if any(not trigram_indexable(sql.entities[i]) for i in rest) else INDEXED_SCAN_ROWS
+    with conn.transaction():
+        # Newest first through the time index: the bitmap plan would read every matching row first.
+        conn.execute("SET LOCAL enable_bitmapscan = off")
+        conn.execute("SET LOCAL enable_seqscan = off")
+        with conn.cursor(name="pimem_entity_scan") as cursor:
+            cursor.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM pimem.turns WHERE {where} ORDER BY ts DESC",
+                           [*sql.score_params, *params])
+            scanned = 0
+            # Small batches first: the scan often stops within the first rows read.
+            size = min(max(2 * wanted, 20), _SCAN_BATCH)
+            while True:
+                batch = cursor.fetchmany(size)
+                scanned += len(batch)
+                page.add(batch)
+                kept = page.kept()
+                if len(batch) < size:
+                    return kept      # every row holding one of the rest was read
+                oldest = int(batch[-1][3])
+                # Unread rows score at most ``bound`` and are older than ``oldest``.
+                if len(kept) == wanted and (kept[-1].hits > bound or (kept[-1].hits == bound
+                                                                      and kept[-1].ts > oldest)):
+                    return kept
+                if scanned >= budget:
+                    break
+                size = min(size * 4, _SCAN_BATCH)
+    page.add(_rest_rows(conn, sql, rest, kept[-1].hits if len(kept) == wanted else 1))
+    return page.kept()
+
+
+def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int) -> list[tuple[Any, ...]]:
+    """Every row holding one of the ``rest`` entities whose score on them reaches ``threshold`` (the
+    page's last score: a row below it cannot enter). For a row holding no listed entity that is its
+    whole score; a listed row's is already known (and higher). PostgreSQL reads every such row, but
+    matches only the rest, sorts nothing and returns only the rows that may enter the page.
+
+    A row reaching ``threshold`` holds one of the smallest sets of the rest that can (:func:`_sufficient`);
+    when every one of the rest has trigrams, the condition is their conjunctions, which pg_trgm answers by
+    intersecting its lists before any row is read (with a trigram-less one, every row is read anyway)."""
+    where, params = sql.matching(rest)
+    sets = _sufficient([(i, 3 * sql.weights[i]) for i in rest], threshold)
+    if not sets:
+        return []       # the rest together cannot reach the page
+    if all(trigram_indexable(sql.entities[i]) for i in rest) and len(sets) <= _MAX_CONJUNCTIONS:
+        match = "user_lower LIKE %s ESCAPE '\\' OR reply_lower LIKE %s ESCAPE '\\'"
+        where = " AND ".join(["(" + " OR ".join("(" + " AND ".join(f"({match})" for _ in chosen) + ")"
+                                                for chosen in sets) + ")", *sql.where])
+        params = [*(sql.patterns[i] for chosen in sets for i in chosen for _ in range(2)), *sql.where_params]
+    score = " + ".join(
+        f"(CASE WHEN user_lower LIKE %s ESCAPE '\\' THEN {2 * sql.weights[i]} ELSE 0 END"
+        f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {sql.weights[i]} ELSE 0 END)" for i in rest)
+    score_params: list[object] = [sql.patterns[i] for i in rest for _ in range(2)]
+    # OFFSET 0 keeps the score computed once per row (not again in the outer WHERE).
+    return conn.execute(f"SELECT * FROM (SELECT {_KEY_COLUMNS}, ({score}) AS score FROM pimem.turns "
+                        f"WHERE {where} OFFSET 0) scored WHERE score >= %s",
+                        [*score_params, *params, threshold]).fetchall()
+
+
+_MAX_CONJUNCTIONS = 8
+
+
+def _sufficient(bounds: Sequence[tuple[int, int]], threshold: int) -> list[tuple[int, ...]]:
+    """The smallest sets of entities (by index) whose bounds together reach ``threshold``: every row
+    scoring at least that much on them holds all of one of these sets."""
+    found: list[tuple[int, ...]] = []
+    for size in range(1, len(bounds) + 1):
+        for chosen in itertools.combinations(bounds, size):
+            indexes = tuple(i for i, _ in chosen)
+            if sum(b for _, b in chosen) >= threshold and not any(set(f) <= set(indexes) for f in found):
+                found.append(indexes)
+    return found
 
 
 def scan_oracle(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[RecallRow]:
@@ -201,6 +362,7 @@ class Stats:
     avg_user: float
     avg_reply: float
     sessions: int
+    word_docs: bool = False    # the store keeps its words' counts (layout 2: pimem.word_docs)
 
 
 _STATS: dict[str, tuple[float, Stats]] = {}
@@ -229,7 +391,9 @@ def store_stats(conn: Conn, key: str) -> Stats:
     docs = counted
     if rows > STATS_SAMPLED and counted:
         docs, sessions = rows, sessions * rows // counted
-    stats = Stats(docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0), sessions)
+    kept = conn.execute("SELECT to_regclass('pimem.word_docs') IS NOT NULL").fetchone()
+    stats = Stats(docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0), sessions,
+                  bool(kept and kept[0]))
     with _STATS_LOCK:
         _STATS[key] = (now, stats)
     return stats
@@ -260,10 +424,17 @@ _DF: dict[tuple[str, str], tuple[int, int]] = {}    # (store, token) -> (docs wh
 
 
 def _doc_counts(conn: Conn, tokens: Sequence[str], stats: Stats, stats_key: str) -> dict[str, int]:
-    """Each word's number of shared turns (the whole store's, as the local counts are the whole store's),
-    one index lookup per word. A common word's count (at least ranking.CACHED_DF) is kept per process
-    until the store grew by a twentieth, as :func:`pimem.recall.ranking._doc_count` keeps it."""
-    counts: dict[str, int] = {}
+    """Each word's number of shared turns (the whole store's, as the local counts are the whole store's).
+    Layout 2 keeps them (``pimem.word_docs``, exact: kept by the database's triggers): one lookup for
+    all the words. A layout-1 store has them counted, one GIN lookup per word with a heap visit per
+    row; a common word's count (at least ranking.CACHED_DF) is then kept per process until the store
+    grew by a twentieth, as :func:`pimem.recall.ranking._doc_count` keeps it."""
+    counts: dict[str, int] = dict.fromkeys(tokens, 0)
+    if stats.word_docs:
+        for word, docs in conn.execute("SELECT word, docs FROM pimem.word_docs WHERE word = ANY(%s)",
+                                       [list(tokens)]):
+            counts[str(word)] = max(int(docs), 0)
+        return counts
     for token in tokens:
         with _STATS_LOCK:
             cached = _DF.get((stats_key, token))
@@ -343,14 +514,26 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
     extra = (" AND " + " AND ".join(where)) if where else ""
     # Postings as local ranking reads them: per word and column, from the GIN index alone (@> on one
     # element needs no recheck), the scalar columns only: the word arrays are never read here.
+    left_out: set[Doc] = set()      # docs the folder filter leaves out (decided once per doc)
     for token in read:
         limit = f" ORDER BY ts DESC LIMIT {ranking.READ_BUDGET}" if df[token] > ranking.READ_BUDGET else ""
-        for column, field_name in (("user_words", "user"), ("reply_words", "reply")):
-            for values in conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE {column} @> %s{extra}{limit}",
-                                       [[token], *filter_params]):
-                info = _doc_info(values, query, docs)
-                if info is not None:
-                    getattr(info, field_name).add(token)
+        for column in ("user_words", "reply_words"):
+            # Tens of thousands of postings: fetched at once, one dict lookup each (the per-row cursor
+            # protocol and per-row helpers cost more than the query itself).
+            found = conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE {column} @> %s{extra}{limit}",
+                                 [[token], *filter_params]).fetchall()
+            for values in found:
+                doc = values[:4]
+                info = docs.get(doc)
+                if info is None:
+                    if doc in left_out:
+                        continue
+                    if query.cwd is not None and not in_folder(values[7], query.cwd):
+                        left_out.add(doc)
+                        continue
+                    info = _DocInfo(values[:3], (values[4], values[0], values[1], values[3]), values[5], values[6])
+                    docs[doc] = info
+                (info.user if column == "user_words" else info.reply).add(token)
     checked = [w.token for w in present if w.token not in read]
 
     def fetch_sessions(sessions: Sequence[Session]) -> dict[Doc, _DocInfo]:
@@ -496,9 +679,13 @@ def _page_rows(conn: Conn, keys: Sequence[tuple[str, str, str]]) -> dict[Doc, Re
 
 
 def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuery, who: Who,
-                stats_key: str) -> SharedTextPage:
-    """Free text ranked from every shared row (a plain scan: no index, no read budget, every word read):
-    what :func:`text_page` must equal while its budgets are not reached. Tests and the benchmark."""
+                stats_key: str, *, budgeted: bool = False) -> SharedTextPage:
+    """Free text ranked from every shared row (a plain scan: no index; each word's count by a scan).
+    Without ``budgeted``: every word read, no read budget: what :func:`text_page` must equal while its
+    budgets are not reached. With it: the budgets of local ranking applied to the scanned rows as
+    :func:`text_page` applies them (the rarest words read up to ranking.READ_BUDGET postings, a word past
+    it by its newest postings, the commoner words checked in the user texts of the first
+    ranking.CHECKED_SESSIONS conversations): what it must equal at any size. Tests and the benchmark."""
     tokens = [w.token for w in qwords]
     stats = store_stats(conn, stats_key)
     where, params = _filters(query, who)
@@ -509,11 +696,49 @@ def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQu
     df = {str(token): int(count) for token, count in conn.execute(
         "SELECT w, (SELECT count(*) FROM pimem.turns WHERE w = ANY(user_words) OR w = ANY(reply_words)) "
         "FROM unnest(%s::text[]) AS w", [tokens])}
-    holding = {doc: info for doc, info in docs.items() if info.user or info.reply}
-    present = [t for t in tokens if df[t] > 0]
+    if not budgeted:
+        holding = {doc: info for doc, info in docs.items() if info.user or info.reply}
+        present = [t for t in tokens if df[t] > 0]
 
-    def sessions(wanted: Sequence[Session]) -> dict[Doc, _DocInfo]:
-        chosen = set(wanted)
-        return {doc: info for doc, info in docs.items() if info.session in chosen}
+        def sessions(wanted: Sequence[Session]) -> dict[Doc, _DocInfo]:
+            chosen = set(wanted)
+            return {doc: info for doc, info in docs.items() if info.session in chosen}
 
-    return rank_docs(holding, qwords, present, [], df, stats, query, sessions, lambda keys: _page_rows(conn, keys))
+        return rank_docs(holding, qwords, present, [], df, stats, query, sessions,
+                         lambda keys: _page_rows(conn, keys))
+    ordered = sorted((w for w in qwords if df[w.token] > 0), key=lambda w: df[w.token])
+    read: list[str] = []
+    spent = 0
+    for w in ordered:
+        if read and spent + df[w.token] > ranking.READ_BUDGET:
+            break
+        read.append(w.token)
+        spent += df[w.token]
+    checked = [w.token for w in ordered if w.token not in read]
+    newest = sorted(docs.values(), key=lambda info: info.order[0], reverse=True)
+    postings: dict[Doc, tuple[set[str], set[str]]] = {}
+    for token in read:
+        for in_user in (True, False):
+            holders = [info for info in newest if token in (info.user if in_user else info.reply)]
+            if df[token] > ranking.READ_BUDGET:
+                holders = holders[:ranking.READ_BUDGET]
+            for info in holders:
+                doc = (info.session[0], info.session[1], info.session[2], info.order[3])
+                postings.setdefault(doc, (set(), set()))[0 if in_user else 1].add(token)
+    holding = {doc: _DocInfo(docs[doc].session, docs[doc].order, docs[doc].user_chars, docs[doc].reply_chars,
+                             user, reply) for doc, (user, reply) in postings.items()}
+
+    def budgeted_sessions(wanted: Sequence[Session]) -> dict[Doc, _DocInfo]:
+        chosen, first = set(wanted), set(wanted[:ranking.CHECKED_SESSIONS])
+        found: dict[Doc, _DocInfo] = {}
+        for doc, info in docs.items():
+            if info.session in chosen:
+                user, reply = postings.get(doc, (set(), set()))
+                if info.session in first:
+                    user = user | (info.user & set(checked))
+                found[doc] = _DocInfo(info.session, info.order, info.user_chars, info.reply_chars, set(user),
+                                      set(reply))
+        return found
+
+    return rank_docs(holding, qwords, read, checked, df, stats, query, budgeted_sessions,
+                     lambda keys: _page_rows(conn, keys))

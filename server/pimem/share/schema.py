@@ -9,6 +9,11 @@ Everything lives in the PostgreSQL schema ``pimem`` (docs/share.md has the colum
   differs on some characters); ``user_words``/``reply_words`` are the tokens of the local word index
   (``pimem.words.tokens``), so free text ranks the same way; ``user_chars``/``reply_chars`` their lengths.
   ``ts`` is the local ``turns.ts`` (milliseconds since the epoch) as a timestamptz (microseconds: exact).
+* ``pimem.word_docs`` (layout 2): each word's number of rows holding it (in ``user_words`` or
+  ``reply_words``), free text's document counts. Kept by statement triggers on ``turns`` (inserted,
+  updated and deleted rows, through their transition tables), so every writer keeps it exact: the push,
+  ``forget``, an older pimem, an admin's ``DELETE``. The trigger function is ``SECURITY DEFINER`` (the
+  admin's): members read the counts and cannot write them.
 * ``pimem.forgotten``: a person's forget tombstones (``pimem share forget``): every machine of that
   person skips what they cover, and the rows they cover are deleted.
 * ``pimem.pimem_share_meta``: ``layout``, ``min_reader_layout``, ``layout_written_by``, as in the local
@@ -28,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SCHEMA = "pimem"
-LAYOUT = 1                 # the shared layout this pimem writes
+LAYOUT = 2                 # the shared layout this pimem writes
 MIN_READER_LAYOUT = 1      # the oldest layout whose pimem reads what this one writes
 DEFAULT_GROUP = "pimem_team"
 
@@ -83,10 +88,71 @@ def _layout_0_to_1() -> str:
     return BASE_DDL
 
 
+# One row's words, each once (a word in both texts counts one document, as ranking counts it).
+_ROW_WORDS = "SELECT DISTINCT unnest(r.user_words || r.reply_words) AS word"
+
+# The counts of every row, from scratch: layout 2's backfill, and a bulk load's (triggers off) rebuild.
+WORD_DOCS_REBUILD = f"""
+DELETE FROM {SCHEMA}.word_docs;
+INSERT INTO {SCHEMA}.word_docs (word, docs)
+  SELECT w.word, count(*) FROM {SCHEMA}.turns r, LATERAL ({_ROW_WORDS}) w GROUP BY w.word;
+"""
+
+
+def _word_delta(table: str, sign: str) -> str:
+    return f"SELECT w.word, {sign}1 AS n FROM {table} r, LATERAL ({_ROW_WORDS}) w"
+
+
+def _layout_1_to_2() -> str:
+    # One statement per writing statement, whatever its size; words are upserted in their order so that
+    # concurrent pushes take the counts' row locks in one order (no deadlock between two inserts).
+    upsert = (f"INSERT INTO {SCHEMA}.word_docs AS d (word, docs) SELECT word, sum(n) FROM ({{}}) delta "
+              "GROUP BY word HAVING sum(n) <> 0 ORDER BY word "
+              "ON CONFLICT (word) DO UPDATE SET docs = d.docs + excluded.docs")
+    added = _word_delta("new_rows", "")
+    removed = _word_delta("old_rows", "-")
+    t = f"{SCHEMA}.turns"
+    return f"""
+CREATE TABLE IF NOT EXISTS {SCHEMA}.word_docs (
+  word text PRIMARY KEY,
+  docs bigint NOT NULL
+);
+CREATE OR REPLACE FUNCTION {SCHEMA}.count_words() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    {upsert.format(added)};
+  ELSIF TG_OP = 'UPDATE' THEN
+    {upsert.format(added + " UNION ALL " + removed)};
+  ELSIF TG_OP = 'DELETE' THEN
+    {upsert.format(removed)};
+  ELSE
+    DELETE FROM {SCHEMA}.word_docs;
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION {SCHEMA}.count_words() FROM PUBLIC;
+DROP TRIGGER IF EXISTS turns_words_insert ON {t};
+DROP TRIGGER IF EXISTS turns_words_update ON {t};
+DROP TRIGGER IF EXISTS turns_words_delete ON {t};
+DROP TRIGGER IF EXISTS turns_words_truncate ON {t};
+CREATE TRIGGER turns_words_insert AFTER INSERT ON {t} REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.count_words();
+CREATE TRIGGER turns_words_update AFTER UPDATE ON {t} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.count_words();
+CREATE TRIGGER turns_words_delete AFTER DELETE ON {t} REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.count_words();
+CREATE TRIGGER turns_words_truncate AFTER TRUNCATE ON {t}
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.count_words();
+{WORD_DOCS_REBUILD}"""
+
+
 # MIGRATIONS[n] gives the SQL that brings the shared store from layout n to n + 1 (0: nothing yet),
 # run by the admin's ``pimem share init --apply`` in one transaction. To change the layout: add a step,
 # register it, raise LAYOUT (and MIN_READER_LAYOUT only if an older pimem would misread the new one).
-MIGRATIONS: dict[int, Callable[[], str]] = {0: _layout_0_to_1}
+# Layout 2 (word_docs) only adds: a layout-1 pimem still reads it right, so MIN_READER_LAYOUT stays 1.
+MIGRATIONS: dict[int, Callable[[], str]] = {0: _layout_0_to_1, 1: _layout_1_to_2}
 
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_.-]{0,62}")
 
@@ -138,6 +204,7 @@ def roles_sql(group: str = DEFAULT_GROUP, members: tuple[str, ...] = ()) -> str:
         f"DO $$ BEGIN CREATE ROLE {g} NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;",
         f"GRANT USAGE ON SCHEMA {SCHEMA} TO {g};",
         f"GRANT SELECT ON {SCHEMA}.pimem_share_meta TO {g};",
+        f"GRANT SELECT ON {SCHEMA}.word_docs TO {g};",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {t} TO {g};",
         f"GRANT SELECT, INSERT, DELETE ON {f} TO {g};",
         f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;",
