@@ -50,7 +50,10 @@ Minimal transcripts (converters, deja-vu's day-zero benchmark; docs/formats.md 1
 ``type``, ``sessionId``, ``timestamp`` and ``message``: without ``uuid`` a turn's id is ``L<line>``,
 without ``cwd`` the cwd is unknown. Assistant text before any ``user`` line (a conversation that opens
 with the assistant) is a turn of its own with an empty user text: the store's rows are exchanges, and
-this keeps the text findable, in its place, without mixing it into the first prompt.
+this keeps the text findable, in its place, without mixing it into the first prompt. A user message that
+carries nothing (content ``""``: converters write a chat's empty prompts as they find them) is no line at
+all: it is no prompt, and assistant text after it still opens the conversation (as in a minimal Codex
+rollout, where an empty ``input_text`` is no user message either) or continues the current reply.
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ FILES = ClaudeFiles()
 # again once (pimem.sync). 2: file touches; queued prompts are turns of their own. 3: assistant text
 # that opens a conversation is a turn. 4: edit spans (the text edit calls wrote, pimem.editspans).
 # 5: a Write's result line gives the text it replaced (a rewrite claims only the lines it changed).
-RULES_VERSION = 5
+# 6: an empty user message does not keep the assistant text after it from opening the conversation.
+RULES_VERSION = 6
 
 # tool name -> (the input key of its path, what it does to the file)
 FILE_TOOLS: dict[str, tuple[str, FileAction]] = {
@@ -146,6 +150,23 @@ def user_prompt_text(message: dict[str, Any]) -> str:
                 texts.append(piece)
         text = "\n".join(texts).strip()
     return text
+
+
+def is_empty_message(message: dict[str, Any]) -> bool:
+    """A user message that carries nothing: content ``""`` (or only white space), ``[]``, or only text blocks
+    that are empty. Converters write these for a chat's empty prompts (docs/formats.md 1.8); an image, a tool
+    result or any other block is something."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return not content.strip()
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        block = as_dict(block)
+        text = block.get("text") if block is not None and block.get("type") == "text" else None
+        if not isinstance(text, str) or text.strip():
+            return False
+    return True
 
 
 def assistant_text_and_tools(message: dict[str, Any]) -> tuple[str, list[str]]:
@@ -321,6 +342,8 @@ class ClaudeParser(TranscriptParser):
             if "toolUseResult" in record:   # a Write's result (wants): not a user line of the conversation
                 self._write_result(record, message, chunk)
                 return
+            if is_empty_message(message):
+                return   # carries nothing (converters write "" prompts): no prompt, opens nothing, closes nothing
             self._user_seen = True
             if record.get("isMeta") is True or record.get("isCompactSummary") is True:
                 return
