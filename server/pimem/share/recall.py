@@ -570,38 +570,96 @@ def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], re
               fetch_sessions: Any, fetch_rows: Any) -> SharedTextPage:
     """The ranking itself (pure Python): :func:`pimem.recall.ranking.rank`'s steps 1-5 over ``docs``
     (the docs holding a read word, with the query words each holds), ``fetch_sessions`` giving every
-    doc of some conversations and ``fetch_rows`` the rows of a page's best docs."""
-    total_docs = max(stats.docs, 1)
-    idf = {token: math.log(1 + (total_docs - count + 0.5) / (count + 0.5)) for token, count in df.items()}
+    doc of some conversations and ``fetch_rows`` the rows of a page's best docs.
+
+    Every float is summed in one fixed order (:func:`first_score`, :func:`typed_score`, the words'
+    order in :func:`rank_sessions`), never in the order rows or sets happen to come in: equal scores
+    are then equal floats whatever read them, and :func:`text_page` computes the same floats in SQL."""
+    idf = idfs(df, stats)
+    weights = [(token, idf[token] * ranking.USER_WEIGHT, idf[token] * ranking.REPLY_WEIGHT) for token in read]
+    typed_weights = [idf[token] for token in read]
     read_set = set(read)
-    first: dict[Doc, float] = defaultdict(float)
+    first: dict[Doc, float] = {}
+    typed_counts: dict[Session, list[int]] = {}
     for doc, info in docs.items():
-        for token in info.user & read_set:
-            first[doc] += idf[token] * ranking.USER_WEIGHT
-        for token in info.reply & read_set:
-            first[doc] += idf[token] * ranking.REPLY_WEIGHT
+        if not (info.user & read_set or info.reply & read_set):
+            continue
+        first[doc] = first_score(weights, info.user, info.reply)
+        held = [i for i, token in enumerate(read) if token in info.user]
+        if held:
+            counts = typed_counts.setdefault(info.session, [0] * len(read))
+            for i in held:
+                counts[i] += 1
     best_docs = [doc for doc, _ in heapq.nlargest(ranking.CANDIDATE_TURNS, first.items(),
                                                   key=lambda item: (item[1], docs[item[0]].order))]
     session_best: dict[Session, float] = {}
     for doc in best_docs:
         session = docs[doc].session
         session_best[session] = max(session_best.get(session, 0.0), first[doc])
-    session_typed: dict[Session, float] = defaultdict(float)
-    for info in docs.values():
-        for token in info.user & read_set:
-            session_typed[info.session] += idf[token]
-    wanted = max(ranking.CANDIDATE_SESSIONS, query.offset + query.limit)
+    session_typed = {session: typed_score(typed_weights, counts) for session, counts in typed_counts.items()}
+    wanted = pool_size(query)
     by_best = sorted(session_best, key=lambda s: (-session_best[s], s))
     by_typed = [s for s, _ in heapq.nlargest(wanted, sorted(session_typed.items()), key=itemgetter(1))]
     candidates = list(dict.fromkeys(by_best[:wanted] + by_typed[:wanted // 2]))
-    searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
-                      key=lambda item: item[1])
     if not candidates:
-        return SharedTextPage([], 0, searched)
+        return SharedTextPage([], 0, searched_words(qwords, df, idf))
     session_docs: dict[Session, list[_DocInfo]] = {s: [] for s in candidates}
     for info in fetch_sessions(candidates).values():
         if info.session in session_docs:
             session_docs[info.session].append(info)
+    return rank_sessions(candidates, session_docs, qwords, read, checked, df, stats, query, fetch_rows)
+
+
+def idfs(df: dict[str, int], stats: Stats) -> dict[str, float]:
+    """BM25's idf of each word, from its count and the store's size (as :mod:`pimem.recall.ranking`)."""
+    total_docs = max(stats.docs, 1)
+    return {token: math.log(1 + (total_docs - count + 0.5) / (count + 0.5)) for token, count in df.items()}
+
+
+def pool_size(query: RecallQuery) -> int:
+    """The conversations scored in full: CANDIDATE_SESSIONS, or as many as the page reaches."""
+    return max(ranking.CANDIDATE_SESSIONS, query.offset + query.limit)
+
+
+def searched_words(qwords: Sequence[ranking.QueryWord], df: dict[str, int],
+                   idf: dict[str, float]) -> list[tuple[ranking.QueryWord, int, float]]:
+    return sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
+
+
+def first_score(weights: Sequence[tuple[str, float, float]], user: set[str] | frozenset[str],
+                reply: set[str] | frozenset[str]) -> float:
+    """A doc's first-pass score: for each read word in the read order (rarest first), its user weight
+    if the user text holds it, then its reply weight if the reply does, added one after another as
+    local ranking adds them (word by word, user then reply)."""
+    value = 0.0
+    for token, in_user, in_reply in weights:
+        if token in user:
+            value += in_user
+        if token in reply:
+            value += in_reply
+    return value
+
+
+def typed_score(weights: Sequence[float], counts: Sequence[int]) -> float:
+    """A conversation's typed words: for each read word in the read order, its idf times the number of
+    the conversation's user texts holding it, the products added one after another."""
+    value = 0.0
+    for weight, count in zip(weights, counts, strict=True):
+        value += count * weight
+    return value
+
+
+def rank_sessions(candidates: Sequence[Session], session_docs: dict[Session, list[_DocInfo]],
+                  qwords: Sequence[ranking.QueryWord], read: Sequence[str], checked: Sequence[str],
+                  df: dict[str, int], stats: Stats, query: RecallQuery, fetch_rows: Any) -> SharedTextPage:
+    """Steps 3-5 of local ranking: every doc of the ``candidates`` (``session_docs``: the query words
+    each holds, the commoner words only in the first CHECKED_SESSIONS) scored in full, each conversation
+    by its best turn and as one document of its user texts, the two fused by reciprocal rank; the page
+    ``query.offset``/``query.limit``, its rows from ``fetch_rows``."""
+    total_docs = max(stats.docs, 1)
+    idf = idfs(df, stats)
+    searched = searched_words(qwords, df, idf)
+    read_set = set(read)
     checked_sessions = set(candidates[:ranking.CHECKED_SESSIONS])
     tokens = list(read) + list(checked)
     avg_session = stats.avg_user * total_docs / max(stats.sessions, 1)
@@ -639,9 +697,11 @@ def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], re
             if best is None or value > best_score or (value == best_score and info.order > best.order):
                 best, best_score, matched = info, value, here
         whole = 0.0
-        for token, count in tf.items():
-            whole += idf[token] * count * (ranking.K1 + 1) / (
-                count + ranking.K1 * (1 - ranking.B + ranking.B * length / max(avg_session, 1.0)))
+        for token in tokens:      # the words' order, not the order the docs came in
+            count = tf.get(token, 0)
+            if count:
+                whole += idf[token] * count * (ranking.K1 + 1) / (
+                    count + ranking.K1 * (1 - ranking.B + ranking.B * length / max(avg_session, 1.0)))
         session_scores[session] = whole
         if best is not None:
             conversations.append((session, best, best_score, matched))
@@ -698,7 +758,7 @@ def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQu
         "FROM unnest(%s::text[]) AS w", [tokens])}
     if not budgeted:
         holding = {doc: info for doc, info in docs.items() if info.user or info.reply}
-        present = [t for t in tokens if df[t] > 0]
+        present = sorted((t for t in dict.fromkeys(tokens) if df[t] > 0), key=lambda t: df[t])
 
         def sessions(wanted: Sequence[Session]) -> dict[Doc, _DocInfo]:
             chosen = set(wanted)
