@@ -471,6 +471,9 @@ def _read_docs(rows: Iterable[Sequence[Any]], query: RecallQuery, into: dict[Doc
         info.reply.update(str(w) for w in values[9])
 
 
+TEXT_WORK_MEM = "32MB"    # the free-text statement's (SET LOCAL: that transaction only)
+
+
 def read_words(qwords: Sequence[ranking.QueryWord], df: dict[str, int]) -> tuple[list[str], list[str]]:
     """The words whose postings are read (the rarest first, up to ranking.READ_BUDGET postings; a word
     past it alone, by its newest postings) and the commoner ones, checked in the first conversations."""
@@ -505,7 +508,13 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
     decided: set[str] = set()
     while True:
         sql, params = _text_sql(read, checked, df, stats, query, who, allowed)
-        found = conn.execute(sql, params).fetchall()
+        with conn.transaction():
+            # One process: the parallel plan (partial aggregates, a sort, a merge) costs more than its
+            # workers save on the postings, and takes cores from the other members' queries. Memory
+            # for the groups (tens of thousands of docs) without spilling to disk.
+            conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            conn.execute(f"SET LOCAL work_mem = '{TEXT_WORK_MEM}'")
+            found = conn.execute(sql, params).fetchall()
         if query.cwd is None:
             break
         # The folder filter decides such paths in Python (pimem.paths.in_folder): when the postings
