@@ -474,7 +474,7 @@ def _read_docs(rows: Iterable[Sequence[Any]], query: RecallQuery, into: dict[Doc
         info.reply.update(str(w) for w in values[9])
 
 
-TEXT_WORK_MEM = "32MB"    # the free-text statement's (SET LOCAL: that transaction only)
+TEXT_WORK_MEM_KB = 32 * 1024    # the free-text statement's at least (that transaction only)
 
 
 def read_words(qwords: Sequence[ranking.QueryWord], df: dict[str, int]) -> tuple[list[str], list[str]]:
@@ -514,9 +514,11 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
         with conn.transaction():
             # One process: the parallel plan (partial aggregates, a sort, a merge) costs more than its
             # workers save on the postings, and takes cores from the other members' queries. Memory
-            # for the groups (tens of thousands of docs) without spilling to disk.
+            # for the groups (tens of thousands of docs) without spilling to disk (a server that
+            # gives more keeps its own).
             conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-            conn.execute(f"SET LOCAL work_mem = '{TEXT_WORK_MEM}'")
+            conn.execute("SELECT set_config('work_mem', greatest(setting::bigint, %s)::text || 'kB', true) "
+                         "FROM pg_settings WHERE name = 'work_mem'", [TEXT_WORK_MEM_KB])
             found = conn.execute(sql, params).fetchall()
         if query.cwd is None:
             break
