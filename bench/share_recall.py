@@ -2,7 +2,8 @@
 p50/p95, in the same run as local recall of the same shapes on a local store of the same turns (ratio),
 every shared answer checked against the plain oracle on the shared store.
 
-    .venv/bin/python bench/share_recall.py --members 10 --turns 20000 [--data DIR] [--no-local] [--json out.json]
+    .venv/bin/python bench/share_recall.py --members 10 --turns 20000 [--data DIR] [--no-local] [--text-only]
+                                            [--json out.json]
     .venv/bin/python bench/share_recall.py --trigger-cost 10000     # layout 2's triggers on the push's writes
 
 A real PostgreSQL (the tests' server: tests/share/pgserver.py, Debian's initdb/pg_ctl) is started in a
@@ -213,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, help="keep the loaded server (and local store) in this folder and "
                         "measure it again on the next run instead of loading (delete it when done)")
     parser.add_argument("--no-local", action="store_true", help="no local store (no local figures, no ratios)")
+    parser.add_argument("--text-only", action="store_true", help="measure free text only (no entity shapes)")
     parser.add_argument("--trigger-cost", type=int, metavar="ROWS", help="measure only what layout 2's word-count "
                         "triggers add to the push's write path, on ROWS rows (see trigger_cost)")
     parser.add_argument("--json", type=Path)
@@ -316,7 +318,7 @@ def measure(conninfo: str, local_db: Path | None, args: argparse.Namespace) -> d
         by_kind: dict[str, list[float]] = {"indexed": [], "short": []}
         local_kind: dict[str, list[float]] = {"indexed": [], "short": []}
         mismatches = 0
-        for k, entities in shapes(args.variants):
+        for k, entities in shapes(0 if args.text_only else args.variants):
             query = make_query(list(entities), 5)
             expected = None
             for _ in range(args.repeat):
@@ -336,7 +338,7 @@ def measure(conninfo: str, local_db: Path | None, args: argparse.Namespace) -> d
                         mismatches += 1
         all_shared = [v for values in entity_shared.values() for v in values]
         all_local = [v for values in entity_local.values() for v in values]
-        out["entities"] = {
+        out["entities"] = {} if args.text_only else {
             "byShape": {str(k): {"sharedP95Ms": round(pct(entity_shared[k], 0.95), 1),
                                  "localP95Ms": p95(entity_local.get(k, []))} for k in sorted(entity_shared)},
             "sharedP50Ms": round(statistics.median(all_shared), 1), "sharedP95Ms": round(pct(all_shared, 0.95), 1),

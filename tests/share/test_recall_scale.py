@@ -176,3 +176,38 @@ def test_the_rest_read_through_conjunctions_finds_a_tie(share_db: ShareDb, monke
         got = shared.entity_rows(conn, query, shared.Who(), 1)
         assert [(r.turn_id, r.hits) for r in got] == [("both", 6)]
         assert _key(got) == _key(shared.scan_oracle(conn, query, shared.Who(), 1))
+
+
+def test_free_text_equal_scores_are_cut_as_the_oracle_cuts_them(share_db: ShareDb,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many turns with equal scores and equal times, the cuts (the best CANDIDATE_TURNS turns, the
+    conversations by best turn and by typed words, the checked ones) inside the ties: text_page (its
+    first pass in SQL) keeps the turns and conversations the oracle keeps (ties to the newer turn, then
+    author, machine, turn id in code point order; conversations by key)."""
+    monkeypatch.setattr(ranking, "CANDIDATE_TURNS", 7)
+    monkeypatch.setattr(ranking, "CANDIDATE_SESSIONS", 5)
+    monkeypatch.setattr(ranking, "CHECKED_SESSIONS", 2)
+    rng = random.Random(11)
+    machines = ["box", "Box", "bÖx", "box-2", "Ärger", "zeta", "ß", "b", "B"]
+    texts = [("flamingo cache deploy", "cache retry"), ("flamingo cache", "deploy"), ("cache", "flamingo"),
+             ("retry timeout cache", "flamingo deploy cache")]
+    for author in ("alice", "bob"):
+        rows = []
+        for n in range(60):
+            user, reply = texts[n % len(texts)]
+            machine = machines[n % len(machines)]
+            rows.append(Row(machine, rng.choice(["t", "T", "ţ", "t-"]) + str(n % 7) + machine,
+                            rng.choice(["s", "S", "ś"]) + str(n % 5), "/work/proj", user, reply,
+                            1_750_000_000_000 + (n % 3) * 1000))
+        put(share_db, author, rows)
+    with psycopg.connect(share_db.conninfo("carol"), autocommit=True) as conn:
+        for question in ["flamingo cache deploy", "cache retry", "flamingo", "timeout deploy"]:
+            for budget in (ranking.READ_BUDGET, 50):
+                monkeypatch.setattr(ranking, "READ_BUDGET", budget)
+                qwords = ranking.query_words(_shortlist(candidates(question)))
+                query = make_query(["x"], 8)
+                got = shared.text_page(conn, qwords, query, shared.Who(), "ties")
+                expected = shared.text_oracle(conn, qwords, query, shared.Who(), "ties", budgeted=True)
+                assert got.rows and [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in got.rows] == [
+                    (r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in expected.rows], question
+                assert got.total == expected.total

@@ -23,9 +23,12 @@ words the push stored (``user_words``/``reply_words``: the local word index's to
 GIN indexes: BM25 idf from the words' document counts, a turn scores idf x (user weight, normalised by its
 length) + idf x (reply weight), the best sessions by best turn and by typed words are scored in full, the
 two rankings fused by reciprocal rank, one row per conversation (its best turn). A conversation is
-``(author, machine, session_id)``. The statistics (rows, average lengths, sessions) are those of the
-whole shared store, read once a minute per process (past 200,000 rows from a sample and the planner's
-row estimate), as the local ones are per store.
+``(author, machine, session_id)``. The postings are scored and the candidate conversations picked by one
+SQL statement (:func:`_text_sql`), with the very floats :func:`rank_docs` computes (one order of
+addition); only the candidates' docs come back and are scored in full in Python (:func:`rank_sessions`).
+The statistics (rows, average lengths, sessions) are those of the whole shared store, read once a minute
+per process (past 200,000 rows from a sample and the planner's row estimate), as the local ones are per
+store.
 
 The ``mine``/``team`` scopes are filters here (``author = current_user``, this machine's rows left out);
 merging with local rows is :mod:`pimem.share.scope`'s. psycopg is imported in ``pimem.share`` only.
@@ -457,28 +460,6 @@ _DOC_COLUMNS = ("author, machine, session_id, doc_key, (extract(epoch from ts) *
                 "ARRAY(SELECT w FROM unnest(reply_words) w WHERE w = ANY(%s))")
 
 
-_DOC_KEYS = ("author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint, user_chars, "
-             "reply_chars, cwd")
-
-
-def _doc_key(values: Sequence[Any]) -> Doc:
-    return (str(values[0]), str(values[1]), str(values[2]), str(values[3]))
-
-
-def _doc_info(values: Sequence[Any], query: RecallQuery, into: dict[Doc, _DocInfo]) -> _DocInfo | None:
-    """The entry of a doc read with :data:`_DOC_KEYS` (made on first sight), None when the folder
-    filter leaves it out."""
-    if query.cwd is not None and not in_folder(str(values[7]), query.cwd):
-        return None
-    doc = _doc_key(values)
-    info = into.get(doc)
-    if info is None:
-        info = _DocInfo((doc[0], doc[1], doc[2]), (int(values[4]), doc[0], doc[1], doc[3]), int(values[5]),
-                        int(values[6]))
-        into[doc] = info
-    return info
-
-
 def _read_docs(rows: Iterable[Sequence[Any]], query: RecallQuery, into: dict[Doc, _DocInfo]) -> None:
     for values in rows:
         if query.cwd is not None and not in_folder(str(values[7]), query.cwd):
@@ -493,15 +474,12 @@ def _read_docs(rows: Iterable[Sequence[Any]], query: RecallQuery, into: dict[Doc
         info.reply.update(str(w) for w in values[9])
 
 
-def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuery, who: Who,
-              stats_key: str) -> SharedTextPage:
-    """The conversations of the shared store best matching ``qwords``, ranked as
-    :func:`pimem.recall.ranking.rank` ranks local ones; the page ``query.offset``/``query.limit``."""
-    if not qwords:
-        return SharedTextPage([], 0, [])
-    stats = store_stats(conn, stats_key)
-    where, filter_params = _filters(query, who)
-    df = _doc_counts(conn, [w.token for w in qwords], stats, stats_key)
+TEXT_WORK_MEM_KB = 32 * 1024    # the free-text statement's at least (that transaction only)
+
+
+def read_words(qwords: Sequence[ranking.QueryWord], df: dict[str, int]) -> tuple[list[str], list[str]]:
+    """The words whose postings are read (the rarest first, up to ranking.READ_BUDGET postings; a word
+    past it alone, by its newest postings) and the commoner ones, checked in the first conversations."""
     present = sorted((w for w in qwords if df[w.token] > 0), key=lambda w: df[w.token])
     read: list[str] = []
     spent = 0
@@ -510,59 +488,180 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
             break
         read.append(w.token)
         spent += df[w.token]
-    docs: dict[Doc, _DocInfo] = {}
-    extra = (" AND " + " AND ".join(where)) if where else ""
-    # Postings as local ranking reads them: per word and column, from the GIN index alone (@> on one
-    # element needs no recheck), the scalar columns only: the word arrays are never read here.
-    left_out: set[Doc] = set()      # docs the folder filter leaves out (decided once per doc)
-    for token in read:
+    return read, [w.token for w in present if w.token not in read]
+
+
+def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuery, who: Who,
+              stats_key: str) -> SharedTextPage:
+    """The conversations of the shared store best matching ``qwords``, ranked as
+    :func:`pimem.recall.ranking.rank` ranks local ones; the page ``query.offset``/``query.limit``.
+
+    One statement (:func:`_text_sql`) reads the read words' postings from their GIN indexes, scores
+    every doc holding one and picks the candidate conversations, as :func:`rank_docs` does, with the
+    same floats; only the candidates' docs come back, with the words each holds, and are scored in
+    full here (:func:`rank_sessions`)."""
+    if not qwords:
+        return SharedTextPage([], 0, [])
+    stats = store_stats(conn, stats_key)
+    df = _doc_counts(conn, [w.token for w in qwords], stats, stats_key)
+    read, checked = read_words(qwords, df)
+    if not read:
+        return SharedTextPage([], 0, searched_words(qwords, df, idfs(df, stats)))
+    allowed: list[str] = []       # paths normpath changes (_UNNORMAL_PATH) that are in the folder
+    decided: set[str] = set()
+    while True:
+        sql, params = _text_sql(read, checked, df, stats, query, who, allowed)
+        with conn.transaction():
+            # One process: the parallel plan (partial aggregates, a sort, a merge) costs more than its
+            # workers save on the postings, and takes cores from the other members' queries. Memory
+            # for the groups (tens of thousands of docs) without spilling to disk (a server that
+            # gives more keeps its own).
+            conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            conn.execute("SELECT set_config('work_mem', greatest(setting::bigint, %s)::text || 'kB', true) "
+                         "FROM pg_settings WHERE name = 'work_mem'", [TEXT_WORK_MEM_KB])
+            found = conn.execute(sql, params).fetchall()
+        if query.cwd is None:
+            break
+        # The folder filter decides such paths in Python (pimem.paths.in_folder): when the postings
+        # hold some not decided yet, they are, and the statement runs again with them (rarely: a path
+        # recorded with a trailing slash, a doubled one, . or ..).
+        unnormal = set(found[0][-1] or ()) - decided if found else set()
+        if not unnormal:
+            found = [values for values in found if values[0] is not None]
+            break
+        decided.update(unnormal)
+        allowed = sorted(cwd for cwd in decided if in_folder(cwd, query.cwd))
+    candidates: list[Session] = []
+    session_docs: dict[Session, list[_DocInfo]] = {}
+    words: dict[tuple[int, int, int], tuple[frozenset[str], frozenset[str]]] = {}
+    for values in found:
+        author, machine, session_id, doc_key, ts, user_chars, reply_chars, cwd, user_bits, reply_bits, checked_bits \
+            = values[1:12]
+        session = (author, machine, session_id)
+        if session not in session_docs:
+            candidates.append(session)
+            session_docs[session] = []
+        if query.cwd is not None and not in_folder(cwd, query.cwd):
+            continue
+        bits = (user_bits, reply_bits, checked_bits)
+        held = words.get(bits)
+        if held is None:
+            held = words[bits] = (
+                frozenset([t for i, t in enumerate(read) if user_bits >> i & 1]
+                          + [t for i, t in enumerate(checked) if checked_bits >> i & 1]),
+                frozenset(t for i, t in enumerate(read) if reply_bits >> i & 1))
+        session_docs[session].append(_DocInfo(session, (ts, author, machine, doc_key), user_chars, reply_chars,
+                                              held[0], held[1]))   # type: ignore[arg-type]
+    if not candidates:
+        return SharedTextPage([], 0, searched_words(qwords, df, idfs(df, stats)))
+    return rank_sessions(candidates, session_docs, qwords, read, checked, df, stats, query,
+                         lambda page: _page_rows(conn, page))
+
+
+def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], stats: Stats, query: RecallQuery,
+              who: Who, allowed: Sequence[str]) -> tuple[str, list[object]]:
+    """The statement behind :func:`text_page`: :func:`rank_docs`'s first pass and candidates in SQL.
+
+    * ``raw``: the postings, per read word and column, from the GIN index (``@>`` on one element, no
+      recheck; the word arrays are never read), a word past the read budget by its newest
+      READ_BUDGET postings; each tagged with its word's bit (``um`` user text, ``rm`` reply).
+    * ``post``: one row per doc, its bits OR-ed.
+    * ``scored``: :func:`first_score` as one float expression: the weights are parameters (the floats
+      Python computed) added in the same order, so the sums are the same floats; the best
+      CANDIDATE_TURNS docs, ties to the newer (``order``: time, then author, machine, doc key in code
+      point order: ``COLLATE "C"`` compares UTF-8 bytes, which order as code points do).
+    * ``best``/``typed``: conversations by their best doc among those, and by :func:`typed_score`
+      (count x idf per word, in the read order) over every doc; ``cand``: the first ``pool_size``
+      of the one and half as many of the other, in that order, each once.
+    * the result: every doc of the candidates (the session index), with its bits (0 when it holds no
+      read word) and, in the first CHECKED_SESSIONS, the commoner words its user text holds.
+
+    With a folder filter, the docs whose path normpath changes count only when listed in ``allowed``;
+    the result's last column lists those the postings hold (one row at least: ``text_page`` decides
+    them and runs the statement again)."""
+    idf = idfs(df, stats)
+    where, filter_params = _filters(query, who)
+    extra = "".join(" AND " + clause for clause in where)
+    folder = query.cwd is not None
+    cwd = ", cwd" if folder else ""
+    branches: list[str] = []
+    params: list[object] = []
+    for i, token in enumerate(read):
         limit = f" ORDER BY ts DESC LIMIT {ranking.READ_BUDGET}" if df[token] > ranking.READ_BUDGET else ""
-        for column in ("user_words", "reply_words"):
-            # Tens of thousands of postings: fetched at once, one dict lookup each (the per-row cursor
-            # protocol and per-row helpers cost more than the query itself).
-            found = conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE {column} @> %s{extra}{limit}",
-                                 [[token], *filter_params]).fetchall()
-            for values in found:
-                doc = values[:4]
-                info = docs.get(doc)
-                if info is None:
-                    if doc in left_out:
-                        continue
-                    if query.cwd is not None and not in_folder(values[7], query.cwd):
-                        left_out.add(doc)
-                        continue
-                    info = _DocInfo(values[:3], (values[4], values[0], values[1], values[3]), values[5], values[6])
-                    docs[doc] = info
-                (info.user if column == "user_words" else info.reply).add(token)
-    checked = [w.token for w in present if w.token not in read]
+        for column, user_bit, reply_bit in (("user_words", 1 << i, 0), ("reply_words", 0, 1 << i)):
+            branches.append(f"(SELECT author, machine, session_id, doc_key, ts{cwd}, {user_bit}::bigint AS um, "
+                            f"{reply_bit}::bigint AS rm FROM pimem.turns WHERE {column} @> %s::text[]{extra}{limit})")
+            params.extend([[token], *filter_params])
+    ok = ""
+    if folder:
+        ok = " WHERE NOT (cwd ~ %s) OR cwd = ANY(%s::text[])"
+        params.extend([_UNNORMAL_PATH, list(allowed)])
+    score: list[str] = []
+    for i, token in enumerate(read):
+        score.append(f"CASE WHEN um & {1 << i} <> 0 THEN %s::float8 ELSE 0::float8 END")
+        score.append(f"CASE WHEN rm & {1 << i} <> 0 THEN %s::float8 ELSE 0::float8 END")
+        params.extend([idf[token] * ranking.USER_WEIGHT, idf[token] * ranking.REPLY_WEIGHT])
+    typed: list[str] = []
+    for i, token in enumerate(read):
+        typed.append(f"(count(*) FILTER (WHERE um & {1 << i} <> 0))::float8 * %s::float8")
+        params.append(idf[token])
+    wanted = pool_size(query)
+    session_order = 'author COLLATE "C", machine COLLATE "C", session_id COLLATE "C"'
+    sql = (
+        f"WITH raw AS ({' UNION ALL '.join(branches)}), "
+        "post AS (SELECT author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint AS ms, "
+        f"bit_or(um) AS um, bit_or(rm) AS rm FROM raw{ok} GROUP BY author, machine, session_id, doc_key, ts), "
+        f"top AS (SELECT author, machine, session_id, {_sum(score)} AS score FROM post "
+        'ORDER BY 4 DESC, ms DESC, author COLLATE "C" DESC, machine COLLATE "C" DESC, doc_key COLLATE "C" DESC '
+        f"LIMIT {ranking.CANDIDATE_TURNS}), "
+        "best AS (SELECT author, machine, session_id, row_number() OVER (ORDER BY v DESC, "
+        f"{session_order}) AS pos FROM (SELECT author, machine, session_id, greatest(0::float8, max(score)) AS v "
+        f"FROM top GROUP BY author, machine, session_id ORDER BY v DESC, {session_order} LIMIT {wanted}) b), "
+        f"typed AS (SELECT author, machine, session_id, {wanted} + row_number() OVER (ORDER BY v DESC, "
+        f"{session_order}) AS pos FROM (SELECT author, machine, session_id, {_sum(typed)} AS v FROM post "
+        f"WHERE um <> 0 GROUP BY author, machine, session_id ORDER BY v DESC, {session_order} "
+        f"LIMIT {wanted // 2}) t), "
+        "cand AS (SELECT author, machine, session_id, row_number() OVER (ORDER BY min(pos)) AS n "
+        "FROM (SELECT * FROM best UNION ALL SELECT * FROM typed) c GROUP BY author, machine, session_id), "
+        # Every doc of the candidates (the session index), then their bits from ``post`` without a join
+        # (the planner cannot know how many rows the CTEs hold, and would join them row by row): both
+        # grouped by doc, the groups without a candidate doc dropped.
+        "cdocs AS (SELECT c.n, t.author, t.machine, t.session_id, t.doc_key, "
+        "(extract(epoch from t.ts) * 1000)::bigint AS ms, t.user_chars, t.reply_chars, t.cwd, "
+        f"CASE WHEN c.n <= {ranking.CHECKED_SESSIONS} THEN {_checked_bits(checked, params)} ELSE 0 END AS cm "
+        "FROM cand c JOIN pimem.turns t ON t.author = c.author AND t.machine = c.machine "
+        "AND t.session_id = c.session_id), "
+        "docs AS (SELECT max(n) AS n, author, machine, max(session_id) AS session_id, doc_key, max(ms) AS ms, "
+        "max(user_chars) AS user_chars, max(reply_chars) AS reply_chars, max(cwd) AS cwd, bit_or(um) AS um, "
+        "bit_or(rm) AS rm, bit_or(cm) AS cm FROM (SELECT n, author, machine, session_id, doc_key, ms, user_chars, "
+        "reply_chars, cwd, 0::bigint AS um, 0::bigint AS rm, cm FROM cdocs UNION ALL SELECT NULL, author, machine, "
+        "NULL, doc_key, NULL, NULL, NULL, NULL, um, rm, 0 FROM post WHERE (author, machine, session_id) IN "
+        "(SELECT author, machine, session_id FROM cand)) x GROUP BY author, machine, doc_key) ")
+    if folder:
+        # One row at least, carrying the paths to decide.
+        sql += ("SELECT d.*, m.unnormal FROM (SELECT (SELECT array_agg(DISTINCT cwd) FROM raw WHERE cwd ~ %s) "
+                "AS unnormal) m LEFT JOIN docs d ON true ORDER BY d.n")
+        params.append(_UNNORMAL_PATH)
+    else:
+        sql += "SELECT * FROM docs ORDER BY n"
+    return sql, params
 
-    def fetch_sessions(sessions: Sequence[Session]) -> dict[Doc, _DocInfo]:
-        """Every doc of ``sessions`` (what the read words' postings said of each), and the checked
-        (commoner) words in the user texts of the first CHECKED_SESSIONS of them, as locally."""
-        found: dict[Doc, _DocInfo] = {}
-        if not sessions:
-            return found
-        keys = "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))"
 
-        def columns(chosen: Sequence[Session]) -> list[list[str]]:
-            return [[s[0] for s in chosen], [s[1] for s in chosen], [s[2] for s in chosen]]
-        for values in conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE (author, machine, session_id) IN "
-                                   f"{keys}", columns(sessions)):
-            info = _doc_info(values, query, found)
-            if info is not None and (known := docs.get(_doc_key(values))) is not None:
-                info.user.update(known.user)
-                info.reply.update(known.reply)
-        first = list(sessions[:ranking.CHECKED_SESSIONS])
-        for token in checked:
-            for values in conn.execute(f"SELECT {_DOC_KEYS} FROM pimem.turns WHERE user_words @> %s AND "
-                                       f"(author, machine, session_id) IN {keys}", [[token], *columns(first)]):
-                info = found.get(_doc_key(values))
-                if info is not None:
-                    info.user.add(token)
-        return found
+def _sum(terms: Sequence[str]) -> str:
+    """``terms`` added one after another from 0, as Python's ``value += term`` adds them."""
+    expression = "0::float8"
+    for term in terms:
+        expression = f"({expression} + {term})"
+    return expression
 
-    return rank_docs(docs, qwords, read, checked, df, stats, query, fetch_sessions,
-                     lambda page: _page_rows(conn, page))
+
+def _checked_bits(checked: Sequence[str], params: list[object]) -> str:
+    """The bits of the commoner words a doc's user text holds (read from the row: a few hundred docs)."""
+    if not checked:
+        return "0::bigint"
+    params.extend([[token] for token in checked])
+    return " | ".join(f"CASE WHEN t.user_words @> %s::text[] THEN {1 << j}::bigint ELSE 0::bigint END"
+                      for j in range(len(checked)))
 
 
 def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], read: Sequence[str],
@@ -570,38 +669,96 @@ def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], re
               fetch_sessions: Any, fetch_rows: Any) -> SharedTextPage:
     """The ranking itself (pure Python): :func:`pimem.recall.ranking.rank`'s steps 1-5 over ``docs``
     (the docs holding a read word, with the query words each holds), ``fetch_sessions`` giving every
-    doc of some conversations and ``fetch_rows`` the rows of a page's best docs."""
-    total_docs = max(stats.docs, 1)
-    idf = {token: math.log(1 + (total_docs - count + 0.5) / (count + 0.5)) for token, count in df.items()}
+    doc of some conversations and ``fetch_rows`` the rows of a page's best docs.
+
+    Every float is summed in one fixed order (:func:`first_score`, :func:`typed_score`, the words'
+    order in :func:`rank_sessions`), never in the order rows or sets happen to come in: equal scores
+    are then equal floats whatever read them, and :func:`text_page` computes the same floats in SQL."""
+    idf = idfs(df, stats)
+    weights = [(token, idf[token] * ranking.USER_WEIGHT, idf[token] * ranking.REPLY_WEIGHT) for token in read]
+    typed_weights = [idf[token] for token in read]
     read_set = set(read)
-    first: dict[Doc, float] = defaultdict(float)
+    first: dict[Doc, float] = {}
+    typed_counts: dict[Session, list[int]] = {}
     for doc, info in docs.items():
-        for token in info.user & read_set:
-            first[doc] += idf[token] * ranking.USER_WEIGHT
-        for token in info.reply & read_set:
-            first[doc] += idf[token] * ranking.REPLY_WEIGHT
+        if not (info.user & read_set or info.reply & read_set):
+            continue
+        first[doc] = first_score(weights, info.user, info.reply)
+        held = [i for i, token in enumerate(read) if token in info.user]
+        if held:
+            counts = typed_counts.setdefault(info.session, [0] * len(read))
+            for i in held:
+                counts[i] += 1
     best_docs = [doc for doc, _ in heapq.nlargest(ranking.CANDIDATE_TURNS, first.items(),
                                                   key=lambda item: (item[1], docs[item[0]].order))]
     session_best: dict[Session, float] = {}
     for doc in best_docs:
         session = docs[doc].session
         session_best[session] = max(session_best.get(session, 0.0), first[doc])
-    session_typed: dict[Session, float] = defaultdict(float)
-    for info in docs.values():
-        for token in info.user & read_set:
-            session_typed[info.session] += idf[token]
-    wanted = max(ranking.CANDIDATE_SESSIONS, query.offset + query.limit)
+    session_typed = {session: typed_score(typed_weights, counts) for session, counts in typed_counts.items()}
+    wanted = pool_size(query)
     by_best = sorted(session_best, key=lambda s: (-session_best[s], s))
     by_typed = [s for s, _ in heapq.nlargest(wanted, sorted(session_typed.items()), key=itemgetter(1))]
     candidates = list(dict.fromkeys(by_best[:wanted] + by_typed[:wanted // 2]))
-    searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
-                      key=lambda item: item[1])
     if not candidates:
-        return SharedTextPage([], 0, searched)
+        return SharedTextPage([], 0, searched_words(qwords, df, idf))
     session_docs: dict[Session, list[_DocInfo]] = {s: [] for s in candidates}
     for info in fetch_sessions(candidates).values():
         if info.session in session_docs:
             session_docs[info.session].append(info)
+    return rank_sessions(candidates, session_docs, qwords, read, checked, df, stats, query, fetch_rows)
+
+
+def idfs(df: dict[str, int], stats: Stats) -> dict[str, float]:
+    """BM25's idf of each word, from its count and the store's size (as :mod:`pimem.recall.ranking`)."""
+    total_docs = max(stats.docs, 1)
+    return {token: math.log(1 + (total_docs - count + 0.5) / (count + 0.5)) for token, count in df.items()}
+
+
+def pool_size(query: RecallQuery) -> int:
+    """The conversations scored in full: CANDIDATE_SESSIONS, or as many as the page reaches."""
+    return max(ranking.CANDIDATE_SESSIONS, query.offset + query.limit)
+
+
+def searched_words(qwords: Sequence[ranking.QueryWord], df: dict[str, int],
+                   idf: dict[str, float]) -> list[tuple[ranking.QueryWord, int, float]]:
+    return sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
+
+
+def first_score(weights: Sequence[tuple[str, float, float]], user: set[str] | frozenset[str],
+                reply: set[str] | frozenset[str]) -> float:
+    """A doc's first-pass score: for each read word in the read order (rarest first), its user weight
+    if the user text holds it, then its reply weight if the reply does, added one after another as
+    local ranking adds them (word by word, user then reply)."""
+    value = 0.0
+    for token, in_user, in_reply in weights:
+        if token in user:
+            value += in_user
+        if token in reply:
+            value += in_reply
+    return value
+
+
+def typed_score(weights: Sequence[float], counts: Sequence[int]) -> float:
+    """A conversation's typed words: for each read word in the read order, its idf times the number of
+    the conversation's user texts holding it, the products added one after another."""
+    value = 0.0
+    for weight, count in zip(weights, counts, strict=True):
+        value += count * weight
+    return value
+
+
+def rank_sessions(candidates: Sequence[Session], session_docs: dict[Session, list[_DocInfo]],
+                  qwords: Sequence[ranking.QueryWord], read: Sequence[str], checked: Sequence[str],
+                  df: dict[str, int], stats: Stats, query: RecallQuery, fetch_rows: Any) -> SharedTextPage:
+    """Steps 3-5 of local ranking: every doc of the ``candidates`` (``session_docs``: the query words
+    each holds, the commoner words only in the first CHECKED_SESSIONS) scored in full, each conversation
+    by its best turn and as one document of its user texts, the two fused by reciprocal rank; the page
+    ``query.offset``/``query.limit``, its rows from ``fetch_rows``."""
+    total_docs = max(stats.docs, 1)
+    idf = idfs(df, stats)
+    searched = searched_words(qwords, df, idf)
+    read_set = set(read)
     checked_sessions = set(candidates[:ranking.CHECKED_SESSIONS])
     tokens = list(read) + list(checked)
     avg_session = stats.avg_user * total_docs / max(stats.sessions, 1)
@@ -639,9 +796,11 @@ def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], re
             if best is None or value > best_score or (value == best_score and info.order > best.order):
                 best, best_score, matched = info, value, here
         whole = 0.0
-        for token, count in tf.items():
-            whole += idf[token] * count * (ranking.K1 + 1) / (
-                count + ranking.K1 * (1 - ranking.B + ranking.B * length / max(avg_session, 1.0)))
+        for token in tokens:      # the words' order, not the order the docs came in
+            count = tf.get(token, 0)
+            if count:
+                whole += idf[token] * count * (ranking.K1 + 1) / (
+                    count + ranking.K1 * (1 - ranking.B + ranking.B * length / max(avg_session, 1.0)))
         session_scores[session] = whole
         if best is not None:
             conversations.append((session, best, best_score, matched))
@@ -668,13 +827,15 @@ def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], re
 
 
 def _page_rows(conn: Conn, keys: Sequence[tuple[str, str, str]]) -> dict[Doc, RecallRow]:
+    """The rows of a page's best docs, in one query."""
     found: dict[Doc, RecallRow] = {}
-    for author, machine, doc_key in keys:
-        values = conn.execute(f"SELECT {_ROW} FROM pimem.turns WHERE author = %s AND machine = %s AND doc_key = %s",
-                              (author, machine, doc_key)).fetchone()
-        if values is not None:
-            row = make_shared_row(values, 0)
-            found[(row.author or "", row.machine or "", row.session_id, row.turn_id)] = row
+    if not keys:
+        return found
+    for values in conn.execute(f"SELECT {_ROW} FROM pimem.turns WHERE (author, machine, doc_key) IN "
+                               "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+                               [[k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]]):
+        row = make_shared_row(values, 0)
+        found[(row.author or "", row.machine or "", row.session_id, row.turn_id)] = row
     return found
 
 
@@ -698,7 +859,7 @@ def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQu
         "FROM unnest(%s::text[]) AS w", [tokens])}
     if not budgeted:
         holding = {doc: info for doc, info in docs.items() if info.user or info.reply}
-        present = [t for t in tokens if df[t] > 0]
+        present = sorted((t for t in dict.fromkeys(tokens) if df[t] > 0), key=lambda t: df[t])
 
         def sessions(wanted: Sequence[Session]) -> dict[Doc, _DocInfo]:
             chosen = set(wanted)
