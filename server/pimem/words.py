@@ -29,8 +29,9 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 from pimem.store.schema import WORD_TOKENIZER
@@ -182,6 +183,85 @@ def tokens(text: str) -> list[str]:
     mem.execute("INSERT INTO q(rowid, x) VALUES (1, ?)", (word_text(text),))
     found = [str(term) for (term,) in mem.execute("SELECT term FROM qv ORDER BY offset")]
     return list(dict.fromkeys(found))
+
+
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")   # unicode61's tokens of ASCII text (``_`` is a token character)
+POSITIONS_CHARS = 50_000   # a longer text's word positions are read from its start
+
+
+class _Stems:
+    """ASCII words (lower-cased) -> their tokens as the word index holds them (Porter), kept per process: a
+    text's words are looked up (in C), and only words never seen are stemmed. (One dict of strings: the
+    garbage collector does not walk it.)"""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.stem: dict[str, str] = {}
+
+    def learn(self, unknown: list[str]) -> None:
+        """Stem ``unknown`` (distinct ASCII words) in one pass of the tokenizer."""
+        mem = _tokenizer()
+        mem.execute("DELETE FROM q")
+        mem.execute("INSERT INTO q(rowid, x) VALUES (1, ?)", (" ".join(unknown),))
+        found = [str(term) for (term,) in mem.execute("SELECT term FROM qv ORDER BY offset")]
+        if len(found) != len(unknown):   # every ASCII word is one token; if not, one word at a time
+            found = [next(iter(tokens(word)), word) for word in unknown]
+        with self.lock:
+            if len(self.stem) + len(unknown) > MEMO_SIZE * 4:
+                self.stem.clear()
+            self.stem.update(zip(unknown, found, strict=True))
+
+
+_STEMS = _Stems()
+
+
+def positions(texts: Sequence[str], wanted: frozenset[str]) -> list[dict[str, list[int]]]:
+    """Where the index tokens ``wanted`` occur in each of ``texts``: token offsets as the word index counts
+    them (FTS5's tokenizer and stemmer over :func:`word_text`'s text, without the identifier parts it adds
+    at the end), ascending, per token. Of each text's first :data:`POSITIONS_CHARS` characters."""
+    result: list[dict[str, list[int]]] = []
+    seen_of: dict[int, list[str]] = {}
+    for number, text in enumerate(texts):
+        text = text[:POSITIONS_CHARS]
+        if text.isascii():   # unicode61 over ASCII: runs of letters, digits and _, case folded
+            seen_of[number] = _ASCII_WORD.findall(text.lower())
+            result.append({})
+        else:
+            result.append(_positions_by_fts(text, wanted))
+    if not seen_of:
+        return result
+    distinct = set().union(*seen_of.values())
+    # The words never seen that may stem to a wanted token, stemmed in one pass. Porter only rewrites a
+    # word's end (at most an "e" added, "y" made "i"): a word whose stem is t starts with t but for its
+    # last two letters, so the others cannot be one of ``wanted``.
+    starts = tuple(token[:max(len(token) - 2, 1)] for token in wanted)
+    unknown = [word for word in distinct.difference(_STEMS.stem) if word.startswith(starts)]
+    if unknown:
+        _STEMS.learn(sorted(unknown))
+    with _STEMS.lock:
+        known = _STEMS.stem
+        stem = {word: token for word in distinct if (token := known.get(word)) is not None and token in wanted}
+    if not stem:
+        return result
+    for number, seen in seen_of.items():
+        found = result[number]
+        # the offsets of those words, picked out in C (a text has thousands of words, a few of these)
+        for offset in compress(range(len(seen)), map(stem.__contains__, seen)):
+            found.setdefault(stem[seen[offset]], []).append(offset)
+    return result
+
+
+def _positions_by_fts(text: str, wanted: frozenset[str]) -> dict[str, list[int]]:
+    if _CJK_ANY.search(text):
+        text = _SCRIPT_RUN.sub(_cjk_words, text)
+    mem = _tokenizer()
+    mem.execute("DELETE FROM q")
+    mem.execute("INSERT INTO q(rowid, x) VALUES (1, ?)", (text,))
+    found: dict[str, list[int]] = {}
+    for term, offset in mem.execute("SELECT term, offset FROM qv ORDER BY offset"):
+        if term in wanted:
+            found.setdefault(str(term), []).append(int(offset))
+    return found
 
 
 def query_forms(text: str) -> list[tuple[str, str]]:

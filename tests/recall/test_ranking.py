@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -222,3 +223,37 @@ def test_coverage_by_a_reply_counts_less_than_what_the_person_typed(conn: sqlite
         _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
                  start=START + (number + 1) * 3_600_000)
     assert ask(conn, "flamingo zeppelin quasar")[:2] == ["pi:typed", "pi:replied"]
+
+
+def test_the_words_said_together_beat_the_same_words_scattered(conn: sqlite3.Connection,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fact said in passing sits in one sentence of a long message about something else. Word presence
+    # and length cannot tell that message from one holding the same words apart (here: the same words,
+    # reordered, and a reply that mentions one of them, which puts it first without the passage ranking).
+    # The best passage of what the person typed (the question's words near one another) decides.
+    trip = "we planned the trip to the coast with the kids and booked the hotel near the station"
+    fact = ["by", "the", "way", "I", "studied", "marine", "biology", "at", "Oregon", "State"]
+    scattered = (f"{' '.join(fact[:5])} {trip}, {trip}. {' '.join(fact[5:8])}. {trip}, {trip} "
+                 f"{' '.join(fact[8:])}")
+    said = f"{trip}, {trip}. {' '.join(fact)}. {trip}, {trip}"
+    assert sorted(re.findall(r"\w+", said)) == sorted(re.findall(r"\w+", scattered)) and len(said) == len(scattered)
+    _session(conn, "pi:scattered", [(scattered, "Oregon is lovely in spring.")])
+    _session(conn, "pi:said", [(said, "Noted.")], start=START + 3_600_000)
+    for number in range(20):
+        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
+                 start=START + (number + 2) * 3_600_000)
+    question = "What did I study at Oregon State, marine biology?"
+    assert ask(conn, question)[:2] == ["pi:said", "pi:scattered"]
+    monkeypatch.setattr(ranking, "PASSAGE_SHARE", 0.0)   # the ranking without the passages
+    ranking._RANKED.clear()
+    assert ask(conn, question)[:2] == ["pi:scattered", "pi:said"]
+
+
+def test_passage_positions_are_the_word_index_tokens() -> None:
+    # Offsets count the index's tokens (stemmed, case folded; _ joins a word), in ASCII and other text.
+    text = "I graduated with a Business Administration degree; my_var and Graduates, résumé"
+    found = words.positions([text, "Degrees", "東京大学 graduated"], frozenset({"graduat", "degre", "my_var", "resum"}))
+    assert found == [{"graduat": [1, 9], "degre": [6], "my_var": [7], "resum": [10]}, {"degre": [0]},
+                     {"graduat": [3]}]   # the CJK run is its three two-character pieces (word_text)
+    assert ranking.passage_score({"a": [0], "b": [1]}, {"a": 1.0, "b": 1.0}, 10.0) > 1.9
+    assert ranking.passage_score({"a": [0], "b": [100]}, {"a": 1.0, "b": 1.0}, 10.0) == pytest.approx(1.0)

@@ -20,7 +20,12 @@ what the person wants back is the conversation where that came up. So:
    document of everything the person typed in it (BM25 over the session's user texts, the term frequency
    being the number of its turns that hold the word). What the person typed is what identifies a
    conversation; a long reply mentions everything.
-5. **Answer**: one row per conversation, its best turn (with the words it matched), paged by conversation.
+5. **Passages**: the first :data:`PASSAGE_SESSIONS` conversations of that order are ranked once more, by
+   the best passage of what the person typed (the question's words near one another in one user text,
+   read at query time: :func:`passage_score`), and that rank is fused in too (:data:`PASSAGE_SHARE`). A
+   fact said in passing sits in one sentence of a long message about something else, which the length
+   normalisation of 3. dilutes and word presence cannot tell from the same words strewn apart.
+6. **Answer**: one row per conversation, its best turn (with the words it matched), paged by conversation.
 
 Filters (sources, folder) apply to sessions before they compete. Turns not in the word index yet (the
 newest ones, between a sync's commit and its index build) are scored from their text the same way.
@@ -28,6 +33,7 @@ newest ones, between a sync's commit and its index build) are scored from their 
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import json
 import math
@@ -66,6 +72,15 @@ TOTALS_SAMPLE = 20_000         # the newest docs whose lengths give the averages
 # turn that holds most of the question beats one that holds one rare word (a coordination factor; BM25
 # alone adds the words up, so a long turn with the rarest word outranks the turn that answers).
 COVERAGE = 2.0
+# Passages: the first PASSAGE_SESSIONS of the fused order are ranked once more, by their best position in
+# a user text: the sum over the query's words of idf × exp(−d² / 2σ²), d the distance in words from there
+# to the word's nearest occurrence (σ = PASSAGE_SIGMA words). That ranking adds PASSAGE_SHARE / (RRF_K +
+# position) to their fused scores (the best turn's and the session's add up to 1). A fact said in passing
+# sits in one sentence of a long message, which BM25's length normalisation dilutes. (Measured on
+# LongMemEval dev: docs/benchmarks.md, "passages"; 30 sessions hold the first five conversations with room.)
+PASSAGE_SESSIONS = 30
+PASSAGE_SIGMA = 10.0
+PASSAGE_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -393,8 +408,83 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     for conversation in conversations:
         conversation.score = fused[conversation.session]
     conversations.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
+    _add_passages(conn, conversations, session_docs, {token: holds_user[token] for token in tokens}, idf)
     searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
     return _Ranked(tuple(conversations), tuple(searched))
+
+
+def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
+                  session_docs: dict[int, list[tuple[int, int, int]]], holds_user: dict[str, set[int]],
+                  idf: dict[str, float]) -> None:
+    """Rank the first PASSAGE_SESSIONS ``conversations`` (best first) by their best passage of what the
+    person typed and add that ranking to their scores (see PASSAGE_SHARE); the list is sorted again.
+    Only a user text known to hold two query words or more is read (a text with one holds it at that
+    word: its idf); the other conversations' scores are lower than all of these and do not move."""
+    head = conversations[:PASSAGE_SESSIONS]
+    if PASSAGE_SHARE <= 0 or len(head) < 2:
+        return
+    # A text scores at least the idf of its best query word and at most the sum over the words it holds
+    # (its bound): only a text whose bound beats its session's best word is read.
+    best: dict[int, float] = {}
+    bounded: dict[int, list[tuple[float, int]]] = {}
+    weights = [(holding, idf[token]) for token, holding in holds_user.items()]
+    for c in head:
+        floor, bounds = 0.0, []
+        for doc, _, _ in session_docs.get(c.session, ()):
+            held, bound, top = 0, 0.0, 0.0
+            for holding, weight in weights:
+                if doc in holding:
+                    held += 1
+                    bound += weight
+                    top = max(top, weight)
+            floor = max(floor, top)
+            if held > 1:
+                bounds.append((bound, doc))
+        best[c.session] = floor
+        bounded[c.session] = sorted((item for item in bounds if item[0] > floor), reverse=True)
+    # Those texts read and their words placed at once; then each session's, best bound first, until the
+    # bound cannot beat what was found.
+    read = [doc for bounds in bounded.values() for _, doc in bounds]
+    placed: dict[int, dict[str, list[int]]] = {}
+    if read:
+        rows = conn.execute(
+            "SELECT d.doc_key, t.user_text FROM json_each(?) j JOIN pimem_docs d ON d.doc_key = j.value "
+            "JOIN turns t ON t.turn_id = d.turn_id", (json.dumps(read),)).fetchall()
+        placed = dict(zip((int(doc) for doc, _ in rows),
+                          words.positions([str(text or "") for _, text in rows], frozenset(idf)), strict=True))
+    for session, bounds in bounded.items():
+        value = best[session]
+        for bound, doc in bounds:
+            if bound <= value:
+                break
+            if doc in placed:
+                value = max(value, passage_score(placed[doc], idf, PASSAGE_SIGMA))
+        best[session] = value
+    by_passage = sorted(range(len(head)), key=lambda i: -best[head[i].session])   # ties: the fused order
+    for position, i in enumerate(by_passage):
+        head[i].score += PASSAGE_SHARE / (RRF_K + position + 1)
+    head.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
+    conversations[:len(head)] = head
+
+
+def passage_score(found: dict[str, list[int]], idf: dict[str, float], sigma: float) -> float:
+    """The best position of a text for the query: at one of its query words' occurrences, the sum over the
+    query words of idf × exp(−d² / 2σ²), d the distance (in words) to that word's nearest occurrence.
+    Words side by side count (nearly) whole; far apart, each counts alone."""
+    spread = 2 * sigma * sigma
+    occurrences = [(idf[token], spots) for token, spots in found.items() if token in idf and spots]
+    best = 0.0
+    for _, spots in occurrences:
+        for centre in spots:
+            value = 0.0
+            for weight, others in occurrences:
+                at = bisect.bisect_left(others, centre)
+                near = others[at] - centre if at < len(others) else sigma * 100
+                if at and centre - others[at - 1] < near:
+                    near = centre - others[at - 1]
+                value += weight * math.exp(-near * near / spread)
+            best = max(best, value)
+    return best
 
 
 def _top(scores: dict[int, float], count: int) -> list[int]:
