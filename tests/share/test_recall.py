@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from pimem.recall import RecallQuery, make_query, ranking, recall_scan
 from pimem.recall.freetext import _shortlist, candidates
@@ -328,3 +329,33 @@ def test_a_pimem_without_the_driver_reports_the_shared_part_missing(db_path: Pat
     answer = json.loads(out.stdout)
     assert [r["turnId"] for r in answer["results"]] == ["t1"]
     assert answer["shared"]["state"] == "error" and "PostgreSQL driver" in answer["shared"]["message"]
+
+
+def test_free_text_ranks_the_words_said_together_first_as_locally(share_db: ShareDb,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # Local ranking's last step (ranking.passage_bonus) on the shared store: the same words, said together in
+    # one message, beat them strewn apart in another (which a reply mentioning one of them puts first without
+    # the passages); the page equals the oracle's, which ranks through the same steps.
+    trip = "we planned the trip to the coast with the kids and booked the hotel near the station"
+    fact = ["by", "the", "way", "I", "studied", "marine", "biology", "at", "Oregon", "State"]
+    scattered = (f"{' '.join(fact[:5])} {trip}, {trip}. {' '.join(fact[5:8])}. {trip}, {trip} "
+                 f"{' '.join(fact[8:])}")
+    said = f"{trip}, {trip}. {' '.join(fact)}. {trip}, {trip}"
+    rows = [Row("laptop", "scattered", "scattered", "/work/proj", scattered, "Oregon is lovely in spring.",
+                1_750_000_000_000),
+            Row("laptop", "said", "said", "/work/proj", said, "Noted.", 1_750_003_600_000)]
+    rows += [Row("laptop", f"noise{n}", f"noise{n}", "/work/proj", f"the weather was fine on day {n} of the trip",
+                 "Good.", 1_750_007_200_000 + n * 3_600_000) for n in range(20)]
+    put(share_db, "alice", rows)
+    question = "What did I study at Oregon State, marine biology?"
+    qwords = ranking.query_words(_shortlist(candidates(question)))
+    query = make_query(["x"], 10)
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        def first_two() -> list[str]:
+            page = shared.text_page(conn, qwords, query, shared.Who(), "passages")
+            oracle = shared.text_oracle(conn, qwords, query, shared.Who(), "passages")
+            assert [r.turn_id for r in page.rows] == [r.turn_id for r in oracle.rows]
+            return [r.session_id for r in page.rows[:2]]
+        assert first_two() == ["said", "scattered"]
+        monkeypatch.setattr(ranking, "PASSAGE_SHARE", 0.0)   # the ranking without the passages
+        assert first_two() == ["scattered", "said"]

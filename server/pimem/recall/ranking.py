@@ -41,10 +41,11 @@ import sqlite3
 import sys
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import itemgetter, le
+from typing import TypeVar
 
 from pimem import words
 from pimem.paths import in_folder
@@ -81,6 +82,8 @@ COVERAGE = 2.0
 PASSAGE_SESSIONS = 30
 PASSAGE_SIGMA = 10.0
 PASSAGE_SHARE = 0.5
+S = TypeVar("S", bound=Hashable)   # a conversation's key (local: a session rowid; shared: author, machine, id)
+D = TypeVar("D", int, tuple[str, str, str])   # a turn's key (local: a doc rowid; shared: author, machine, key)
 
 
 @dataclass(frozen=True)
@@ -417,54 +420,73 @@ def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
                   session_docs: dict[int, list[tuple[int, int, int]]], holds_user: dict[str, set[int]],
                   idf: dict[str, float]) -> None:
     """Rank the first PASSAGE_SESSIONS ``conversations`` (best first) by their best passage of what the
-    person typed and add that ranking to their scores (see PASSAGE_SHARE); the list is sorted again.
-    Only a user text known to hold two query words or more is read (a text with one holds it at that
-    word: its idf); the other conversations' scores are lower than all of these and do not move."""
+    person typed and add that ranking to their scores (:func:`passage_bonus`); the list is sorted again.
+    The other conversations' scores are lower than all of these and do not move."""
     head = conversations[:PASSAGE_SESSIONS]
     if PASSAGE_SHARE <= 0 or len(head) < 2:
         return
-    # A text scores at least the idf of its best query word and at most the sum over the words it holds
-    # (its bound): only a text whose bound beats its session's best word is read.
-    best: dict[int, float] = {}
-    bounded: dict[int, list[tuple[float, int]]] = {}
     weights = [(holding, idf[token]) for token, holding in holds_user.items()]
-    for c in head:
-        floor, bounds = 0.0, []
-        for doc, _, _ in session_docs.get(c.session, ()):
-            held, bound, top = 0, 0.0, 0.0
-            for holding, weight in weights:
-                if doc in holding:
-                    held += 1
-                    bound += weight
-                    top = max(top, weight)
-            floor = max(floor, top)
-            if held > 1:
-                bounds.append((bound, doc))
-        best[c.session] = floor
-        bounded[c.session] = sorted((item for item in bounds if item[0] > floor), reverse=True)
-    # Those texts read and their words placed at once; then each session's, best bound first, until the
-    # bound cannot beat what was found.
-    read = [doc for bounds in bounded.values() for _, doc in bounds]
-    placed: dict[int, dict[str, list[int]]] = {}
-    if read:
+
+    def held(session: int) -> Iterator[tuple[int, list[float]]]:
+        for doc, _, _ in session_docs.get(session, ()):
+            yield doc, [weight for holding, weight in weights if doc in holding]
+
+    def user_texts(docs: list[int]) -> dict[int, str]:
         rows = conn.execute(
             "SELECT d.doc_key, t.user_text FROM json_each(?) j JOIN pimem_docs d ON d.doc_key = j.value "
-            "JOIN turns t ON t.turn_id = d.turn_id", (json.dumps(read),)).fetchall()
-        placed = dict(zip((int(doc) for doc, _ in rows),
-                          words.positions([str(text or "") for _, text in rows], frozenset(idf)), strict=True))
-    for session, bounds in bounded.items():
-        value = best[session]
+            "JOIN turns t ON t.turn_id = d.turn_id", (json.dumps(docs),)).fetchall()
+        return {int(doc): str(text or "") for doc, text in rows}
+
+    for c, added in zip(head, passage_bonus([c.session for c in head], held, idf, user_texts), strict=True):
+        c.score += added
+    head.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
+    conversations[:len(head)] = head
+
+
+def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[float]]]],
+                  idf: dict[str, float], user_texts: Callable[[list[D]], dict[D, str]]) -> list[float]:
+    """What each of ``head`` (the first PASSAGE_SESSIONS conversations, best first) gains from its best
+    passage of what the person typed: PASSAGE_SHARE / (RRF_K + its rank by :func:`passage_score`; ties in
+    ``head``'s order). ``held(conversation)`` gives each of its turns with the idf of every query word its
+    user text holds; ``user_texts(turns)`` reads those texts. Only a text holding two query words or more
+    is read (a text with one holds it at that word: its idf), and only while the sum of its words' idf (its
+    bound) can beat what its conversation already has. Local and shared ranking both use it."""
+    best: dict[S, float] = {}
+    bounded: dict[S, list[tuple[float, D]]] = {}
+    for conversation in head:
+        floor, bounds = 0.0, []
+        for doc, weights in held(conversation):
+            bound, top = 0.0, 0.0
+            for weight in weights:
+                bound += weight
+                top = max(top, weight)
+            floor = max(floor, top)
+            if len(weights) > 1:
+                bounds.append((bound, doc))
+        best[conversation] = floor
+        # Best bound first; equal bounds by key, last first (the order is not neutral: a text's passage can
+        # exceed its bound, as it counts query words whose postings were not read).
+        bounded[conversation] = sorted((item for item in bounds if item[0] > floor), reverse=True)
+    # Those texts read and their words placed at once; then each conversation's, best bound first, until
+    # the bound cannot beat what was found.
+    read = [doc for bounds in bounded.values() for _, doc in bounds]
+    placed: dict[D, dict[str, list[int]]] = {}
+    if read:
+        texts = user_texts(read)
+        placed = dict(zip(texts, words.positions(list(texts.values()), frozenset(idf)), strict=True))
+    for conversation, bounds in bounded.items():
+        value = best[conversation]
         for bound, doc in bounds:
             if bound <= value:
                 break
             if doc in placed:
                 value = max(value, passage_score(placed[doc], idf, PASSAGE_SIGMA))
-        best[session] = value
-    by_passage = sorted(range(len(head)), key=lambda i: -best[head[i].session])   # ties: the fused order
+        best[conversation] = value
+    by_passage = sorted(range(len(head)), key=lambda i: -best[head[i]])   # ties: head's order
+    added = [0.0] * len(head)
     for position, i in enumerate(by_passage):
-        head[i].score += PASSAGE_SHARE / (RRF_K + position + 1)
-    head.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
-    conversations[:len(head)] = head
+        added[i] = PASSAGE_SHARE / (RRF_K + position + 1)
+    return added
 
 
 def passage_score(found: dict[str, list[int]], idf: dict[str, float], sigma: float) -> float:

@@ -43,7 +43,7 @@ import re
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -555,7 +555,7 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
     if not candidates:
         return SharedTextPage([], 0, searched_words(qwords, df, idfs(df, stats)))
     return rank_sessions(candidates, session_docs, qwords, read, checked, df, stats, query,
-                         lambda page: _page_rows(conn, page))
+                         lambda page: _page_rows(conn, page), lambda keys: _user_texts(conn, keys))
 
 
 def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], stats: Stats, query: RecallQuery,
@@ -666,10 +666,11 @@ def _checked_bits(checked: Sequence[str], params: list[object]) -> str:
 
 def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], read: Sequence[str],
               checked: Sequence[str], df: dict[str, int], stats: Stats, query: RecallQuery,
-              fetch_sessions: Any, fetch_rows: Any) -> SharedTextPage:
+              fetch_sessions: Any, fetch_rows: Any, fetch_texts: Any) -> SharedTextPage:
     """The ranking itself (pure Python): :func:`pimem.recall.ranking.rank`'s steps 1-5 over ``docs``
     (the docs holding a read word, with the query words each holds), ``fetch_sessions`` giving every
-    doc of some conversations and ``fetch_rows`` the rows of a page's best docs.
+    doc of some conversations, ``fetch_rows`` the rows of a page's best docs and ``fetch_texts`` the user
+    texts of some docs (the passages).
 
     Every float is summed in one fixed order (:func:`first_score`, :func:`typed_score`, the words'
     order in :func:`rank_sessions`), never in the order rows or sets happen to come in: equal scores
@@ -706,7 +707,8 @@ def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], re
     for info in fetch_sessions(candidates).values():
         if info.session in session_docs:
             session_docs[info.session].append(info)
-    return rank_sessions(candidates, session_docs, qwords, read, checked, df, stats, query, fetch_rows)
+    return rank_sessions(candidates, session_docs, qwords, read, checked, df, stats, query, fetch_rows,
+                         fetch_texts)
 
 
 def idfs(df: dict[str, int], stats: Stats) -> dict[str, float]:
@@ -750,11 +752,14 @@ def typed_score(weights: Sequence[float], counts: Sequence[int]) -> float:
 
 def rank_sessions(candidates: Sequence[Session], session_docs: dict[Session, list[_DocInfo]],
                   qwords: Sequence[ranking.QueryWord], read: Sequence[str], checked: Sequence[str],
-                  df: dict[str, int], stats: Stats, query: RecallQuery, fetch_rows: Any) -> SharedTextPage:
-    """Steps 3-5 of local ranking: every doc of the ``candidates`` (``session_docs``: the query words
+                  df: dict[str, int], stats: Stats, query: RecallQuery, fetch_rows: Any,
+                  fetch_texts: Any) -> SharedTextPage:
+    """Steps 3-6 of local ranking: every doc of the ``candidates`` (``session_docs``: the query words
     each holds, the commoner words only in the first CHECKED_SESSIONS) scored in full, each conversation
-    by its best turn and as one document of its user texts, the two fused by reciprocal rank; the page
-    ``query.offset``/``query.limit``, its rows from ``fetch_rows``."""
+    by its best turn and as one document of its user texts, the two fused by reciprocal rank, the first
+    ranking.PASSAGE_SESSIONS ranked once more by their best passage (``fetch_texts`` reading the user texts
+    it needs: ranking.passage_bonus, as locally); the page ``query.offset``/``query.limit``, its rows from
+    ``fetch_rows``."""
     total_docs = max(stats.docs, 1)
     idf = idfs(df, stats)
     searched = searched_words(qwords, df, idf)
@@ -813,6 +818,17 @@ def rank_sessions(candidates: Sequence[Session], session_docs: dict[Session, lis
     for position, conversation in enumerate(by_session):
         fused[conversation[0]] += (1 - ranking.TURN_SHARE) / (ranking.RRF_K + position + 1)
     conversations = sorted(newest_first, key=lambda c: (-fused[c[0]], -c[2]))
+    head = conversations[:ranking.PASSAGE_SESSIONS]
+    if ranking.PASSAGE_SHARE > 0 and len(head) >= 2:
+        def held(session: Session) -> Iterator[tuple[tuple[str, str, str], list[float]]]:
+            for info in session_docs[session]:
+                yield (info.session[0], info.session[1], info.order[3]), [
+                    idf[token] for token in tokens
+                    if token in info.user and (token in read_set or session in checked_sessions)]
+        for conversation, added in zip(head, ranking.passage_bonus([c[0] for c in head], held, idf, fetch_texts),
+                                       strict=True):
+            fused[conversation[0]] += added
+        conversations[:len(head)] = sorted(head, key=lambda c: (-fused[c[0]], -c[2]))
     page = conversations[query.offset:query.offset + query.limit]
     rows: list[RecallRow] = []
     fetched: dict[Doc, RecallRow] = fetch_rows([(c[1].session[0], c[1].session[1], c[1].order[3]) for c in page])
@@ -837,6 +853,17 @@ def _page_rows(conn: Conn, keys: Sequence[tuple[str, str, str]]) -> dict[Doc, Re
         row = make_shared_row(values, 0)
         found[(row.author or "", row.machine or "", row.session_id, row.turn_id)] = row
     return found
+
+
+def _user_texts(conn: Conn, keys: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
+    """The user texts of some docs ``(author, machine, doc_key)``, in one query (the passages)."""
+    if not keys:
+        return {}
+    found = conn.execute(
+        "SELECT author, machine, doc_key, user_text FROM pimem.turns WHERE (author, machine, doc_key) IN "
+        "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+        [[k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]])
+    return {(str(author), str(machine), str(doc_key)): str(text or "") for author, machine, doc_key, text in found}
 
 
 def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuery, who: Who,
@@ -866,7 +893,7 @@ def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQu
             return {doc: info for doc, info in docs.items() if info.session in chosen}
 
         return rank_docs(holding, qwords, present, [], df, stats, query, sessions,
-                         lambda keys: _page_rows(conn, keys))
+                         lambda keys: _page_rows(conn, keys), lambda keys: _user_texts(conn, keys))
     ordered = sorted((w for w in qwords if df[w.token] > 0), key=lambda w: df[w.token])
     read: list[str] = []
     spent = 0
@@ -902,4 +929,4 @@ def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQu
         return found
 
     return rank_docs(holding, qwords, read, checked, df, stats, query, budgeted_sessions,
-                     lambda keys: _page_rows(conn, keys))
+                     lambda keys: _page_rows(conn, keys), lambda keys: _user_texts(conn, keys))
