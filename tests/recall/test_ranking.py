@@ -249,6 +249,26 @@ def test_the_words_said_together_beat_the_same_words_scattered(conn: sqlite3.Con
     assert ask(conn, question)[:2] == ["pi:scattered", "pi:said"]
 
 
+def test_a_fact_said_in_passing_in_a_long_message_beats_a_short_text_with_one_word(
+        conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The person said the fact in one sentence of a long message about something else; a two-word text holds
+    # one of the question's words. With b 0.75 on what the person typed, length buried the message under the
+    # short text (turn and session alike); USER_B 0.5 normalises a user text by its length less.
+    filler = " ".join(["we talked about the weather and the traffic on the way home"] * 2)
+    _session(conn, "pi:said", [(f"{filler}. By the way, I graduated with a degree in Business Administration. "
+                                f"{filler}", "Noted.")])
+    _session(conn, "pi:short", [("graduation gifts?", "A watch, maybe.")])
+    _session(conn, "pi:other", [("which degree is best", "Depends.")], start=START + 1_000)
+    for number in range(20):   # ordinary turns: an average user text of some 50 characters
+        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
+                 start=START + (number + 2) * 3_600_000)
+    question = "What degree did I graduate with?"
+    assert ask(conn, question)[:2] == ["pi:said", "pi:short"]
+    monkeypatch.setattr(ranking, "USER_B", ranking.B)   # what the person typed normalised as a reply is
+    ranking._RANKED.clear()
+    assert ask(conn, question)[:2] == ["pi:short", "pi:said"]
+
+
 def test_passage_positions_are_the_word_index_tokens() -> None:
     # Offsets count the index's tokens (stemmed, case folded; _ joins a word), in ASCII and other text.
     text = "I graduated with a Business Administration degree; my_var and Graduates, résumé"

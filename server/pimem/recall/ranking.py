@@ -10,8 +10,9 @@ what the person wants back is the conversation where that came up. So:
 3. **Turns**: the postings of the rarer words are read (the rarest first, up to :data:`READ_BUDGET`
    postings in all; a word beyond it is read newest first up to the budget when nothing rarer is
    there). A turn scores, per word, idf × (:data:`USER_WEIGHT` if in what the person typed, plus
-   :data:`REPLY_WEIGHT` if in the reply), each part normalised by the text's length (BM25's b, with a
-   term frequency of one: the index keeps presence, not counts); in full scoring (4.) that sum is
+   :data:`REPLY_WEIGHT` if in the reply), each part normalised by the text's length (BM25 with a term
+   frequency of one: the index keeps presence, not counts; b :data:`USER_B` for what the person typed,
+   :data:`B` for the reply); in full scoring (4.) that sum is
    multiplied by 1 + :data:`COVERAGE` × the share of the query's idf the turn holds (a word counted
    whole when the person typed it, at :data:`REPLY_WEIGHT` when only the reply holds it).
 4. **Conversations**: the best :data:`CANDIDATE_SESSIONS` sessions by their best turn are scored in full:
@@ -56,7 +57,11 @@ from pimem.store.batches import chunks, placeholders
 from pimem.store.meta import STORE_ID, get_meta
 
 K1 = 1.2
-B = 0.75
+B = 0.75                      # length normalisation of a reply and of a session's typed text
+# What the person typed is normalised by its length less than a reply is: a fact said in passing sits in one
+# sentence of a long message about something else, and b 0.75 buries it under short texts holding one of the
+# question's words (measured on LongMemEval dev: docs/benchmarks.md, "the typed text's length").
+USER_B = 0.5
 USER_WEIGHT = 1.0
 REPLY_WEIGHT = 0.3
 RRF_K = 60.0
@@ -210,8 +215,9 @@ def _postings(conn: sqlite3.Connection, column: str, form: str, limit: int | Non
     return set(json.loads(found))
 
 
-def _norm(length: float, average: float) -> float:
-    return (K1 + 1) / (1 + K1 * (1 - B + B * length / average))
+def _norm(length: float, average: float, b: float) -> float:
+    """BM25's length factor for a word present once, b the share of normalisation (USER_B for a user text)."""
+    return (K1 + 1) / (1 + K1 * (1 - b + b * length / average))
 
 
 def _store_key(conn: sqlite3.Connection) -> str:
@@ -375,7 +381,7 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
         length = 0.0
         for doc, uc, rc in session_docs[session]:
             length += uc
-            user_norm, reply_norm = _norm(uc, avg_user), _norm(rc, avg_reply)
+            user_norm, reply_norm = _norm(uc, avg_user, USER_B), _norm(rc, avg_reply, B)
             value = 0.0
             covered = 0.0
             here: set[str] = set()

@@ -777,8 +777,8 @@ def rank_sessions(candidates: Sequence[Session], session_docs: dict[Session, lis
         length = 0.0
         for info in session_docs[session]:
             length += info.user_chars
-            user_norm = ranking._norm(info.user_chars, stats.avg_user)
-            reply_norm = ranking._norm(info.reply_chars, stats.avg_reply)
+            user_norm = ranking._norm(info.user_chars, stats.avg_user, ranking.USER_B)
+            reply_norm = ranking._norm(info.reply_chars, stats.avg_reply, ranking.B)
             value = 0.0
             covered = 0.0
             here: set[str] = set()
