@@ -60,7 +60,7 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
                 os.killpg(process.pid, signal.SIGKILL)
             kills += 1
         process.wait()
-        time.sleep(0.3)  # let orphaned workers, if any, finish their chunk
+        time.sleep(0.3)  # orphaned workers, if any, end when they see their parent gone (sync/pool.py)
         check_sound(db)
     assert kills >= 5
     final = subprocess.run([sys.executable, "-m", "pimem", "sync"], env=env, capture_output=True, text=True)

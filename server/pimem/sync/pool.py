@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import multiprocessing
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -23,8 +24,25 @@ _worker_conn: sqlite3.Connection | None = None
 _worker_cancel: Any = None
 
 
+def _exit_with_parent() -> None:
+    """End this worker when the process that started it is gone. A pool's workers wait on a queue whose
+    writing end they hold themselves, so a parent killed with SIGKILL (an editor ending its language
+    server, a user's ``kill -9``) would leave them waiting forever. What they committed stays; the
+    store is sound after an exit at any point, as after a kill of the whole process group."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()   # returns when the parent has ended (its sentinel: a pipe, a handle on Windows)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="pimem-parent-watch", daemon=True).start()
+
+
 def _worker_init(db_path: str, cancel_event: Any) -> None:
     global _worker_conn, _worker_cancel
+    _exit_with_parent()
     logging.getLogger().setLevel(logging.WARNING)
     _worker_conn = connect(db_path)
     _worker_cancel = cancel_event
