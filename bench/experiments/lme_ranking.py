@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,25 +34,18 @@ from pimem.recall.freetext import _shortlist, parse_text, stop_words  # noqa: E4
 from pimem.store import connect  # noqa: E402
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("/work/data/lme/longmemeval_s_cleaned.json"))
-    parser.add_argument("--dir", type=Path, required=True)
-    parser.add_argument("--set", action="append", default=[], help="NAME=VALUE, a ranking constant")
-    parser.add_argument("--limit", type=int, default=0)
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--compare", type=Path, help="another run's --out: the questions whose rank moved")
-    args = parser.parse_args()
-    for setting in args.set:
+def apply_settings(settings: Sequence[str]) -> None:
+    """``NAME=VALUE`` overrides of :mod:`pimem.recall.ranking`'s numeric constants, for this run."""
+    for setting in settings:
         name, _, value = setting.partition("=")
         if not hasattr(ranking, name):
             raise SystemExit(f"--set {setting}: pimem.recall.ranking has no {name}")
         setattr(ranking, name, type(getattr(ranking, name))(float(value)))
-    dev, _ = data.split(data.load_questions(args.data))
-    if args.limit:
-        dev = dev[:args.limit]
-    mapping: dict[str, str] = json.loads((args.dir / "mapping.json").read_text(encoding="utf-8"))
-    conn = connect(args.dir / "memory.db", create=False, for_writing=False)
+
+
+def pimem_ranker(store: Path, mapping: dict[str, str]) -> Callable[[str], list[str]]:
+    """A question -> its distinct LongMemEval sessions, best first, from one ``ranking.rank`` call."""
+    conn = connect(store, create=False, for_writing=False)
 
     def ask(text: str) -> list[str]:
         found = parse_text(text)
@@ -62,6 +56,11 @@ def main() -> int:
         evaluate.distinct((mapping.get(row.session_id) for row in page.rows), seen)
         return seen
 
+    return ask
+
+
+def run(ask: Callable[[str], list[str]], dev: Sequence[dict[str, Any]]) -> list[evaluate.Outcome]:
+    """Every question asked once (after one to warm up), its answer's rank and time."""
     ask(dev[0]["question"])
     outcomes: list[evaluate.Outcome] = []
     for question in dev:
@@ -70,6 +69,24 @@ def main() -> int:
         ms = (time.perf_counter() - started) * 1000
         outcomes.append(evaluate.Outcome(question["question_id"], question["question_type"],
                                          evaluate.rank_of(seen, question["answer_session_ids"]), ms, 1, None))
+    return outcomes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("/work/data/lme/longmemeval_s_cleaned.json"))
+    parser.add_argument("--dir", type=Path, required=True)
+    parser.add_argument("--set", action="append", default=[], help="NAME=VALUE, a ranking constant")
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--compare", type=Path, help="another run's --out: the questions whose rank moved")
+    args = parser.parse_args()
+    apply_settings(args.set)
+    dev, _ = data.split(data.load_questions(args.data))
+    if args.limit:
+        dev = dev[:args.limit]
+    mapping: dict[str, str] = json.loads((args.dir / "mapping.json").read_text(encoding="utf-8"))
+    outcomes = run(pimem_ranker(args.dir / "memory.db", mapping), dev)
     summary = evaluate.summarize(outcomes)
     print(evaluate.markdown({"pimem " + " ".join(args.set): summary}))
     # A change is kept only when it helps on both halves (even / odd question index), not just overall.

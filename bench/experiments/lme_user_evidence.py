@@ -24,21 +24,17 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "lme"))
+sys.path.insert(0, str(HERE))
 
 import data  # noqa: E402
 import evaluate  # noqa: E402
-
-from pimem.recall import make_query, ranking  # noqa: E402
-from pimem.recall.freetext import _shortlist, parse_text, stop_words  # noqa: E402
-from pimem.store import connect  # noqa: E402
+from lme_ranking import apply_settings, pimem_ranker, run  # noqa: E402
 
 
 def evidence_roles(question: dict[str, Any]) -> list[tuple[str, str]]:
@@ -63,33 +59,6 @@ def single_user(question: dict[str, Any]) -> bool:
 
 SUBSETS: dict[str, Callable[[dict[str, Any]], bool]] = {
     "all dev": lambda _q: True, "user-evidence": user_evidence, "single-user": single_user}
-
-
-def pimem_ranker(store: Path, mapping: dict[str, str]) -> Callable[[str], list[str]]:
-    conn = connect(store, create=False, for_writing=False)
-
-    def ask(text: str) -> list[str]:
-        found = parse_text(text)
-        qwords = ranking.query_words(_shortlist(list(found)), stop_words())
-        base = make_query([c.term for c in found[:8]], 50, None, None, 0)
-        page = ranking.rank(conn, qwords, replace(base, limit=100))   # two pages of 50: the same 150 sessions
-        seen: list[str] = []
-        evaluate.distinct((mapping.get(row.session_id) for row in page.rows), seen)
-        return seen
-
-    return ask
-
-
-def run(ask: Callable[[str], list[str]], dev: Sequence[dict[str, Any]]) -> list[evaluate.Outcome]:
-    ask(dev[0]["question"])   # warm
-    outcomes: list[evaluate.Outcome] = []
-    for question in dev:
-        started = time.perf_counter()
-        seen = ask(question["question"])
-        ms = (time.perf_counter() - started) * 1000
-        outcomes.append(evaluate.Outcome(question["question_id"], question["question_type"],
-                                         evaluate.rank_of(seen, question["answer_session_ids"]), ms, 1, None))
-    return outcomes
 
 
 def report(name: str, dev: Sequence[dict[str, Any]], outcomes: Sequence[evaluate.Outcome]) -> dict[str, Any]:
@@ -119,11 +88,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="every question's rank and the figures, as JSON")
     parser.add_argument("--compare", type=Path, help="another run's --out: the proxy questions whose rank moved")
     args = parser.parse_args()
-    for setting in args.set:
-        name, _, value = setting.partition("=")
-        if not hasattr(ranking, name):
-            raise SystemExit(f"--set {setting}: pimem.recall.ranking has no {name}")
-        setattr(ranking, name, type(getattr(ranking, name))(float(value)))
+    apply_settings(args.set)
     dev, _ = data.split(data.load_questions(args.data))
     mapping: dict[str, str] = json.loads((args.dir / "mapping.json").read_text(encoding="utf-8"))
     results: dict[str, Any] = {"set": args.set}
