@@ -894,15 +894,7 @@ def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQu
 
         return rank_docs(holding, qwords, present, [], df, stats, query, sessions,
                          lambda keys: _page_rows(conn, keys), lambda keys: _user_texts(conn, keys))
-    ordered = sorted((w for w in qwords if df[w.token] > 0), key=lambda w: df[w.token])
-    read: list[str] = []
-    spent = 0
-    for w in ordered:
-        if read and spent + df[w.token] > ranking.READ_BUDGET:
-            break
-        read.append(w.token)
-        spent += df[w.token]
-    checked = [w.token for w in ordered if w.token not in read]
+    read, checked = read_words(qwords, df)   # the words' choice is text_page's; the rows are scanned here
     newest = sorted(docs.values(), key=lambda info: info.order[0], reverse=True)
     postings: dict[Doc, tuple[set[str], set[str]]] = {}
     for token in read:
