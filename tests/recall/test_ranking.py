@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from pimem.recall import make_query, ranking
 from pimem.recall.freetext import parse_text, recall_conversations
 from pimem.store import SessionRow, connect, get_meta, set_meta, transaction, upsert_session
 from pimem.store.schema import LAYOUT
+from support.passages import QUESTION, said_and_scattered
 
 START = 1_700_000_000_000
 
@@ -231,18 +231,13 @@ def test_the_words_said_together_beat_the_same_words_scattered(conn: sqlite3.Con
     # and length cannot tell that message from one holding the same words apart (here: the same words,
     # reordered, and a reply that mentions one of them, which puts it first without the passage ranking).
     # The best passage of what the person typed (the question's words near one another) decides.
-    trip = "we planned the trip to the coast with the kids and booked the hotel near the station"
-    fact = ["by", "the", "way", "I", "studied", "marine", "biology", "at", "Oregon", "State"]
-    scattered = (f"{' '.join(fact[:5])} {trip}, {trip}. {' '.join(fact[5:8])}. {trip}, {trip} "
-                 f"{' '.join(fact[8:])}")
-    said = f"{trip}, {trip}. {' '.join(fact)}. {trip}, {trip}"
-    assert sorted(re.findall(r"\w+", said)) == sorted(re.findall(r"\w+", scattered)) and len(said) == len(scattered)
+    said, scattered = said_and_scattered()
     _session(conn, "pi:scattered", [(scattered, "Oregon is lovely in spring.")])
     _session(conn, "pi:said", [(said, "Noted.")], start=START + 3_600_000)
     for number in range(20):
         _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
                  start=START + (number + 2) * 3_600_000)
-    question = "What did I study at Oregon State, marine biology?"
+    question = QUESTION
     assert ask(conn, question)[:2] == ["pi:said", "pi:scattered"]
     monkeypatch.setattr(ranking, "PASSAGE_SHARE", 0.0)   # the ranking without the passages
     ranking._RANKED.clear()

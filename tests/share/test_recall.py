@@ -28,6 +28,7 @@ from pimem.share.state import ShareConfig, save_config
 from pimem.words import tokens_many
 from share.conftest import ShareDb
 from share.local import Turn, write
+from support.passages import QUESTION, said_and_scattered
 
 
 @dataclass(frozen=True)
@@ -336,19 +337,14 @@ def test_free_text_ranks_the_words_said_together_first_as_locally(share_db: Shar
     # Local ranking's last step (ranking.passage_bonus) on the shared store: the same words, said together in
     # one message, beat them strewn apart in another (which a reply mentioning one of them puts first without
     # the passages); the page equals the oracle's, which ranks through the same steps.
-    trip = "we planned the trip to the coast with the kids and booked the hotel near the station"
-    fact = ["by", "the", "way", "I", "studied", "marine", "biology", "at", "Oregon", "State"]
-    scattered = (f"{' '.join(fact[:5])} {trip}, {trip}. {' '.join(fact[5:8])}. {trip}, {trip} "
-                 f"{' '.join(fact[8:])}")
-    said = f"{trip}, {trip}. {' '.join(fact)}. {trip}, {trip}"
+    said, scattered = said_and_scattered()
     rows = [Row("laptop", "scattered", "scattered", "/work/proj", scattered, "Oregon is lovely in spring.",
                 1_750_000_000_000),
             Row("laptop", "said", "said", "/work/proj", said, "Noted.", 1_750_003_600_000)]
     rows += [Row("laptop", f"noise{n}", f"noise{n}", "/work/proj", f"the weather was fine on day {n} of the trip",
                  "Good.", 1_750_007_200_000 + n * 3_600_000) for n in range(20)]
     put(share_db, "alice", rows)
-    question = "What did I study at Oregon State, marine biology?"
-    qwords = ranking.query_words(_shortlist(candidates(question)))
+    qwords = ranking.query_words(_shortlist(candidates(QUESTION)))
     query = make_query(["x"], 10)
     with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
         def first_two() -> list[str]:
