@@ -119,11 +119,12 @@ def test_a_sync_by_another_process_is_seen(conn: sqlite3.Connection, db_path: Pa
     _history(conn)
     kept = _answer(conn, "zeppelin hangar")
     assert kept == []
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from test_ranking import _session; "
+    # test_ranking's own imports need tests/ on the path (support.*), as pytest's rootdir gives it.
+    code = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[3]]; from test_ranking import _session; "
             "from pimem.store import connect; "
             "_session(connect(sys.argv[2]), 'pi:zeppelin', [('the zeppelin hangar', 'It flies.')], "
             "start=1_800_000_000_000)")
-    subprocess.run([sys.executable, "-c", code, str(HERE), str(db_path)], check=True)
+    subprocess.run([sys.executable, "-c", code, str(HERE), str(db_path), str(HERE.parent)], check=True)
     after = _answer(conn, "zeppelin hangar")
     assert after and after[0][0] == "pi:zeppelin"
     assert after == _fresh(conn, "zeppelin hangar")
