@@ -34,7 +34,15 @@ lines each edit call added and removed, looked up by hash.
    person's is not known, even when the call wrote two: a person may have deleted one of the agent's
    and kept their own) and no other call ever wrote the
    line (a common line such as ``return result``, alone, says nothing of which call wrote this copy;
-   whole-file writes over unknown content do not count, they repeat what they kept). ``moved`` when that call also
+   whole-file writes over unknown content do not count, they repeat what they kept), **nor any call in
+   another file** (an *idiom*: ``return result;``, ``import os``; layout 8's index of added lines by
+   hash, pimem.store.edits ``written_elsewhere``). A person's copy of an idiom is as likely as the
+   call's: the case this rule removes is an agent writing an idiom the file already held (a person's
+   older copy), then a person deleting or rewriting the agent's copy and keeping their own; one copy
+   is left, one call wrote it, and nothing in the store says whose it is. Its cost: an idiom an agent
+   wrote alone, still as written, is not attributed either (2 right lines of 9 histories in
+   docs/benchmarks.md, against 2 human lines no longer attributed); in a block it still is. Code an
+   agent copied from one file to another loses its lone lines the same way. ``moved`` when that call also
    wrote a neighbouring line (within :data:`RUN_CAP` non-blank lines) on the other side of it than in
    the call (the order is broken); ``line`` otherwise.
 4. *Git* (optional): when the file is in a git repository, ``git blame --porcelain`` of the text
@@ -44,7 +52,8 @@ lines each edit call added and removed, looked up by hash.
    attributed only when its commit is more than :data:`GIT_SLACK_MS` after the write (precision
    first: nothing says a line committed later was not there before the write).
 
-What it cannot see (said in docs): a person who retypes a line exactly as the agent wrote it; an
+What it cannot see (said in docs): a person who retypes a line exactly as the agent wrote it (or had
+an identical copy of an idiom, rule 3, before the agent wrote its own); an
 agent edit later undone outside any conversation but written again by hand; calls the user denied
 (recorded as made); lines a call wrote through a shell command (``sed``, ``cat >``).
 
@@ -72,7 +81,16 @@ from typing import Literal
 from pimem import editspans
 from pimem.filehistory import normalize_file_path
 from pimem.store.batches import chunks, placeholders
-from pimem.store.edits import SpanInfo, created_file, file_rows, line_rows, path_id, span_infos, whole_spans
+from pimem.store.edits import (
+    SpanInfo,
+    created_file,
+    file_rows,
+    line_rows,
+    path_id,
+    span_infos,
+    whole_spans,
+    written_elsewhere,
+)
 from pimem.store.text import shown_text, tolerating
 
 Confidence = Literal["exact", "line", "moved"]
@@ -323,6 +341,7 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     chosen: _Chosen = {}
     weak_lines: set[int] = set()
     writers: dict[int, set[int]] | None = None   # line hash -> the calls that ever wrote it (when needed)
+    alone: list[tuple[int, int, Confidence, int, bool]] = []   # (line, hash, confidence, span, unconfirmed)
     picked: dict[int, tuple[int, int]] = {}
     # the line after blank lines that end the range decides them: it is matched too, then dropped
     following = next((i for i in rows_of if i >= end), None) if not info.normalized[end - 1] else None
@@ -369,10 +388,18 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
             # a common line (``return result``) several calls wrote: alone, it says nothing of which
             continue
         span, pos = entries[0] if len(entries) == 1 else max(entries, key=lambda entry: order[entry[0]])
-        if (span, pos >> 1) in unconfirmed:
-            weak_lines.add(i)
         neighbours = rows_of[max(0, k - RUN_CAP):k] + rows_of[k + 1:k + 1 + RUN_CAP]
-        chosen[i] = ("line" if _in_order(i, span, candidates, neighbours) else "moved", span, -1)
+        alone.append((i, digest, "line" if _in_order(i, span, candidates, neighbours) else "moved", span,
+                      (span, pos >> 1) in unconfirmed))
+    # a line some call also wrote in another file is an idiom (``return result;``): a person's copy of it
+    # is as likely as the call's, so alone it names no write
+    idioms = written_elsewhere(conn, file_id, {digest for _, digest, _, _, _ in alone}) if alone else set()
+    for i, digest, confidence, span, weak_write in alone:
+        if digest in idioms:
+            continue
+        chosen[i] = (confidence, span, -1)
+        if weak_write:
+            weak_lines.add(i)
     # A blank line is the call's when the next non-blank line is in an exact run of that call and the
     # call wrote blank lines right before it.
     next_line: int | None = None
