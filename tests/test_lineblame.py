@@ -630,6 +630,37 @@ def test_git_confirms_a_line_first_committed_well_after_the_write(tmp_path: Path
     assert line_history(conn, str(path), FUNCTION, git=False).lines == []
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_confirms_no_line_a_person_only_moved_after_the_write(tmp_path: Path, project: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person's line a whole-file write kept (unconfirmed), then moved by the person and committed:
+    plain blame names the commit of the move, well after the write; the confirming blame follows the
+    move (and ignores whitespace, as the rule does) to the person's first commit, before the write."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    mine = "\ndef report(values):\n    print(compute(values))\n"
+    write_pi(base, "pi1", project, [("write report", [("read", {"path": "a.py"}),
+                                                      ("write", {"path": "a.py", "content": FUNCTION + mine})])])
+    db = tmp_path / "m.db"
+    sync(base, db)   # the write at 10:00
+    path.write_text(FUNCTION, encoding="utf-8")
+    _git(project, "init", "-q", when="2026-11-01T09:00:00Z")
+    _git(project, "add", "a.py", when="2026-11-01T09:00:00Z")
+    _git(project, "commit", "-q", "-m", "start", when="2026-11-01T09:00:00Z")
+    # the person moves "total = 0" below the loop (and indents it), then commits an hour after the write
+    text = ("def compute(values):\n    for value in values:\n        total += value\n        total = 0\n"
+            "    return total\n" + mine)
+    path.write_text(text, encoding="utf-8")
+    _git(project, "commit", "-q", "-am", "later", when="2026-11-01T11:00:00Z")
+    conn = connect(db, create=False, for_writing=False)
+    # only the write's own lines (5-7, the blank line with its block); the moved line (3) is the person's,
+    # first committed at 09:00
+    assert [found.line for found in line_history(conn, str(path), text).lines] == [5, 6, 7]
+    monkeypatch.setattr(lineblame, "GIT_BLAME_MATCH", ())
+    monkeypatch.setattr(lineblame, "GIT_TTL_S", -1.0)
+    assert [found.line for found in line_history(conn, str(path), text).lines] == [3, 5, 6, 7]   # plain blame
+
+
 def test_a_common_line_several_calls_wrote_is_not_attributed_alone(tmp_path: Path, project: Path) -> None:
     path = project / "a.py"
     base = tmp_path / "agents"
