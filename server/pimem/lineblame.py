@@ -40,7 +40,7 @@ lines each edit call added and removed, looked up by hash.
    call's: the case this rule removes is an agent writing an idiom the file already held (a person's
    older copy), then a person deleting or rewriting the agent's copy and keeping their own; one copy
    is left, one call wrote it, and nothing in the store says whose it is. Its cost: an idiom an agent
-   wrote alone, still as written, is not attributed either (2 right lines of 9 histories in
+   wrote alone, still as written, is not attributed either (3 right lines of 15 histories in
    docs/benchmarks.md, against 2 human lines no longer attributed); in a block it still is. Code an
    agent copied from one file to another loses its lone lines the same way. ``moved`` when that call also
    wrote a neighbouring line (within :data:`RUN_CAP` non-blank lines) on the other side of it than in
@@ -64,11 +64,12 @@ agent edit later undone outside any conversation but written again by hand; call
 (recorded as made); lines a call wrote through a shell command (``sed``, ``cat >``).
 
 Cost: one lookup of the requested lines' hashes (plus :data:`RUN_CAP` non-blank lines around them)
-in the file's rows, so a current-line request reads a handful of rows whatever the history's size
-(0.4 ms of CPU at 1M turns: docs/benchmarks.md); the text's hashes are kept per process for the last
-texts seen (:func:`_text_info`). A whole file reads the file's rows in one range, and its per-line
-Python work is only for the lines some live call wrote, with short paths for a line one call wrote
-once (~35 ms of CPU for 5,046 lines and 2,000 edits).
+in the file's rows, and two index seeks for each line attributed alone (rule 3's idioms), so a
+current-line request reads a handful of rows whatever the history's size (0.35 ms of CPU at 1M turns:
+docs/benchmarks.md); the text's hashes are kept per process for the last texts seen
+(:func:`_text_info`). A whole file reads the file's rows in one range, and its per-line Python work is
+only for the lines some live call wrote, with short paths for a line one call wrote once (~27–35 ms of
+CPU for 5,046 lines and 2,000 edits, ~1 ms of it the idiom lookup).
 """
 
 from __future__ import annotations
