@@ -1,5 +1,5 @@
 """Memory of each line (issue 23): the edit spans the importers record (pimem.editspans, the importers'
-``edit_calls``), how the store keeps them (layout 7), and the attribution rules (pimem.lineblame) over
+``edit_calls``), how the store keeps them (layouts 7 and 8), and the attribution rules (pimem.lineblame) over
 stores synced from crafted Claude Code, Pi and Codex transcripts; ``pimem blame``."""
 
 from __future__ import annotations
@@ -193,8 +193,8 @@ def test_layout_6_store_migrates_and_the_rules_reparse_fills_spans(tmp_path: Pat
         set_meta(conn, "layout", "6")
         set_meta(conn, META_KEY, json.dumps({"claude": 3, "codex": 3, "pi": 2}))
     conn.close()
-    conn = connect(db)      # opened for writing: migrated to 7, empty
-    assert conn.execute("SELECT value FROM pimem_meta WHERE key = 'layout'").fetchone() == ("7",)
+    conn = connect(db)      # opened for writing: migrated to 8, empty
+    assert conn.execute("SELECT value FROM pimem_meta WHERE key = 'layout'").fetchone() == ("8",)
     assert conn.execute("SELECT count(*) FROM pimem_edit_spans").fetchone() == (0,)
     conn.close()
     sync(base, db)          # the claude rules rose: its file is parsed again
@@ -630,6 +630,37 @@ def test_git_confirms_a_line_first_committed_well_after_the_write(tmp_path: Path
     assert line_history(conn, str(path), FUNCTION, git=False).lines == []
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_confirms_no_line_a_person_only_moved_after_the_write(tmp_path: Path, project: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person's line a whole-file write kept (unconfirmed), then moved by the person and committed:
+    plain blame names the commit of the move, well after the write; the confirming blame follows the
+    move (and ignores whitespace, as the rule does) to the person's first commit, before the write."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    mine = "\ndef report(values):\n    print(compute(values))\n"
+    write_pi(base, "pi1", project, [("write report", [("read", {"path": "a.py"}),
+                                                      ("write", {"path": "a.py", "content": FUNCTION + mine})])])
+    db = tmp_path / "m.db"
+    sync(base, db)   # the write at 10:00
+    path.write_text(FUNCTION, encoding="utf-8")
+    _git(project, "init", "-q", when="2026-11-01T09:00:00Z")
+    _git(project, "add", "a.py", when="2026-11-01T09:00:00Z")
+    _git(project, "commit", "-q", "-m", "start", when="2026-11-01T09:00:00Z")
+    # the person moves "total = 0" below the loop (and indents it), then commits an hour after the write
+    text = ("def compute(values):\n    for value in values:\n        total += value\n        total = 0\n"
+            "    return total\n" + mine)
+    path.write_text(text, encoding="utf-8")
+    _git(project, "commit", "-q", "-am", "later", when="2026-11-01T11:00:00Z")
+    conn = connect(db, create=False, for_writing=False)
+    # only the write's own lines (5-7, the blank line with its block); the moved line (3) is the person's,
+    # first committed at 09:00
+    assert [found.line for found in line_history(conn, str(path), text).lines] == [5, 6, 7]
+    monkeypatch.setattr(lineblame, "GIT_BLAME_MATCH", ())
+    monkeypatch.setattr(lineblame, "GIT_TTL_S", -1.0)
+    assert [found.line for found in line_history(conn, str(path), text).lines] == [3, 5, 6, 7]   # plain blame
+
+
 def test_a_common_line_several_calls_wrote_is_not_attributed_alone(tmp_path: Path, project: Path) -> None:
     path = project / "a.py"
     base = tmp_path / "agents"
@@ -709,6 +740,9 @@ def test_a_write_result_is_not_a_user_line_of_the_conversation() -> None:
 EDITED = FUNCTION.replace("total = 0", "total = start_value(0)")
 
 
+OTHER = FUNCTION.replace("def compute(", "def compute_other(")
+
+
 def test_a_write_that_created_its_file_is_attributed_without_git(tmp_path: Path, project: Path) -> None:
     """Pi's ``write`` result does not say whether the file existed ("Successfully wrote to PATH", the real
     Pi 1.6.0): a write no call of any agent touched the path before created it, its lines are its own."""
@@ -720,7 +754,8 @@ def test_a_write_that_created_its_file_is_attributed_without_git(tmp_path: Path,
                        # an edit of the file it just wrote, in the same turn: still a creation
                        ("edit", {"path": "new.py", "edits": [{"oldText": "    total = 0\n",
                                                               "newText": "    total = start_value(0)\n"}]})]),
-        ("rewrite the other", [("write", {"path": "old.py", "content": FUNCTION})]),
+        # (another function: a line also written in another file would be an idiom, not attributed alone)
+        ("rewrite the other", [("write", {"path": "old.py", "content": OTHER})]),
         ("write it again", [("write", {"path": "new.py", "content": EDITED + "print(compute([1]))\n"})]),
     ], minute=30)
     db = tmp_path / "m.db"
@@ -731,7 +766,7 @@ def test_a_write_that_created_its_file_is_attributed_without_git(tmp_path: Path,
         0: ("line", "create it"), 1: ("line", "create it"), 2: ("exact", "create it"), 3: ("exact", "create it"),
         4: ("exact", "create it")}
     # a file an earlier call read existed: what the write repeats may be a person's (unconfirmed)
-    assert _blame(db, over, FUNCTION) == {}
+    assert _blame(db, over, OTHER) == {}
 
 
 def test_copies_of_a_line_outside_a_block_are_not_attributed(tmp_path: Path, project: Path) -> None:
@@ -746,3 +781,58 @@ def test_copies_of_a_line_outside_a_block_are_not_attributed(tmp_path: Path, pro
     text = "by_hand_a()\nvalue = load_config()\nby_hand_b()\nby_hand_c()\nvalue = load_config()\n"
     assert _blame(db, path, text) == {}
     assert _blame(db, path, "by_hand_a()\nvalue = load_config()\nby_hand_b()\n") == {1: ("line", "write")}
+
+
+def test_a_line_some_call_also_wrote_in_another_file_is_an_idiom_not_attributed_alone(
+        tmp_path: Path, project: Path) -> None:
+    """``return result;`` that one call wrote in this file and another call wrote in another file: a
+    person's copy of an idiom is as likely as the call's (the agent's copy deleted, the person's kept),
+    so alone it names no write; in a block of the call it still does. A line no other file has is
+    attributed alone, as before."""
+    path, other = project / "cart.ts", project / "format.ts"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("cart", [("Write", {"file_path": str(path), "content":
+                                                 "const label = formatLabel(total);\nreturn result;\n"})])])
+    write_claude(base, "s2", project, [("format", [("Write", {"file_path": str(other), "content":
+                                                   "const price = formatPrice(value);\nreturn result;\n"})])],
+                 minute=30)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, "const label = formatLabel(total);\nreturn result;\n") == {
+        0: ("exact", "cart"), 1: ("exact", "cart")}
+    # alone among a person's lines: the idiom is nobody's, the line only this file has is still the call's
+    assert _blame(db, path, "by_hand_a();\nreturn result;\nby_hand_b();\n") == {}
+    assert _blame(db, path, "by_hand_a();\nconst label = formatLabel(total);\nby_hand_b();\n") == {
+        1: ("line", "cart")}
+    # the current-line request (a range) answers the same
+    assert _blame(db, path, "by_hand_a();\nreturn result;\nby_hand_b();\n", start_line=1, end_line=2) == {}
+
+
+def test_layout_7_store_gets_the_index_of_lines_by_hash(tmp_path: Path, project: Path) -> None:
+    """A layout-7 store (before the idiom rule) is migrated in place: the index is built from the rows it
+    has, nothing parsed again; until then a reader answers without the rule."""
+    path, other = project / "a.py", project / "b.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("one", [("Write", {"file_path": str(path), "content": "return result\n"}),
+                                                ("Write", {"file_path": str(other), "content": "return result\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    conn = connect(db)
+    with transaction(conn):
+        conn.execute("DROP INDEX pimem_edit_lines_by_hash")
+        set_meta(conn, "layout", "7")
+    conn.close()
+    reader = sqlite3.connect(db)
+    try:
+        from pimem.store.edits import written_elsewhere
+        assert written_elsewhere(reader, 1, [editspans.line_hash("returnresult")]) == set()
+    finally:
+        reader.close()
+    conn = connect(db)      # opened for writing: migrated to 8
+    assert conn.execute("SELECT value FROM pimem_meta WHERE key = 'layout'").fetchone() == ("8",)
+    file_id = conn.execute("SELECT path_id FROM pimem_edit_files WHERE path = ?", (str(path),)).fetchone()[0]
+    from pimem.store.edits import written_elsewhere
+    assert written_elsewhere(conn, file_id, [editspans.line_hash("returnresult"), 12345]) == {
+        editspans.line_hash("returnresult")}
+    conn.close()
+    assert _blame(db, path, "by_hand = 1\nreturn result\nalso_by_hand = 2\n") == {}

@@ -34,7 +34,15 @@ lines each edit call added and removed, looked up by hash.
    person's is not known, even when the call wrote two: a person may have deleted one of the agent's
    and kept their own) and no other call ever wrote the
    line (a common line such as ``return result``, alone, says nothing of which call wrote this copy;
-   whole-file writes over unknown content do not count, they repeat what they kept). ``moved`` when that call also
+   whole-file writes over unknown content do not count, they repeat what they kept), **nor any call in
+   another file** (an *idiom*: ``return result;``, ``import os``; layout 8's index of added lines by
+   hash, pimem.store.edits ``written_elsewhere``). A person's copy of an idiom is as likely as the
+   call's: the case this rule removes is an agent writing an idiom the file already held (a person's
+   older copy), then a person deleting or rewriting the agent's copy and keeping their own; one copy
+   is left, one call wrote it, and nothing in the store says whose it is. Its cost: an idiom an agent
+   wrote alone, still as written, is not attributed either (3 right lines of 15 histories in
+   docs/benchmarks.md, against 2 human lines no longer attributed); in a block it still is. Code an
+   agent copied from one file to another loses its lone lines the same way. ``moved`` when that call also
    wrote a neighbouring line (within :data:`RUN_CAP` non-blank lines) on the other side of it than in
    the call (the order is broken); ``line`` otherwise.
 4. *Git* (optional): when the file is in a git repository, ``git blame --porcelain`` of the text
@@ -42,18 +50,26 @@ lines each edit call added and removed, looked up by hash.
    turn existed before it, so that call did not write it and the line is not attributed. Lines not
    committed yet, and files outside git, are kept as matched; but an unconfirmed line (1.) is
    attributed only when its commit is more than :data:`GIT_SLACK_MS` after the write (precision
-   first: nothing says a line committed later was not there before the write).
+   first: nothing says a line committed later was not there before the write), and so is its commit
+   in a second blame that ignores whitespace and follows lines moved within the file
+   (:data:`GIT_BLAME_MATCH`, run only when some line is to be confirmed): a person's line the write
+   kept, moved or reindented by the person since, is dated by plain blame at the commit of the move,
+   after the write, but by that blame at its first commit, before it. Used only to confirm: as the
+   test of lines committed before the call, it dated agent lines too early (recall 0.91 → 0.78 on
+   seed 11, docs/benchmarks.md).
 
-What it cannot see (said in docs): a person who retypes a line exactly as the agent wrote it; an
+What it cannot see (said in docs): a person who retypes a line exactly as the agent wrote it (or had
+an identical copy of an idiom, rule 3, before the agent wrote its own); an
 agent edit later undone outside any conversation but written again by hand; calls the user denied
 (recorded as made); lines a call wrote through a shell command (``sed``, ``cat >``).
 
 Cost: one lookup of the requested lines' hashes (plus :data:`RUN_CAP` non-blank lines around them)
-in the file's rows, so a current-line request reads a handful of rows whatever the history's size
-(0.4 ms of CPU at 1M turns: docs/benchmarks.md); the text's hashes are kept per process for the last
-texts seen (:func:`_text_info`). A whole file reads the file's rows in one range, and its per-line
-Python work is only for the lines some live call wrote, with short paths for a line one call wrote
-once (~35 ms of CPU for 5,046 lines and 2,000 edits).
+in the file's rows, and two index seeks for each line attributed alone (rule 3's idioms), so a
+current-line request reads a handful of rows whatever the history's size (0.35 ms of CPU at 1M turns:
+docs/benchmarks.md); the text's hashes are kept per process for the last texts seen
+(:func:`_text_info`). A whole file reads the file's rows in one range, and its per-line Python work is
+only for the lines some live call wrote, with short paths for a line one call wrote once (~27–35 ms of
+CPU for 5,046 lines and 2,000 edits, ~1 ms of it the idiom lookup).
 """
 
 from __future__ import annotations
@@ -72,7 +88,16 @@ from typing import Literal
 from pimem import editspans
 from pimem.filehistory import normalize_file_path
 from pimem.store.batches import chunks, placeholders
-from pimem.store.edits import SpanInfo, created_file, file_rows, line_rows, path_id, span_infos, whole_spans
+from pimem.store.edits import (
+    SpanInfo,
+    created_file,
+    file_rows,
+    line_rows,
+    path_id,
+    span_infos,
+    whole_spans,
+    written_elsewhere,
+)
 from pimem.store.text import shown_text, tolerating
 
 Confidence = Literal["exact", "line", "moved"]
@@ -85,6 +110,9 @@ MAX_RANGE_LINES = 20_000          # the most lines of one request
 PROMPT_CHARS = 200
 GIT_SLACK_MS = 120_000            # clock skew between the agent's machine and the commit's
 GIT_TIMEOUT_S = 5.0
+# how the blame that confirms a line (rule 4) matches lines: whitespace ignored and lines moved within the
+# file followed, as the rule matches them (-M4: a line of 4 letters or digits, what is_trivial needs)
+GIT_BLAME_MATCH: tuple[str, ...] = ("-w", "-M4")
 GIT_PAGE = 256
 _TEXT_CACHE = 8
 _GIT_CACHE = 32
@@ -156,8 +184,9 @@ class _TextInfo:
 
 
 _texts: OrderedDict[tuple[str, bytes], _TextInfo] = OrderedDict()
-# (path, text digest, first, last) -> (when blamed, monotonic s; the lines' commit times)
-_git: OrderedDict[tuple[str, bytes, int, int], tuple[float, dict[int, int | None] | None]] = OrderedDict()
+# (path, text digest, first, last, blame options) -> (when blamed, monotonic s; the lines' commit times)
+_GitKey = tuple[str, bytes, int, int, tuple[str, ...]]
+_git: OrderedDict[_GitKey, tuple[float, dict[int, int | None] | None]] = OrderedDict()
 
 
 def _digest(text: str) -> bytes:
@@ -227,12 +256,18 @@ def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int
         times = _git_times(path, text, digest, first, last)
         if times is not None:
             git_used = True
+            confirming: list[int] = []
             for line in list(chosen):
                 committed, written = times.get(line), spans[chosen[line][1]].ts
                 if committed is not None and committed < written - GIT_SLACK_MS:
                     del chosen[line]
                 elif line in unconfirmed and committed is not None and committed > written + GIT_SLACK_MS:
-                    unconfirmed.discard(line)   # first committed well after the write: not older than it
+                    confirming.append(line)
+            if confirming and GIT_BLAME_MATCH:
+                moved = _git_times(path, text, digest, first, last, GIT_BLAME_MATCH)
+                confirming = [line for line in confirming if moved is not None and (moved.get(line) or 0)
+                              > spans[chosen[line][1]].ts + GIT_SLACK_MS]
+            unconfirmed.difference_update(confirming)   # first committed well after the write: not older than it
     # precision first: a line only a whole-file write over unknown content claims is not attributed
     # unless git confirms it
     for line in unconfirmed:
@@ -323,6 +358,7 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     chosen: _Chosen = {}
     weak_lines: set[int] = set()
     writers: dict[int, set[int]] | None = None   # line hash -> the calls that ever wrote it (when needed)
+    alone: list[tuple[int, int, Confidence, int, bool]] = []   # (line, hash, confidence, span, unconfirmed)
     picked: dict[int, tuple[int, int]] = {}
     # the line after blank lines that end the range decides them: it is matched too, then dropped
     following = next((i for i in rows_of if i >= end), None) if not info.normalized[end - 1] else None
@@ -369,10 +405,18 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
             # a common line (``return result``) several calls wrote: alone, it says nothing of which
             continue
         span, pos = entries[0] if len(entries) == 1 else max(entries, key=lambda entry: order[entry[0]])
-        if (span, pos >> 1) in unconfirmed:
-            weak_lines.add(i)
         neighbours = rows_of[max(0, k - RUN_CAP):k] + rows_of[k + 1:k + 1 + RUN_CAP]
-        chosen[i] = ("line" if _in_order(i, span, candidates, neighbours) else "moved", span, -1)
+        alone.append((i, digest, "line" if _in_order(i, span, candidates, neighbours) else "moved", span,
+                      (span, pos >> 1) in unconfirmed))
+    # a line some call also wrote in another file is an idiom (``return result;``): a person's copy of it
+    # is as likely as the call's, so alone it names no write
+    idioms = written_elsewhere(conn, file_id, {digest for _, digest, _, _, _ in alone}) if alone else set()
+    for i, digest, confidence, span, weak_write in alone:
+        if digest in idioms:
+            continue
+        chosen[i] = (confidence, span, -1)
+        if weak_write:
+            weak_lines.add(i)
     # A blank line is the call's when the next non-blank line is in an exact run of that call and the
     # call wrote blank lines right before it.
     next_line: int | None = None
@@ -578,18 +622,19 @@ def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, Sp
     return found
 
 
-def _git_times(path: str, text: str, digest: bytes, first: int, last: int) -> dict[int, int | None] | None:
+def _git_times(path: str, text: str, digest: bytes, first: int, last: int, match: tuple[str, ...] = (),
+               ) -> dict[int, int | None] | None:
     """0-based line -> the committer time (ms) of the commit ``git blame`` names for it (None: not
     committed yet), for lines ``first``..``last`` (1-based) of ``text``; None when the file is not in
     a git work tree or git fails. Run without a shell, the path after ``--``, nothing of the
     repository's configuration that runs a program (textconv, fsmonitor)."""
-    key = (path, digest, first, last)
+    key = (path, digest, first, last, match)
     now = time.monotonic()
     cached = _git.get(key)
     if cached is not None and now - cached[0] <= GIT_TTL_S:
         _git.move_to_end(key)
         return cached[1]
-    found = _run_blame(path, text, first, last)
+    found = _run_blame(path, text, first, last, match)
     _git[key] = (now, found)
     _git.move_to_end(key)
     while len(_git) > _GIT_CACHE:
@@ -597,12 +642,13 @@ def _git_times(path: str, text: str, digest: bytes, first: int, last: int) -> di
     return found
 
 
-def _run_blame(path: str, text: str, first: int, last: int) -> dict[int, int | None] | None:
+def _run_blame(path: str, text: str, first: int, last: int, match: tuple[str, ...] = (),
+               ) -> dict[int, int | None] | None:
     folder = os.path.dirname(path)
     if not os.path.isdir(folder):
         return None
-    command = ["git", "-c", "core.fsmonitor=false", "blame", "--porcelain", "--no-textconv", "--contents", "-",
-               "-L", f"{first},{last}", "--", path]
+    command = ["git", "-c", "core.fsmonitor=false", "blame", "--porcelain", "--no-textconv", *match,
+               "--contents", "-", "-L", f"{first},{last}", "--", path]
     # the repository is found from the file's folder, whatever the server's environment points at
     env = {key: value for key, value in os.environ.items()
            if key not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_PARAMETERS")}

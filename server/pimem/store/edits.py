@@ -1,4 +1,4 @@
-"""``pimem_edit_*`` (layout 7): the lines each edit tool call wrote and replaced, per file (issue 23).
+"""``pimem_edit_*`` (layouts 7 and 8): the lines each edit tool call wrote and replaced, per file (issue 23).
 
 Written by the sync in the same transaction as the turn rows (pimem.sync.ingest), from the importers'
 edit calls turned into lines by pimem.editspans; read by pimem.lineblame. Three tables:
@@ -11,6 +11,10 @@ edit calls turned into lines by pimem.editspans; read by pimem.lineblame. Three 
 * ``pimem_edit_lines``: one row per added line (``pos`` ≥ 0, its position among the call's non-blank
   new lines) and per removed line (``pos`` < 0), keyed by (file, normalized line hash): the lines of
   the current text are looked up by hash, never by reading a file's whole history.
+
+Layout 8 adds ``pimem_edit_lines_by_hash``, the added lines by hash across files: whether a line was
+also written in another file (an idiom, attributed only in a block: pimem.lineblame rule 3) is two
+seeks per line, whatever the store's size.
 
 Rows of a turn parsed again from its start are replaced, as its touches are.
 """
@@ -48,6 +52,12 @@ CREATE TABLE IF NOT EXISTS pimem_edit_lines (
   PRIMARY KEY (path_id, hash, span_id, pos)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS pimem_edit_lines_by_span ON pimem_edit_lines (span_id);
+"""
+
+# layout 8: the added lines by hash, across files (pimem.lineblame: a line some call also wrote in another
+# file is an idiom, which alone names no write)
+EDITS_BY_HASH_SCHEMA = """
+CREATE INDEX IF NOT EXISTS pimem_edit_lines_by_hash ON pimem_edit_lines (hash, path_id) WHERE pos >= 0;
 """
 
 
@@ -149,6 +159,24 @@ def line_rows(conn: sqlite3.Connection, file_id: int, hashes: Sequence[int],
 def file_rows(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, int, int]]:
     """(hash, span id, pos) of every row of one file: one range of the primary key."""
     return list(conn.execute("SELECT hash, span_id, pos FROM pimem_edit_lines WHERE path_id = ?", (file_id,)))
+
+
+def written_elsewhere(conn: sqlite3.Connection, file_id: int, hashes: Iterable[int]) -> set[int]:
+    """The line hashes among ``hashes`` that some call added to a file other than ``file_id`` (two seeks
+    of ``pimem_edit_lines_by_hash`` per hash). A store whose layout predates that index (a reader of a
+    store not migrated yet) has none: the empty set, as before the rule."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'pimem_edit_lines_by_hash'"
+                    ).fetchone() is None:
+        return set()
+    found: set[int] = set()
+    for batch in chunks(sorted(set(hashes))):
+        values = ", ".join("(?)" for _ in batch)
+        found.update(int(row[0]) for row in conn.execute(
+            f"WITH wanted(h) AS (VALUES {values}) SELECT h FROM wanted WHERE "
+            "EXISTS (SELECT 1 FROM pimem_edit_lines WHERE hash = h AND pos >= 0 AND path_id < ?) OR "
+            "EXISTS (SELECT 1 FROM pimem_edit_lines WHERE hash = h AND pos >= 0 AND path_id > ?)",
+            [*batch, file_id, file_id]))
+    return found
 
 
 def whole_spans(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, int]]:

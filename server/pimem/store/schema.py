@@ -32,13 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pimem import __version__
-from pimem.store.edits import EDITS_SCHEMA
+from pimem.store.edits import EDITS_BY_HASH_SCHEMA, EDITS_SCHEMA
 from pimem.store.failures import StoreError
 from pimem.store.meta import STORE_ID, get_meta, new_store_id, set_meta
 from pimem.store.touches import TOUCHES_SCHEMA
 
 BASE_LAYOUT = 3            # the tables below; what pimem 0.1.0 called schema_version "3"
-LAYOUT = 7                 # the layout this pimem writes
+LAYOUT = 8                 # the layout this pimem writes
 MIN_READER_LAYOUT = 3      # the oldest layout whose pimem can read what this one writes
 LEGACY_SCHEMA_VERSION = "3"
 
@@ -217,9 +217,19 @@ def _layout_6_to_7(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _layout_7_to_8(conn: sqlite3.Connection) -> None:
+    """An index of the edit spans' added lines by hash across files (pimem.store.edits
+    ``written_elsewhere``): a line some call also wrote in another file is attributed only inside a
+    block (pimem.lineblame, rule 3). Nothing is parsed again; older readers ignore the index and read
+    the same tables (MIN_READER_LAYOUT stays 3)."""
+    for statement in _split_sql(EDITS_BY_HASH_SCHEMA):
+        conn.execute(statement)
+
+
 # MIGRATIONS[n] brings a store from layout n to n + 1, inside the caller's transaction.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _layout_3_to_4, 4: _layout_4_to_5,
-                                                                5: _layout_5_to_6, 6: _layout_6_to_7}
+                                                                5: _layout_5_to_6, 6: _layout_6_to_7,
+                                                                7: _layout_7_to_8}
 
 
 @dataclass(frozen=True)
