@@ -30,7 +30,7 @@ import data  # noqa: E402
 import evaluate  # noqa: E402
 
 from pimem.recall import make_query, ranking  # noqa: E402
-from pimem.recall.freetext import _shortlist, parse_text, stop_words  # noqa: E402
+from pimem.recall.freetext import _shortlist, parse_text, prose_stop_words  # noqa: E402
 from pimem.store import connect  # noqa: E402
 
 
@@ -49,7 +49,7 @@ def pimem_ranker(store: Path, mapping: dict[str, str]) -> Callable[[str], list[s
 
     def ask(text: str) -> list[str]:
         found = parse_text(text)
-        qwords = ranking.query_words(_shortlist(list(found)), stop_words())
+        qwords = ranking.query_words(_shortlist(list(found)), prose_stop_words())
         base = make_query([c.term for c in found[:8]], 50, None, None, 0)
         page = ranking.rank(conn, qwords, replace(base, limit=100))   # two pages of 50: the same 150 sessions
         seen: list[str] = []

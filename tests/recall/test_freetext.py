@@ -48,6 +48,17 @@ def test_stop_words_of_every_language_and_code_keywords_are_dropped() -> None:
     assert terms("a") == ["a"]
 
 
+def test_code_keywords_are_words_in_a_sentence() -> None:
+    # In a hovered line or a pasted snippet ``class``, ``raise`` and ``return`` say nothing; in a question they
+    # are what it is about. The keywords that are how a question asks (how long, what type of, the number of,
+    # go, use, new) stay stop words there too (stopwords/asking.txt).
+    assert terms("Which day do I take a cocktail-making class?")[-1] == "class"
+    assert terms("How much money did I raise for the shelter?") == ["money", "raise", "shelter"]
+    assert terms("How long have I had the new type of racket?") == ["racket"]
+    assert terms("What is the total number of books I read?") == ["total", "book", "read"]
+    assert terms("    raise ValueError('no such class')") == ["ValueError", "Value", "Error"]
+
+
 def test_identifiers_stay_whole_and_offer_their_parts() -> None:
     assert terms("zeta_ratelimit") == ["zeta_ratelimit", "zeta", "ratelimit"]
     assert terms("const url = await s3.getSignedUrl(params)")[:4] == ["url", "s3.getSignedUrl", "getSignedUrl",

@@ -272,3 +272,16 @@ def test_passage_positions_are_the_word_index_tokens() -> None:
                      {"graduat": [3]}]   # the CJK run is its three two-character pieces (word_text)
     assert ranking.passage_score({"a": [0], "b": [1]}, {"a": 1.0, "b": 1.0}, 10.0) > 1.9
     assert ranking.passage_score({"a": [0], "b": [100]}, {"a": 1.0, "b": 1.0}, 10.0) == pytest.approx(1.0)
+
+
+def test_a_code_keyword_in_a_question_is_one_of_its_words(conn: sqlite3.Connection) -> None:
+    # "class" was a stop word everywhere (code's keywords: stopwords/code.txt), so the question searched
+    # "pottery" alone and a short text holding it came first. In a sentence it is a word of the question.
+    _session(conn, "pi:short", [("pottery wheel prices?", "About 300 dollars.")])
+    _session(conn, "pi:said", [("I signed up for an evening pottery class with my neighbour, it starts soon, "
+                                "what should I bring along on the first day?", "An apron and a towel.")],
+             start=START + 1_000)
+    for number in range(20):   # ordinary turns: an average user text of some 50 characters
+        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
+                 start=START + (number + 2) * 3_600_000)
+    assert ask(conn, "Which day of the week is my pottery class?")[:2] == ["pi:said", "pi:short"]

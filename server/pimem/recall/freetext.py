@@ -9,7 +9,9 @@ instead, so this module decides which of its words to search, in two steps:
    stop characters and offer the overlapping two-character pieces of what is left (plus the piece
    itself when short); keep katakana words whole and drop hiragana (particles, endings); drop the stop
    words of English, German, French, Spanish, Chinese and Japanese, the phrasing of a question about a
-   past conversation ("how did we … last spring") and the keywords of the main programming languages,
+   past conversation ("how did we … last spring") and the keywords of the main programming languages
+   (``code.txt``; in a text that reads as a sentence only those that are how a question asks,
+   ``asking.txt``: *how long*, *what type of*; *class*, *raise*, *join* are words of a question),
    unless nothing else is left. Lists: ``pimem/recall/stopwords/*.txt``.
 2. :func:`choose_terms` (needs the store): estimate how many turns hold each candidate
    (:mod:`pimem.recall.termstats`, from the trigram index), drop those no turn holds, and keep the at most
@@ -48,6 +50,7 @@ from pimem.recall import (
 
 MAX_TERMS = 8
 STOPWORDS = Path(__file__).resolve().parent / "stopwords"   # package data (pyproject: package-data)
+CODE_STOPWORDS = "code.txt"   # keywords of programming languages (not stop words in a sentence)
 # Candidates whose frequency is looked up; longer texts keep the most specific-looking words (a prior
 # from their shape, not their position), so a pasted page costs what a paragraph costs.
 MAX_CANDIDATES = 32
@@ -77,9 +80,20 @@ _HUMPS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z\u00df-\u024f]+[0-9]*|[A-Z]
 @cache
 def stop_words() -> frozenset[str]:
     """Every stop word of every list (lower case), read once from the package data."""
+    return _read_stop_words(prose=False)
+
+
+@cache
+def prose_stop_words() -> frozenset[str]:
+    """The stop words of the languages only: in a sentence, ``class``, ``raise``, ``type``, ``new`` or ``long``
+    are words of the question, not code's keywords."""
+    return _read_stop_words(prose=True)
+
+
+def _read_stop_words(prose: bool) -> frozenset[str]:
     words: set[str] = set()
     for entry in sorted(STOPWORDS.glob("*.txt")):
-        if entry.is_file():
+        if entry.is_file() and not (prose and entry.name == CODE_STOPWORDS):
             for line in entry.read_text(encoding="utf-8").splitlines():
                 if not line.startswith("#"):
                     words.update(word.lower() for word in line.split())
@@ -109,8 +123,9 @@ class Candidate:
         return self.term.lower()
 
 
-def _is_stop(word: str) -> bool:
-    return word.lower() in stop_words()
+def _is_stop(word: str, sentence: bool = False) -> bool:
+    """A stop word; in a sentence, a language's only (code's keywords are words there)."""
+    return word.lower() in (prose_stop_words() if sentence else stop_words())
 
 
 def _shape_prior(word: str) -> int:
@@ -243,7 +258,7 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
             if not any(char.isalnum() for char in word) or len(word) > MAX_TERM_CHARS:
                 continue
             parts = [part for part in _identifier_parts(word) if len(part) >= 3 or not part.isascii()]
-            if _is_stop(word) or (parts and all(_is_stop(part) for part in parts)):
+            if _is_stop(word, sentence) or (parts and all(_is_stop(part, sentence) for part in parts)):
                 found.append(Candidate(word, None, 0, stop=True))   # a stop word, or made of them (avons-nous)
                 continue
             found.append(Candidate(stem(word), None, _shape_prior(word), written=word))
@@ -253,7 +268,7 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
     for candidate in found:
         distinct.setdefault(candidate.key, candidate)
     everything = list(distinct.values())
-    meaningful = [c for c in everything if not c.stop and not _is_stop(c.term) and not _noise(c.term)]
+    meaningful = [c for c in everything if not c.stop and not _is_stop(c.term, sentence) and not _noise(c.term)]
     if meaningful:
         return meaningful
     return [c for c in everything if not (len(c.term) == 1 and c.term.isascii())] or everything
@@ -405,7 +420,9 @@ def recall_conversations(conn: sqlite3.Connection, found: Sequence[Candidate], b
     one row each (its best turn), paged by conversation; ``base`` gives the page and the filters."""
     if index.fts_enabled(conn) and words.words_enabled(conn) and not looks_like_code(found) \
             and ranking.pending_backlog(conn) <= WORD_BACKLOG_LIMIT:
-        qwords = ranking.query_words(_shortlist(list(found)), stop_words())
+        # The candidates dropped the stop words as written; this drops the index tokens that are stop words
+        # (*one* held as ``on``): a language's only, as a keyword left in a sentence is a word (``classes``).
+        qwords = ranking.query_words(_shortlist(list(found)), prose_stop_words())
         page = ranking.rank(conn, qwords, base)
         searched = list(dict.fromkeys(word.surface for word, _, _ in page.searched)) or \
             list(dict.fromkeys(w.surface for w in qwords))
