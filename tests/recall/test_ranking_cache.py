@@ -23,17 +23,11 @@ HERE = Path(__file__).resolve().parent
 QUESTION = "application help live"
 
 
-def _forget() -> None:
-    """What a process keeps between questions: the ranked lists and the docs' sessions."""
-    ranking._RANKED.clear()
-    ranking._SESSIONS_OF_DOCS.clear()
-
-
 @pytest.fixture
 def conn(db_path: Path) -> Iterator[sqlite3.Connection]:
-    _forget()
+    ranking._RANKED.clear()
     yield connect(db_path)
-    _forget()
+    ranking._RANKED.clear()
 
 
 def _answer(conn: sqlite3.Connection, text: str, limit: int = 10, offset: int = 0) -> list[tuple[str, str, list[str]]]:
@@ -44,11 +38,11 @@ def _answer(conn: sqlite3.Connection, text: str, limit: int = 10, offset: int = 
 
 def _fresh(conn: sqlite3.Connection, text: str, limit: int = 10, offset: int = 0) -> list[tuple[str, str, list[str]]]:
     """The answer of a process that kept nothing."""
-    _forget()
+    ranking._RANKED.clear()
     try:
         return _answer(conn, text, limit, offset)
     finally:
-        _forget()
+        ranking._RANKED.clear()
 
 
 @pytest.fixture
@@ -140,14 +134,12 @@ def test_a_connection_in_a_transaction_neither_uses_nor_fills_the_lists(conn: sq
                                                                           ranked: list[int]) -> None:
     _history(conn)
     _answer(conn, QUESTION)
-    ranking._SESSIONS_OF_DOCS.clear()
     conn.execute("BEGIN IMMEDIATE")
     try:
         _session_rows(conn)
         inside = _answer(conn, QUESTION)
         assert "pi:inside" in [row[0] for row in inside]
         assert len(ranked) == 2
-        assert not ranking._SESSIONS_OF_DOCS.known   # nor the docs' sessions
     finally:
         conn.execute("ROLLBACK")
     after = _answer(conn, QUESTION)
@@ -197,67 +189,3 @@ def test_kept_lists_are_bounded(conn: sqlite3.Connection) -> None:
     assert len(lists) == 1
     lists.get_or_make(conn, "huge", lambda: make("huge"), lambda _v: 101)   # larger than the bound: not kept
     assert len(lists) == 1
-
-
-@pytest.fixture
-def sessions_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many docs' sessions were read from the store, per read."""
-    counts: list[int] = []
-    original = ranking._read_doc_sessions
-
-    def counting(conn: sqlite3.Connection, docs: list[int]) -> dict[int, int]:
-        counts.append(len(docs))
-        return original(conn, docs)
-
-    monkeypatch.setattr(ranking, "_read_doc_sessions", counting)
-    return counts
-
-
-def test_docs_sessions_are_kept_until_the_store_changes(conn: sqlite3.Connection, db_path: Path,
-                                                        sessions_read: list[int]) -> None:
-    _history(conn)
-    first = _answer(conn, QUESTION)
-    assert sum(sessions_read) > 0 and ranking._SESSIONS_OF_DOCS.known
-    sessions_read.clear()
-    ranking._RANKED.clear()   # ranked again: every doc's session is a kept one
-    assert _answer(conn, QUESTION) == first
-    assert sum(sessions_read) == 0
-    # Another question, some of its docs seen already: only the others are read.
-    known = set(ranking._SESSIONS_OF_DOCS.known)
-    asked: list[int] = []
-    asking = ranking._doc_sessions
-
-    def spying(c: sqlite3.Connection, docs: set[int], *rest: object) -> object:
-        asked.extend(docs)
-        return asking(c, docs, *rest)   # type: ignore[arg-type]
-
-    sessions_read.clear()
-    ranking._doc_sessions = spying   # type: ignore[assignment]
-    try:
-        answer = _answer(conn, "help where my sister Emily will live")
-    finally:
-        ranking._doc_sessions = asking
-    assert known.intersection(asked) and set(asked) - known
-    assert sum(sessions_read) == len(set(asked) - known)
-    assert answer == _fresh(conn, "help where my sister Emily will live")
-    # Another connection writes: what was kept is dropped, everything read again.
-    other = connect(db_path)
-    _session(other, "pi:late", [("help with the application where I live", "Sure.")], start=1_800_000_000_000)
-    sessions_read.clear()
-    ranking._RANKED.clear()
-    after = _answer(conn, QUESTION)
-    assert sum(sessions_read) > 1 and "pi:late" in [row[0] for row in after]
-    assert after == _fresh(conn, QUESTION)
-    other.close()
-
-
-def test_kept_docs_sessions_are_bounded(conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch,
-                                        sessions_read: list[int]) -> None:
-    _history(conn)
-    monkeypatch.setattr(ranking._SessionsOfDocs, "KEPT", 1)
-    first = _answer(conn, QUESTION)
-    assert len(ranking._SESSIONS_OF_DOCS.known) > 1
-    sessions_read.clear()
-    ranking._RANKED.clear()
-    assert _answer(conn, QUESTION) == first   # beyond KEPT: emptied, read again
-    assert sum(sessions_read) > 1

@@ -36,8 +36,7 @@ def _fresh(conn: sqlite3.Connection, text: str) -> list[tuple[str, str, list[str
     """The answer of a process that never saw the pending turns."""
     saved = dict(ranking._PENDING_WORDS.by_store)
     ranking._PENDING_WORDS.by_store.clear()
-    ranking._RANKED.clear()   # nor ranked anything, nor kept the docs' sessions
-    ranking._SESSIONS_OF_DOCS.clear()
+    ranking._RANKED.clear()   # nor ranked anything
     try:
         return _answer(conn, text)
     finally:

@@ -41,9 +41,9 @@ import sqlite3
 import sys
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, filterfalse, repeat
+from itertools import compress, repeat
 from operator import itemgetter, le
 from typing import TypeVar
 
@@ -315,8 +315,9 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     typed: set[int] = set()
     for token in read:
         typed.update(user_post[token])
-    session_of = _doc_sessions(conn, typed.union(best_docs), store_key,
-                               {doc: session for doc, (_u, _r, session, _uc, _rc) in pending.items()})
+    session_of = _doc_sessions(conn, sorted(typed.union(best_docs)))
+    for doc, (_u, _r, session, _uc, _rc) in pending.items():
+        session_of[doc] = session
     # 2. sessions by their best turn and by their typed words, filtered
     session_best: dict[int, float] = {}
     for doc in best_docs:
@@ -527,61 +528,9 @@ def _top(scores: dict[int, float], count: int) -> list[int]:
     return [key for key, _ in sorted(items, key=itemgetter(1), reverse=True)[:count]]
 
 
-class _SessionsOfDocs:
-    """Each indexed doc's session, kept per process while no connection sees a change to the store
-    (:class:`pimem.recall.rankcache.StoreChanges`, the clock of the kept lists; the same rule: what is
-    kept was read, and found unchanged, after the look it is used from). A question looks up the sessions
-    of some 10^4 docs, most of them docs of common words that earlier questions looked up too (on
-    LongMemEval dev, 83 %; the lookups were 15 % of a first page's time). Emptied beyond :data:`KEPT`
-    docs (some 23 MB at 200,000)."""
-
-    KEPT = 200_000
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.store = ""
-        self.since: int | None = None        # the look from which ``known`` is current
-        self.known: dict[int, int] = {}
-
-    def clear(self) -> None:
-        with self.lock:
-            self.store, self.since, self.known = "", None, {}
-
-
-_SESSIONS_OF_DOCS = _SessionsOfDocs()
-
-
-def _doc_sessions(conn: sqlite3.Connection, docs: Iterable[int], store_key: str,
-                  pending: dict[int, int]) -> Mapping[int, int]:
-    """The session of each of ``docs`` in the word index, and of the ``pending`` docs (not in it yet: their
-    sessions given), maybe with other docs': the kept ones (:class:`_SessionsOfDocs`), the others read (and
-    kept when nothing changed while they were read)."""
-    docs = list(docs)
-    kept = _SESSIONS_OF_DOCS
-    known: dict[int, int] = {}
-    moment = _CHANGES.look(conn)
-    if moment is not None:
-        with kept.lock:
-            if kept.store != store_key or not _CHANGES.unchanged_since(kept.since) or len(kept.known) > kept.KEPT:
-                kept.store, kept.since, kept.known = store_key, moment, {}   # a new dict: a reader keeps its own
-            known = kept.known
-    read = _read_doc_sessions(conn, sorted(filterfalse(known.__contains__, docs)))
-    if moment is not None and _CHANGES.look(conn) is not None and _CHANGES.unchanged_since(moment):
-        with kept.lock:
-            if kept.known is known:
-                known.update(read)
-                read = {}
-    if not read and not pending:
-        return known   # every doc of the index asked is in it (and others, all current)
-    found = {doc: session for doc, session in zip(docs, map(known.get, docs), strict=True) if session is not None}
-    found.update(read)
-    found.update(pending)
-    return found
-
-
-def _read_doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, int]:
-    """Each doc's session, read (tens of thousands of docs a query: handed over as two JSON arrays, cheaper
-    than a row per doc)."""
+def _doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, int]:
+    """Each doc's session (tens of thousands of docs a query: handed over as two JSON arrays, cheaper
+    than a row per doc; the dict is filled in the same order)."""
     if not docs:
         return {}
     keys, sessions = conn.execute("SELECT json_group_array(w.doc_key), json_group_array(w.session) FROM json_each(?) j "
