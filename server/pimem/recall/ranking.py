@@ -35,6 +35,7 @@ newest ones, between a sync's commit and its index build) are scored from their 
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import math
 import sqlite3
@@ -517,13 +518,12 @@ def passage_score(found: dict[str, list[int]], idf: dict[str, float], sigma: flo
 def _top(scores: dict[int, float], count: int) -> list[int]:
     """The keys of ``heapq.nlargest(count, scores.items(), key=itemgetter(1))``, which is a stable
     descending sort's first ``count`` (ties in the dict's order): the same list, the scan in C (the
-    ``count``-th best value picked out of the floats alone, then only the items at or above it sorted)."""
+    ``count``-th best value picked out of the floats alone by a heap, then only the items at or above it)."""
     if count <= 0:
         return []
     items: Iterable[tuple[int, float]] = scores.items()
     if len(scores) > count:
-        # A sort of the floats alone (many equal: runs) is some 40 % cheaper than heapq.nlargest's loop.
-        floor = sorted(scores.values(), reverse=True)[count - 1]
+        floor = heapq.nlargest(count, scores.values())[-1]   # a sort of every value: 2-6x the time
         items = compress(scores.items(), map(le, repeat(floor), scores.values()))
     return [key for key, _ in sorted(items, key=itemgetter(1), reverse=True)[:count]]
 
