@@ -4,9 +4,10 @@ pimem.lsp.main builds the server (this state plus the handlers) and runs it on s
 are in pimem.lsp.handlers (decode params, call a service, encode the result), a sync's
 progress in pimem.lsp.progress, error mapping in pimem.lsp.errors; how messages are read, validated,
 answered and logged (the LSP lifecycle included) is in pimem.lsp.runtime.
-Reads (recall, status, migration) run on a small reader pool, each thread with its own SQLite
-connection; syncs run one at a time on a single writer thread, so a request is never answered from
-a half-written file and never waits on "database is locked" (WAL readers do not block).
+Reads (recall, status, migration) run on one reader thread while it is free, on a small pool when it
+is busy, each thread with its own SQLite connection; syncs run one at a time on a single writer
+thread, so a request is never answered from a half-written file and never waits on "database is
+locked" (WAL readers do not block).
 """
 
 from __future__ import annotations
