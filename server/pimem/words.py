@@ -268,7 +268,12 @@ def query_forms(text: str) -> list[tuple[str, str]]:
     """The words of ``text`` as (index token, the word as written, folded), in order, each token once.
     A MATCH expression must be given the written form: FTS5 runs the table's stemmer on the query too,
     and Porter's stemmer is not idempotent (*coffee* is held as ``coffe``, but ``coffe`` is searched as
-    ``coff``, which no turn holds)."""
+    ``coff``, which no turn holds). Kept per process (``_QUERY_FORMS``): every page of a question, and
+    many questions, ask the same words, and each costs four statements of the tokenizer."""
+    return list(_QUERY_FORMS[text])
+
+
+def _query_forms(text: str) -> tuple[tuple[str, str], ...]:
     mem = _tokenizer()
     prepared = word_text(text)
     for table in ("q", "r"):
@@ -278,7 +283,10 @@ def query_forms(text: str) -> list[tuple[str, str]]:
     for stemmed, written in mem.execute("SELECT qv.term, rv.term FROM qv JOIN rv ON rv.offset = qv.offset "
                                         "ORDER BY qv.offset"):
         found.setdefault(str(stemmed), str(written))
-    return list(found.items())
+    return tuple(found.items())
+
+
+_QUERY_FORMS = _Memo(_query_forms)
 
 
 def words_enabled(conn: sqlite3.Connection) -> bool:

@@ -128,3 +128,30 @@ def test_an_error_response_fails_the_servers_request(server: PimemServer) -> Non
                      "error": {"code": -32601, "message": "no"}})
     with pytest.raises(JsonRpcMethodNotFound, match="no"):
         future.result(timeout=5)
+
+
+def test_a_json_answer_is_written_as_the_converter_would_write_it(server: PimemServer) -> None:
+    # A pimem method's answer (a dict of JSON values: pimem.wire) skips the converter's copy of every value;
+    # the bytes written are the same, whatever it holds (an lsprotocol object inside still goes through it).
+    from pygls.protocol import JsonRPCResponseMessage
+
+    answer = {"results": [{"userText": "naïve \u2028 ✓ \"q\"", "ts": 1_700_000_000_000, "toolNames": ("a", "b"),
+                           "line": None, "truncated": False, "score": 0.1 + 0.2}],
+              "nested": {"position": types.Position(line=1, character=2)}, "empty": {}, "list": []}
+    bodies: list[bytes] = []
+
+    class Raw(Capture):
+        def write(self, data: bytes) -> None:
+            bodies.append(data.partition(b"\r\n\r\n")[2])
+            super().write(data)
+
+    @server.feature("test/answer")
+    def answered(ls: PimemServer, params: Any) -> Any:
+        return answer
+
+    server.protocol.set_writer(Raw())
+    receive(server, {"jsonrpc": "2.0", "id": 7, "method": "test/answer"})
+    protocol: PimemProtocol = server.protocol  # type: ignore[assignment]
+    converted = protocol._converter.unstructure(JsonRPCResponseMessage(id=7, result=answer, jsonrpc="2.0"))
+    assert bodies == [json.dumps(converted).encode("utf-8")]
+    assert written(server)[-1]["result"]["nested"] == {"position": {"line": 1, "character": 2}}

@@ -90,6 +90,7 @@ def _generated(count: int, seed: int) -> list[str]:
 def _clear_memos() -> None:
     words._IDENTIFIERS.clear()
     words._CJK_PIECES.clear()
+    words._QUERY_FORMS.clear()
 
 
 @pytest.mark.parametrize("memo", ["cold", "warm", "tiny"])
@@ -117,6 +118,17 @@ def test_tokens_and_query_forms_are_the_reference_ones() -> None:
     assert words.query_forms("Coffee getSignedUrl 数据库") == [
         ("coffe", "coffee"), ("getsignedurl", "getsignedurl"), ("数据", "数据"), ("据库", "据库"), ("get", "get"),
         ("sign", "signed"), ("url", "url")]
+
+
+def test_query_forms_are_kept_and_each_caller_gets_its_own_list() -> None:
+    # Every page of a question asks the same words again: their forms are kept per process.
+    _clear_memos()
+    first = words.query_forms("Coffee")
+    assert first == [("coffe", "coffee")] and "Coffee" in words._QUERY_FORMS
+    first.append(("x", "x"))   # a caller's list is its own
+    assert words.query_forms("Coffee") == [("coffe", "coffee")]
+    long = "getSignedUrl" * 4   # beyond MEMO_KEY_CHARS: computed each time, the same
+    assert words.query_forms(long) == words.query_forms(long) and long not in words._QUERY_FORMS
 
 
 def test_a_repeated_identifier_is_scanned_once(monkeypatch: pytest.MonkeyPatch) -> None:

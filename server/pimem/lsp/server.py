@@ -4,9 +4,10 @@ pimem.lsp.main builds the server (this state plus the handlers) and runs it on s
 are in pimem.lsp.handlers (decode params, call a service, encode the result), a sync's
 progress in pimem.lsp.progress, error mapping in pimem.lsp.errors; how messages are read, validated,
 answered and logged (the LSP lifecycle included) is in pimem.lsp.runtime.
-Reads (recall, status, migration) run on a small reader pool, each thread with its own SQLite
-connection; syncs run one at a time on a single writer thread, so a request is never answered from
-a half-written file and never waits on "database is locked" (WAL readers do not block).
+Reads (recall, status, migration) run on one reader thread while it is free, on a small pool when it
+is busy, each thread with its own SQLite connection; syncs run one at a time on a single writer
+thread, so a request is never answered from a half-written file and never waits on "database is
+locked" (WAL readers do not block).
 """
 
 from __future__ import annotations
@@ -72,7 +73,12 @@ class PimemServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.watcher: TranscriptWatcher | None = None
         self.syncing = 0
-        self._readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pimem-read")
+        # Reads run on one thread while it is free, so that request after request finds its connection's page
+        # cache warm (a pool handed them to whichever thread woke first: each connection's 16 MB cache warmed
+        # apart); a read that comes while it is busy runs at once on the others.
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pimem-read")
+        self._readers = ThreadPoolExecutor(max_workers=3, thread_name_prefix="pimem-read")
+        self._reader_busy = threading.Lock()   # held while self._reader runs a read
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pimem-sync")
         self._local = threading.local()
         self._cancels: set[threading.Event] = set()
@@ -95,8 +101,23 @@ class PimemServer(LanguageServer):
         return conn
 
     async def read(self, function: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._readers, functools.partial(function, *args))
+        call = functools.partial(function, *args)
+        if not self._reader_busy.acquire(blocking=False):
+            return await asyncio.get_running_loop().run_in_executor(self._readers, call)
+
+        def run() -> T:
+            try:
+                return call()
+            finally:
+                self._reader_busy.release()   # when the read ends, even if its request was cancelled meanwhile
+
+        try:
+            future = self._reader.submit(run)
+        except BaseException:   # shut down: nothing will run it
+            self._reader_busy.release()
+            raise
+        future.add_done_callback(lambda done: self._reader_busy.release() if done.cancelled() else None)
+        return await asyncio.wrap_future(future)
 
     def spawn(self, awaitable: Awaitable[Any]) -> None:
         """Run in the background, keeping a reference and logging (not raising) failures."""
@@ -198,6 +219,7 @@ class PimemServer(LanguageServer):
             self.watcher.stop()
         for cancel in list(self._cancels):
             cancel.set()
+        self._reader.shutdown(wait=False, cancel_futures=True)
         self._readers.shutdown(wait=False, cancel_futures=True)
         self._writer.shutdown(wait=False, cancel_futures=True)
 
