@@ -23,9 +23,11 @@ words the push stored (``user_words``/``reply_words``: the local word index's to
 GIN indexes: BM25 idf from the words' document counts, a turn scores idf x (user weight, normalised by its
 length) + idf x (reply weight), the best sessions by best turn and by typed words are scored in full, the
 two rankings fused by reciprocal rank, one row per conversation (its best turn). A conversation is
-``(author, machine, session_id)``. The postings are scored and the candidate conversations picked by one
-SQL statement (:func:`_text_sql`), with the very floats :func:`rank_docs` computes (one order of
-addition); only the candidates' docs come back and are scored in full in Python (:func:`rank_sessions`).
+``(author, machine, session_id)``. A layout-3 store keeps the postings apart (``pimem.turn_words``: the
+words as ``word_docs`` ids in a row without texts), and they are read there. The postings are scored
+and the candidate conversations picked by one SQL statement (:func:`_text_sql`), with the very floats
+:func:`rank_docs` computes (one order of addition); only the candidates' docs come back and are scored
+in full in Python (:func:`rank_sessions`).
 The statistics (rows, average lengths, sessions) are those of the whole shared store, read once a minute
 per process (past 200,000 rows from a sample and the planner's row estimate), as the local ones are per
 store.

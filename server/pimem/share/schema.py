@@ -211,6 +211,7 @@ CREATE TABLE IF NOT EXISTS {tw} (
 CREATE INDEX IF NOT EXISTS turn_words_user ON {tw} USING gin (user_ids);
 CREATE INDEX IF NOT EXISTS turn_words_reply ON {tw} USING gin (reply_ids);
 CREATE INDEX IF NOT EXISTS turn_words_session ON {tw} (author, machine, session_id);
+ANALYZE {tw};
 """
 
 
