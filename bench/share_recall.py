@@ -4,7 +4,7 @@ every shared answer checked against the plain oracle on the shared store.
 
     .venv/bin/python bench/share_recall.py --members 10 --turns 20000 [--data DIR] [--no-local] [--text-only]
                                             [--json out.json]
-    .venv/bin/python bench/share_recall.py --trigger-cost 10000     # layout 2's triggers on the push's writes
+    .venv/bin/python bench/share_recall.py --trigger-cost 10000   # the counts' and postings' triggers, push writes
 
 A real PostgreSQL (the tests' server: tests/share/pgserver.py, Debian's initdb/pg_ctl) is started in a
 temporary folder (or kept in ``--data DIR`` and measured again on the next run); ``--members`` members
@@ -144,8 +144,9 @@ def load_shared(admin: str, template: list[tuple[str, str]], members: int, batch
 
 def trigger_cost(server: Any, count: int, seed: int, runs: int = 3) -> dict[str, Any]:
     """The push's write path alone (its staging COPY and ``INSERT ... ON CONFLICT`` upsert, BATCH_ROWS rows
-    per committed transaction, as a member) into a fresh database, with layout 2's word-count triggers
-    on and off (the admin's ``DISABLE TRIGGER USER``), alternately, ``runs`` times each: medians."""
+    per committed transaction, as a member) into a fresh database, with the word-count (layout 2) and
+    postings (layout 3) triggers on and off (the admin's ``DISABLE TRIGGER USER``), alternately, ``runs``
+    times each: medians."""
     from pimem.share import push as pushing
 
     template = make_template(count, 1, seed)
@@ -215,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
                         "measure it again on the next run instead of loading (delete it when done)")
     parser.add_argument("--no-local", action="store_true", help="no local store (no local figures, no ratios)")
     parser.add_argument("--text-only", action="store_true", help="measure free text only (no entity shapes)")
-    parser.add_argument("--trigger-cost", type=int, metavar="ROWS", help="measure only what layout 2's word-count "
-                        "triggers add to the push's write path, on ROWS rows (see trigger_cost)")
+    parser.add_argument("--trigger-cost", type=int, metavar="ROWS", help="measure only what the word-count and "
+                        "postings triggers add to the push's write path, on ROWS rows (see trigger_cost)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 

@@ -90,9 +90,9 @@ def test_layout_1_migrates_to_2_with_its_counts_and_is_read_either_way(pg_server
         assert before.rows and [r.turn_id for r in before.rows] == [
             r.turn_id for r in shared.text_oracle(conn, qwords, query, shared.Who(), f"l1-{dbname}").rows]
     layout = apply_init(db.admin, members=MEMBERS)
-    assert (layout.layout, layout.min_reader_layout) == (2, 1)
+    assert (layout.layout, layout.min_reader_layout) == (schema.LAYOUT, 1)   # through 2 (and 3, test_turn_words)
     with psycopg.connect(db.admin, autocommit=True) as conn:
-        assert read_layout(conn).layout == 2
+        assert read_layout(conn).layout == schema.LAYOUT
         assert _kept_counts(conn) == _counts_by_scan(conn) and _kept_counts(conn)["flamingo"] > 10
     with psycopg.connect(db.conninfo("carol"), autocommit=True) as conn:    # layout 2: the kept counts
         stats = shared.store_stats(conn, f"l2-{dbname}")

@@ -23,9 +23,11 @@ words the push stored (``user_words``/``reply_words``: the local word index's to
 GIN indexes: BM25 idf from the words' document counts, a turn scores idf x (user weight, normalised by its
 length) + idf x (reply weight), the best sessions by best turn and by typed words are scored in full, the
 two rankings fused by reciprocal rank, one row per conversation (its best turn). A conversation is
-``(author, machine, session_id)``. The postings are scored and the candidate conversations picked by one
-SQL statement (:func:`_text_sql`), with the very floats :func:`rank_docs` computes (one order of
-addition); only the candidates' docs come back and are scored in full in Python (:func:`rank_sessions`).
+``(author, machine, session_id)``. A layout-3 store keeps the postings apart (``pimem.turn_words``: the
+words as ``word_docs`` ids in a row without texts), and they are read there. The postings are scored
+and the candidate conversations picked by one SQL statement (:func:`_text_sql`), with the very floats
+:func:`rank_docs` computes (one order of addition); only the candidates' docs come back and are scored
+in full in Python (:func:`rank_sessions`).
 The statistics (rows, average lengths, sessions) are those of the whole shared store, read once a minute
 per process (past 200,000 rows from a sample and the planner's row estimate), as the local ones are per
 store.
@@ -366,6 +368,7 @@ class Stats:
     avg_reply: float
     sessions: int
     word_docs: bool = False    # the store keeps its words' counts (layout 2: pimem.word_docs)
+    turn_words: bool = False   # ... and its narrow postings, words as ids (layout 3: pimem.turn_words)
 
 
 _STATS: dict[str, tuple[float, Stats]] = {}
@@ -394,9 +397,10 @@ def store_stats(conn: Conn, key: str) -> Stats:
     docs = counted
     if rows > STATS_SAMPLED and counted:
         docs, sessions = rows, sessions * rows // counted
-    kept = conn.execute("SELECT to_regclass('pimem.word_docs') IS NOT NULL").fetchone()
+    kept = conn.execute("SELECT to_regclass('pimem.word_docs') IS NOT NULL, "
+                        "to_regclass('pimem.turn_words') IS NOT NULL").fetchone()
     stats = Stats(docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0), sessions,
-                  bool(kept and kept[0]))
+                  bool(kept and kept[0]), bool(kept and kept[1]))
     with _STATS_LOCK:
         _STATS[key] = (now, stats)
     return stats
@@ -426,14 +430,22 @@ class SharedTextPage:
 _DF: dict[tuple[str, str], tuple[int, int]] = {}    # (store, token) -> (docs when counted, count)
 
 
-def _doc_counts(conn: Conn, tokens: Sequence[str], stats: Stats, stats_key: str) -> dict[str, int]:
+def _doc_counts(conn: Conn, tokens: Sequence[str], stats: Stats, stats_key: str,
+                ids: dict[str, int] | None = None) -> dict[str, int]:
     """Each word's number of shared turns (the whole store's, as the local counts are the whole store's).
     Layout 2 keeps them (``pimem.word_docs``, exact: kept by the database's triggers): one lookup for
     all the words. A layout-1 store has them counted, one GIN lookup per word with a heap visit per
     row; a common word's count (at least ranking.CACHED_DF) is then kept per process until the store
-    grew by a twentieth, as :func:`pimem.recall.ranking._doc_count` keeps it."""
+    grew by a twentieth, as :func:`pimem.recall.ranking._doc_count` keeps it. Layout 3 numbers its
+    words: their ids go to ``ids`` (a word counted in no row may have none)."""
     counts: dict[str, int] = dict.fromkeys(tokens, 0)
     if stats.word_docs:
+        if stats.turn_words and ids is not None:
+            for word, docs, word_id in conn.execute("SELECT word, docs, id FROM pimem.word_docs "
+                                                    "WHERE word = ANY(%s)", [list(tokens)]):
+                counts[str(word)] = max(int(docs), 0)
+                ids[str(word)] = int(word_id)
+            return counts
         for word, docs in conn.execute("SELECT word, docs FROM pimem.word_docs WHERE word = ANY(%s)",
                                        [list(tokens)]):
             counts[str(word)] = max(int(docs), 0)
@@ -503,14 +515,15 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
     if not qwords:
         return SharedTextPage([], 0, [])
     stats = store_stats(conn, stats_key)
-    df = _doc_counts(conn, [w.token for w in qwords], stats, stats_key)
+    ids: dict[str, int] = {}
+    df = _doc_counts(conn, [w.token for w in qwords], stats, stats_key, ids)
     read, checked = read_words(qwords, df)
     if not read:
         return SharedTextPage([], 0, searched_words(qwords, df, idfs(df, stats)))
     allowed: list[str] = []       # paths normpath changes (_UNNORMAL_PATH) that are in the folder
     decided: set[str] = set()
     while True:
-        sql, params = _text_sql(read, checked, df, stats, query, who, allowed)
+        sql, params = _text_sql(read, checked, df, stats, query, who, allowed, ids if stats.turn_words else None)
         with conn.transaction():
             # One process: the parallel plan (partial aggregates, a sort, a merge) costs more than its
             # workers save on the postings, and takes cores from the other members' queries. Memory
@@ -559,7 +572,7 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
 
 
 def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], stats: Stats, query: RecallQuery,
-              who: Who, allowed: Sequence[str]) -> tuple[str, list[object]]:
+              who: Who, allowed: Sequence[str], ids: dict[str, int] | None = None) -> tuple[str, list[object]]:
     """The statement behind :func:`text_page`: :func:`rank_docs`'s first pass and candidates in SQL.
 
     * ``raw``: the postings, per read word and column, from the GIN index (``@>`` on one element, no
@@ -578,8 +591,19 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
 
     With a folder filter, the docs whose path normpath changes count only when listed in ``allowed``;
     the result's last column lists those the postings hold (one row at least: ``text_page`` decides
-    them and runs the statement again)."""
+    them and runs the statement again).
+
+    With ``ids`` (layout 3: every read and checked word's ``word_docs`` id), the postings and the
+    candidates' docs are read from the narrow ``pimem.turn_words`` (``user_ids``/``reply_ids``), never
+    from ``pimem.turns``: the same rows, the same answer, fewer and smaller heap pages."""
     idf = idfs(df, stats)
+    table = "pimem.turns" if ids is None else "pimem.turn_words"
+    columns = ("user_words", "reply_words") if ids is None else ("user_ids", "reply_ids")
+    element = "text[]" if ids is None else "integer[]"
+
+    def value(token: str) -> list[object]:
+        return [token] if ids is None else [ids[token]]
+
     where, filter_params = _filters(query, who)
     extra = "".join(" AND " + clause for clause in where)
     folder = query.cwd is not None
@@ -588,10 +612,10 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
     params: list[object] = []
     for i, token in enumerate(read):
         limit = f" ORDER BY ts DESC LIMIT {ranking.READ_BUDGET}" if df[token] > ranking.READ_BUDGET else ""
-        for column, user_bit, reply_bit in (("user_words", 1 << i, 0), ("reply_words", 0, 1 << i)):
+        for column, user_bit, reply_bit in ((columns[0], 1 << i, 0), (columns[1], 0, 1 << i)):
             branches.append(f"(SELECT author, machine, session_id, doc_key, ts{cwd}, {user_bit}::bigint AS um, "
-                            f"{reply_bit}::bigint AS rm FROM pimem.turns WHERE {column} @> %s::text[]{extra}{limit})")
-            params.extend([[token], *filter_params])
+                            f"{reply_bit}::bigint AS rm FROM {table} WHERE {column} @> %s::{element}{extra}{limit})")
+            params.extend([value(token), *filter_params])
     ok = ""
     if folder:
         ok = " WHERE NOT (cwd ~ %s) OR cwd = ANY(%s::text[])"
@@ -628,8 +652,9 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
         # grouped by doc, the groups without a candidate doc dropped.
         "cdocs AS (SELECT c.n, t.author, t.machine, t.session_id, t.doc_key, "
         "(extract(epoch from t.ts) * 1000)::bigint AS ms, t.user_chars, t.reply_chars, t.cwd, "
-        f"CASE WHEN c.n <= {ranking.CHECKED_SESSIONS} THEN {_checked_bits(checked, params)} ELSE 0 END AS cm "
-        "FROM cand c JOIN pimem.turns t ON t.author = c.author AND t.machine = c.machine "
+        f"CASE WHEN c.n <= {ranking.CHECKED_SESSIONS} THEN "
+        f"{_checked_bits([value(token) for token in checked], columns[0], element, params)} ELSE 0 END AS cm "
+        f"FROM cand c JOIN {table} t ON t.author = c.author AND t.machine = c.machine "
         "AND t.session_id = c.session_id), "
         "docs AS (SELECT max(n) AS n, author, machine, max(session_id) AS session_id, doc_key, max(ms) AS ms, "
         "max(user_chars) AS user_chars, max(reply_chars) AS reply_chars, max(cwd) AS cwd, bit_or(um) AS um, "
@@ -655,12 +680,13 @@ def _sum(terms: Sequence[str]) -> str:
     return expression
 
 
-def _checked_bits(checked: Sequence[str], params: list[object]) -> str:
-    """The bits of the commoner words a doc's user text holds (read from the row: a few hundred docs)."""
+def _checked_bits(checked: Sequence[list[object]], column: str, element: str, params: list[object]) -> str:
+    """The bits of the commoner words a doc's user text holds (read from the row: a few hundred docs);
+    ``checked``: each word as its one-element array (the word, or its id in layout 3)."""
     if not checked:
         return "0::bigint"
-    params.extend([[token] for token in checked])
-    return " | ".join(f"CASE WHEN t.user_words @> %s::text[] THEN {1 << j}::bigint ELSE 0::bigint END"
+    params.extend(checked)
+    return " | ".join(f"CASE WHEN t.{column} @> %s::{element} THEN {1 << j}::bigint ELSE 0::bigint END"
                       for j in range(len(checked)))
 
 

@@ -14,6 +14,14 @@ Everything lives in the PostgreSQL schema ``pimem`` (docs/share.md has the colum
   updated and deleted rows, through their transition tables), so every writer keeps it exact: the push,
   ``forget``, an older pimem, an admin's ``DELETE``. The trigger function is ``SECURITY DEFINER`` (the
   admin's): members read the counts and cannot write them.
+* ``pimem.turn_words`` (layout 3): free text's postings in a narrow table, one row per turn: its keys,
+  ``session_id``, ``source``, ``cwd``, ``ts``, the lengths, and its words as ``word_docs`` ids
+  (``user_ids``/``reply_ids``, ``integer[]``, with their own GIN indexes). Free text's first pass reads
+  its postings there: a GIN index has no index-only scan, and a visit to this table's row (about a
+  quarter of ``turns``' row, no texts) costs less than one to ``turns``' row. ``word_docs`` gives each
+  word an ``id`` (layout 3). Kept by the same statement triggers as the counts (``count_words``, in the
+  writing statement's transaction): inserted, updated and deleted rows of ``turns``, whoever wrote them.
+  Members read it and cannot write it (no grant; the trigger function is the admin's).
 * ``pimem.forgotten``: a person's forget tombstones (``pimem share forget``): every machine of that
   person skips what they cover, and the rows they cover are deleted.
 * ``pimem.pimem_share_meta``: ``layout``, ``min_reader_layout``, ``layout_written_by``, as in the local
@@ -33,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SCHEMA = "pimem"
-LAYOUT = 2                 # the shared layout this pimem writes
+LAYOUT = 3                 # the shared layout this pimem writes
 MIN_READER_LAYOUT = 1      # the oldest layout whose pimem reads what this one writes
 DEFAULT_GROUP = "pimem_team"
 
@@ -91,11 +99,26 @@ def _layout_0_to_1() -> str:
 # One row's words, each once (a word in both texts counts one document, as ranking counts it).
 _ROW_WORDS = "SELECT DISTINCT unnest(r.user_words || r.reply_words) AS word"
 
-# The counts of every row, from scratch: layout 2's backfill, and a bulk load's (triggers off) rebuild.
-WORD_DOCS_REBUILD = f"""
+# The counts of every row, from scratch: layout 2's backfill.
+_WORD_DOCS_REBUILD_2 = f"""
 DELETE FROM {SCHEMA}.word_docs;
 INSERT INTO {SCHEMA}.word_docs (word, docs)
   SELECT w.word, count(*) FROM {SCHEMA}.turns r, LATERAL ({_ROW_WORDS}) w GROUP BY w.word;
+"""
+
+# A row of turn_words from a row ``r`` of turns (or a transition table): its words as word_docs ids.
+_TURN_WORDS_COLUMNS = ("author, machine, doc_key, session_id, source, cwd, ts, user_chars, reply_chars, "
+                       "user_ids, reply_ids")
+_TURN_WORDS_ROW = (
+    "r.author, r.machine, r.doc_key, r.session_id, r.source, r.cwd, r.ts, r.user_chars, r.reply_chars, "
+    f"ARRAY(SELECT d.id FROM {SCHEMA}.word_docs d WHERE d.word = ANY(r.user_words) ORDER BY d.id), "
+    f"ARRAY(SELECT d.id FROM {SCHEMA}.word_docs d WHERE d.word = ANY(r.reply_words) ORDER BY d.id)")
+
+# The counts and the narrow postings of every row, from scratch: layout 3's backfill, and a bulk load's
+# (triggers off) rebuild.
+WORD_DOCS_REBUILD = _WORD_DOCS_REBUILD_2 + f"""
+DELETE FROM {SCHEMA}.turn_words;
+INSERT INTO {SCHEMA}.turn_words ({_TURN_WORDS_COLUMNS}) SELECT {_TURN_WORDS_ROW} FROM {SCHEMA}.turns r;
 """
 
 
@@ -111,6 +134,11 @@ def _layout_1_to_2() -> str:
               "ON CONFLICT (word) DO UPDATE SET docs = d.docs + excluded.docs")
     added = _word_delta("new_rows", "")
     removed = _word_delta("old_rows", "-")
+    return _count_words_sql(upsert.format(added), upsert.format(added + " UNION ALL " + removed),
+                            upsert.format(removed), f"DELETE FROM {SCHEMA}.word_docs;") + _WORD_DOCS_REBUILD_2
+
+
+def _count_words_sql(on_insert: str, on_update: str, on_delete: str, on_truncate: str) -> str:
     t = f"{SCHEMA}.turns"
     return f"""
 CREATE TABLE IF NOT EXISTS {SCHEMA}.word_docs (
@@ -121,13 +149,13 @@ CREATE OR REPLACE FUNCTION {SCHEMA}.count_words() RETURNS trigger LANGUAGE plpgs
   SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
   IF TG_OP = 'INSERT' THEN
-    {upsert.format(added)};
+    {on_insert};
   ELSIF TG_OP = 'UPDATE' THEN
-    {upsert.format(added + " UNION ALL " + removed)};
+    {on_update};
   ELSIF TG_OP = 'DELETE' THEN
-    {upsert.format(removed)};
+    {on_delete};
   ELSE
-    DELETE FROM {SCHEMA}.word_docs;
+    {on_truncate}
   END IF;
   RETURN NULL;
 END
@@ -145,14 +173,54 @@ CREATE TRIGGER turns_words_delete AFTER DELETE ON {t} REFERENCING OLD TABLE AS o
   FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.count_words();
 CREATE TRIGGER turns_words_truncate AFTER TRUNCATE ON {t}
   FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.count_words();
-{WORD_DOCS_REBUILD}"""
+"""
+
+
+def _layout_2_to_3() -> str:
+    # The counts first (a new word gets its row, hence its id), then the rows' postings, in the same
+    # trigger call: one statement's rows, whatever their number. An updated row's postings are replaced.
+    upsert = (f"INSERT INTO {SCHEMA}.word_docs AS d (word, docs) SELECT word, sum(n) FROM ({{}}) delta "
+              "GROUP BY word HAVING sum(n) <> 0 ORDER BY word "
+              "ON CONFLICT (word) DO UPDATE SET docs = d.docs + excluded.docs")
+    added = _word_delta("new_rows", "")
+    removed = _word_delta("old_rows", "-")
+    tw = f"{SCHEMA}.turn_words"
+    insert = f"INSERT INTO {tw} ({_TURN_WORDS_COLUMNS}) SELECT {_TURN_WORDS_ROW} FROM new_rows r"
+    delete = (f"DELETE FROM {tw} w USING old_rows r WHERE w.author = r.author AND w.machine = r.machine "
+              "AND w.doc_key = r.doc_key")
+    return f"""
+ALTER TABLE {SCHEMA}.word_docs ADD COLUMN IF NOT EXISTS id integer GENERATED ALWAYS AS IDENTITY;
+CREATE TABLE IF NOT EXISTS {tw} (
+  author      text NOT NULL,
+  machine     text NOT NULL,
+  doc_key     text NOT NULL,
+  session_id  text NOT NULL,
+  source      text NOT NULL,
+  cwd         text NOT NULL,
+  ts          timestamptz NOT NULL,
+  user_chars  integer NOT NULL,
+  reply_chars integer NOT NULL,
+  user_ids    integer[] NOT NULL,
+  reply_ids   integer[] NOT NULL,
+  PRIMARY KEY (author, machine, doc_key)
+);
+""" + _count_words_sql(f"{upsert.format(added)};\n    {insert}",
+                        f"{upsert.format(added + ' UNION ALL ' + removed)};\n    {delete};\n    {insert}",
+                        f"{upsert.format(removed)};\n    {delete}",
+                        f"DELETE FROM {SCHEMA}.word_docs;\n    DELETE FROM {tw};") + WORD_DOCS_REBUILD + f"""
+CREATE INDEX IF NOT EXISTS turn_words_user ON {tw} USING gin (user_ids);
+CREATE INDEX IF NOT EXISTS turn_words_reply ON {tw} USING gin (reply_ids);
+CREATE INDEX IF NOT EXISTS turn_words_session ON {tw} (author, machine, session_id);
+ANALYZE {tw};
+"""
 
 
 # MIGRATIONS[n] gives the SQL that brings the shared store from layout n to n + 1 (0: nothing yet),
 # run by the admin's ``pimem share init --apply`` in one transaction. To change the layout: add a step,
 # register it, raise LAYOUT (and MIN_READER_LAYOUT only if an older pimem would misread the new one).
 # Layout 2 (word_docs) only adds: a layout-1 pimem still reads it right, so MIN_READER_LAYOUT stays 1.
-MIGRATIONS: dict[int, Callable[[], str]] = {0: _layout_0_to_1, 1: _layout_1_to_2}
+# Layout 3 (turn_words, word ids) only adds too.
+MIGRATIONS: dict[int, Callable[[], str]] = {0: _layout_0_to_1, 1: _layout_1_to_2, 2: _layout_2_to_3}
 
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_.-]{0,62}")
 
@@ -205,6 +273,7 @@ def roles_sql(group: str = DEFAULT_GROUP, members: tuple[str, ...] = ()) -> str:
         f"GRANT USAGE ON SCHEMA {SCHEMA} TO {g};",
         f"GRANT SELECT ON {SCHEMA}.pimem_share_meta TO {g};",
         f"GRANT SELECT ON {SCHEMA}.word_docs TO {g};",
+        f"GRANT SELECT ON {SCHEMA}.turn_words TO {g};",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {t} TO {g};",
         f"GRANT SELECT, INSERT, DELETE ON {f} TO {g};",
         f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;",

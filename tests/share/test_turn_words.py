@@ -1,0 +1,157 @@
+"""Free text's narrow postings (layout 3, ``pimem.turn_words``: each turn's keys, place, time, lengths and
+its words as ``word_docs`` ids), on a real PostgreSQL: kept equal to ``pimem.turns`` by the database's
+triggers through pushes, changed texts pushed again, forgets and an admin's delete; backfilled by the
+migration from layout 2 (whose stores are still read from ``turns``); readable and not writable by
+members; read by free text instead of ``turns``' word indexes, with the same answers."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pimem.recall import make_query, ranking
+from pimem.recall.freetext import _shortlist, candidates
+from pimem.share import recall as shared
+from pimem.share import schema
+from pimem.share.db import apply_init, read_layout
+from pimem.share.push import apply_forget, push
+from pimem.share.state import ShareConfig, save_config
+from share.conftest import MEMBERS, ShareDb
+from share.local import Turn, write
+from share.pgserver import PgServer
+from share.test_recall import Row, put
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+def _from_turns(conn: Conn) -> set[tuple[object, ...]]:
+    """What turn_words must hold, computed from turns (the words, not their ids)."""
+    return {(*values[:9], frozenset(values[9]), frozenset(values[10])) for values in conn.execute(
+        "SELECT author, machine, doc_key, session_id, source, cwd, ts, user_chars, reply_chars, user_words, "
+        "reply_words FROM pimem.turns")}
+
+
+def _kept(conn: Conn) -> set[tuple[object, ...]]:
+    words = {int(i): str(w) for w, i in conn.execute("SELECT word, id FROM pimem.word_docs")}
+    return {(*values[:9], frozenset(words[int(i)] for i in values[9]),
+             frozenset(words[int(i)] for i in values[10])) for values in conn.execute(
+        "SELECT author, machine, doc_key, session_id, source, cwd, ts, user_chars, reply_chars, user_ids, "
+        "reply_ids FROM pimem.turn_words")}
+
+
+def _same(db: ShareDb) -> int:
+    with psycopg.connect(db.admin, autocommit=True) as conn:
+        expected = _from_turns(conn)
+        assert _kept(conn) == expected
+        return len(expected)
+
+
+def test_turn_words_follow_pushes_changes_and_forgets(share_db: ShareDb, db_path: Path) -> None:
+    turns = [Turn(f"t{n}", f"s{n % 3}", "/work/proj", f"the flamingo cache number {n}",
+                  f"fixed the payroll export {n % 4}", 1_750_000_000_000 + n * 1000) for n in range(30)]
+    write(db_path, turns)
+    config = ShareConfig(conninfo=share_db.conninfo("alice"), machine="laptop", folders=("/work/proj",))
+    save_config(db_path, config)
+    push(db_path, config)
+    put(share_db, "bob", [Row("desk", "b1", "s1", "/w", "flamingo payroll", "the flamingo again", 1_750_000_000_000)])
+    assert _same(share_db) == 31
+    # Changed texts pushed again: the upsert's updated rows get their new words.
+    write(db_path, [replace(t, user=f"retry the kubernetes deploy {n}") for n, t in enumerate(turns[:10])])
+    push(db_path, config)
+    assert _same(share_db) == 31
+    with psycopg.connect(share_db.conninfo("alice")) as conn:
+        apply_forget(conn, "session", "s1")
+        conn.commit()
+    assert _same(share_db) == 21      # the forgotten rows' postings are gone with them
+    with psycopg.connect(share_db.admin, autocommit=True) as conn:
+        conn.execute("DELETE FROM pimem.turns WHERE author = 'bob'")
+    assert _same(share_db) == 20
+    # Members read the postings (free text) and cannot write them, their own included.
+    with psycopg.connect(share_db.conninfo("alice")) as conn:
+        assert conn.execute("SELECT count(*) FROM pimem.turn_words").fetchone() == (20,)
+        for statement in ("INSERT INTO pimem.turn_words SELECT * FROM pimem.turn_words LIMIT 1",
+                          "UPDATE pimem.turn_words SET user_ids = '{}'", "DELETE FROM pimem.turn_words",
+                          "UPDATE pimem.word_docs SET id = 1"):
+            with pytest.raises((psycopg.errors.InsufficientPrivilege, psycopg.errors.GeneratedAlways)):
+                conn.execute(statement)
+            conn.rollback()
+
+
+def test_free_text_reads_the_narrow_postings_with_the_same_answers(pg_server: PgServer) -> None:
+    """A store set up at layout 2, read (from turns), migrated to 3 (the postings backfilled), read
+    again (from turn_words, not turns' word indexes): the same pages, equal to the oracle."""
+    dbname = pg_server.new_database()
+    db = ShareDb(pg_server, dbname)
+    with psycopg.connect(db.admin, autocommit=True) as conn:   # a store set up by a layout-2 pimem
+        conn.execute((schema.MIGRATIONS[0]() + schema.MIGRATIONS[1]() + "INSERT INTO pimem.pimem_share_meta VALUES "
+                      "('layout', '2'), ('min_reader_layout', '1');").encode())
+        conn.execute(schema.roles_sql(members=MEMBERS).replace(
+            "GRANT SELECT ON pimem.turn_words TO \"pimem_team\";\n", "").encode())
+    rng = random.Random(5)
+    words = ["flamingo", "cache", "retry", "deploy", "the", "emily", "boston", "lag", "postgres", "invalidation"]
+    for author, machine in (("alice", "laptop"), ("bob", "box")):
+        put(db, author, [Row(machine, f"{machine}{n}", f"s{n // 4}", rng.choice(["/work/proj", "/home/a"]),
+                             " ".join(rng.choices(words, k=rng.randint(1, 6))),
+                             " ".join(rng.choices(words, k=rng.randint(0, 14))), 1_750_000_000_000 + n * 1000,
+                             rng.choice(["pi", "claude"])) for n in range(90)])
+    questions = ["flamingo deploy lag", "postgres cache invalidation", "where does emily live in boston", "retry"]
+    queries = [make_query(["x"], 10), make_query(["x"], 10, None, "/work/proj")]
+    whos = [shared.Who(), shared.Who(mine=True), shared.Who(skip_machine="laptop")]
+
+    def pages(key: str) -> list[list[tuple[object, ...]]]:
+        found = []
+        with psycopg.connect(db.conninfo("alice"), autocommit=True) as conn:
+            for question in questions:
+                qwords = ranking.query_words(_shortlist(candidates(question)))
+                for query in queries:
+                    for who in whos:
+                        page = shared.text_page(conn, qwords, query, who, key)
+                        got = [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in page.rows]
+                        oracle = shared.text_oracle(conn, qwords, query, who, key, budgeted=True)
+                        assert got == [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched))
+                                       for r in oracle.rows], (question, query.cwd, who)
+                        found.append(got)
+        return found
+
+    with psycopg.connect(db.conninfo("alice"), autocommit=True) as conn:
+        assert not shared.store_stats(conn, f"l2-{dbname}").turn_words
+    before = pages(f"l2-{dbname}")
+    assert sum(map(len, before)) > 40
+    layout = apply_init(db.admin, members=MEMBERS)
+    assert (layout.layout, layout.min_reader_layout) == (3, 1)
+    with psycopg.connect(db.admin, autocommit=True) as conn:
+        assert read_layout(conn).layout == 3
+    assert _same(db) == 180
+    with psycopg.connect(db.conninfo("carol"), autocommit=True) as conn:
+        assert shared.store_stats(conn, f"l3-{dbname}").turn_words
+    after = pages(f"l3-{dbname}")
+    assert after == before
+    # Free text never reads turns' words now: a reader who may read every column of turns but those
+    # gets the same pages (the layout-2 statement is refused: permission denied for user_words).
+    columns = [str(c) for c, in psycopg.connect(db.admin, autocommit=True).execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'pimem' AND table_name = 'turns' "
+        "AND column_name NOT IN ('user_words', 'reply_words')")]
+    with psycopg.connect(db.admin, autocommit=True) as conn:
+        conn.execute(f"DROP ROLE IF EXISTS narrow_{dbname}")
+        conn.execute(f"CREATE ROLE narrow_{dbname} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA pimem TO narrow_{dbname}")
+        conn.execute(f"GRANT SELECT ON pimem.pimem_share_meta, pimem.word_docs, pimem.turn_words TO narrow_{dbname}")
+        conn.execute(f"GRANT SELECT ({', '.join(columns)}) ON pimem.turns TO narrow_{dbname}")
+        conn.execute(f"CREATE POLICY narrow_read ON pimem.turns FOR SELECT TO narrow_{dbname} USING (true)")
+    with psycopg.connect(db.conninfo(f"narrow_{dbname}"), autocommit=True) as conn:
+        position = 0
+        for question in questions:
+            qwords = ranking.query_words(_shortlist(candidates(question)))
+            for query in queries:
+                for who in whos:
+                    if who == shared.Who():     # the others name the reader
+                        page = shared.text_page(conn, qwords, query, who, f"n-{dbname}")
+                        assert [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched))
+                                for r in page.rows] == after[position]
+                    position += 1
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT user_words FROM pimem.turns LIMIT 1")
