@@ -17,7 +17,7 @@ pimem.index and the recall modules, which keep their SQL.
 """
 
 from pimem.store.batches import chunks
-from pimem.store.connection import bulk_checkpoints, connect, connection_is_stale, transaction, upgrade_notice
+from pimem.store.connection import connect, connection_is_stale, transaction, upgrade_notice
 from pimem.store.failures import StoreError, is_store_failure, store_failure
 from pimem.store.meta import get_meta, set_meta
 from pimem.store.schema import LAYOUT
@@ -32,7 +32,7 @@ from pimem.store.turns import (
 )
 
 __all__ = [
-    "LAYOUT", "SessionRow", "StoreError", "StoredTurn", "bulk_checkpoints", "chunks", "connect", "connection_is_stale",
+    "LAYOUT", "SessionRow", "StoreError", "StoredTurn", "chunks", "connect", "connection_is_stale",
     "count_turns_by_source", "encode_tool_names", "get_meta", "get_turns", "is_store_failure", "parse_tool_names",
     "set_meta", "store_failure", "transaction", "upgrade_notice", "upsert_session",
 ]

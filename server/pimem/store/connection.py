@@ -308,28 +308,6 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
-# Pages the write-ahead log may hold before a commit copies them into the store, while a sync writes
-# (SQLite's default is 1,000). A page written again and again between two checkpoints (the tables'
-# and indexes' upper pages, FTS5's segment pages before ``optimize`` merges them) is copied once per
-# checkpoint: fewer checkpoints write less. The store's content is the same; the log's file grows to
-# about this many pages (40 MB) between checkpoints, less than the one transaction of an index
-# ``optimize`` makes it grow anyway.
-BULK_CHECKPOINT_PAGES = 10_000
-
-
-@contextlib.contextmanager
-def bulk_checkpoints(conn: sqlite3.Connection) -> Iterator[None]:
-    """Checkpoint the write-ahead log every BULK_CHECKPOINT_PAGES pages instead of every 1,000 while
-    this connection writes much (a sync); the connection's own setting is restored afterwards."""
-    previous = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
-    conn.execute(f"PRAGMA wal_autocheckpoint = {max(previous, BULK_CHECKPOINT_PAGES)}")
-    try:
-        yield
-    finally:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute(f"PRAGMA wal_autocheckpoint = {previous}")
-
-
 def _migrate(conn: sqlite3.Connection, *, for_writing: bool, path: object) -> StoreLayout:
     """Bring the store to LAYOUT in one write transaction (see ``store.schema``)."""
     with transaction(conn):

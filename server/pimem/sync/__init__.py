@@ -41,7 +41,7 @@ from pimem import index
 from pimem.discovery import SourceFile, discover, stat_paths
 from pimem.models import SOURCES, Source, SyncStats
 from pimem.paths import SourceRoots
-from pimem.store import bulk_checkpoints, connect, set_meta, transaction
+from pimem.store import connect, set_meta, transaction
 from pimem.store.files import FileState, Stamp, forget_files, load_stamps, load_stamps_for
 from pimem.sync.ingest import FileOutcome, import_files, with_saved_states
 from pimem.sync.pool import run_pool
@@ -94,60 +94,58 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
     conn = conn or connect(request.db_path)
     cancel = cancel or threading.Event()
     try:
-        # Fewer checkpoints of the write-ahead log while this sync writes (the same rows, less I/O).
-        with bulk_checkpoints(conn):
-            apply_rules_versions(conn)   # one meta row; when an importer's rules changed, its files parse again
-            with _collector_paused():
-                if request.paths is None:
-                    stamps = load_stamps(conn)
-                    files = discover(request.roots, request.sources, stats.issues)
-                    changed, unseen = _compare(files, stamps, request.force)
-                    _forget_vanished(conn, unseen)
-                else:  # a live update: only these files' stamps are read (cheap whatever the store's size)
-                    files = stat_paths(request.paths or [], request.roots, request.sources, stats.issues)
-                    stamps = load_stamps_for(conn, [f.key for f in files])
-                    changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
-            # Only changed files need their saved parse state (a no-change sync reads none).
-            todo = with_saved_states(conn, changed, stamps)
-            stats.skipped_files = len(files) - len(todo)
-            # Newest first: what the user did last becomes searchable first.
-            todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)
-            reporter = ProgressReporter(progress, len(todo))
-            reporter.report(0)
-            outcomes = _run_files(conn, request, todo, reporter, cancel)
-            for outcome in outcomes:
-                if outcome.parsed:
-                    stats.scanned_files += 1
-                if outcome.turns_changed:
-                    stats.turns += outcome.turns_changed
-                    stats.count_file(outcome.source)
-                    stats.changed_sources.add(outcome.source)
-                stats.issues.extend(outcome.issues)
-                if outcome.cancelled:
-                    stats.cancelled = True
-            if cancel.is_set():
+        apply_rules_versions(conn)   # one meta row; when an importer's rules changed, its files parse again
+        with _collector_paused():
+            if request.paths is None:
+                stamps = load_stamps(conn)
+                files = discover(request.roots, request.sources, stats.issues)
+                changed, unseen = _compare(files, stamps, request.force)
+                _forget_vanished(conn, unseen)
+            else:  # a live update: only these files' stamps are read (cheap whatever the store's size)
+                files = stat_paths(request.paths or [], request.roots, request.sources, stats.issues)
+                stamps = load_stamps_for(conn, [f.key for f in files])
+                changed = [f for f in files if request.force or not _unchanged(stamps.get(f.key), f)]
+        # Only changed files need their saved parse state (a no-change sync reads none).
+        todo = with_saved_states(conn, changed, stamps)
+        stats.skipped_files = len(files) - len(todo)
+        # Newest first: what the user did last becomes searchable first.
+        todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)
+        reporter = ProgressReporter(progress, len(todo))
+        reporter.report(0)
+        outcomes = _run_files(conn, request, todo, reporter, cancel)
+        for outcome in outcomes:
+            if outcome.parsed:
+                stats.scanned_files += 1
+            if outcome.turns_changed:
+                stats.turns += outcome.turns_changed
+                stats.count_file(outcome.source)
+                stats.changed_sources.add(outcome.source)
+            stats.issues.extend(outcome.issues)
+            if outcome.cancelled:
                 stats.cancelled = True
-            if not stats.cancelled:
-                # Rows the Pi extension inserted get their docs: all drift on a full sync, the rows since
-                # the last one on a live update (which must stay fast on a large store).
-                with transaction(conn):
-                    added = index.reconcile(conn) if request.paths is None else index.catch_up(conn)
-                if added:
-                    log.info("%d turns written by another program join the index", added)
-            stats.stored_ms = int((time.monotonic() - started) * 1000)
-            # Every stored turn is already found by recall (pending docs are scanned); now index them.
-            index.build_pending(conn, cancel=cancel.is_set, progress=reporter.report_index)
-            if cancel.is_set():
-                stats.cancelled = True
-            stats.duration_ms = int((time.monotonic() - started) * 1000)
+        if cancel.is_set():
+            stats.cancelled = True
+        if not stats.cancelled:
+            # Rows the Pi extension inserted get their docs: all drift on a full sync, the rows since
+            # the last one on a live update (which must stay fast on a large store).
             with transaction(conn):
-                set_meta(conn, "last_sync", json.dumps({
-                    "finishedAt": int(time.time() * 1000), "turns": stats.turns, "issues": len(stats.issues),
-                    "cancelled": stats.cancelled, "force": request.force,
-                }))
-            log.info("sync: %d turns changed, %d files parsed, %d unchanged, %d issues, %d ms",
-                     stats.turns, stats.scanned_files, stats.skipped_files, len(stats.issues), stats.duration_ms)
-            return stats
+                added = index.reconcile(conn) if request.paths is None else index.catch_up(conn)
+            if added:
+                log.info("%d turns written by another program join the index", added)
+        stats.stored_ms = int((time.monotonic() - started) * 1000)
+        # Every stored turn is already found by recall (pending docs are scanned); now index them.
+        index.build_pending(conn, cancel=cancel.is_set, progress=reporter.report_index)
+        if cancel.is_set():
+            stats.cancelled = True
+        stats.duration_ms = int((time.monotonic() - started) * 1000)
+        with transaction(conn):
+            set_meta(conn, "last_sync", json.dumps({
+                "finishedAt": int(time.time() * 1000), "turns": stats.turns, "issues": len(stats.issues),
+                "cancelled": stats.cancelled, "force": request.force,
+            }))
+        log.info("sync: %d turns changed, %d files parsed, %d unchanged, %d issues, %d ms",
+                 stats.turns, stats.scanned_files, stats.skipped_files, len(stats.issues), stats.duration_ms)
+        return stats
     finally:
         if own_conn:
             conn.close()

@@ -14,7 +14,6 @@ from typing import Any
 
 from pimem.discovery import SourceFile
 from pimem.store import StoreError, connect
-from pimem.store.connection import BULK_CHECKPOINT_PAGES
 from pimem.store.files import FileState
 from pimem.sync.ingest import CHUNK_BYTES, FileOutcome, import_files, with_saved_states
 from pimem.sync.progress import ProgressReporter
@@ -46,8 +45,6 @@ def _worker_init(db_path: str, cancel_event: Any) -> None:
     _exit_with_parent()
     logging.getLogger().setLevel(logging.WARNING)
     _worker_conn = connect(db_path)
-    # A worker's connection lives as long as the pool: the sync's setting for the whole of it.
-    _worker_conn.execute(f"PRAGMA wal_autocheckpoint = {BULK_CHECKPOINT_PAGES}")
     _worker_cancel = cancel_event
 
 
@@ -123,7 +120,6 @@ def run_pool(db_path: str, force: bool, todo: list[tuple[SourceFile, FileState |
     if broken and not cancel.is_set():
         log.warning("sync worker processes failed; importing the remaining files in this process")
         conn = connect(db_path)
-        conn.execute(f"PRAGMA wal_autocheckpoint = {BULK_CHECKPOINT_PAGES}")
         try:
             rest = with_saved_states(conn, [f for f, _ in todo if f.key not in finished_paths])
             done = len(finished_paths)
