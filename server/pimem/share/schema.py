@@ -122,16 +122,20 @@ INSERT INTO {SCHEMA}.turn_words ({_TURN_WORDS_COLUMNS}) SELECT {_TURN_WORDS_ROW}
 """
 
 
+# The counts' upsert of a delta (a SELECT of (word, n) rows, put in at ``{}``): words in their order, so that
+# concurrent pushes take the counts' row locks in one order (no deadlock between two inserts).
+_WORD_DOCS_UPSERT = (f"INSERT INTO {SCHEMA}.word_docs AS d (word, docs) SELECT word, sum(n) FROM ({{}}) delta "
+                     "GROUP BY word HAVING sum(n) <> 0 ORDER BY word "
+                     "ON CONFLICT (word) DO UPDATE SET docs = d.docs + excluded.docs")
+
+
 def _word_delta(table: str, sign: str) -> str:
     return f"SELECT w.word, {sign}1 AS n FROM {table} r, LATERAL ({_ROW_WORDS}) w"
 
 
 def _layout_1_to_2() -> str:
-    # One statement per writing statement, whatever its size; words are upserted in their order so that
-    # concurrent pushes take the counts' row locks in one order (no deadlock between two inserts).
-    upsert = (f"INSERT INTO {SCHEMA}.word_docs AS d (word, docs) SELECT word, sum(n) FROM ({{}}) delta "
-              "GROUP BY word HAVING sum(n) <> 0 ORDER BY word "
-              "ON CONFLICT (word) DO UPDATE SET docs = d.docs + excluded.docs")
+    # One statement per writing statement, whatever its size.
+    upsert = _WORD_DOCS_UPSERT
     added = _word_delta("new_rows", "")
     removed = _word_delta("old_rows", "-")
     return _count_words_sql(upsert.format(added), upsert.format(added + " UNION ALL " + removed),
@@ -179,9 +183,7 @@ CREATE TRIGGER turns_words_truncate AFTER TRUNCATE ON {t}
 def _layout_2_to_3() -> str:
     # The counts first (a new word gets its row, hence its id), then the rows' postings, in the same
     # trigger call: one statement's rows, whatever their number. An updated row's postings are replaced.
-    upsert = (f"INSERT INTO {SCHEMA}.word_docs AS d (word, docs) SELECT word, sum(n) FROM ({{}}) delta "
-              "GROUP BY word HAVING sum(n) <> 0 ORDER BY word "
-              "ON CONFLICT (word) DO UPDATE SET docs = d.docs + excluded.docs")
+    upsert = _WORD_DOCS_UPSERT
     added = _word_delta("new_rows", "")
     removed = _word_delta("old_rows", "-")
     tw = f"{SCHEMA}.turn_words"
