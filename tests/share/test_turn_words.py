@@ -19,11 +19,11 @@ from pimem.share import recall as shared
 from pimem.share import schema
 from pimem.share.db import apply_init, read_layout
 from pimem.share.push import apply_forget, push
-from pimem.share.state import ShareConfig, save_config
 from share.conftest import MEMBERS, ShareDb
-from share.local import Turn, write
+from share.local import write
 from share.pgserver import PgServer
 from share.test_recall import Row, put
+from share.test_word_docs import pushed_history
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -51,13 +51,7 @@ def _same(db: ShareDb) -> int:
 
 
 def test_turn_words_follow_pushes_changes_and_forgets(share_db: ShareDb, db_path: Path) -> None:
-    turns = [Turn(f"t{n}", f"s{n % 3}", "/work/proj", f"the flamingo cache number {n}",
-                  f"fixed the payroll export {n % 4}", 1_750_000_000_000 + n * 1000) for n in range(30)]
-    write(db_path, turns)
-    config = ShareConfig(conninfo=share_db.conninfo("alice"), machine="laptop", folders=("/work/proj",))
-    save_config(db_path, config)
-    push(db_path, config)
-    put(share_db, "bob", [Row("desk", "b1", "s1", "/w", "flamingo payroll", "the flamingo again", 1_750_000_000_000)])
+    turns, config = pushed_history(share_db, db_path)
     assert _same(share_db) == 31
     # Changed texts pushed again: the upsert's updated rows get their new words.
     write(db_path, [replace(t, user=f"retry the kubernetes deploy {n}") for n, t in enumerate(turns[:10])])

@@ -35,7 +35,8 @@ def _kept_counts(conn: psycopg.Connection[tuple[object, ...]]) -> dict[str, int]
     return {str(w): int(n) for w, n in conn.execute("SELECT word, docs FROM pimem.word_docs WHERE docs <> 0")}
 
 
-def test_word_counts_follow_pushes_changes_and_forgets(share_db: ShareDb, db_path: Path) -> None:
+def pushed_history(share_db: ShareDb, db_path: Path) -> tuple[list[Turn], ShareConfig]:
+    """30 turns alice pushed from /work/proj (3 sessions, *flamingo* in each) and one row of bob's."""
     turns = [Turn(f"t{n}", f"s{n % 3}", "/work/proj", f"the flamingo cache number {n}",
                   f"fixed the payroll export {n % 4}", 1_750_000_000_000 + n * 1000) for n in range(30)]
     write(db_path, turns)
@@ -43,6 +44,11 @@ def test_word_counts_follow_pushes_changes_and_forgets(share_db: ShareDb, db_pat
     save_config(db_path, config)
     push(db_path, config)
     put(share_db, "bob", [Row("desk", "b1", "s1", "/w", "flamingo payroll", "the flamingo again", 1_750_000_000_000)])
+    return turns, config
+
+
+def test_word_counts_follow_pushes_changes_and_forgets(share_db: ShareDb, db_path: Path) -> None:
+    turns, config = pushed_history(share_db, db_path)
     with psycopg.connect(share_db.admin, autocommit=True) as conn:
         assert _kept_counts(conn) == _counts_by_scan(conn)
         assert _kept_counts(conn)["flamingo"] == 31
