@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -20,6 +20,18 @@ def server() -> Iterator[PimemServer]:
     server.close()
 
 
+def _blocking_read() -> tuple[threading.Event, threading.Event, Callable[[], int]]:
+    """(started, release, slow): ``slow`` sets ``started``, waits for ``release``, gives its thread's id."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow() -> int:
+        started.set()
+        release.wait(10)
+        return threading.get_ident()
+
+    return started, release, slow
+
+
 def test_reads_one_after_another_share_a_thread(server: PimemServer) -> None:
     async def main() -> set[int]:
         return {await server.read(threading.get_ident) for _ in range(50)}
@@ -28,12 +40,7 @@ def test_reads_one_after_another_share_a_thread(server: PimemServer) -> None:
 
 
 def test_a_read_while_another_runs_does_not_wait_for_it(server: PimemServer) -> None:
-    started, release = threading.Event(), threading.Event()
-
-    def slow() -> int:
-        started.set()
-        release.wait(10)
-        return threading.get_ident()
+    started, release, slow = _blocking_read()
 
     async def main() -> tuple[int, int, int]:
         first = asyncio.ensure_future(server.read(slow))
@@ -48,12 +55,7 @@ def test_a_read_while_another_runs_does_not_wait_for_it(server: PimemServer) -> 
 
 
 def test_a_cancelled_read_frees_its_thread_when_it_ends(server: PimemServer) -> None:
-    started, release = threading.Event(), threading.Event()
-
-    def slow() -> int:
-        started.set()
-        release.wait(10)
-        return threading.get_ident()
+    started, release, slow = _blocking_read()
 
     async def main() -> tuple[int, int, int]:
         home = await server.read(threading.get_ident)
