@@ -16,29 +16,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
-from pathlib import Path
 
 import serve_latency
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("/work/data/lme/longmemeval_s_cleaned.json"))
-    parser.add_argument("--dir", type=Path, required=True, help="a corpus built by bench/lme/run.py build")
-    parser.add_argument("--before", default="main", help="the reference revision (served from a git archive)")
-    parser.add_argument("--sample", type=int, default=0, help="only this many dev questions, evenly spaced")
+    serve_latency.add_arguments(parser)
     args = parser.parse_args()
-    dev, _ = serve_latency.data.split(serve_latency.data.load_questions(args.data))
-    if 0 < args.sample < len(dev):
-        dev = [dev[position * len(dev) // args.sample] for position in range(args.sample)]
-    store = args.dir / "memory.db"
-    logs = Path(os.environ.get("TMPDIR", "/tmp"))
-    servers = {"before": serve_latency.Served("before", serve_latency.archive_pimem(args.before)[0], store,
-                                              logs / "serve-identity-before.log"),
-               "after": serve_latency.Served("after", serve_latency.REPO / "server", store,
-                                             logs / "serve-identity-after.log")}
+    dev = serve_latency.sampled_dev(args)
+    servers = serve_latency.before_and_after(args, "serve-identity")
     differ: list[str] = []
     digest = hashlib.sha256()
     for item in dev:

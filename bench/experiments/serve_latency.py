@@ -100,22 +100,38 @@ def figures(values: list[float]) -> dict[str, float]:
             "max": round(max(values), 1)}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The data, the store and the two revisions (this and serve_identity.py)."""
     parser.add_argument("--data", type=Path, default=Path("/work/data/lme/longmemeval_s_cleaned.json"))
     parser.add_argument("--dir", type=Path, required=True, help="a corpus built by bench/lme/run.py build")
     parser.add_argument("--before", default="main", help="the reference revision (served from a git archive)")
     parser.add_argument("--sample", type=int, default=0, help="only this many dev questions, evenly spaced")
-    parser.add_argument("--results", type=Path, help="write every figure as JSON here")
-    args = parser.parse_args()
+
+
+def sampled_dev(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The dev questions (never the held-out ones), ``--sample`` of them evenly spaced when asked."""
     dev, _ = data.split(data.load_questions(args.data))
     if 0 < args.sample < len(dev):
         dev = [dev[position * len(dev) // args.sample] for position in range(args.sample)]
-    mapping: dict[str, str] = json.loads((args.dir / "mapping.json").read_text(encoding="utf-8"))
+    return dev
+
+
+def before_and_after(args: argparse.Namespace, log_prefix: str) -> dict[str, Served]:
+    """Two real servers on the same store: ``--before``'s code (a git archive) and this checkout's."""
     store = args.dir / "memory.db"
     logs = Path(os.environ.get("TMPDIR", "/tmp"))
-    servers = {"before": Served("before", archive_pimem(args.before)[0], store, logs / "serve-before.log"),
-               "after": Served("after", REPO / "server", store, logs / "serve-after.log")}
+    return {"before": Served("before", archive_pimem(args.before)[0], store, logs / f"{log_prefix}-before.log"),
+            "after": Served("after", REPO / "server", store, logs / f"{log_prefix}-after.log")}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    parser.add_argument("--results", type=Path, help="write every figure as JSON here")
+    args = parser.parse_args()
+    dev = sampled_dev(args)
+    mapping: dict[str, str] = json.loads((args.dir / "mapping.json").read_text(encoding="utf-8"))
+    servers = before_and_after(args, "serve")
     cold: dict[str, dict[str, float]] = {}
     for name, served in servers.items():   # the first request of a new server, apart
         _ids, wall, cpu = served.ask(dev[0]["question"], 0)
