@@ -440,15 +440,12 @@ def _doc_counts(conn: Conn, tokens: Sequence[str], stats: Stats, stats_key: str,
     words: their ids go to ``ids`` (a word counted in no row may have none)."""
     counts: dict[str, int] = dict.fromkeys(tokens, 0)
     if stats.word_docs:
-        if stats.turn_words and ids is not None:
-            for word, docs, word_id in conn.execute("SELECT word, docs, id FROM pimem.word_docs "
-                                                    "WHERE word = ANY(%s)", [list(tokens)]):
-                counts[str(word)] = max(int(docs), 0)
-                ids[str(word)] = int(word_id)
-            return counts
-        for word, docs in conn.execute("SELECT word, docs FROM pimem.word_docs WHERE word = ANY(%s)",
-                                       [list(tokens)]):
-            counts[str(word)] = max(int(docs), 0)
+        numbered = stats.turn_words and ids is not None
+        for kept in conn.execute(f"SELECT word, docs{', id' if numbered else ''} FROM pimem.word_docs "
+                                 "WHERE word = ANY(%s)", [list(tokens)]):
+            counts[str(kept[0])] = max(int(kept[1]), 0)
+            if ids is not None and numbered:
+                ids[str(kept[0])] = int(kept[2])
         return counts
     for token in tokens:
         with _STATS_LOCK:
