@@ -205,10 +205,11 @@ def test_expected_fixture_sets_are_what_the_tests_rely_on() -> None:
     assert len(expected_sessions(WEBSHOP)) == 3
     assert len(expected_sessions(PAYROLL)) == 2
     assert len(expected_sessions(ZH)) == 1
-    # G2, G2 archived, G3, G3 .zst; not G0/G1 (no cwd) nor the sub-agent thread (imported: false)
+    # G2, G2 archived, G3, G3 .zst, G3 with an image-only prompt; not G0/G1 (no cwd) nor the sub-agent
+    # thread (imported: false)
     legacy = expected_sessions(LEGACY_APP)
     assert sorted(Path(c["file"]).name.split("-", 1)[1][:10] for c in legacy.values()) == [
-        "2025-10-14", "2025-10-20", "2026-06-10", "2026-06-11"]
+        "2025-10-14", "2025-10-20", "2026-06-10", "2026-06-11", "2026-11-12"]
     subagent = next(c for c in CODEX_CASES if c["name"] == "codex/legacy-g3-subagent")
     assert codex_meta(REPO / subagent["file"])["cwd"] == LEGACY_APP  # same folder, must still be left out
 

@@ -13,7 +13,9 @@ Four generations are read, detected per file (docs/formats.md section 2):
 Turns come from ``response_item`` messages only: ``event_msg`` duplicates them and ``compacted``
 replays earlier history. Injected user-role context (AGENTS.md, environment, IDE preamble…) is removed;
 ``event_msg/task_started`` closes the current turn, so text produced by a task without a user message
-(a compaction summary) is attached to no turn. Sub-agent threads are skipped as a whole.
+(a compaction summary) is attached to no turn. A user message of images only (a pasted screenshot sent
+without a word) is no prompt, as in Claude Code and Pi: the reply to it continues the turn the
+``task_started`` before it closed. Sub-agent threads are skipped as a whole.
 
 Minimal rollouts that converters and other tools write (deja-vu's day-zero benchmark, docs/formats.md
 2.10) are read too: envelopes without ``session_meta`` take the session id from the file name
@@ -145,6 +147,11 @@ def user_text(payload: dict[str, Any]) -> str:
             text = text.split(IDE_REQUEST_MARKER, 1)[1]
         texts.append(text)
     return "\n".join(texts).strip()
+
+
+def has_image(payload: dict[str, Any]) -> bool:
+    """Whether a message carries an image (an ``input_image`` item: a pasted or ``-i`` image)."""
+    return any((as_dict(item) or {}).get("type") == "input_image" for item in as_list(payload.get("content")))
 
 
 def assistant_text(payload: dict[str, Any]) -> str:
@@ -345,6 +352,8 @@ class CodexParser(TranscriptParser):
         self._model_now: str | None = state.get("modelNow")
         self._provider: str | None = state.get("provider")
         self._task_seen: bool = bool(state.get("taskSeen", False))
+        # The turn the latest task_started closed: a prompt of images only continues it (see _item).
+        self._closed: str | None = state.get("closed")
 
     def wants(self, line: Line) -> bool:
         if line.data is None or self._info.excluded:
@@ -387,6 +396,7 @@ class CodexParser(TranscriptParser):
                 self._info.cwd = clean_text(payload["cwd"])
         elif kind == "event_msg":
             if payload.get("type") == "task_started":
+                self._closed = self._current or self._closed
                 self._current = None
                 self._task_seen = True
         elif kind == "response_item":
@@ -421,13 +431,17 @@ class CodexParser(TranscriptParser):
             role = payload.get("role")
             if role == "user":
                 text = clean_text(user_text(payload))
+                if not text and self._current is None and has_image(payload):
+                    # Images sent without a word are no prompt (as in Claude Code and Pi): the reply to
+                    # them continues the turn before, rather than going to no turn and being lost.
+                    self._current = self._closed
                 if not text or self._info.native_id is None:
                     return
                 message_id = nonempty_str(payload.get("id")) or f"{self._id_prefix}{line_number}"
                 ts = ts or self._info.started_at or 0
                 chunk.start_turn(message_id, ts, text, self._turns, line_number)
                 self._turns += 1
-                self._current = message_id
+                self._current = self._closed = message_id
                 self._log("user", text, ts)
             elif role == "assistant" and self._current is not None:
                 text = clean_text(assistant_text(payload))
@@ -483,7 +497,7 @@ class CodexParser(TranscriptParser):
     def state(self) -> dict[str, Any]:
         return {**self._info.to_state(), "generation": self._generation, "turns": self._turns,
                 "current": self._current, "modelNow": self._model_now, "provider": self._provider,
-                "taskSeen": self._task_seen}
+                "taskSeen": self._task_seen, "closed": self._closed}
 
 
 class CodexMessageLog(CodexParser):
