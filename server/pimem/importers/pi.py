@@ -166,6 +166,11 @@ def edit_calls(content: Any) -> list[EditCall]:
     return calls
 
 
+def _keys(shown: list[int] | str) -> list[int] | None:
+    """The hashes of the lines a read (or a write) showed (pimem.editspans.line_keys)."""
+    return shown if isinstance(shown, list) else editspans.line_keys(shown)
+
+
 class PiParser(TranscriptParser):
     source = "pi"
 
@@ -184,11 +189,12 @@ class PiParser(TranscriptParser):
         self._v1_count: int | None = saved if isinstance(saved, int) else None
         # Anchors of the entries parsed in this run; older ones come from `lookup`.
         self._anchors: dict[str, str | None] = {}
-        # This turn's reads of whole files: call id -> file (awaiting the result), and file -> [turn, the
-        # hashes of the lines its read showed] (what a write of it in the same turn replaces; never the text)
+        # This turn's reads of whole files: call id -> file (awaiting the result), and file -> (turn, what
+        # its read showed: the text while parsing, hashed only when a write of it comes or the state is
+        # saved, most reads being of files not written; the state keeps the lines' hashes, never the text)
         reads, known = state.get("reads"), state.get("known")
         self._reads: dict[str, str] = {str(k): str(v) for k, v in reads.items()} if isinstance(reads, dict) else {}
-        self._known: dict[str, tuple[str, list[int]]] = {}
+        self._known: dict[str, tuple[str, list[int] | str]] = {}
         for key, value in (known.items() if isinstance(known, dict) else ()):
             if isinstance(value, list) and len(value) == 2 and isinstance(value[1], list):
                 self._known[str(key)] = (str(value[0]), [int(h) for h in value[1]])
@@ -341,12 +347,12 @@ class PiParser(TranscriptParser):
             found = edit_calls([block])
             if name == "write" and found:
                 known = self._known.pop(key, None)
-                if known is not None and known[0] == turn:
+                before = _keys(known[1]) if known is not None and known[0] == turn else None
+                if before is not None:
                     found = [EditCall(call.path, call.tool, call.call_id, None, call.new, whole=True,
-                                      before=tuple(known[1])) for call in found]
-                lines = editspans.line_keys(found[-1].new)
-                if lines is not None:   # a second write of the file in the turn replaces what this one wrote
-                    self._remember(key, turn, lines)
+                                      before=tuple(before)) for call in found]
+                if editspans.bounded(found[-1].new):   # a second write of the file in the turn replaces this one's
+                    self._remember(key, turn, found[-1].new)
             elif found:
                 self._known.pop(key, None)
             calls.extend(found)
@@ -361,15 +367,12 @@ class PiParser(TranscriptParser):
                              for block in blocks):
             return   # an image, or nothing
         text = "".join(str(block["text"]) for block in blocks if block is not None)
-        if _PARTIAL_READ.search(text):
-            return
-        lines = editspans.line_keys(text)
-        if lines is not None:
-            self._remember(path, turn, lines)
+        if not _PARTIAL_READ.search(text) and editspans.bounded(text):
+            self._remember(path, turn, text)
 
-    def _remember(self, path: str, turn: str, lines: list[int]) -> None:
+    def _remember(self, path: str, turn: str, shown: list[int] | str) -> None:
         self._known.pop(path, None)
-        self._known[path] = (turn, lines)
+        self._known[path] = (turn, shown)
         while len(self._known) > MAX_KNOWN_FILES:
             del self._known[next(iter(self._known))]
 
@@ -392,6 +395,13 @@ class PiParser(TranscriptParser):
         return self._info
 
     def state(self) -> dict[str, Any]:
+        for key, (turn, shown) in list(self._known.items()):   # hashed once, kept hashed
+            lines = _keys(shown)
+            if lines is None:
+                del self._known[key]
+            else:
+                self._known[key] = (turn, lines)
         return {**self._info.to_state(), "header": self._have_header, "version": self._version,
                 "turns": self._turns, "previous": self._previous, "v1Turns": self._v1_count,
-                "reads": dict(self._reads), "known": {key: [turn, lines] for key, (turn, lines) in self._known.items()}}
+                "reads": dict(self._reads),
+                "known": {key: [turn, shown] for key, (turn, shown) in self._known.items()}}
