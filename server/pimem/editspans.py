@@ -12,7 +12,9 @@ call says, the new text); this module, shared by every importer, the sync and th
   :data:`MAX_DIFF_WORK`, only the common first and last lines count as context), each with its position among the new
   text's non-blank lines (consecutive positions = consecutive lines: what makes an exact block) and
   whether blank lines came right before it (:func:`position`).
-  **Removed lines**: the lines of the old text the new one no longer has.
+  **Removed lines**: the lines of the old text the new one no longer has. Where the importer knows what
+  a whole-file write replaced only as line hashes (a Pi ``read`` earlier in the turn: :func:`line_keys`,
+  :func:`span_against`), the same diff is made on the hashes.
 * **Bound rule** (:func:`bounded`): a call is recorded only if its new text is at most
   :data:`MAX_CALL_LINES` lines and :data:`MAX_CALL_BYTES` bytes; lines longer than
   :data:`MAX_LINE_CHARS` characters are left out (minified code); files whose name says they are
