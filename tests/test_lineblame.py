@@ -939,3 +939,32 @@ def test_span_against_the_lines_a_file_held() -> None:
     # the same answer as a diff of the texts (Claude Code's Write with its originalFile)
     assert editspans.span_of(PERSON, REWRITTEN) == span
     assert editspans.line_keys("x = 1\n" * editspans.MAX_CALL_LINES) is None
+
+
+def test_what_pi_reads_showed_is_bounded_in_the_parser_state(tmp_path: Path, project: Path) -> None:
+    """The state carries the line hashes of at most MAX_KNOWN_FILES files a turn read (the latest), none of
+    a read past the bound rule, and nothing of a turn that is over."""
+    from pimem.importers.base import Chunk, feed_line
+    from pimem.importers.pi import MAX_KNOWN_FILES, PiParser
+    from pimem.jsonl import LineReader
+    base = tmp_path / "agents"
+    reads = [("read", {"path": f"f{k}.py", "_result": f"value_{k} = compute({k})\n"}) for k in range(12)]
+    reads.append(("read", {"path": "big.py", "_result": "x = 1\n" * editspans.MAX_CALL_LINES}))
+    write_pi(base, "pi1", project, [("read them", reads)])
+    transcript = next((base / "pi").rglob("*.jsonl"))
+
+    def state_after() -> dict[str, Any]:
+        parser, chunk = PiParser(str(transcript), None), Chunk()
+        with open(transcript, "rb") as handle:
+            for line in LineReader(handle):
+                feed_line(parser, line, chunk)
+        return parser.state()
+
+    known = state_after()["known"]
+    # the latest files read (big.py's read is past the bound rule: not kept)
+    assert sorted(known) == sorted(str(project / f"f{k}.py") for k in range(12 - MAX_KNOWN_FILES, 12))
+    assert all(lines == [editspans.line_hash(f"value_{k}=compute({k})")]
+               for k in range(12) for key, (_, lines) in known.items() if key.endswith(f"/f{k}.py"))
+    # a new turn forgets them
+    write_pi(base, "pi1", project, [("read them", reads), ("next", [])])
+    assert state_after()["known"] == {} and state_after()["reads"] == {}

@@ -82,7 +82,7 @@ _NODE_HEAD = re.compile(
 _RESULT_ID = re.compile(rb',"toolCallId":"([^"\\]{1,128})"')
 READ_RESULT_MAX_BYTES = 4 * editspans.MAX_CALL_BYTES   # a larger result line is not parsed (JSON escapes)
 MAX_PENDING_READS = 32      # read calls whose results are awaited, kept per session
-MAX_KNOWN_FILES = 4         # files whose lines a turn's reads showed, kept per session (their line hashes)
+MAX_KNOWN_FILES = 8         # files whose lines a turn's reads showed, kept per session (hashed in the state)
 # the notices Pi's read appends to a partial result
 _PARTIAL_READ = re.compile(r"\n\n\[(?:Showing lines \d+-\d+ of \d+|\d+ more lines in file)[^\]\n]*\]\s*\Z")
 V1_ID_PATTERN = "L[0-9]*"   # GLOB of the ids derived from positions in v1 files (f"L{line}")
