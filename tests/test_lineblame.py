@@ -836,3 +836,135 @@ def test_layout_7_store_gets_the_index_of_lines_by_hash(tmp_path: Path, project:
         editspans.line_hash("returnresult")}
     conn.close()
     assert _blame(db, path, "by_hand = 1\nreturn result\nalso_by_hand = 2\n") == {}
+
+
+PERSON = ("def load(path):\n    with open(path) as handle:\n        rows = parse_rows(handle)\n"
+          "    return checked_rows(rows)\n")
+REWRITTEN = ("def load(path):\n    with open(path) as handle:\n        rows = parse_rows(handle)\n"
+             "    rows = drop_duplicates(rows)\n    log_count(len(rows))\n    return checked_rows(rows)\n")
+
+
+def _pi_rewrite(base: Path, project: Path, session: str, first: list[tuple[str, dict[str, Any]]],
+                minute: int = 0) -> None:
+    """A Pi session whose turn does ``first`` then writes person.py whole (REWRITTEN)."""
+    write_pi(base, session, project, [
+        ("tidy the loader", [*first, ("write", {"path": "person.py", "content": REWRITTEN, "_result": "ok"})]),
+    ], minute=minute)
+
+
+def test_a_pi_write_after_a_read_of_the_whole_file_claims_only_the_lines_it_added(
+        tmp_path: Path, project: Path) -> None:
+    """A person's file that no agent wrote: Pi reads it whole, then writes it whole. The read's result is
+    what the file held, so the write is an edit of the whole file: the two lines it added are its own,
+    without git (before: the read made it no creation, and every line it wrote was unconfirmed), and the
+    person's lines it kept are not attributed."""
+    path = project / "person.py"
+    base = tmp_path / "agents"
+    _pi_rewrite(base, project, "pi1", [("read", {"path": "person.py", "_result": PERSON})])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, REWRITTEN) == {3: ("exact", "tidy the loader"), 4: ("exact", "tidy the loader")}
+    # the current-line request answers the same
+    assert _blame(db, path, REWRITTEN, start_line=4, end_line=5) == {4: ("exact", "tidy the loader")}
+    assert _blame(db, path, REWRITTEN, start_line=0, end_line=3) == {}
+
+
+@pytest.mark.parametrize("first", [
+    # a read of part of the file (offset/limit), a result that says it is partial, a failed read
+    [("read", {"path": "person.py", "offset": 1, "limit": 2, "_result": PERSON})],
+    [("read", {"path": "person.py", "_result": PERSON, "_details": {"truncation": {"truncated": True}}})],
+    [("read", {"path": "person.py", "_result": PERSON + "\n\n[Showing lines 1-4 of 900. Use offset=5 to continue.]"})],
+    [("read", {"path": "person.py", "_result": "ENOENT: no such file", "_isError": True})],
+    # the file changed after the read: an edit of it, a shell command naming it
+    [("read", {"path": "person.py", "_result": PERSON}),
+     ("edit", {"path": "person.py", "edits": [{"oldText": "def load(path):\n", "newText": "def load(path):\n"}],
+               "_result": "ok"})],
+    [("read", {"path": "person.py", "_result": PERSON}),
+     ("bash", {"command": "sed -i 's/rows/items/' person.py", "_result": ""})],
+])
+def test_a_pi_write_whose_turn_does_not_show_the_whole_file_before_it_stays_unconfirmed(
+        tmp_path: Path, project: Path, first: list[tuple[str, dict[str, Any]]]) -> None:
+    """What the file held is known only from a read of the whole file that nothing changed since: else the
+    file existed (a read or an edit of it), and the write's lines stay unconfirmed without git."""
+    base = tmp_path / "agents"
+    _pi_rewrite(base, project, "pi1", first)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, project / "person.py", REWRITTEN) == {}
+
+
+def test_a_pi_read_in_an_earlier_turn_shows_the_file_existed_not_what_it_held(tmp_path: Path, project: Path) -> None:
+    """A person may edit the file between turns: a read of an earlier turn makes the write no creation, but
+    its text is not the file the write replaced."""
+    base = tmp_path / "agents"
+    write_pi(base, "pi1", project, [
+        ("look at the loader", [("read", {"path": "person.py", "_result": PERSON})]),
+        ("tidy the loader", [("write", {"path": "person.py", "content": REWRITTEN, "_result": "ok"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, project / "person.py", REWRITTEN) == {}
+
+
+def test_a_read_and_the_write_synced_apart_give_what_one_sync_gives(tmp_path: Path, project: Path) -> None:
+    """The read's lines are carried in the parser's state (their hashes) when a sync falls between the read's
+    result and the write: the same rows as one full import."""
+    base = tmp_path / "agents"
+    _pi_rewrite(base, project, "pi1", [("read", {"path": "person.py", "_result": PERSON})])
+    transcript = next((base / "pi").rglob("*.jsonl"))
+    lines = transcript.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = next(k for k, line in enumerate(lines) if '"toolName":"read"' in line) + 1
+    assert '"role":"toolResult"' in lines[cut - 1] and '"name":"write"' in lines[cut]
+    transcript.write_text("".join(lines[:cut]), encoding="utf-8")
+    db = tmp_path / "m.db"
+    sync(base, db)
+    state = json.loads(sqlite3.connect(db).execute(
+        "SELECT state FROM pimem_files WHERE state LIKE '%known%'").fetchone()[0])
+    assert "person.py" in json.dumps(state) and "def load" not in json.dumps(state)   # hashes, never the text
+    transcript.write_text("".join(lines), encoding="utf-8")
+    sync(base, db)
+    assert _blame(db, project / "person.py", REWRITTEN) == {3: ("exact", "tidy the loader"),
+                                                              4: ("exact", "tidy the loader")}
+
+
+def test_span_against_the_lines_a_file_held() -> None:
+    before = editspans.line_keys(PERSON)
+    assert before is not None and len(before) == 4
+    span = editspans.span_against(before, REWRITTEN)
+    h = editspans.line_hash
+    assert span == editspans.Span([(6, h("rows=drop_duplicates(rows)")), (8, h("log_count(len(rows))"))], [])
+    assert editspans.span_against(before, "def load(path):\n    return []\n") == editspans.Span(
+        [(2, h("return[]"))],
+        [h("withopen(path)ashandle:"), h("rows=parse_rows(handle)"), h("returnchecked_rows(rows)")])
+    # the same answer as a diff of the texts (Claude Code's Write with its originalFile)
+    assert editspans.span_of(PERSON, REWRITTEN) == span
+    assert editspans.line_keys("x = 1\n" * editspans.MAX_CALL_LINES) is None
+
+
+def test_what_pi_reads_showed_is_bounded_in_the_parser_state(tmp_path: Path, project: Path) -> None:
+    """The state carries the line hashes of at most MAX_KNOWN_FILES files a turn read (the latest), none of
+    a read past the bound rule, and nothing of a turn that is over."""
+    from pimem.importers.base import Chunk, feed_line
+    from pimem.importers.pi import MAX_KNOWN_FILES, PiParser
+    from pimem.jsonl import LineReader
+    base = tmp_path / "agents"
+    reads = [("read", {"path": f"f{k}.py", "_result": f"value_{k} = compute({k})\n"}) for k in range(12)]
+    reads.append(("read", {"path": "big.py", "_result": "x = 1\n" * editspans.MAX_CALL_LINES}))
+    write_pi(base, "pi1", project, [("read them", reads)])
+    transcript = next((base / "pi").rglob("*.jsonl"))
+
+    def state_after() -> dict[str, Any]:
+        parser, chunk = PiParser(str(transcript), None), Chunk()
+        with open(transcript, "rb") as handle:
+            for line in LineReader(handle):
+                feed_line(parser, line, chunk)
+        return parser.state()
+
+    known = state_after()["known"]
+    # the latest files read (big.py's read is past the bound rule: not kept)
+    assert sorted(known) == sorted(str(project / f"f{k}.py") for k in range(12 - MAX_KNOWN_FILES, 12))
+    assert all(lines == [editspans.line_hash(f"value_{k}=compute({k})")]
+               for k in range(12) for key, (_, lines) in known.items() if key.endswith(f"/f{k}.py"))
+    # a new turn forgets them
+    write_pi(base, "pi1", project, [("read them", reads), ("next", [])])
+    assert state_after()["known"] == {} and state_after()["reads"] == {}

@@ -6,7 +6,8 @@
 Needs the agents of ``scripts/setup-agents.sh`` (Claude Code, Codex) and ``scripts/setup-pi.sh`` (Pi)
 under ``.cache/``. Each agent turn is one prompt whose scripted edit (``[pimem-edit:...]``, see
 tools/agentgen/mock_llm_server.py) the mock turns into the agent's own edit tool call (Claude Code
-Read + Edit/Write, Pi edit/write, Codex apply_patch); the person's steps are written by this script;
+Read + Edit/Write, Pi edit/write, a Pi read before a write over an existing file in its even-numbered
+sessions (:func:`reads_first`), Codex apply_patch); the person's steps are written by this script;
 the projects under ``--root`` are git repositories committed at the script's commit steps. After every
 agent turn the files on disk must equal the script's (else the run stops: the truth would be wrong).
 
@@ -84,6 +85,14 @@ def build_repos(root: Path, steps: list[dict[str, Any]], initial: dict[str, str]
     return files
 
 
+def reads_first(step: dict[str, Any]) -> bool:
+    """Whether the agent reads a file before writing it whole over what it holds. The real Pi does (its
+    ``read`` result is the file's text; the real sample ``shared/corpus/real-samples/pi`` reads every file
+    it rewrites, its writes are new files), but nothing makes it: Pi's odd-numbered sessions write without
+    reading, so both cases are measured. (Claude Code must read first; Codex patches.)"""
+    return not (step["agent"] == "pi" and int(step["session"].rsplit("-", 1)[1]) % 2 == 1)
+
+
 def prompt_for(step: dict[str, Any], root: Path) -> str:
     project = root / step["project"]
     edits = []
@@ -91,7 +100,7 @@ def prompt_for(step: dict[str, Any], root: Path) -> str:
         rel = e["path"].split("/", 1)[1]
         # Claude Code's tools take absolute paths; Pi and Codex are given the path relative to the project
         path = str(project / rel) if step["agent"] == "claude" else rel
-        edits.append(dict(e, path=path))
+        edits.append(dict(e, path=path, read=reads_first(step)))
     payload = base64.b64encode(json.dumps({"edits": edits}).encode()).decode()
     files = ", ".join(sorted({e["path"].split("/", 1)[1] for e in step["edits"]}))
     return f"{step['tag']}: please change {files} as planned. [pimem-edit:{payload}]"

@@ -12,7 +12,9 @@ call says, the new text); this module, shared by every importer, the sync and th
   :data:`MAX_DIFF_WORK`, only the common first and last lines count as context), each with its position among the new
   text's non-blank lines (consecutive positions = consecutive lines: what makes an exact block) and
   whether blank lines came right before it (:func:`position`).
-  **Removed lines**: the lines of the old text the new one no longer has.
+  **Removed lines**: the lines of the old text the new one no longer has. Where the importer knows what
+  a whole-file write replaced only as line hashes (a Pi ``read`` earlier in the turn: :func:`line_keys`,
+  :func:`span_against`), the same diff is made on the hashes.
 * **Bound rule** (:func:`bounded`): a call is recorded only if its new text is at most
   :data:`MAX_CALL_LINES` lines and :data:`MAX_CALL_BYTES` bytes; lines longer than
   :data:`MAX_LINE_CHARS` characters are left out (minified code); files whose name says they are
@@ -30,6 +32,7 @@ import difflib
 import hashlib
 import posixpath
 import re
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 MAX_CALL_LINES = 2_000
@@ -140,6 +143,42 @@ def span_of(old: str | None, new: str) -> Span | None:
     if not old_lines:
         return Span([(position(pos, blanks[pos]), line_hash(line)) for pos, line in enumerate(new_lines)
                       if line != "\0"], [])
+    return _diff(old_lines, new_lines, blanks, [line != "\0" for line in old_lines],
+                 lambda i: line_hash(old_lines[i]), lambda j: line_hash(new_lines[j]))
+
+
+# a line too long to be code a person reads, among the keys of line_keys (never equal to a line's hash: a
+# normalized line holds no NUL)
+_LONG_LINE = line_hash("\0\0")
+
+
+def line_keys(text: str) -> list[int] | None:
+    """What :func:`span_against` needs of a text a file held: the hashes of its normalized non-blank lines,
+    in order (None past the bound rule). A Pi ``write`` after a ``read`` of the whole file in the same turn
+    (pimem.importers.pi) keeps these, never the text."""
+    if not bounded(text):
+        return None
+    return [_LONG_LINE if line == "\0" else line_hash(line) for line in _kept(text)[0]]
+
+
+def span_against(before: Sequence[int], new: str) -> Span | None:
+    """:func:`span_of` of a whole-file write whose file held the lines ``before`` (:func:`line_keys`): the
+    lines it added are those the file did not hold there, the lines it removed those it no longer holds."""
+    if not bounded(new) or len(before) >= MAX_CALL_LINES:
+        return None
+    new_lines, blanks = _kept(new)
+    new_keys = [_LONG_LINE if line == "\0" else line_hash(line) for line in new_lines]
+    return _diff(before, new_keys, blanks, [key != _LONG_LINE for key in before],
+                 before.__getitem__, new_keys.__getitem__, new_lines)
+
+
+def _diff(old_lines: Sequence[Hashable], new_lines: Sequence[Hashable], blanks: list[int], old_real: list[bool],
+          old_hash: Callable[[int], int], new_hash: Callable[[int], int],
+          shown: Sequence[str] | None = None) -> Span:
+    """The line diff of two texts' normalized non-blank lines (or their keys): what was added (positions
+    in the new text) and removed. ``shown``: the new text's normalized lines when ``new_lines`` are keys
+    (a long line's marker is never added)."""
+    new_text = new_lines if shown is None else shown
     # the context an edit repeats is most often its first and last lines: trimmed first, cheaply
     head = 0
     while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
@@ -163,8 +202,8 @@ def span_of(old: str | None, new: str) -> Span | None:
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             continue
-        removed.extend(line_hash(line) for line in old_middle[i1:i2] if line != "\0")
-        added.extend((position(head + pos, blanks[head + pos]), line_hash(new_lines[head + pos]))
-                     for pos in range(j1, j2) if new_lines[head + pos] != "\0")
+        removed.extend(old_hash(head + i) for i in range(i1, i2) if old_real[head + i])
+        added.extend((position(head + pos, blanks[head + pos]), new_hash(head + pos))
+                     for pos in range(j1, j2) if new_text[head + pos] != "\0")
     return Span(added, removed)
 

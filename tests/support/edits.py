@@ -50,15 +50,36 @@ def write_pi(base: Path, session: str, cwd: Path, turns: list[Turn], minute: int
         lines.append({"type": "message", "id": f"u{k}", "parentId": parent, "timestamp": at,
                       "message": {"role": "user", "content": prompt}})
         parent = f"u{k}"
-        content = [{"type": "toolCall", "id": f"call_{k}_{c}", "name": name, "arguments": arguments}
-                   for c, (name, arguments) in enumerate(calls)]
-        lines.append({"type": "message", "id": f"a{k}", "parentId": parent, "timestamp": at,
-                      "message": {"role": "assistant", "content": content}})
-        parent = f"a{k}"
+        if not any("_result" in arguments for _, arguments in calls):
+            content = [{"type": "toolCall", "id": f"call_{k}_{c}", "name": name, "arguments": arguments}
+                       for c, (name, arguments) in enumerate(calls)]
+            lines.append({"type": "message", "id": f"a{k}", "parentId": parent, "timestamp": at,
+                          "message": {"role": "assistant", "content": content}})
+            parent = f"a{k}"
+            continue
+        # one call a message, each followed by its result where given (``_result``: its text; ``_details``,
+        # ``_isError`` as Pi writes them), as the real Pi writes a turn that reads, then writes
+        for c, (name, arguments) in enumerate(calls):
+            arguments = dict(arguments)
+            result, details = arguments.pop("_result", None), arguments.pop("_details", None)
+            error = arguments.pop("_isError", False)
+            lines.append({"type": "message", "id": f"a{k}_{c}", "parentId": parent, "timestamp": at,
+                          "message": {"role": "assistant", "content": [
+                              {"type": "toolCall", "id": f"call_{k}_{c}", "name": name, "arguments": arguments}]}})
+            parent = f"a{k}_{c}"
+            if result is not None:
+                message: dict[str, Any] = {"role": "toolResult", "toolCallId": f"call_{k}_{c}", "toolName": name,
+                                           "content": [{"type": "text", "text": result}], "isError": error}
+                if details is not None:
+                    message["details"] = details
+                lines.append({"type": "message", "id": f"r{k}_{c}", "parentId": parent, "timestamp": at,
+                              "message": message})
+                parent = f"r{k}_{c}"
     folder = base / "pi" / "agent" / "sessions" / "--p--"
     folder.mkdir(parents=True, exist_ok=True)
+    # compact, as Pi writes it (its tool results are then skipped unparsed unless awaited: pimem.importers.pi)
     (folder / f"2026-11-01T10-00-00-000Z_{session}.jsonl").write_text(
-        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines), encoding="utf-8")
 
 
 def write_codex(base: Path, session: str, cwd: Path, turns: list[tuple[str, list[str]]], minute: int = 0) -> None:

@@ -30,9 +30,10 @@ scenario-specific answers that repeat flamingo / zeta_ratelimit / payroll / 缓�
     thinking.display="omitted"; Responses: a reasoning item is always added
     when `reasoning` is requested, with a summary only for "think" prompts).
   * A scripted edit (bench/blame): a prompt carrying `[pimem-edit:<base64 JSON>]`, JSON
-    {"edits": [{"path", "old", "new"}]} (old null: write the whole file), becomes the agent's own
-    edit tool calls, one per answer, with exactly that text: Claude Code Read then Edit/Write, Pi
-    edit/write, Codex apply_patch (see edit_plan()).
+    {"edits": [{"path", "old", "new", "exists"?, "read"?}]} (old null: write the whole file), becomes the
+    agent's own edit tool calls, one per answer, with exactly that text: Claude Code Read then
+    Edit/Write, Pi edit/write (read first when it writes over a file that exists, unless "read" is
+    false), Codex apply_patch (see edit_plan()).
   * "create file `x`" / 创建文件 -> Write/write tool; "subagent"/子代理 ->
     Claude Code's Agent tool; <task-notification> turns get a report.
   * Summary/compaction prompts (Claude /compact, Codex "CONTEXT CHECKPOINT
@@ -431,8 +432,11 @@ def edit_calls(script, tool_names, cwd=None):
                 calls.append(("Write", {"file_path": full, "content": new}))
             else:
                 calls.append(("Edit", {"file_path": full, "old_string": old, "new_string": new}))
-        elif "edit" in tool_names:  # Pi
+        elif "edit" in tool_names:  # Pi: reads a file it rewrites whole first, as the real agent does,
+            # unless the script says it writes without reading ("read": false)
             if old is None:
+                if e.get("exists") and e.get("read", True):
+                    calls.append(("read", {"path": path}))
                 calls.append(("write", {"path": path, "content": new}))
             else:
                 calls.append(("edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}))

@@ -63,7 +63,10 @@ class EditCall:
     (``old``; None when the call does not say) and the text it wrote (``new``). ``whole``: the call
     wrote the whole file (a ``Write``, an added file). pimem.editspans turns it into lines.
     ``amends``: this call's whole-file write was stored earlier without ``old`` (its result came in a
-    later parse); this one, with ``old``, replaces it."""
+    later parse); this one, with ``old``, replaces it. ``before``: for a whole-file write whose transcript
+    shows what the file held but not as the call's replaced text (a Pi ``read`` of the whole file earlier
+    in the same turn), the hashes of those lines (pimem.editspans.line_keys): the write is then an edit of
+    the whole file, as with ``old``."""
 
     path: str
     tool: str
@@ -72,6 +75,7 @@ class EditCall:
     new: str
     whole: bool = False
     amends: bool = False
+    before: tuple[int, ...] | None = None
 
 _WINDOWS_ABSOLUTE = re.compile(r"(?:[A-Za-z]:[\\/]|\\\\)")
 

@@ -23,7 +23,18 @@ File tools are ``toolCall`` blocks named ``read``, ``write``, ``edit`` (:data:`F
 ``arguments.path`` is relative to the session's cwd or absolute. The text they wrote
 (:func:`edit_calls`): each ``edit`` replacement (``edits: [{oldText, newText}]``, also sent as a JSON
 string or one object, and the older top-level ``oldText``/``newText``, as Pi's edit tool accepts them)
-and ``write``'s ``content`` (the whole file); the ``toolCall`` id.
+and ``write``'s ``content`` (the whole file); the ``toolCall`` id. Pi's ``write`` result does not say
+whether the file existed ("Successfully wrote to PATH"); its ``read`` result (a ``toolResult`` message
+with the call's ``toolCallId``, ``toolName: "read"``) is the file's text as it was, verbatim, unless it
+says it is partial (``details.truncation``, or a closing ``[Showing lines A-B of N…]`` / ``[N more lines in
+file…]`` notice; Pi 1.6.0 ``dist/core/tools/read.js``). So a ``write`` after a ``read`` of the whole file
+in the **same turn** (no ``offset``/``limit``; no ``edit`` of the file, and no ``bash`` command naming it,
+in between) is an edit of the whole file: the call carries the hashes of the lines read
+(``EditCall.before``, pimem.editspans.line_keys; never the text) and claims only the lines it added. A
+read in an earlier turn says the file existed, not what it held when written (a person may have edited
+it since): pimem.lineblame's creation rule reads it from the file touches. Read results larger than
+:data:`READ_RESULT_MAX_BYTES` are not parsed (most tool-result bytes are skipped unparsed, see
+:data:`_NODE_HEAD`).
 
 Transcripts are every ``.jsonl`` file under the sessions folder (:data:`FILES`).
 """
@@ -31,9 +42,11 @@ Transcripts are every ``.jsonl`` file under the sessions folder (:data:`FILES`).
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from typing import Any
 
+from pimem import editspans
 from pimem.importers.base import (
     Chunk,
     EditCall,
@@ -43,6 +56,7 @@ from pimem.importers.base import (
     SessionInfo,
     TranscriptFiles,
     TranscriptParser,
+    absolute_touch_path,
 )
 from pimem.jsonl import Line
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, number_to_ms
@@ -51,8 +65,9 @@ FILES = TranscriptFiles()   # every .jsonl file
 
 # What the parser reads from a session changed: files parsed with an older version are parsed again
 # once (pimem.sync). 2: file touches; a v1 session Pi rewrote keeps its turns' first ids. 3: edit spans
-# (the text edit calls wrote, pimem.editspans).
-RULES_VERSION = 3
+# (the text edit calls wrote, pimem.editspans). 4: a write after a read of the whole file in its turn
+# claims only the lines it added (EditCall.before).
+RULES_VERSION = 4
 
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit"}
 
@@ -62,6 +77,14 @@ _NODE_HEAD = re.compile(
     rb'^\{"type":"message","id":"([^"\\]{1,64})","parentId":(?:null|"([^"\\]{1,64})"),'
     rb'"timestamp":"[^"]*","message":\{"role":"(toolResult|bashExecution|custom|system|hookMessage)"'
 )
+# the call id of a tool result, right after its role (as Pi writes it): a read's result is parsed only
+# when it answers a read of a whole file in the turn (the rest stay unparsed tree nodes)
+_RESULT_ID = re.compile(rb',"toolCallId":"([^"\\]{1,128})"')
+READ_RESULT_MAX_BYTES = 4 * editspans.MAX_CALL_BYTES   # a larger result line is not parsed (JSON escapes)
+MAX_PENDING_READS = 32      # read calls whose results are awaited, kept per session
+MAX_KNOWN_FILES = 8         # files whose lines a turn's reads showed, kept per session (hashed in the state)
+# the notices Pi's read appends to a partial result
+_PARTIAL_READ = re.compile(r"\n\n\[(?:Showing lines \d+-\d+ of \d+|\d+ more lines in file)[^\]\n]*\]\s*\Z")
 V1_ID_PATTERN = "L[0-9]*"   # GLOB of the ids derived from positions in v1 files (f"L{line}")
 _V1_ID = re.compile(r"L[0-9]+")
 
@@ -143,6 +166,11 @@ def edit_calls(content: Any) -> list[EditCall]:
     return calls
 
 
+def _keys(shown: list[int] | str) -> list[int] | None:
+    """The hashes of the lines a read (or a write) showed (pimem.editspans.line_keys)."""
+    return shown if isinstance(shown, list) else editspans.line_keys(shown)
+
+
 class PiParser(TranscriptParser):
     source = "pi"
 
@@ -161,6 +189,15 @@ class PiParser(TranscriptParser):
         self._v1_count: int | None = saved if isinstance(saved, int) else None
         # Anchors of the entries parsed in this run; older ones come from `lookup`.
         self._anchors: dict[str, str | None] = {}
+        # This turn's reads of whole files: call id -> file (awaiting the result), and file -> (turn, what
+        # its read showed: the text while parsing, hashed only when a write of it comes or the state is
+        # saved, most reads being of files not written; the state keeps the lines' hashes, never the text)
+        reads, known = state.get("reads"), state.get("known")
+        self._reads: dict[str, str] = {str(k): str(v) for k, v in reads.items()} if isinstance(reads, dict) else {}
+        self._known: dict[str, tuple[str, list[int] | str]] = {}
+        for key, value in (known.items() if isinstance(known, dict) else ()):
+            if isinstance(value, list) and len(value) == 2 and isinstance(value[1], list):
+                self._known[str(key)] = (str(value[0]), [int(h) for h in value[1]])
 
     # -- tree ---------------------------------------------------------------------------------
     def _anchor_of(self, entry_id: str | None) -> tuple[bool, str | None]:
@@ -188,13 +225,27 @@ class PiParser(TranscriptParser):
 
     # -- records ------------------------------------------------------------------------------
     def wants(self, line: Line) -> bool:
-        return not (self._have_header and self._version >= 2 and line.data is not None
-                    and _NODE_HEAD.match(line.head))
+        if not self._have_header or self._version < 2 or line.data is None:
+            return True
+        match = _NODE_HEAD.match(line.head)
+        if match is None:
+            return True
+        # a tool result is parsed only when it answers a read of a whole file in this turn
+        return bool(self._reads) and self._awaited(line.head, match.end()) is not None \
+            and len(line.data) <= READ_RESULT_MAX_BYTES
+
+    def _awaited(self, head: bytes, at: int) -> str | None:
+        """The call id of a tool result (its head) when it answers a read this turn awaits."""
+        found = _RESULT_ID.match(head, at)
+        call_id = found.group(1).decode("utf-8", "replace") if found is not None else None
+        return call_id if call_id in self._reads else None
 
     def skip(self, line: Line, chunk: Chunk) -> None:
         match = _NODE_HEAD.match(line.head)
         if match is None or not self._have_header:
             return
+        if self._reads:   # a read's result too large to parse: the file existed, its lines are not known
+            self._reads.pop(self._awaited(line.head, match.end()) or "", None)
         entry_id = match.group(1).decode("utf-8", "replace")
         parent = match.group(2).decode("utf-8", "replace") if match.group(2) else None
         self._record_node(entry_id, self._parent_anchor(parent, True), chunk)
@@ -238,6 +289,8 @@ class PiParser(TranscriptParser):
                 turn_id = self._v1_turn_id(text) or entry_id
                 replaces = entry_id if turn_id != entry_id else None
                 chunk.start_turn(turn_id, ts, text, self._turns, line_number, replaces)
+                self._reads.clear()   # what a turn's reads showed is used in that turn only
+                self._known.clear()
                 self._turns += 1
                 self._record_node(entry_id, turn_id, chunk)
                 return
@@ -248,8 +301,80 @@ class PiParser(TranscriptParser):
             if anchor is not None:
                 content = message.get("content")
                 chunk.add_reply(anchor, clean_text(message_text(content)), tool_call_names(content),
-                                file_touches(content), edit_calls(content))
+                                file_touches(content), self._file_calls(content, anchor))
+        elif message is not None and role == "toolResult" and anchor is not None:
+            call_id = nonempty_str(message.get("toolCallId"))
+            path = self._reads.pop(call_id, None) if call_id is not None else None
+            if path is not None:
+                self._read_result(path, anchor, message)
         self._record_node(entry_id, anchor, chunk)
+
+    # -- what a turn's reads showed ---------------------------------------------------------------
+    def _key(self, path: str) -> str:
+        return absolute_touch_path(path, self._info.cwd) or path
+
+    def _file_calls(self, content: Any, turn: str) -> list[EditCall]:
+        """:func:`edit_calls`, in call order, with what this turn's reads showed: a ``write`` of a file read
+        whole earlier in the turn carries the hashes of the lines read (``before``). Notes the whole-file
+        reads (their results are parsed), and forgets a file an ``edit`` or a ``bash`` command naming it
+        may have changed since (precision first: the write's lines are then unconfirmed, as without a read)."""
+        calls: list[EditCall] = []
+        for block in as_list(content):
+            block = as_dict(block)
+            if block is None or block.get("type") != "toolCall":
+                continue
+            name = nonempty_str(block.get("name"))
+            arguments = as_dict(block.get("arguments")) or {}
+            path = nonempty_str(arguments.get("path"))
+            if name == "bash":
+                command = arguments.get("command")
+                if isinstance(command, str):
+                    for key in [key for key in self._known if posixpath.basename(key) in command]:
+                        del self._known[key]
+                continue
+            if path is None:
+                continue
+            key = self._key(path)
+            call_id = nonempty_str(block.get("id"))
+            if name == "read":
+                whole = arguments.get("offset") in (None, 0, 1) and arguments.get("limit") is None
+                if whole and call_id is not None:
+                    self._reads.pop(call_id, None)
+                    self._reads[call_id] = key
+                    while len(self._reads) > MAX_PENDING_READS:
+                        del self._reads[next(iter(self._reads))]
+                continue
+            found = edit_calls([block])
+            if name == "write" and found:
+                known = self._known.pop(key, None)
+                before = _keys(known[1]) if known is not None and known[0] == turn else None
+                if before is not None:
+                    found = [EditCall(call.path, call.tool, call.call_id, None, call.new, whole=True,
+                                      before=tuple(before)) for call in found]
+                if editspans.bounded(found[-1].new):   # a second write of the file in the turn replaces this one's
+                    self._remember(key, turn, found[-1].new)
+            elif found:
+                self._known.pop(key, None)
+            calls.extend(found)
+        return calls
+
+    def _read_result(self, path: str, turn: str, message: dict[str, Any]) -> None:
+        """A read's result: the hashes of the file's lines, when it is the whole file's text."""
+        if message.get("isError") is True or (as_dict(message.get("details")) or {}).get("truncation"):
+            return
+        blocks = [as_dict(block) for block in as_list(message.get("content"))]
+        if not blocks or any(block is None or block.get("type") != "text" or not isinstance(block.get("text"), str)
+                             for block in blocks):
+            return   # an image, or nothing
+        text = "".join(str(block["text"]) for block in blocks if block is not None)
+        if not _PARTIAL_READ.search(text) and editspans.bounded(text):
+            self._remember(path, turn, text)
+
+    def _remember(self, path: str, turn: str, shown: list[int] | str) -> None:
+        self._known.pop(path, None)
+        self._known[path] = (turn, shown)
+        while len(self._known) > MAX_KNOWN_FILES:
+            del self._known[next(iter(self._known))]
 
     def _v1_turn_id(self, text: str) -> str | None:
         """The v1 id under which this user turn (the next one, ``self._turns``) is already stored, if
@@ -270,5 +395,13 @@ class PiParser(TranscriptParser):
         return self._info
 
     def state(self) -> dict[str, Any]:
+        for key, (turn, shown) in list(self._known.items()):   # hashed once, kept hashed
+            lines = _keys(shown)
+            if lines is None:
+                del self._known[key]
+            else:
+                self._known[key] = (turn, lines)
         return {**self._info.to_state(), "header": self._have_header, "version": self._version,
-                "turns": self._turns, "previous": self._previous, "v1Turns": self._v1_count}
+                "turns": self._turns, "previous": self._previous, "v1Turns": self._v1_count,
+                "reads": dict(self._reads),
+                "known": {key: [turn, shown] for key, (turn, shown) in self._known.items()}}

@@ -304,10 +304,13 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRo
         path = absolute_touch_path(edit.path, cwd)
         if path is None or editspans.skipped_path(path):
             continue
-        span = editspans.span_of(edit.old, edit.new)
+        if edit.before is not None:
+            span = editspans.span_against(edit.before, edit.new)
+        else:
+            span = editspans.span_of(edit.old, edit.new)
         # a whole-file write over content the transcript gives is an edit of the whole file: the lines it
         # kept keep their writer; over unknown content it replaces what earlier calls wrote (pimem.lineblame)
-        whole = edit.whole and edit.old is None
+        whole = edit.whole and edit.old is None and edit.before is None
         if span is None and edit.whole:
             # too large to record its lines, but the file was replaced: what earlier calls wrote is gone
             span, whole = editspans.Span([], []), True
