@@ -166,6 +166,11 @@ def edit_calls(content: Any) -> list[EditCall]:
     return calls
 
 
+def _is_line_hash(value: Any) -> bool:
+    """A value pimem.editspans.line_hash can give (a signed 64-bit integer)."""
+    return type(value) is int and -(1 << 63) <= value < (1 << 63)
+
+
 def _keys(shown: list[int] | str) -> list[int] | None:
     """The hashes of the lines a read (or a write) showed (pimem.editspans.line_keys)."""
     return shown if isinstance(shown, list) else editspans.line_keys(shown)
@@ -192,12 +197,15 @@ class PiParser(TranscriptParser):
         # This turn's reads of whole files: call id -> file (awaiting the result), and file -> (turn, what
         # its read showed: the text while parsing, hashed only when a write of it comes or the state is
         # saved, most reads being of files not written; the state keeps the lines' hashes, never the text)
+        # (a state another tool wrote may hold anything: what is not of these shapes is forgotten)
         reads, known = state.get("reads"), state.get("known")
-        self._reads: dict[str, str] = {str(k): str(v) for k, v in reads.items()} if isinstance(reads, dict) else {}
+        self._reads: dict[str, str] = {k: v for k, v in reads.items() if isinstance(v, str)} \
+            if isinstance(reads, dict) else {}
         self._known: dict[str, tuple[str, list[int] | str]] = {}
         for key, value in (known.items() if isinstance(known, dict) else ()):
-            if isinstance(value, list) and len(value) == 2 and isinstance(value[1], list):
-                self._known[str(key)] = (str(value[0]), [int(h) for h in value[1]])
+            if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) \
+                    and isinstance(value[1], list) and all(_is_line_hash(h) for h in value[1]):
+                self._known[key] = (value[0], value[1])
 
     # -- tree ---------------------------------------------------------------------------------
     def _anchor_of(self, entry_id: str | None) -> tuple[bool, str | None]:

@@ -1,0 +1,106 @@
+"""A Pi write after a read of the whole file in its turn (pimem.importers.pi, issue 23) on hostile and odd
+input: the parser state another tool wrote, call ids and paths a store cannot hold, a read and a change of
+the file in one message, Windows sessions. Each rule: a transcript (or state) and what the write carries."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pimem import editspans
+from pimem.importers.base import Chunk, EditCall, feed_line
+from pimem.importers.pi import PiParser
+from pimem.jsonl import LineReader
+from support.sync import sync
+
+BEFORE = "a = compute(one, two)\nb = compute(three, four)\n"
+FIRST = BEFORE + "c = compute(five, six)\n"
+SECOND = FIRST + "d = compute(seven, eight)\n"
+
+
+class _Session:
+    """A Pi v3 session, written compact as Pi writes it (its tool results are then pre-filtered)."""
+
+    def __init__(self, cwd: str = "/proj") -> None:
+        self.lines: list[dict[str, Any]] = [{"type": "session", "version": 3, "id": "s1",
+                                             "timestamp": "2026-11-01T10:00:00.000Z", "cwd": cwd}]
+        self.parent: str | None = None
+
+    def _add(self, message: dict[str, Any]) -> _Session:
+        entry = f"e{len(self.lines)}"
+        self.lines.append({"type": "message", "id": entry, "parentId": self.parent,
+                           "timestamp": f"2026-11-01T10:00:{len(self.lines):02d}.000Z", "message": message})
+        self.parent = entry
+        return self
+
+    def user(self, text: str) -> _Session:
+        return self._add({"role": "user", "content": text, "timestamp": 1793527200000 + len(self.lines)})
+
+    def calls(self, *calls: tuple[str, str, dict[str, Any]]) -> _Session:
+        return self._add({"role": "assistant", "content": [
+            {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
+            for call_id, name, arguments in calls]})
+
+    def result(self, call_id: str, name: str, text: str) -> _Session:
+        return self._add({"role": "toolResult", "toolCallId": call_id, "toolName": name,
+                          "content": [{"type": "text", "text": text}], "isError": False})
+
+    def text(self) -> str:
+        return "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in self.lines)
+
+    def write_under(self, base: Path) -> Path:
+        target = base / "pi" / "agent" / "sessions" / "--proj--" / "2026-11-01T10-00-00-000Z_s1.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(self.text(), encoding="utf-8")
+        return target
+
+
+def _writes(session: _Session, tmp_path: Path) -> list[EditCall]:
+    """The write calls one parse of the session gives, in order."""
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text(session.text(), encoding="utf-8")
+    parser, chunk = PiParser(str(transcript), None), Chunk()
+    with open(transcript, "rb") as handle:
+        for line in LineReader(handle):
+            feed_line(parser, line, chunk)
+    return [edit for delta in chunk.turns.values() for edit in delta.edits if edit.tool == "write"]
+
+
+def _keys(text: str) -> tuple[int, ...]:
+    keys = editspans.line_keys(text)
+    assert keys is not None
+    return tuple(keys)
+
+
+# --- the saved state ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("known", [
+    ["TURN", [1, "not a hash"]], ["TURN", [1, 1e400]], ["TURN", [1, {}]], ["TURN", [1, 2**70]],
+])
+def test_a_saved_state_whose_read_lines_are_not_hashes_costs_nothing(
+        tmp_path: Path, known: Any) -> None:
+    """The state a store holds may have been written by another tool (or damaged): what it says a read
+    showed is used only when it is a list of line hashes of the turn; else it is forgotten, and the file
+    is still read (before: every later sync of the file failed, its new turns never imported)."""
+    base, db = tmp_path / "agents", tmp_path / "m.db"
+    session = _Session().user("tidy").calls(("c1", "read", {"path": "f.py"})).result("c1", "read", BEFORE)
+    session.write_under(base)
+    assert not sync(base, db).issues
+    conn = sqlite3.connect(db)
+    state = json.loads(conn.execute("SELECT state FROM pimem_files").fetchone()[0])
+    assert list(state["known"]) == ["/proj/f.py"]
+    turn = state["known"]["/proj/f.py"][0]
+    state["known"]["/proj/f.py"] = json.loads(json.dumps(known).replace('"TURN"', json.dumps(turn)))
+    state["reads"] = {"c9": ["not", "a path"], "c8": "/proj/g.py"}
+    with conn:
+        conn.execute("UPDATE pimem_files SET state = ?", (json.dumps(state),))
+    session.calls(("c2", "write", {"path": "f.py", "content": FIRST}))
+    session.user("next").calls(("c3", "bash", {"command": "ls"}))
+    session.write_under(base)
+    assert [issue.error for issue in sync(base, db).issues] == []
+    assert conn.execute("SELECT count(*) FROM turns").fetchone() == (2,)
+    conn.close()
