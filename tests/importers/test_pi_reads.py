@@ -104,3 +104,21 @@ def test_a_saved_state_whose_read_lines_are_not_hashes_costs_nothing(
     assert [issue.error for issue in sync(base, db).issues] == []
     assert conn.execute("SELECT count(*) FROM turns").fetchone() == (2,)
     conn.close()
+
+
+# --- what the state keeps of a transcript ----------------------------------------------------------------
+
+def test_a_read_whose_call_id_a_store_cannot_hold_is_not_awaited(tmp_path: Path) -> None:
+    """A call id with a lone surrogate (JSON allows "\\ud800") cannot be written to the store (UTF-8): the
+    read is not awaited, and the session is imported (before: the id went to the saved state and every sync
+    of the file failed, none of its turns stored)."""
+    base, db = tmp_path / "agents", tmp_path / "m.db"
+    session = _Session().user("tidy").calls(("c\ud800", "read", {"path": "f.py"}))
+    session.result("c\ud800", "read", BEFORE).calls(("c2", "write", {"path": "f.py", "content": FIRST}))
+    session.write_under(base)
+    assert [issue.error for issue in sync(base, db).issues] == []
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT user_text FROM turns").fetchall() == [("tidy",)]
+    conn.close()
+    # the read is not used
+    assert [write.before for write in _writes(session, tmp_path)] == [None]

@@ -171,6 +171,16 @@ def _is_line_hash(value: Any) -> bool:
     return type(value) is int and -(1 << 63) <= value < (1 << 63)
 
 
+def _storable(text: str) -> bool:
+    """Whether a text of the transcript can go to the saved state as it is (UTF-8: no lone surrogate,
+    which JSON allows)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _keys(shown: list[int] | str) -> list[int] | None:
     """The hashes of the lines a read (or a write) showed (pimem.editspans.line_keys)."""
     return shown if isinstance(shown, list) else editspans.line_keys(shown)
@@ -346,7 +356,7 @@ class PiParser(TranscriptParser):
             call_id = nonempty_str(block.get("id"))
             if name == "read":
                 whole = arguments.get("offset") in (None, 0, 1) and arguments.get("limit") is None
-                if whole and call_id is not None:
+                if whole and call_id is not None and _storable(call_id) and _storable(key):
                     self._reads.pop(call_id, None)
                     self._reads[call_id] = key
                     while len(self._reads) > MAX_PENDING_READS:
@@ -379,6 +389,8 @@ class PiParser(TranscriptParser):
             self._remember(path, turn, text)
 
     def _remember(self, path: str, turn: str, shown: list[int] | str) -> None:
+        if not _storable(path):
+            return
         self._known.pop(path, None)
         self._known[path] = (turn, shown)
         while len(self._known) > MAX_KNOWN_FILES:
