@@ -122,3 +122,33 @@ def test_a_read_whose_call_id_a_store_cannot_hold_is_not_awaited(tmp_path: Path)
     conn.close()
     # the read is not used
     assert [write.before for write in _writes(session, tmp_path)] == [None]
+
+
+@pytest.mark.parametrize("field", ["id", "path"])
+def test_the_saved_state_does_not_grow_with_the_length_of_call_ids_and_paths(tmp_path: Path, field: str) -> None:
+    """The state is written again at every commit of the file: it keeps reads only by call ids a result's
+    head can name and paths a file system can have (before: 32 read calls with 1 MB ids or paths made a
+    32 MB state, rewritten at each append of one line)."""
+    huge = "x" * 1_000_000
+    session = _Session().user("read them")
+    for k in range(40):
+        call_id, path = (f"c{k}{huge}", f"f{k}.py") if field == "id" else (f"c{k}", f"f{k}{huge}.py")
+        session.calls((call_id, "read", {"path": path})).result(call_id, "read", BEFORE)
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text(session.text(), encoding="utf-8")
+    parser, chunk = PiParser(str(transcript), None), Chunk()
+    with open(transcript, "rb") as handle:
+        for line in LineReader(handle):
+            feed_line(parser, line, chunk)
+    assert len(json.dumps(parser.state())) < len(huge)
+
+
+def test_a_saved_state_larger_than_the_bounds_is_cut_to_them() -> None:
+    """A state another tool wrote keeps no more than the parser itself would."""
+    from pimem.importers.pi import MAX_KNOWN_FILES, MAX_PENDING_READS
+    state = {"header": True, "version": 3,
+             "reads": {f"c{k}": f"/proj/f{k}.py" for k in range(10_000)} | {"c" * 10_000: "/proj/g.py"},
+             "known": {f"/proj/f{k}.py": ["e1", [k]] for k in range(10_000)} | {"/proj/g.py": ["e1", [0] * 100_000]}}
+    saved = PiParser("s.jsonl", state).state()
+    assert len(saved["reads"]) <= MAX_PENDING_READS and len(saved["known"]) <= MAX_KNOWN_FILES
+    assert "c" * 10_000 not in saved["reads"] and "/proj/g.py" not in saved["known"]

@@ -79,7 +79,9 @@ _NODE_HEAD = re.compile(
 )
 # the call id of a tool result, right after its role (as Pi writes it): a read's result is parsed only
 # when it answers a read of a whole file in the turn (the rest stay unparsed tree nodes)
-_RESULT_ID = re.compile(rb',"toolCallId":"([^"\\]{1,128})"')
+MAX_CALL_ID_CHARS = 128     # longer call ids are not awaited (nor kept in the parser's state)
+MAX_PATH_CHARS = 4_096      # PATH_MAX: files with longer paths are not remembered
+_RESULT_ID = re.compile(rb',"toolCallId":"([^"\\]{1,%d})"' % MAX_CALL_ID_CHARS)
 READ_RESULT_MAX_BYTES = 4 * editspans.MAX_CALL_BYTES   # a larger result line is not parsed (JSON escapes)
 MAX_PENDING_READS = 32      # read calls whose results are awaited, kept per session
 MAX_KNOWN_FILES = 8         # files whose lines a turn's reads showed, kept per session (hashed in the state)
@@ -171,9 +173,11 @@ def _is_line_hash(value: Any) -> bool:
     return type(value) is int and -(1 << 63) <= value < (1 << 63)
 
 
-def _storable(text: str) -> bool:
-    """Whether a text of the transcript can go to the saved state as it is (UTF-8: no lone surrogate,
-    which JSON allows)."""
+def _storable(text: str, limit: int) -> bool:
+    """Whether a call id or path of the transcript can go to the saved state (written again at every commit
+    of the file): at most ``limit`` characters, and as it is (UTF-8: no lone surrogate, which JSON allows)."""
+    if len(text) > limit:
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -209,12 +213,15 @@ class PiParser(TranscriptParser):
         # saved, most reads being of files not written; the state keeps the lines' hashes, never the text)
         # (a state another tool wrote may hold anything: what is not of these shapes is forgotten)
         reads, known = state.get("reads"), state.get("known")
-        self._reads: dict[str, str] = {k: v for k, v in reads.items() if isinstance(v, str)} \
-            if isinstance(reads, dict) else {}
+        self._reads: dict[str, str] = {
+            k: v for k, v in list(reads.items())[-MAX_PENDING_READS:]
+            if isinstance(v, str) and _storable(k, MAX_CALL_ID_CHARS) and _storable(v, MAX_PATH_CHARS)
+        } if isinstance(reads, dict) else {}
         self._known: dict[str, tuple[str, list[int] | str]] = {}
-        for key, value in (known.items() if isinstance(known, dict) else ()):
+        for key, value in (list(known.items())[-MAX_KNOWN_FILES:] if isinstance(known, dict) else ()):
             if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) \
-                    and isinstance(value[1], list) and all(_is_line_hash(h) for h in value[1]):
+                    and isinstance(value[1], list) and len(value[1]) <= editspans.MAX_CALL_LINES \
+                    and all(_is_line_hash(h) for h in value[1]) and _storable(key, MAX_PATH_CHARS):
                 self._known[key] = (value[0], value[1])
 
     # -- tree ---------------------------------------------------------------------------------
@@ -356,7 +363,8 @@ class PiParser(TranscriptParser):
             call_id = nonempty_str(block.get("id"))
             if name == "read":
                 whole = arguments.get("offset") in (None, 0, 1) and arguments.get("limit") is None
-                if whole and call_id is not None and _storable(call_id) and _storable(key):
+                if whole and call_id is not None and _storable(call_id, MAX_CALL_ID_CHARS) \
+                        and _storable(key, MAX_PATH_CHARS):
                     self._reads.pop(call_id, None)
                     self._reads[call_id] = key
                     while len(self._reads) > MAX_PENDING_READS:
@@ -389,7 +397,7 @@ class PiParser(TranscriptParser):
             self._remember(path, turn, text)
 
     def _remember(self, path: str, turn: str, shown: list[int] | str) -> None:
-        if not _storable(path):
+        if not _storable(path, MAX_PATH_CHARS):
             return
         self._known.pop(path, None)
         self._known[path] = (turn, shown)
