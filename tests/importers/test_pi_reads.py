@@ -152,3 +152,22 @@ def test_a_saved_state_larger_than_the_bounds_is_cut_to_them() -> None:
     saved = PiParser("s.jsonl", state).state()
     assert len(saved["reads"]) <= MAX_PENDING_READS and len(saved["known"]) <= MAX_KNOWN_FILES
     assert "c" * 10_000 not in saved["reads"] and "/proj/g.py" not in saved["known"]
+
+
+# --- a read and a change of the file in one message --------------------------------------------------------
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (("c2", "write", {"path": "f.py", "content": FIRST}), _keys(FIRST)),
+    (("c2", "edit", {"path": "f.py", "edits": [{"oldText": "a = ", "newText": "z = "}]}), None),
+    (("c2", "bash", {"command": "sed -i 's/a/z/' f.py"}), None),
+], ids=["write", "edit", "bash"])
+def test_a_read_in_the_message_that_changes_the_file_does_not_say_what_a_later_write_replaced(
+        tmp_path: Path, change: tuple[str, str, dict[str, Any]], expected: tuple[int, ...] | None) -> None:
+    """A model may call read and write (or edit, or a shell command naming the file) in one message: the
+    read's result comes after the message, and shows the file before the change (or after it: the calls'
+    order is not the results'). A later write in the turn replaced what the change left (the first write's
+    text), never the read's (before: the result, parsed after the message, replaced what the write wrote)."""
+    session = _Session().user("tidy").calls(("c1", "read", {"path": "f.py"}), change)
+    session.result("c1", "read", BEFORE).result("c2", change[1], "ok")
+    session.calls(("c3", "write", {"path": "f.py", "content": SECOND}))
+    assert _writes(session, tmp_path)[-1].before == expected

@@ -29,7 +29,8 @@ with the call's ``toolCallId``, ``toolName: "read"``) is the file's text as it w
 says it is partial (``details.truncation``, or a closing ``[Showing lines A-B of N…]`` / ``[N more lines in
 file…]`` notice; Pi 1.6.0 ``dist/core/tools/read.js``). So a ``write`` after a ``read`` of the whole file
 in the **same turn** (no ``offset``/``limit``; no ``edit`` of the file, and no ``bash`` command naming it,
-in between) is an edit of the whole file: the call carries the hashes of the lines read
+in between; not called in a message that also changes the file, whose results' order is not the calls')
+is an edit of the whole file: the call carries the hashes of the lines read
 (``EditCall.before``, pimem.editspans.line_keys; never the text) and claims only the lines it added. A
 read in an earlier turn says the file existed, not what it held when written (a person may have edited
 it since): pimem.lineblame's creation rule reads it from the file touches. Read results larger than
@@ -342,8 +343,11 @@ class PiParser(TranscriptParser):
         """:func:`edit_calls`, in call order, with what this turn's reads showed: a ``write`` of a file read
         whole earlier in the turn carries the hashes of the lines read (``before``). Notes the whole-file
         reads (their results are parsed), and forgets a file an ``edit`` or a ``bash`` command naming it
-        may have changed since (precision first: the write's lines are then unconfirmed, as without a read)."""
+        may have changed since (precision first: the write's lines are then unconfirmed, as without a read).
+        A read of a file this message also changes is not awaited: its result comes after the message and
+        may show the file before or after the change."""
         calls: list[EditCall] = []
+        changed: set[str] = set()
         for block in as_list(content):
             block = as_dict(block)
             if block is None or block.get("type") != "toolCall":
@@ -354,8 +358,11 @@ class PiParser(TranscriptParser):
             if name == "bash":
                 command = arguments.get("command")
                 if isinstance(command, str):
-                    for key in [key for key in self._known if posixpath.basename(key) in command]:
-                        del self._known[key]
+                    named = {key for key in [*self._known, *self._reads.values()]
+                             if posixpath.basename(key) in command}
+                    for key in named:
+                        self._known.pop(key, None)
+                    changed |= named
                 continue
             if path is None:
                 continue
@@ -379,9 +386,13 @@ class PiParser(TranscriptParser):
                                       before=tuple(before)) for call in found]
                 if editspans.bounded(found[-1].new):   # a second write of the file in the turn replaces this one's
                     self._remember(key, turn, found[-1].new)
+                changed.add(key)
             elif found:
                 self._known.pop(key, None)
+                changed.add(key)
             calls.extend(found)
+        for call_id in [call_id for call_id, key in self._reads.items() if key in changed]:
+            del self._reads[call_id]
         return calls
 
     def _read_result(self, path: str, turn: str, message: dict[str, Any]) -> None:
