@@ -171,3 +171,18 @@ def test_a_read_in_the_message_that_changes_the_file_does_not_say_what_a_later_w
     session.result("c1", "read", BEFORE).result("c2", change[1], "ok")
     session.calls(("c3", "write", {"path": "f.py", "content": SECOND}))
     assert _writes(session, tmp_path)[-1].before == expected
+
+
+@pytest.mark.parametrize("cwd", ["/proj", "C:\\Users\\me\\proj"], ids=["posix", "windows"])
+def test_a_shell_command_naming_the_file_forgets_its_read_in_a_windows_session_too(tmp_path: Path, cwd: str) -> None:
+    """Pi runs on Windows (its sessions' cwd ``C:\\…``): the file a read showed is known by its Windows path,
+    whose name a shell command gives all the same (before: the whole path was taken for the name, so no
+    command named it and the write was diffed against the file before the command changed it)."""
+    session = _Session(cwd).user("tidy").calls(("c1", "read", {"path": "f.py"})).result("c1", "read", BEFORE)
+    session.calls(("c2", "bash", {"command": "sed -i 's/a = /z = /' f.py"})).result("c2", "bash", "")
+    session.calls(("c3", "write", {"path": "f.py", "content": FIRST}))
+    assert [write.before for write in _writes(session, tmp_path)] == [None]
+    # and with no command in between, the read is used, as on POSIX
+    session = _Session(cwd).user("tidy").calls(("c1", "read", {"path": "f.py"})).result("c1", "read", BEFORE)
+    session.calls(("c3", "write", {"path": "f.py", "content": FIRST}))
+    assert [write.before for write in _writes(session, tmp_path)] == [_keys(BEFORE)]

@@ -186,6 +186,11 @@ def _storable(text: str, limit: int) -> bool:
     return True
 
 
+def _file_name(path: str) -> str:
+    """The name of a file a call gave (a POSIX or a Windows path: Pi runs on both)."""
+    return posixpath.basename(path.replace("\\", "/"))
+
+
 def _keys(shown: list[int] | str) -> list[int] | None:
     """The hashes of the lines a read (or a write) showed (pimem.editspans.line_keys)."""
     return shown if isinstance(shown, list) else editspans.line_keys(shown)
@@ -359,7 +364,7 @@ class PiParser(TranscriptParser):
                 command = arguments.get("command")
                 if isinstance(command, str):
                     named = {key for key in [*self._known, *self._reads.values()]
-                             if posixpath.basename(key) in command}
+                             if _file_name(key) in command}
                     for key in named:
                         self._known.pop(key, None)
                     changed |= named
