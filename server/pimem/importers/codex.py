@@ -85,8 +85,9 @@ FILES = CodexFiles()
 # What the parser reads from a rollout changed: files parsed with an older version are parsed again
 # once (pimem.sync). 2: file touches. 3: minimal rollouts (no session_meta, input_text replies, an
 # opening assistant message). 4: edit spans (the text apply_patch wrote, pimem.editspans). 5: an added
-# file replaced nothing (its lines are all the patch's).
-RULES_VERSION = 5
+# file replaced nothing (its lines are all the patch's). 6: the reply to a prompt of images only continues
+# the turn before (was lost).
+RULES_VERSION = 6
 
 # Codex file tools with a path argument (besides apply_patch), and what they do to the file.
 PATH_TOOLS: dict[str, FileAction] = {"read_file": "read", "view_image": "read"}
