@@ -8,6 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pimem.store import connect, set_meta, transaction
 from pimem.sync.rules import META_KEY
 from support.sync import sync
@@ -73,3 +75,27 @@ def test_a_store_an_older_pimem_wrote_gets_the_replies_to_image_only_prompts(tmp
     assert _turns(db) == EXPECTED
     whole = tmp_path / "whole.db"
     assert not sync(base, whole).issues and _turns(whole) == EXPECTED
+
+
+@pytest.mark.parametrize("closed", [[1], {"turn": "m1"}, "\ud800"], ids=["list", "object", "lone-surrogate"])
+def test_a_saved_state_whose_closed_turn_is_not_a_turn_id_costs_nothing(tmp_path: Path, closed: Any) -> None:
+    """The state a store holds may have been written by another tool: a ``closed`` that is not a text the
+    store can hold is forgotten (the reply to the screenshot then goes to no turn, as before the rule), and
+    the rollout is read on (before: a list or an object made the screenshot's line a broken one in the
+    user's report; a lone surrogate failed every later sync of the file, its new turns never imported)."""
+    base, db = tmp_path / "agents", tmp_path / "m.db"
+    transcript = _rollout(base, FIRST_TASK)
+    assert not sync(base, db).issues
+    conn = connect(db)
+    with transaction(conn):
+        state = json.loads(conn.execute("SELECT state FROM pimem_files").fetchone()[0])
+        assert state["closed"] == "m1"
+        state["closed"] = closed
+        conn.execute("UPDATE pimem_files SET state = ?", (json.dumps(state),))
+    conn.close()
+    later = [_envelope("event_msg", {"type": "task_started"}, 7),
+             _envelope("response_item", {"type": "message", "id": "m2", "role": "user",
+                                         "content": [{"type": "input_text", "text": "Fix it then."}]}, 8)]
+    transcript.write_text("".join(FIRST_TASK + SCREENSHOT + later), encoding="utf-8")
+    assert [issue.error for issue in sync(base, db).issues] == []
+    assert _turns(db) == [("Why does checkout crash?", "cart.items is undefined."), ("Fix it then.", "")]

@@ -353,8 +353,10 @@ class CodexParser(TranscriptParser):
         self._model_now: str | None = state.get("modelNow")
         self._provider: str | None = state.get("provider")
         self._task_seen: bool = bool(state.get("taskSeen", False))
-        # The turn the latest task_started closed: a prompt of images only continues it (see _item).
-        self._closed: str | None = state.get("closed")
+        # The turn the latest task_started closed: a prompt of images only continues it (see _item). A state
+        # another tool wrote may hold anything there: only a text the store can hold is a turn id.
+        closed = state.get("closed")
+        self._closed: str | None = closed if isinstance(closed, str) and clean_text(closed) == closed else None
 
     def wants(self, line: Line) -> bool:
         if line.data is None or self._info.excluded:
