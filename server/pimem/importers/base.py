@@ -110,6 +110,21 @@ class TurnDelta:
     files: list[FileTouch] = field(default_factory=list)   # files its tool calls touched, in call order
     edits: list[EditCall] = field(default_factory=list)     # the text its edit calls wrote, in call order
     replaces: str | None = None   # a message id this turn was stored under by an older pimem (removed)
+    # what tools, files and edits holds, for add_reply to add each once in time linear in the calls (a
+    # line of a transcript can hold hundreds of thousands of them)
+    _held: set[object] = field(default_factory=set, repr=False, compare=False)
+
+    def add_once(self, kind: str, items: list[Any], item: Any) -> None:
+        """Append ``item`` to ``items`` (this delta's ``kind`` list) unless it holds it already."""
+        if (kind, item) not in self._held:
+            self._held.add((kind, item))
+            items.append(item)
+
+    def replace_edit(self, index: int, edit: EditCall) -> None:
+        """Replace ``edits[index]`` (a call amended by a later record)."""
+        self._held.discard(("edit", self.edits[index]))
+        self._held.add(("edit", edit))
+        self.edits[index] = edit
 
 
 @dataclass
@@ -136,14 +151,11 @@ class Chunk:
         if part:
             delta.reply_parts.append(part)
         for name in tools:
-            if name not in delta.tools:
-                delta.tools.append(name)
+            delta.add_once("tool", delta.tools, name)
         for touch in files:
-            if touch not in delta.files:
-                delta.files.append(touch)
-        for edit in edits:
-            if edit not in delta.edits:   # a call some agents record twice (announced, then run)
-                delta.edits.append(edit)
+            delta.add_once("file", delta.files, touch)
+        for edit in edits:   # a call some agents record twice (announced, then run)
+            delta.add_once("edit", delta.edits, edit)
 
     def note_bad_line(self, line_number: int) -> None:
         self.bad_lines += 1

@@ -105,14 +105,14 @@ def message_text(content: Any) -> str:
 
 
 def tool_call_names(content: Any) -> list[str]:
-    names: list[str] = []
+    names: dict[str, None] = {}   # in call order, each once
     for block in as_list(content):
         block = as_dict(block)
         if block is not None and block.get("type") == "toolCall":
             name = nonempty_str(block.get("name"))
-            if name and name not in names:
-                names.append(name)
-    return names
+            if name:
+                names[name] = None
+    return list(names)
 
 
 def file_touches(content: Any) -> list[FileTouch]:
