@@ -43,7 +43,6 @@ Transcripts are every ``.jsonl`` file under the sessions folder (:data:`FILES`).
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 from typing import Any
 
@@ -188,7 +187,7 @@ def _storable(text: str, limit: int) -> bool:
 
 def _file_name(path: str) -> str:
     """The name of a file a call gave (a POSIX or a Windows path: Pi runs on both)."""
-    return posixpath.basename(path.replace("\\", "/"))
+    return path[max(path.rfind("/"), path.rfind("\\")) + 1:]
 
 
 def _keys(shown: list[int] | str) -> list[int] | None:
@@ -362,7 +361,7 @@ class PiParser(TranscriptParser):
             path = nonempty_str(arguments.get("path"))
             if name == "bash":
                 command = arguments.get("command")
-                if isinstance(command, str):
+                if isinstance(command, str) and (self._known or self._reads):
                     named = {key for key in [*self._known, *self._reads.values()]
                              if _file_name(key) in command}
                     for key in named:
@@ -396,8 +395,9 @@ class PiParser(TranscriptParser):
                 self._known.pop(key, None)
                 changed.add(key)
             calls.extend(found)
-        for call_id in [call_id for call_id, key in self._reads.items() if key in changed]:
-            del self._reads[call_id]
+        if changed and self._reads:
+            for call_id in [call_id for call_id, key in self._reads.items() if key in changed]:
+                del self._reads[call_id]
         return calls
 
     def _read_result(self, path: str, turn: str, message: dict[str, Any]) -> None:
