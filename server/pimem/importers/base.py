@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pimem.jsonl import Line, loads, open_regular
 from pimem.models import Source
+from pimem.textutil import clean_text
 
 # Looks up the nearest user-message ancestor of an entry parsed in an earlier chunk (Pi trees).
 # Returns (found, anchor): found is False when the entry is unknown.
@@ -83,8 +84,9 @@ _WINDOWS_ABSOLUTE = re.compile(r"(?:[A-Za-z]:[\\/]|\\\\)")
 def absolute_touch_path(path: str, cwd: str) -> str | None:
     """The absolute form of a path a tool call gave, against the session's ``cwd`` (normalised, ``..``
     resolved; symlinks are not: agents record the path they were given). None when it cannot be made
-    absolute: relative without a cwd, ``~`` (whose home is unknown here), empty, or holding a NUL."""
-    if not path or "\0" in path or path.startswith("~"):
+    absolute: relative without a cwd, ``~`` (whose home is unknown here), empty, or holding a NUL or a lone
+    surrogate (JSON allows one; the store, UTF-8, cannot hold it)."""
+    if not path or "\0" in path or path.startswith("~") or clean_text(path) != path:
         return None
     if _WINDOWS_ABSOLUTE.match(path):
         return ntpath.normpath(path)
