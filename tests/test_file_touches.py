@@ -223,6 +223,29 @@ def test_touches_follow_appends_and_a_forced_sync_changes_nothing(tmp_path: Path
     assert rows(db, ALL[1]) == expected
 
 
+def test_a_path_the_store_cannot_hold_is_no_touch_and_its_session_is_imported(tmp_path: Path) -> None:
+    """JSON allows a lone surrogate ("\\udc80"; JavaScript writes one when a string is cut inside a pair),
+    which UTF-8, hence the store, cannot hold: such a path is no touch (as one holding a NUL), and the rest of
+    the session is imported (before: its touch, and its edit span, failed every commit of the file, so no
+    turn of the session was ever stored)."""
+    assert absolute_touch_path("src/a\udc80.py", "/work/app") is None
+    base = tmp_path / "history"
+    session = base / "pi/agent/sessions/--work-app--" / "2026-12-01T00-00-00-000Z_s1.jsonl"
+    session.parent.mkdir(parents=True)
+    calls = [{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "src/a\udc80.py"}},
+             {"type": "toolCall", "id": "c2", "name": "write", "arguments": {"path": "b\udc80.py", "content": "x=1"}},
+             {"type": "toolCall", "id": "c3", "name": "read", "arguments": {"path": "src/parser.py"}}]
+    lines = [{"type": "session", "version": 3, "id": "s1", "timestamp": "2026-12-01T00:00:00.000Z", "cwd": "/work/app"},
+             {"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-12-01T00:00:01.000Z",
+              "message": {"role": "user", "content": "fix the parser", "timestamp": 1796083201000}},
+             {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2026-12-01T00:00:02.000Z",
+              "message": {"role": "assistant", "content": calls}}]
+    session.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    db = tmp_path / "memory.db"
+    assert sync(base, db) == (1, 1)
+    assert rows(db, TOUCHES) == [("/work/app/src/parser.py", "pi:s1:u1", "read")]
+
+
 # ---------------------------------------------------------------------------------------------
 # The services
 # ---------------------------------------------------------------------------------------------

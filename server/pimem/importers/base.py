@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pimem.jsonl import Line, loads, open_regular
 from pimem.models import Source
+from pimem.textutil import clean_text
 
 # Looks up the nearest user-message ancestor of an entry parsed in an earlier chunk (Pi trees).
 # Returns (found, anchor): found is False when the entry is unknown.
@@ -83,8 +84,9 @@ _WINDOWS_ABSOLUTE = re.compile(r"(?:[A-Za-z]:[\\/]|\\\\)")
 def absolute_touch_path(path: str, cwd: str) -> str | None:
     """The absolute form of a path a tool call gave, against the session's ``cwd`` (normalised, ``..``
     resolved; symlinks are not: agents record the path they were given). None when it cannot be made
-    absolute: relative without a cwd, ``~`` (whose home is unknown here), empty, or holding a NUL."""
-    if not path or "\0" in path or path.startswith("~"):
+    absolute: relative without a cwd, ``~`` (whose home is unknown here), empty, or holding a NUL or a lone
+    surrogate (JSON allows one; the store, UTF-8, cannot hold it)."""
+    if not path or "\0" in path or path.startswith("~") or clean_text(path) != path:
         return None
     if _WINDOWS_ABSOLUTE.match(path):
         return ntpath.normpath(path)
@@ -110,6 +112,21 @@ class TurnDelta:
     files: list[FileTouch] = field(default_factory=list)   # files its tool calls touched, in call order
     edits: list[EditCall] = field(default_factory=list)     # the text its edit calls wrote, in call order
     replaces: str | None = None   # a message id this turn was stored under by an older pimem (removed)
+    # what tools, files and edits holds, for add_reply to add each once in time linear in the calls (a
+    # line of a transcript can hold hundreds of thousands of them)
+    _held: set[object] = field(default_factory=set, repr=False, compare=False)
+
+    def add_once(self, kind: str, items: list[Any], item: Any) -> None:
+        """Append ``item`` to ``items`` (this delta's ``kind`` list) unless it holds it already."""
+        if (kind, item) not in self._held:
+            self._held.add((kind, item))
+            items.append(item)
+
+    def replace_edit(self, index: int, edit: EditCall) -> None:
+        """Replace ``edits[index]`` (a call amended by a later record)."""
+        self._held.discard(("edit", self.edits[index]))
+        self._held.add(("edit", edit))
+        self.edits[index] = edit
 
 
 @dataclass
@@ -136,14 +153,11 @@ class Chunk:
         if part:
             delta.reply_parts.append(part)
         for name in tools:
-            if name not in delta.tools:
-                delta.tools.append(name)
+            delta.add_once("tool", delta.tools, name)
         for touch in files:
-            if touch not in delta.files:
-                delta.files.append(touch)
-        for edit in edits:
-            if edit not in delta.edits:   # a call some agents record twice (announced, then run)
-                delta.edits.append(edit)
+            delta.add_once("file", delta.files, touch)
+        for edit in edits:   # a call some agents record twice (announced, then run)
+            delta.add_once("edit", delta.edits, edit)
 
     def note_bad_line(self, line_number: int) -> None:
         self.bad_lines += 1

@@ -388,7 +388,7 @@ class ClaudeParser(TranscriptParser):
         if delta is not None:
             for k, edit in enumerate(delta.edits):
                 if edit.call_id == call_id and edit.whole and edit.old is None:
-                    delta.edits[k] = dataclasses.replace(edit, old=old)
+                    delta.replace_edit(k, dataclasses.replace(edit, old=old))
                     return
         path, content = nonempty_str(result.get("filePath")), _text(result.get("content"))
         if path is not None and content is not None:

@@ -85,8 +85,9 @@ FILES = CodexFiles()
 # What the parser reads from a rollout changed: files parsed with an older version are parsed again
 # once (pimem.sync). 2: file touches. 3: minimal rollouts (no session_meta, input_text replies, an
 # opening assistant message). 4: edit spans (the text apply_patch wrote, pimem.editspans). 5: an added
-# file replaced nothing (its lines are all the patch's).
-RULES_VERSION = 5
+# file replaced nothing (its lines are all the patch's). 6: the reply to a prompt of images only continues
+# the turn before (was lost).
+RULES_VERSION = 6
 
 # Codex file tools with a path argument (besides apply_patch), and what they do to the file.
 PATH_TOOLS: dict[str, FileAction] = {"read_file": "read", "view_image": "read"}
@@ -352,8 +353,10 @@ class CodexParser(TranscriptParser):
         self._model_now: str | None = state.get("modelNow")
         self._provider: str | None = state.get("provider")
         self._task_seen: bool = bool(state.get("taskSeen", False))
-        # The turn the latest task_started closed: a prompt of images only continues it (see _item).
-        self._closed: str | None = state.get("closed")
+        # The turn the latest task_started closed: a prompt of images only continues it (see _item). A state
+        # another tool wrote may hold anything there: only a text the store can hold is a turn id.
+        closed = state.get("closed")
+        self._closed: str | None = closed if isinstance(closed, str) and clean_text(closed) == closed else None
 
     def wants(self, line: Line) -> bool:
         if line.data is None or self._info.excluded:

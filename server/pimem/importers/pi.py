@@ -29,7 +29,8 @@ with the call's ``toolCallId``, ``toolName: "read"``) is the file's text as it w
 says it is partial (``details.truncation``, or a closing ``[Showing lines A-B of N…]`` / ``[N more lines in
 file…]`` notice; Pi 1.6.0 ``dist/core/tools/read.js``). So a ``write`` after a ``read`` of the whole file
 in the **same turn** (no ``offset``/``limit``; no ``edit`` of the file, and no ``bash`` command naming it,
-in between) is an edit of the whole file: the call carries the hashes of the lines read
+in between; not called in a message that also changes the file, whose results' order is not the calls')
+is an edit of the whole file: the call carries the hashes of the lines read
 (``EditCall.before``, pimem.editspans.line_keys; never the text) and claims only the lines it added. A
 read in an earlier turn says the file existed, not what it held when written (a person may have edited
 it since): pimem.lineblame's creation rule reads it from the file touches. Read results larger than
@@ -42,7 +43,6 @@ Transcripts are every ``.jsonl`` file under the sessions folder (:data:`FILES`).
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 from typing import Any
 
@@ -79,7 +79,9 @@ _NODE_HEAD = re.compile(
 )
 # the call id of a tool result, right after its role (as Pi writes it): a read's result is parsed only
 # when it answers a read of a whole file in the turn (the rest stay unparsed tree nodes)
-_RESULT_ID = re.compile(rb',"toolCallId":"([^"\\]{1,128})"')
+MAX_CALL_ID_CHARS = 128     # longer call ids are not awaited (nor kept in the parser's state)
+MAX_PATH_CHARS = 4_096      # PATH_MAX: files with longer paths are not remembered
+_RESULT_ID = re.compile(rb',"toolCallId":"([^"\\]{1,%d})"' % MAX_CALL_ID_CHARS)
 READ_RESULT_MAX_BYTES = 4 * editspans.MAX_CALL_BYTES   # a larger result line is not parsed (JSON escapes)
 MAX_PENDING_READS = 32      # read calls whose results are awaited, kept per session
 MAX_KNOWN_FILES = 8         # files whose lines a turn's reads showed, kept per session (hashed in the state)
@@ -102,14 +104,14 @@ def message_text(content: Any) -> str:
 
 
 def tool_call_names(content: Any) -> list[str]:
-    names: list[str] = []
+    names: dict[str, None] = {}   # in call order, each once
     for block in as_list(content):
         block = as_dict(block)
         if block is not None and block.get("type") == "toolCall":
             name = nonempty_str(block.get("name"))
-            if name and name not in names:
-                names.append(name)
-    return names
+            if name:
+                names[name] = None
+    return list(names)
 
 
 def file_touches(content: Any) -> list[FileTouch]:
@@ -166,6 +168,28 @@ def edit_calls(content: Any) -> list[EditCall]:
     return calls
 
 
+def _is_line_hash(value: Any) -> bool:
+    """A value pimem.editspans.line_hash can give (a signed 64-bit integer)."""
+    return type(value) is int and -(1 << 63) <= value < (1 << 63)
+
+
+def _storable(text: str, limit: int) -> bool:
+    """Whether a call id or path of the transcript can go to the saved state (written again at every commit
+    of the file): at most ``limit`` characters, and as it is (UTF-8: no lone surrogate, which JSON allows)."""
+    if len(text) > limit:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _file_name(path: str) -> str:
+    """The name of a file a call gave (a POSIX or a Windows path: Pi runs on both)."""
+    return path[max(path.rfind("/"), path.rfind("\\")) + 1:]
+
+
 def _keys(shown: list[int] | str) -> list[int] | None:
     """The hashes of the lines a read (or a write) showed (pimem.editspans.line_keys)."""
     return shown if isinstance(shown, list) else editspans.line_keys(shown)
@@ -192,12 +216,18 @@ class PiParser(TranscriptParser):
         # This turn's reads of whole files: call id -> file (awaiting the result), and file -> (turn, what
         # its read showed: the text while parsing, hashed only when a write of it comes or the state is
         # saved, most reads being of files not written; the state keeps the lines' hashes, never the text)
+        # (a state another tool wrote may hold anything: what is not of these shapes is forgotten)
         reads, known = state.get("reads"), state.get("known")
-        self._reads: dict[str, str] = {str(k): str(v) for k, v in reads.items()} if isinstance(reads, dict) else {}
+        self._reads: dict[str, str] = {
+            k: v for k, v in list(reads.items())[-MAX_PENDING_READS:]
+            if isinstance(v, str) and _storable(k, MAX_CALL_ID_CHARS) and _storable(v, MAX_PATH_CHARS)
+        } if isinstance(reads, dict) else {}
         self._known: dict[str, tuple[str, list[int] | str]] = {}
-        for key, value in (known.items() if isinstance(known, dict) else ()):
-            if isinstance(value, list) and len(value) == 2 and isinstance(value[1], list):
-                self._known[str(key)] = (str(value[0]), [int(h) for h in value[1]])
+        for key, value in (list(known.items())[-MAX_KNOWN_FILES:] if isinstance(known, dict) else ()):
+            if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) \
+                    and isinstance(value[1], list) and len(value[1]) <= editspans.MAX_CALL_LINES \
+                    and all(_is_line_hash(h) for h in value[1]) and _storable(key, MAX_PATH_CHARS):
+                self._known[key] = (value[0], value[1])
 
     # -- tree ---------------------------------------------------------------------------------
     def _anchor_of(self, entry_id: str | None) -> tuple[bool, str | None]:
@@ -317,8 +347,11 @@ class PiParser(TranscriptParser):
         """:func:`edit_calls`, in call order, with what this turn's reads showed: a ``write`` of a file read
         whole earlier in the turn carries the hashes of the lines read (``before``). Notes the whole-file
         reads (their results are parsed), and forgets a file an ``edit`` or a ``bash`` command naming it
-        may have changed since (precision first: the write's lines are then unconfirmed, as without a read)."""
+        may have changed since (precision first: the write's lines are then unconfirmed, as without a read).
+        A read of a file this message also changes is not awaited: its result comes after the message and
+        may show the file before or after the change."""
         calls: list[EditCall] = []
+        changed: set[str] = set()
         for block in as_list(content):
             block = as_dict(block)
             if block is None or block.get("type") != "toolCall":
@@ -328,9 +361,12 @@ class PiParser(TranscriptParser):
             path = nonempty_str(arguments.get("path"))
             if name == "bash":
                 command = arguments.get("command")
-                if isinstance(command, str):
-                    for key in [key for key in self._known if posixpath.basename(key) in command]:
-                        del self._known[key]
+                if isinstance(command, str) and (self._known or self._reads):
+                    named = {key for key in [*self._known, *self._reads.values()]
+                             if _file_name(key) in command}
+                    for key in named:
+                        self._known.pop(key, None)
+                    changed |= named
                 continue
             if path is None:
                 continue
@@ -338,7 +374,8 @@ class PiParser(TranscriptParser):
             call_id = nonempty_str(block.get("id"))
             if name == "read":
                 whole = arguments.get("offset") in (None, 0, 1) and arguments.get("limit") is None
-                if whole and call_id is not None:
+                if whole and call_id is not None and _storable(call_id, MAX_CALL_ID_CHARS) \
+                        and _storable(key, MAX_PATH_CHARS):
                     self._reads.pop(call_id, None)
                     self._reads[call_id] = key
                     while len(self._reads) > MAX_PENDING_READS:
@@ -353,9 +390,14 @@ class PiParser(TranscriptParser):
                                       before=tuple(before)) for call in found]
                 if editspans.bounded(found[-1].new):   # a second write of the file in the turn replaces this one's
                     self._remember(key, turn, found[-1].new)
+                changed.add(key)
             elif found:
                 self._known.pop(key, None)
+                changed.add(key)
             calls.extend(found)
+        if changed and self._reads:
+            for call_id in [call_id for call_id, key in self._reads.items() if key in changed]:
+                del self._reads[call_id]
         return calls
 
     def _read_result(self, path: str, turn: str, message: dict[str, Any]) -> None:
@@ -371,6 +413,8 @@ class PiParser(TranscriptParser):
             self._remember(path, turn, text)
 
     def _remember(self, path: str, turn: str, shown: list[int] | str) -> None:
+        if not _storable(path, MAX_PATH_CHARS):
+            return
         self._known.pop(path, None)
         self._known[path] = (turn, shown)
         while len(self._known) > MAX_KNOWN_FILES:
