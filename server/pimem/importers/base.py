@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pimem.jsonl import Line, loads, open_regular
 from pimem.models import Source
-from pimem.textutil import clean_text
+from pimem.textutil import is_storable
 
 # Looks up the nearest user-message ancestor of an entry parsed in an earlier chunk (Pi trees).
 # Returns (found, anchor): found is False when the entry is unknown.
@@ -86,7 +86,7 @@ def absolute_touch_path(path: str, cwd: str) -> str | None:
     resolved; symlinks are not: agents record the path they were given). None when it cannot be made
     absolute: relative without a cwd, ``~`` (whose home is unknown here), empty, or holding a NUL or a lone
     surrogate (JSON allows one; the store, UTF-8, cannot hold it)."""
-    if not path or "\0" in path or path.startswith("~") or clean_text(path) != path:
+    if not path or "\0" in path or path.startswith("~") or not is_storable(path):
         return None
     if _WINDOWS_ABSOLUTE.match(path):
         return ntpath.normpath(path)

@@ -59,7 +59,7 @@ from pimem.importers.base import (
     version_hint,
 )
 from pimem.jsonl import Line
-from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
+from pimem.textutil import as_dict, as_list, clean_text, is_storable, iso_to_ms, nonempty_str
 
 
 class CodexFiles(TranscriptFiles):
@@ -356,7 +356,7 @@ class CodexParser(TranscriptParser):
         # The turn the latest task_started closed: a prompt of images only continues it (see _item). A state
         # another tool wrote may hold anything there: only a text the store can hold is a turn id.
         closed = state.get("closed")
-        self._closed: str | None = closed if isinstance(closed, str) and clean_text(closed) == closed else None
+        self._closed: str | None = closed if isinstance(closed, str) and is_storable(closed) else None
 
     def wants(self, line: Line) -> bool:
         if line.data is None or self._info.excluded:
