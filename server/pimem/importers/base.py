@@ -170,6 +170,41 @@ class Chunk:
         self.bad_lines += 1
 
 
+class BadState(Exception):
+    """A saved parser state not of the types its parser writes. The store is shared (the Pi extension
+    writes the same memory.db) and may have been damaged: such a state is forgotten, and the file parsed
+    again from its start (pimem.sync.ingest), never fatal to its file."""
+
+
+def saved(state: dict[str, Any], key: str, kind: type, default: Any = None) -> Any:
+    """``state[key]`` for a parser's ``__init__``: ``default`` when absent or null, else a value of
+    ``kind`` (an int is not a bool, nor a float an int); :class:`BadState` otherwise."""
+    value = state.get(key)
+    if value is None:
+        return default
+    if not (type(value) is kind if kind in (int, bool) else isinstance(value, kind)):
+        raise BadState(key)
+    return value
+
+
+def saved_list(state: dict[str, Any], key: str, shape: Callable[[Any], bool]) -> list[Any] | None:
+    """``state[key]`` when it is a list whose items each have ``shape`` (None when absent or null);
+    :class:`BadState` otherwise."""
+    value: list[Any] | None = saved(state, key, list)
+    if value is not None and not all(shape(item) for item in value):
+        raise BadState(key)
+    return value
+
+
+def is_row(*kinds: type | None) -> Callable[[Any], bool]:
+    """The shape of a saved row: a list of ``len(kinds)`` items, each of its kind (None: any)."""
+    def check(value: Any) -> bool:
+        return isinstance(value, list) and len(value) == len(kinds) and all(
+            kind is None or (type(item) is kind if kind in (int, bool) else isinstance(item, kind))
+            for item, kind in zip(value, kinds, strict=True))
+    return check
+
+
 @dataclass
 class SessionInfo:
     native_id: str | None = None
@@ -181,9 +216,10 @@ class SessionInfo:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SessionInfo:
-        return cls(native_id=state.get("id"), cwd=state.get("cwd", ""), started_at=state.get("startedAt"),
-                   model_id=state.get("model"), excluded=state.get("excluded"),
-                   agent_version=state.get("agentVersion"))
+        """The keys :meth:`to_state` wrote (:class:`BadState` when one is not of its type)."""
+        return cls(native_id=saved(state, "id", str), cwd=saved(state, "cwd", str, ""),
+                   started_at=saved(state, "startedAt", int), model_id=saved(state, "model", str),
+                   excluded=saved(state, "excluded", str), agent_version=saved(state, "agentVersion", str))
 
     def to_state(self) -> dict[str, Any]:
         """The keys :meth:`from_state` reads, for a parser's ``state()``."""

@@ -57,6 +57,7 @@ from pimem.importers.base import (
     TranscriptFiles,
     TranscriptParser,
     absolute_touch_path,
+    saved,
 )
 from pimem.jsonl import Line
 from pimem.textutil import (
@@ -205,15 +206,15 @@ class PiParser(TranscriptParser):
         super().__init__(path, state, lookup)
         state = state or {}
         self._info = SessionInfo.from_state(state)
-        self._have_header: bool = bool(state.get("header"))
-        self._version: int = int(state.get("version", 3))
-        self._turns: int = int(state.get("turns", 0))
-        self._previous: str | None = state.get("previous")   # id of the previous entry in the file
+        self._have_header: bool = saved(state, "header", bool, False)
+        self._version: int = saved(state, "version", int, 3)
+        self._turns: int = saved(state, "turns", int, 0)
+        self._previous: str | None = saved(state, "previous", str)   # id of the previous entry in the file
         # Turns stored from this session's v1 file, by turn index (looked up once, when a v2/v3 file's
         # first user turn is met); "v1Turns" saves how many there were, so an append needs no lookup.
         self._v1_turns: dict[int, tuple[str, str]] | None = None
-        saved = state.get("v1Turns")
-        self._v1_count: int | None = saved if isinstance(saved, int) else None
+        v1_count = state.get("v1Turns")
+        self._v1_count: int | None = v1_count if isinstance(v1_count, int) else None
         # Anchors of the entries parsed in this run; older ones come from `lookup`.
         self._anchors: dict[str, str | None] = {}
         # This turn's reads of whole files: call id -> file (awaiting the result), and file -> (turn, what

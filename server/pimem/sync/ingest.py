@@ -26,6 +26,7 @@ from pimem import editspans, index
 from pimem.discovery import SourceFile
 from pimem.importers import TRANSCRIPT_FILES, make_database_reader, make_parser
 from pimem.importers.base import (
+    BadState,
     Chunk,
     NotThisFormat,
     SessionInfo,
@@ -414,11 +415,19 @@ class _FileImport:
         with contextlib.closing(open_transcript(self.file.path)) as stream:
             self._plain = None if is_compressed(self.file.path) else stream
             resume = self._append_point()
+            parser: TranscriptParser | None = None
             if resume is not None:
-                offset, lines, state = resume.parsed_bytes, resume.parsed_lines, resume.state
-                parser = make_parser(self.file.source, self.file.path, state, self._lookup_node, self._stored_turns)
+                try:
+                    parser = make_parser(self.file.source, self.file.path, resume.state, self._lookup_node,
+                                         self._stored_turns)
+                except BadState as error:   # another tool wrote (or damaged) it: parsed again from the start
+                    log.info("the saved state of a %s file is not pimem's (%s): parsing it again",
+                             self.file.source, error)
+                    resume = None
+            if resume is not None and parser is not None:
+                offset, lines = resume.parsed_bytes, resume.parsed_lines
                 self._resumed = True
-                self._broken = _BrokenLines.from_state(state)
+                self._broken = _BrokenLines.from_state(resume.state)
             else:
                 offset, lines = 0, 0
                 parser = make_parser(self.file.source, self.file.path, None, None, self._stored_turns)
