@@ -23,6 +23,7 @@ import ntpath
 import posixpath
 import re
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -115,12 +116,32 @@ class TurnDelta:
     # what tools, files and edits holds, for add_reply to add each once in time linear in the calls (a
     # line of a transcript can hold hundreds of thousands of them)
     _held: set[object] = field(default_factory=set, repr=False, compare=False)
+    # whole-file writes without ``old``, by call id, in order (see unanswered_write); _seen: edits indexed
+    _unanswered: dict[str, deque[int]] = field(default_factory=dict, repr=False, compare=False)
+    _seen: int = field(default=0, repr=False, compare=False)
 
     def add_once(self, kind: str, items: list[Any], item: Any) -> None:
         """Append ``item`` to ``items`` (this delta's ``kind`` list) unless it holds it already."""
         if (kind, item) not in self._held:
             self._held.add((kind, item))
             items.append(item)
+
+    def unanswered_write(self, call_id: str) -> int | None:
+        """The position in ``edits`` of the first whole-file write of this call whose replaced text is not
+        known yet (``old`` None; its result may give it), or None. Linear in the edits over all calls (a
+        turn may hold thousands of writes, each answered by its result)."""
+        for position in range(self._seen, len(self.edits)):
+            edit = self.edits[position]
+            if edit.whole and edit.old is None and edit.call_id is not None:
+                self._unanswered.setdefault(edit.call_id, deque()).append(position)
+        self._seen = len(self.edits)
+        waiting = self._unanswered.get(call_id)
+        while waiting:   # a write answered since (replace_edit) leaves the queue here
+            edit = self.edits[waiting[0]]
+            if edit.whole and edit.old is None and edit.call_id == call_id:
+                return waiting[0]
+            waiting.popleft()
+        return None
 
     def replace_edit(self, index: int, edit: EditCall) -> None:
         """Replace ``edits[index]`` (a call amended by a later record)."""

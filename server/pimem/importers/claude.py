@@ -394,11 +394,10 @@ class ClaudeParser(TranscriptParser):
         if old is None or call_id is None or self._current is None:
             return
         delta = chunk.turns.get(self._current)
-        if delta is not None:
-            for k, edit in enumerate(delta.edits):
-                if edit.call_id == call_id and edit.whole and edit.old is None:
-                    delta.replace_edit(k, dataclasses.replace(edit, old=old))
-                    return
+        position = delta.unanswered_write(call_id) if delta is not None else None
+        if delta is not None and position is not None:
+            delta.replace_edit(position, dataclasses.replace(delta.edits[position], old=old))
+            return
         path, content = nonempty_str(result.get("filePath")), _text(result.get("content"))
         if path is not None and content is not None:
             chunk.add_reply(self._current, "", [], (), [EditCall(path, "Write", call_id, old, content, whole=True,
