@@ -5,8 +5,9 @@ call says, the new text); this module, shared by every importer, the sync and th
 (pimem.lineblame), turns it into lines:
 
 * **Normalized line**: the line without any whitespace (so reindentation and reformatting of spaces
-  still match); a blank line is never a line of a span (it carries no evidence). Its key is a signed
-  64-bit BLAKE2b hash of the normalized text (:func:`line_hash`).
+  still match) nor a leading byte-order mark (a file's mark, that a write may drop or add); a blank
+  line is never a line of a span (it carries no evidence). Its key is a signed 64-bit BLAKE2b hash of
+  the normalized text (:func:`line_hash`).
 * **Added lines**: the lines of the new text that the old text did not have (a line diff of old →
   new, so the context an ``Edit`` repeats is not claimed; when both are long, past
   :data:`MAX_DIFF_WORK`, only the common first and last lines count as context), each with its position among the new
@@ -70,8 +71,9 @@ def split_lines(text: str) -> list[str]:
 
 
 def normalize(line: str) -> str:
-    """The line without any whitespace."""
-    return "".join(line.split())
+    """The line without any whitespace, nor a byte-order mark before it (U+FEFF, which is not whitespace: a
+    file read with its mark and written back without it, or the other way, keeps its first line)."""
+    return "".join(line.split()).lstrip("\ufeff")
 
 
 def line_hash(normalized: str) -> int:

@@ -21,6 +21,25 @@ def clean_text(text: str) -> str:
     return text
 
 
+def is_storable(text: str) -> bool:
+    """Whether UTF-8, hence the store, can hold ``text`` as it is: JSON allows a lone surrogate
+    (``"\\ud800"``; JavaScript writes one when it cuts a string inside a pair), UTF-8 does not."""
+    if text.isascii():   # ids mostly: checked without encoding
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def storable_id(text: str) -> str:
+    """An id of a transcript (an entry's, a message's, a call's, a session's) as a store key: as it is, but a
+    lone surrogate written as ``\\udXXX``. Ids that differ stay apart (what :func:`clean_text` does to a text,
+    a ``?`` for each, would join them), and the result is its own key (``storable_id`` of it is itself)."""
+    return text if is_storable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def storable_path(path: str) -> str:
     """A path as SQLite and JSON can hold it: a file name that is not valid UTF-8 (Python keeps its
     bytes as lone surrogates) gets its undecodable bytes written as ``\\xNN``."""

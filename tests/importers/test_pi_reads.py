@@ -186,3 +186,19 @@ def test_a_shell_command_naming_the_file_forgets_its_read_in_a_windows_session_t
     session = _Session(cwd).user("tidy").calls(("c1", "read", {"path": "f.py"})).result("c1", "read", BEFORE)
     session.calls(("c3", "write", {"path": "f.py", "content": FIRST}))
     assert [write.before for write in _writes(session, tmp_path)] == [_keys(BEFORE)]
+
+
+@pytest.mark.parametrize(("shown", "written"), [("\ufeff" + BEFORE, FIRST), (BEFORE, "\ufeff" + FIRST)],
+                         ids=["read-with-bom", "written-with-bom"])
+def test_a_byte_order_mark_does_not_make_the_first_line_the_write_s(tmp_path: Path, shown: str, written: str) -> None:
+    """A file that begins with a byte-order mark (U+FEFF), read by Pi and written back without it (or the
+    other way round): its first line is the same line, not one the write added (before: the mark made the
+    two first lines differ, and the write claimed the file's first line)."""
+    session = _Session().user("tidy").calls(("c1", "read", {"path": "f.py"})).result("c1", "read", shown)
+    session.calls(("c2", "write", {"path": "f.py", "content": written}))
+    [write] = _writes(session, tmp_path)
+    assert write.before is not None
+    span = editspans.span_against(write.before, write.new)
+    assert span is not None
+    assert [key for _, key in span.added] == list(_keys("c = compute(five, six)\n"))
+    assert span.removed == []

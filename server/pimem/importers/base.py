@@ -23,13 +23,14 @@ import ntpath
 import posixpath
 import re
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pimem.jsonl import Line, loads, open_regular
 from pimem.models import Source
-from pimem.textutil import clean_text
+from pimem.textutil import is_storable
 
 # Looks up the nearest user-message ancestor of an entry parsed in an earlier chunk (Pi trees).
 # Returns (found, anchor): found is False when the entry is unknown.
@@ -86,7 +87,7 @@ def absolute_touch_path(path: str, cwd: str) -> str | None:
     resolved; symlinks are not: agents record the path they were given). None when it cannot be made
     absolute: relative without a cwd, ``~`` (whose home is unknown here), empty, or holding a NUL or a lone
     surrogate (JSON allows one; the store, UTF-8, cannot hold it)."""
-    if not path or "\0" in path or path.startswith("~") or clean_text(path) != path:
+    if not path or "\0" in path or path.startswith("~") or not is_storable(path):
         return None
     if _WINDOWS_ABSOLUTE.match(path):
         return ntpath.normpath(path)
@@ -115,12 +116,32 @@ class TurnDelta:
     # what tools, files and edits holds, for add_reply to add each once in time linear in the calls (a
     # line of a transcript can hold hundreds of thousands of them)
     _held: set[object] = field(default_factory=set, repr=False, compare=False)
+    # whole-file writes without ``old``, by call id, in order (see unanswered_write); _seen: edits indexed
+    _unanswered: dict[str, deque[int]] = field(default_factory=dict, repr=False, compare=False)
+    _seen: int = field(default=0, repr=False, compare=False)
 
     def add_once(self, kind: str, items: list[Any], item: Any) -> None:
         """Append ``item`` to ``items`` (this delta's ``kind`` list) unless it holds it already."""
         if (kind, item) not in self._held:
             self._held.add((kind, item))
             items.append(item)
+
+    def unanswered_write(self, call_id: str) -> int | None:
+        """The position in ``edits`` of the first whole-file write of this call whose replaced text is not
+        known yet (``old`` None; its result may give it), or None. Linear in the edits over all calls (a
+        turn may hold thousands of writes, each answered by its result)."""
+        for position in range(self._seen, len(self.edits)):
+            edit = self.edits[position]
+            if edit.whole and edit.old is None and edit.call_id is not None:
+                self._unanswered.setdefault(edit.call_id, deque()).append(position)
+        self._seen = len(self.edits)
+        waiting = self._unanswered.get(call_id)
+        while waiting:   # a write answered since (replace_edit) leaves the queue here
+            edit = self.edits[waiting[0]]
+            if edit.whole and edit.old is None and edit.call_id == call_id:
+                return waiting[0]
+            waiting.popleft()
+        return None
 
     def replace_edit(self, index: int, edit: EditCall) -> None:
         """Replace ``edits[index]`` (a call amended by a later record)."""
@@ -170,6 +191,41 @@ class Chunk:
         self.bad_lines += 1
 
 
+class BadState(Exception):
+    """A saved parser state not of the types its parser writes. The store is shared (the Pi extension
+    writes the same memory.db) and may have been damaged: such a state is forgotten, and the file parsed
+    again from its start (pimem.sync.ingest), never fatal to its file."""
+
+
+def saved(state: dict[str, Any], key: str, kind: type, default: Any = None) -> Any:
+    """``state[key]`` for a parser's ``__init__``: ``default`` when absent or null, else a value of
+    ``kind`` (an int is not a bool, nor a float an int); :class:`BadState` otherwise."""
+    value = state.get(key)
+    if value is None:
+        return default
+    if not (type(value) is kind if kind in (int, bool) else isinstance(value, kind)):
+        raise BadState(key)
+    return value
+
+
+def saved_list(state: dict[str, Any], key: str, shape: Callable[[Any], bool]) -> list[Any] | None:
+    """``state[key]`` when it is a list whose items each have ``shape`` (None when absent or null);
+    :class:`BadState` otherwise."""
+    value: list[Any] | None = saved(state, key, list)
+    if value is not None and not all(shape(item) for item in value):
+        raise BadState(key)
+    return value
+
+
+def is_row(*kinds: type | None) -> Callable[[Any], bool]:
+    """The shape of a saved row: a list of ``len(kinds)`` items, each of its kind (None: any)."""
+    def check(value: Any) -> bool:
+        return isinstance(value, list) and len(value) == len(kinds) and all(
+            kind is None or (type(item) is kind if kind in (int, bool) else isinstance(item, kind))
+            for item, kind in zip(value, kinds, strict=True))
+    return check
+
+
 @dataclass
 class SessionInfo:
     native_id: str | None = None
@@ -181,9 +237,10 @@ class SessionInfo:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SessionInfo:
-        return cls(native_id=state.get("id"), cwd=state.get("cwd", ""), started_at=state.get("startedAt"),
-                   model_id=state.get("model"), excluded=state.get("excluded"),
-                   agent_version=state.get("agentVersion"))
+        """The keys :meth:`to_state` wrote (:class:`BadState` when one is not of its type)."""
+        return cls(native_id=saved(state, "id", str), cwd=saved(state, "cwd", str, ""),
+                   started_at=saved(state, "startedAt", int), model_id=saved(state, "model", str),
+                   excluded=saved(state, "excluded", str), agent_version=saved(state, "agentVersion", str))
 
     def to_state(self) -> dict[str, Any]:
         """The keys :meth:`from_state` reads, for a parser's ``state()``."""

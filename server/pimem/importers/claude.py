@@ -63,6 +63,7 @@ import re
 from typing import Any
 
 from pimem.importers.base import (
+    BadState,
     Chunk,
     EditCall,
     FileAction,
@@ -70,6 +71,8 @@ from pimem.importers.base import (
     SessionInfo,
     TranscriptFiles,
     TranscriptParser,
+    is_row,
+    saved,
     version_hint,
 )
 from pimem.jsonl import Line
@@ -289,14 +292,20 @@ class ClaudeParser(TranscriptParser):
         super().__init__(path, state, lookup)
         state = state or {}
         self._info = SessionInfo.from_state(state)
-        self._turns: int = int(state.get("turns", 0))
-        self._current: str | None = state.get("current")   # the turn assistant text goes to
-        self._latest: str | None = state.get("latest", self._current)  # the turn started last
+        self._turns: int = saved(state, "turns", int, 0)
+        self._current: str | None = saved(state, "current", str)   # the turn assistant text goes to
+        # the turn started last
+        self._latest: str | None = saved(state, "latest", str) if "latest" in state else self._current
         # tool-call id -> turn, for calls that may report later through a <task-notification>
-        self._background: dict[str, str] = dict(state.get("background") or {})
+        self._background: dict[str, str] = dict(saved(state, "background", dict, {}))
+        if not all(isinstance(turn, str) for turn in self._background.values()):
+            raise BadState("background")
         # a bash-mode command not answered yet: [message id, ts, "!cmd", line]
-        self._bash: list[Any] | None = state.get("bash")
-        self._user_seen: bool = bool(state.get("userSeen", False))   # any main-thread user line yet
+        bash = saved(state, "bash", list)
+        if bash is not None and not (is_row(str, None, str, int)(bash) and isinstance(bash[1], int | None)):
+            raise BadState("bash")
+        self._bash: list[Any] | None = bash
+        self._user_seen: bool = saved(state, "userSeen", bool, False)   # any main-thread user line yet
         self._version_seen: object = None
 
     def wants(self, line: Line) -> bool:
@@ -385,11 +394,10 @@ class ClaudeParser(TranscriptParser):
         if old is None or call_id is None or self._current is None:
             return
         delta = chunk.turns.get(self._current)
-        if delta is not None:
-            for k, edit in enumerate(delta.edits):
-                if edit.call_id == call_id and edit.whole and edit.old is None:
-                    delta.replace_edit(k, dataclasses.replace(edit, old=old))
-                    return
+        position = delta.unanswered_write(call_id) if delta is not None else None
+        if delta is not None and position is not None:
+            delta.replace_edit(position, dataclasses.replace(delta.edits[position], old=old))
+            return
         path, content = nonempty_str(result.get("filePath")), _text(result.get("content"))
         if path is not None and content is not None:
             chunk.add_reply(self._current, "", [], (), [EditCall(path, "Write", call_id, old, content, whole=True,

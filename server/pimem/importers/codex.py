@@ -56,10 +56,11 @@ from pimem.importers.base import (
     SessionInfo,
     TranscriptFiles,
     TranscriptParser,
+    saved,
     version_hint,
 )
 from pimem.jsonl import Line
-from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
+from pimem.textutil import as_dict, as_list, clean_text, is_storable, iso_to_ms, nonempty_str
 
 
 class CodexFiles(TranscriptFiles):
@@ -346,17 +347,17 @@ class CodexParser(TranscriptParser):
         super().__init__(path, state, lookup)
         state = state or {}
         self._info = SessionInfo.from_state(state)
-        self._generation: str | None = state.get("generation")
-        self._turns: int = int(state.get("turns", 0))
-        self._current: str | None = state.get("current")
+        self._generation: str | None = saved(state, "generation", str)
+        self._turns: int = saved(state, "turns", int, 0)
+        self._current: str | None = saved(state, "current", str)
         self._id_prefix = "L"
-        self._model_now: str | None = state.get("modelNow")
-        self._provider: str | None = state.get("provider")
-        self._task_seen: bool = bool(state.get("taskSeen", False))
+        self._model_now: str | None = saved(state, "modelNow", str)
+        self._provider: str | None = saved(state, "provider", str)
+        self._task_seen: bool = saved(state, "taskSeen", bool, False)
         # The turn the latest task_started closed: a prompt of images only continues it (see _item). A state
         # another tool wrote may hold anything there: only a text the store can hold is a turn id.
         closed = state.get("closed")
-        self._closed: str | None = closed if isinstance(closed, str) and clean_text(closed) == closed else None
+        self._closed: str | None = closed if isinstance(closed, str) and is_storable(closed) else None
 
     def wants(self, line: Line) -> bool:
         if line.data is None or self._info.excluded:

@@ -38,6 +38,7 @@ from pimem.importers.base import (
     SessionInfo,
     TranscriptFiles,
     TranscriptParser,
+    saved,
     version_hint,
 )
 from pimem.importers.codex import patch_edits, patch_touches
@@ -206,9 +207,9 @@ class CopilotEventsParser(TranscriptParser):
         super().__init__(path, state, lookup)
         state = state or {}
         self._info = SessionInfo.from_state(state)
-        self._turns: int = int(state.get("turns", 0))
-        self._current: str | None = state.get("current")
-        self._seen_start: bool = bool(state.get("seenStart", False))
+        self._turns: int = saved(state, "turns", int, 0)
+        self._current: str | None = saved(state, "current", str)
+        self._seen_start: bool = saved(state, "seenStart", bool, False)
         if self._info.native_id is None:
             self._info.native_id = self.fallback_id()
 

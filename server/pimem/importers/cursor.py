@@ -43,6 +43,7 @@ from pimem.importers.base import (
     SessionInfo,
     TranscriptFiles,
     TranscriptParser,
+    saved,
 )
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, number_to_ms
 
@@ -172,8 +173,8 @@ class CursorTranscriptParser(TranscriptParser):
         super().__init__(path, state, lookup)
         state = state or {}
         self._info = SessionInfo.from_state(state)
-        self._turns: int = int(state.get("turns", 0))
-        self._current: str | None = state.get("current")
+        self._turns: int = saved(state, "turns", int, 0)
+        self._current: str | None = saved(state, "current", str)
         try:
             # No times in the file: a turn gets the file's modification time when it is first read
             # (a live sync reads an appended turn soon after it was written).

@@ -43,6 +43,7 @@ import re
 from typing import Any
 
 from pimem.importers.base import (
+    BadState,
     Chunk,
     FileAction,
     FileTouch,
@@ -50,6 +51,9 @@ from pimem.importers.base import (
     SessionInfo,
     TranscriptFiles,
     TranscriptParser,
+    is_row,
+    saved,
+    saved_list,
 )
 from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str
 
@@ -153,6 +157,12 @@ def project_folder(transcript: str) -> str:
     return ""
 
 
+def _is_reply(value: Any) -> bool:
+    """A saved reply: [message id, text, tool names, touches ([path, action] each)]."""
+    return is_row(str, str, list, list)(value) and all(isinstance(name, str) for name in value[2]) \
+        and all(is_row(str, str)(touch) for touch in value[3])
+
+
 class GeminiParser(TranscriptParser):
     source = "gemini"
     interesting = _INTERESTING
@@ -161,12 +171,16 @@ class GeminiParser(TranscriptParser):
         super().__init__(path, state, lookup)
         state = state or {}
         self._info = SessionInfo.from_state(state)
-        self._turns: int = int(state.get("turns", 0))
+        self._turns: int = saved(state, "turns", int, 0)
         # The turn being answered: [user id, ts, text, turn index, line] and its replies in order:
         # [[message id, text, tool names, touches]].
-        self._current: list[Any] | None = state.get("current")
-        self._replies: list[list[Any]] = list(state.get("replies") or [])
-        self._folder_checked = bool(state.get("folderChecked"))
+        current = saved(state, "current", list)
+        if current is not None and not (is_row(str, int, str, int, None)(current)
+                                        and isinstance(current[4], int | None)):
+            raise BadState("current")
+        self._current: list[Any] | None = current
+        self._replies: list[list[Any]] = list(saved_list(state, "replies", _is_reply) or [])
+        self._folder_checked: bool = saved(state, "folderChecked", bool, False)
 
     def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
         record = as_dict(record)

@@ -57,9 +57,19 @@ from pimem.importers.base import (
     TranscriptFiles,
     TranscriptParser,
     absolute_touch_path,
+    saved,
 )
 from pimem.jsonl import Line
-from pimem.textutil import as_dict, as_list, clean_text, iso_to_ms, nonempty_str, number_to_ms
+from pimem.textutil import (
+    as_dict,
+    as_list,
+    clean_text,
+    is_storable,
+    iso_to_ms,
+    nonempty_str,
+    number_to_ms,
+    storable_id,
+)
 
 FILES = TranscriptFiles()   # every .jsonl file
 
@@ -176,13 +186,7 @@ def _is_line_hash(value: Any) -> bool:
 def _storable(text: str, limit: int) -> bool:
     """Whether a call id or path of the transcript can go to the saved state (written again at every commit
     of the file): at most ``limit`` characters, and as it is (UTF-8: no lone surrogate, which JSON allows)."""
-    if len(text) > limit:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return len(text) <= limit and is_storable(text)
 
 
 def _file_name(path: str) -> str:
@@ -202,15 +206,15 @@ class PiParser(TranscriptParser):
         super().__init__(path, state, lookup)
         state = state or {}
         self._info = SessionInfo.from_state(state)
-        self._have_header: bool = bool(state.get("header"))
-        self._version: int = int(state.get("version", 3))
-        self._turns: int = int(state.get("turns", 0))
-        self._previous: str | None = state.get("previous")   # id of the previous entry in the file
+        self._have_header: bool = saved(state, "header", bool, False)
+        self._version: int = saved(state, "version", int, 3)
+        self._turns: int = saved(state, "turns", int, 0)
+        self._previous: str | None = saved(state, "previous", str)   # id of the previous entry in the file
         # Turns stored from this session's v1 file, by turn index (looked up once, when a v2/v3 file's
         # first user turn is met); "v1Turns" saves how many there were, so an append needs no lookup.
         self._v1_turns: dict[int, tuple[str, str]] | None = None
-        saved = state.get("v1Turns")
-        self._v1_count: int | None = saved if isinstance(saved, int) else None
+        v1_count = state.get("v1Turns")
+        self._v1_count: int | None = v1_count if isinstance(v1_count, int) else None
         # Anchors of the entries parsed in this run; older ones come from `lookup`.
         self._anchors: dict[str, str | None] = {}
         # This turn's reads of whole files: call id -> file (awaiting the result), and file -> (turn, what
@@ -249,6 +253,9 @@ class PiParser(TranscriptParser):
         return anchor
 
     def _record_node(self, entry_id: str, anchor: str | None, chunk: Chunk) -> None:
+        # a turn is named as the store keys it, as an anchor looked up later gives it (a read's turn is then
+        # its write's turn however the syncs cut the file): an id with a lone surrogate has it escaped
+        anchor = None if anchor is None else storable_id(anchor)
         self._anchors[entry_id] = anchor
         chunk.nodes.append((entry_id, anchor))
         self._previous = entry_id
@@ -316,8 +323,8 @@ class PiParser(TranscriptParser):
             if text:
                 ts = (number_to_ms(message.get("timestamp")) or iso_to_ms(record.get("timestamp"))
                       or self._info.started_at or 0)
-                turn_id = self._v1_turn_id(text) or entry_id
-                replaces = entry_id if turn_id != entry_id else None
+                turn_id = storable_id(self._v1_turn_id(text) or entry_id)   # as its anchor names it
+                replaces = entry_id if turn_id != storable_id(entry_id) else None
                 chunk.start_turn(turn_id, ts, text, self._turns, line_number, replaces)
                 self._reads.clear()   # what a turn's reads showed is used in that turn only
                 self._known.clear()

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from pimem.textutil import is_storable
+
 Stamp = tuple[str, int, int, int, int, int]
 """A known file's row: (path, size, mtime_ns, inode, parsed_bytes, file_id): its stat when it was last parsed
 and how far. Plain rows, not objects: a no-change sync reads one per known file."""
@@ -108,6 +110,14 @@ class ParsePoint:
     state: dict[str, Any]       # the parser's state (JSON)
 
 
+def _state_json(state: dict[str, Any]) -> str:
+    """A parser's state as the store holds it: JSON, its text raw but for what UTF-8 cannot hold (a lone
+    surrogate a transcript's JSON gave, kept by the parser as an id): then all escaped, so that the state
+    read back is the state saved (an append continues as a full parse would)."""
+    text = json.dumps(state, ensure_ascii=False)
+    return text if is_storable(text) else json.dumps(state)
+
+
 def save_state(conn: sqlite3.Connection, file_id: int | None, revision: int, point: ParsePoint) -> None:
     """Record a new parse point and bump the revision; ConcurrentSync (and nothing written) when the row
     is no longer at ``revision``: another sync committed this file since it was read, and this one's
@@ -117,7 +127,7 @@ def save_state(conn: sqlite3.Connection, file_id: int | None, revision: int, poi
         "parsed_lines = ?, fingerprint = ?, session_id = ?, state = ?, revision = revision + 1 "
         "WHERE file_id = ? AND revision = ?",
         (point.source, point.size, point.mtime_ns, point.inode, point.parsed_bytes, point.parsed_lines,
-         point.fingerprint, point.session_id, json.dumps(point.state, ensure_ascii=False), file_id, revision),
+         point.fingerprint, point.session_id, _state_json(point.state), file_id, revision),
     ).rowcount
     if updated != 1:
         raise ConcurrentSync()

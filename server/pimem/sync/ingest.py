@@ -26,6 +26,7 @@ from pimem import editspans, index
 from pimem.discovery import SourceFile
 from pimem.importers import TRANSCRIPT_FILES, make_database_reader, make_parser
 from pimem.importers.base import (
+    BadState,
     Chunk,
     NotThisFormat,
     SessionInfo,
@@ -60,7 +61,7 @@ from pimem.store.files import (
 )
 from pimem.store.touches import TouchRow, clear_touches, put_touches
 from pimem.store.turns import TurnRow, delete_turns, turns_with_message_ids, upsert_turns
-from pimem.textutil import join_parts, merge_names
+from pimem.textutil import clean_text, join_parts, merge_names, storable_id
 
 log = logging.getLogger("pimem.sync")
 
@@ -316,7 +317,8 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRo
             span, whole = editspans.Span([], []), True
         if span is None or not (span.added or span.removed or whole):
             continue
-        rows.append(SpanRow(path, turn_id, ts, edit.tool, edit.call_id, whole, span.added, span.removed,
+        call_id = None if edit.call_id is None else storable_id(edit.call_id)
+        rows.append(SpanRow(path, turn_id, ts, edit.tool, call_id, whole, span.added, span.removed,
                             edit.amends))
     return rows
 
@@ -413,11 +415,19 @@ class _FileImport:
         with contextlib.closing(open_transcript(self.file.path)) as stream:
             self._plain = None if is_compressed(self.file.path) else stream
             resume = self._append_point()
+            parser: TranscriptParser | None = None
             if resume is not None:
-                offset, lines, state = resume.parsed_bytes, resume.parsed_lines, resume.state
-                parser = make_parser(self.file.source, self.file.path, state, self._lookup_node, self._stored_turns)
+                try:
+                    parser = make_parser(self.file.source, self.file.path, resume.state, self._lookup_node,
+                                         self._stored_turns)
+                except BadState as error:   # another tool wrote (or damaged) it: parsed again from the start
+                    log.info("the saved state of a %s file is not pimem's (%s): parsing it again",
+                             self.file.source, error)
+                    resume = None
+            if resume is not None and parser is not None:
+                offset, lines = resume.parsed_bytes, resume.parsed_lines
                 self._resumed = True
-                self._broken = _BrokenLines.from_state(state)
+                self._broken = _BrokenLines.from_state(resume.state)
             else:
                 offset, lines = 0, 0
                 parser = make_parser(self.file.source, self.file.path, None, None, self._stored_turns)
@@ -534,12 +544,12 @@ class _FileImport:
 
     # -- reads during the parse ---------------------------------------------------------------
     def _lookup_node(self, entry_id: str) -> tuple[bool, str | None]:
-        return node_anchor(self.conn, self.stored.file_id, entry_id)
+        return node_anchor(self.conn, self.stored.file_id, storable_id(entry_id))
 
     def _stored_turns(self, native_id: str, id_pattern: str) -> dict[int, tuple[str, str]]:
         """This session's stored turns whose message id matches ``id_pattern`` (see importers/pi.py: a v1
         session Pi rewrote)."""
-        return turns_with_message_ids(self.conn, f"{self.file.source}:{native_id}", id_pattern)
+        return turns_with_message_ids(self.conn, f"{self.file.source}:{storable_id(native_id)}", id_pattern)
 
     # -- writes (inside the writer's transaction) ---------------------------------------------
     def _file_row(self, revision: int) -> int:
@@ -559,7 +569,9 @@ class _FileImport:
             stored.file_id = self._file_row(stored.revision)
             stored.checked = True
         info = unit.info
-        session_id = f"{self.file.source}:{info.native_id}" if info.native_id else None
+        # ids become store keys here, as the store can hold them (pimem.textutil.storable_id: a transcript's
+        # JSON may give an id with a lone surrogate; the parser keeps it as it is, in its state too)
+        session_id = f"{self.file.source}:{storable_id(info.native_id)}" if info.native_id else None
         if unit.first:
             clear_nodes(self.conn, stored.file_id)
         turns = 0
@@ -567,7 +579,8 @@ class _FileImport:
             self._write_session(session_id, info, unit.chunk)
             turns = self._write_turns(session_id, info.cwd, list(unit.chunk.turns.values()))
         if unit.chunk.nodes:
-            put_nodes(self.conn, stored.file_id, unit.chunk.nodes)
+            put_nodes(self.conn, stored.file_id, [(storable_id(entry), None if anchor is None else storable_id(anchor))
+                                                  for entry, anchor in unit.chunk.nodes])
         self._save_state(stored, unit.parsed_bytes, unit.parsed_lines, unit.state, session_id, unit.digest)
         return turns
 
@@ -575,32 +588,34 @@ class _FileImport:
         started_at = info.started_at
         if started_at is None:
             started_at = min((d.ts for d in chunk.turns.values() if d.is_new), default=self.file.mtime_ns // 10**6)
-        upsert_session(self.conn, SessionRow(session_id, self.file.source, info.cwd, started_at, info.model_id,
-                                             self.file.key))
+        model = None if info.model_id is None else clean_text(info.model_id)   # as the transcript gave it
+        upsert_session(self.conn, SessionRow(session_id, self.file.source, info.cwd, started_at, model, self.file.key))
 
     def _write_turns(self, session_id: str, cwd: str, deltas: list[TurnDelta]) -> int:
         """Upsert a chunk's turns, give them docs and record the files they touched; returns how many
         turn rows changed."""
-        ids = [f"{session_id}:{delta.user_message_id}" for delta in deltas]
+        message_ids = [storable_id(delta.user_message_id) for delta in deltas]
+        ids = [f"{session_id}:{message_id}" for message_id in message_ids]
         stored = get_turns(self.conn, ids)
         rows: list[TurnRow] = []
         items: list[index.IndexItem] = []
         restarted: list[str] = []   # stored turns parsed again from their start: their touches are replaced
         touches: list[TouchRow] = []
         spans: list[SpanRow] = []
-        for turn_id, delta in zip(ids, deltas, strict=True):
+        for turn_id, message_id, delta in zip(ids, message_ids, deltas, strict=True):
+            names = [clean_text(name) for name in delta.tools]   # a tool's name may be its id (Copilot Chat)
             previous = stored.get(turn_id)
             if delta.is_new and previous is not None:
                 restarted.append(turn_id)
             if delta.is_new:
                 user_text, ts, turn_index = delta.user_text, delta.ts, delta.turn_index
-                reply_text, tools = join_parts(delta.reply_parts), list(delta.tools)
+                reply_text, tools = join_parts(delta.reply_parts), names
             elif previous is None:
                 continue  # a reply to a turn that is no longer stored
             else:
                 user_text, ts, turn_index = previous.user_text, previous.ts, previous.turn_index
                 reply_text = join_parts([previous.reply_text, *delta.reply_parts])
-                tools = merge_names(previous.tool_names, delta.tools)
+                tools = merge_names(previous.tool_names, names)
             for raw_path, action in delta.files:
                 path = absolute_touch_path(raw_path, cwd)
                 if path is not None:
@@ -613,7 +628,7 @@ class _FileImport:
                                          previous.turn_index) == (user_text, reply_text, tools, ts, turn_index):
                 continue
             rows.append((turn_id, session_id, turn_index, ts, user_text, reply_text, encode_tool_names(tools),
-                         delta.user_message_id))
+                         message_id))
         upsert_turns(self.conn, rows)
         index.put_many(self.conn, items, fts=self.writer.fts)
         clear_touches(self.conn, restarted)
@@ -622,7 +637,8 @@ class _FileImport:
         put_spans(self.conn, spans)
         # A turn that keeps an earlier id (a Pi v1 session Pi rewrote) replaces the copy an older pimem
         # stored under the new id; its doc is forgotten by the next full sync (index.reconcile).
-        replaced = [f"{session_id}:{delta.replaces}" for delta in deltas if delta.is_new and delta.replaces]
+        replaced = [f"{session_id}:{storable_id(delta.replaces)}"
+                    for delta in deltas if delta.is_new and delta.replaces]
         removed = delete_turns(self.conn, replaced)
         clear_touches(self.conn, replaced)
         clear_spans(self.conn, replaced)
