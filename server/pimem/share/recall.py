@@ -143,13 +143,6 @@ _KEY_COLUMNS = "author, machine, doc_key, (extract(epoch from ts) * 1000)::bigin
 Key = tuple[str, str, str]    # (author, machine, doc_key)
 
 
-def gram_indexable(entity: str) -> bool:
-    """Whether a layout-4 store's ``turns.grams`` can narrow ``LIKE '%entity%'`` where pg_trgm cannot
-    (:func:`trigram_indexable`): the entity has short grams (a non-ASCII character, or a character
-    that is neither an ASCII letter, digit nor blank): ``锁``, ``缓存``, ``a_b``, ``c#``; not ``io``."""
-    return not trigram_indexable(entity) and bool(short_grams(entity))
-
-
 def has_grams(conn: Conn) -> bool:
     """Whether the shared store has layout 4's ``turns.grams`` (read at each entity query: one catalog
     lookup, so a store migrated while a process runs is used at once)."""

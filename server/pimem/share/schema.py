@@ -42,6 +42,7 @@ default; a row naming another author is refused, so the author cannot be forged)
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -253,7 +254,7 @@ def _blank(char: str) -> bool:
 def short_grams(text: str) -> set[str]:
     """The grams of ``pimem.short_grams`` (layout 4) for one text: a text holding ``text`` holds them all."""
     grams = {char for char in text if ord(char) > 127}
-    grams.update(a + b for a, b in zip(text, text[1:], strict=False)
+    grams.update(a + b for a, b in itertools.pairwise(text)
                  if not _blank(a) and not _blank(b) and (a not in _PLAIN or b not in _PLAIN))
     return grams
 
