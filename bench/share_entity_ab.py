@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     client: dict[str, list[float]] = {"new": [], "old": []}
     backend: dict[str, list[float]] = {"new": [], "old": []}
     mismatches = {"new": 0, "old": 0}
+    slowest: list[tuple[float, str, tuple[str, ...]]] = []
     chosen = shapes(args.variants)
     try:
         with psycopg.connect(server.conninfo(user="reader", dbname=loaded["dbname"]), autocommit=True) as pg:
@@ -89,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                         wall[side].append(elapsed)
                         by_kind[kind][side].append(elapsed)
                         by_k.setdefault(k, {"new": [], "old": []})[side].append(elapsed)
+                        slowest.append((elapsed, side, entities))
                         client[side].append(cpu)
                         backend[side].append((server_cpu(postmaster) - server0) * 1000)
                         mismatches[side] += [(r.author, r.machine, r.turn_id, r.hits) for r in rows] != want
@@ -106,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
                         "oracleMismatches": mismatches[side]}
     report["byEntitiesP95Ms"] = {str(k): {side: round(pct(times[side], 0.95), 1) for side in ("old", "new")}
                                  for k, times in sorted(by_k.items())}
+    report["slowest"] = [{"ms": round(ms, 1), "side": side, "entities": list(entities)}
+                         for ms, side, entities in sorted(slowest, reverse=True)[:3]]
+    report["slowestNew"] = [{"ms": round(ms, 1), "entities": list(entities)}
+                            for ms, side, entities in sorted(slowest, reverse=True) if side == "new"][:5]
     report["ratios"] = {
         "p50": round(report["old"]["p50Ms"] / max(report["new"]["p50Ms"], 1e-6), 1),
         "p95": round(report["old"]["p95Ms"] / max(report["new"]["p95Ms"], 1e-6), 1),

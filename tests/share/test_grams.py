@@ -88,20 +88,32 @@ def _pages(conn: Conn, checked: list[int]) -> list[list[tuple[object, ...]]]:
     return pages
 
 
-@pytest.mark.parametrize("selective", [3_000, 4])
+@pytest.mark.parametrize(("selective", "conjunctions"), [(3_000, 28), (4, 28), (4, 2)])
 def test_entity_recall_with_grams_equals_the_oracle_and_recall_without_them(
-        share_db: ShareDb, monkeypatch: pytest.MonkeyPatch, selective: int) -> None:
-    """``selective`` 4: every entity past the listed budget, so the page comes from the conjunctions."""
+        share_db: ShareDb, monkeypatch: pytest.MonkeyPatch, selective: int, conjunctions: int) -> None:
+    """``selective`` 4: every entity past the listed budget, so the page comes from the conjunctions
+    (``conjunctions`` 2: those of a lower score, fewer and smaller, as past 28 sets)."""
     rng = random.Random(selective)
+    monkeypatch.setattr(shared, "_MAX_CONJUNCTIONS", conjunctions)
     put(share_db, "alice", _mixed_rows(rng, 220, "laptop"))
     put(share_db, "bob", _mixed_rows(rng, 220, "desk"))
     monkeypatch.setattr(shared, "SELECTIVE_ROWS", selective)
     monkeypatch.setattr(shared, "INDEXED_SCAN_ROWS", 10)
     monkeypatch.setattr(shared, "_SCAN_BATCH", 5)
     checked = [0]
+    conjunction_sets: list[int] = []
+    real_sufficient = shared._sufficient
+
+    def sufficient(*args: Any) -> Any:
+        found = real_sufficient(*args)
+        conjunction_sets.append(len(found))
+        return found
+    monkeypatch.setattr(shared, "_sufficient", sufficient)
     with psycopg.connect(share_db.conninfo("carol"), autocommit=True) as conn:
         assert shared.has_grams(conn)
         with_grams = _pages(conn, checked)
+        if selective == 4:      # the conjunctions were taken, past their number too when it is 2
+            assert conjunction_sets and (conjunctions > 2 or max(conjunction_sets) > conjunctions)
         monkeypatch.setattr(shared, "has_grams", lambda _conn: False)    # what a layout-3 pimem reads
         assert _pages(conn, checked) == with_grams
     assert checked[0] > 500
@@ -172,3 +184,17 @@ def test_migration_from_layout_3_computes_the_grams_and_keeps_the_pages(pg_serve
         assert shared.has_grams(conn)
         assert _pages(conn, checked) == before
     assert checked[0] > 300
+
+
+def test_entity_statements_are_never_prepared(share_db: ShareDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """psycopg prepares a statement run five times on a connection, and PostgreSQL may then plan it for
+    any pattern (a generic plan: a scan of the whole table for these LIKEs)."""
+    put(share_db, "alice", _mixed_rows(random.Random(8), 120, "laptop"))
+    monkeypatch.setattr(shared, "SELECTIVE_ROWS", 4)
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        for _ in range(8):
+            for entities in (["锁", "缓存", "a_b"], ["flamingo", "cache", "100%"]):
+                shared.entity_rows(conn, make_query(entities, 5), shared.Who(), 5)
+        prepared = [str(s) for s, in conn.execute("SELECT statement FROM pg_prepared_statements")]
+        assert prepared                     # psycopg did prepare the statements run that often
+        assert not [s for s in prepared if "LIKE" in s or "grams @>" in s]
