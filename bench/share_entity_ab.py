@@ -6,7 +6,7 @@ server (the store ``bench/share_recall.py --data DIR`` loaded and kept), every a
 The older ``server/pimem/share/recall.py`` is imported beside this one (bench/share_text_ab.py's
 ``base_module``). The shapes are bench/share_recall.py's (k = 1..8 entities, ``--variants`` rotations of
 the planted ones); each is run ``--repeat`` times by both, alternately (new first on odd rounds), on one
-connection as member ``reader``, after one warm-up round. Reported per side: wall p50/p95 over all
+connection as member ``reader`` with nothing prepared (as in use), after one warm-up round. Reported per side: wall p50/p95 over all
 shapes, by kind (``indexed``: every entity has a trigram; ``short``: one has none, as
 bench/share_recall.py splits them) and by number of entities, and the CPU per query of the client and of
 the server's processes. Both answers must equal the plain SQL oracle of bench/share_recall.py (every
@@ -72,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen = shapes(args.variants)
     try:
         with psycopg.connect(server.conninfo(user="reader", dbname=loaded["dbname"]), autocommit=True) as pg:
+            # Nothing prepared, as in use (a connection per recall, pimem.share.scope): psycopg prepares a
+            # statement run five times on a connection, and PostgreSQL's generic plan of an older
+            # entity_rows' statements scans the table (this tree's are never prepared).
+            pg.prepare_threshold = None
             postmaster = int((server.datadir / "postmaster.pid").read_text().split()[0])
             queries = [make_query(list(entities), 5) for _k, entities in chosen]
             expected = [plain_sql_oracle(pg, query) for query in queries]
