@@ -6,8 +6,8 @@ server (the store ``bench/share_recall.py --data DIR`` loaded and kept), every a
 The older ``server/pimem/share/recall.py`` is imported beside this one (bench/share_text_ab.py's
 ``base_module``). The shapes are bench/share_recall.py's (k = 1..8 entities, ``--variants`` rotations of
 the planted ones); each is run ``--repeat`` times by both, alternately (new first on odd rounds), on one
-connection as member ``reader`` with nothing prepared (as in use), after one warm-up round. Reported per side: wall p50/p95 over all
-shapes, by kind (``indexed``: every entity has a trigram; ``short``: one has none, as
+connection as member ``reader`` with nothing prepared (as in use), after one warm-up round. Reported per
+side: wall p50/p95 over all shapes, by kind (``indexed``: every entity has a trigram; ``short``: one has none, as
 bench/share_recall.py splits them) and by number of entities, and the CPU per query of the client and of
 the server's processes. Both answers must equal the plain SQL oracle of bench/share_recall.py (every
 row scored by ``strpos``); mismatches are counted.
