@@ -12,3 +12,4 @@ pi_install  # a pytest fixture requested for its side effect (tests/test_pi_veri
 _.intra_op_num_threads  # onnxruntime.SessionOptions fields read by onnxruntime (bench/experiments/semantic_rerank.py)
 _.inter_op_num_threads
 _.max_seq_length  # sentence-transformers reads it (bench/experiments/semantic_rerank.py)
+_.prepare_threshold  # psycopg reads it: no statement prepared on that connection (bench/share_entity_ab.py)

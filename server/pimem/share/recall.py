@@ -7,7 +7,10 @@ the entity is lowered here in Python, and the match is ``col LIKE '%' || e || '%
 ``%``, ``_`` and ``\\`` of the entity escaped: a literal substring test on two ``str.lower`` strings, the
 very test of :func:`pimem.recall.semantics.score`. The pg_trgm GIN indexes on the lowered columns serve
 the ``LIKE`` (pg_trgm folds case again inside the index, which only makes the index's candidates a
-superset; the row is then checked by ``LIKE`` itself). Score 2w in the user text + w in the reply, order
+superset; the row is then checked by ``LIKE`` itself). On a layout-4 store an entity with short grams
+(:func:`pimem.share.schema.short_grams`: ``锁``, ``缓存``, ``a_b``) is narrowed by ``turns.grams`` too,
+``grams @> its grams`` (an entity pg_trgm cannot narrow then tested by ``strpos``, the same literal
+test). Score 2w in the user text + w in the reply, order
 score desc / time desc / turn id asc (then author, machine), copies (same texts and time) once, the
 ``source`` and ``cwd`` filters: as :mod:`pimem.recall.semantics`.
 
@@ -57,6 +60,7 @@ from pimem.recall import ranking
 from pimem.recall.query import RecallQuery
 from pimem.recall.rows import RecallRow
 from pimem.recall.semantics import score
+from pimem.share.schema import short_grams
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -142,9 +146,33 @@ _KEY_COLUMNS = "author, machine, doc_key, (extract(epoch from ts) * 1000)::bigin
 Key = tuple[str, str, str]    # (author, machine, doc_key)
 
 
+def has_grams(conn: Conn) -> bool:
+    """Whether the shared store has layout 4's ``turns.grams`` (read at each entity query: one catalog
+    lookup, so a store migrated while a process runs is used at once)."""
+    row = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('pimem.turns') "
+                       "AND attname = 'grams' AND NOT attisdropped)").fetchone()
+    return bool(row and row[0])
+
+
+def _narrowing_grams(entity: str) -> list[str]:
+    """The entity's grams without the characters its pairs already hold (``缓存``: ``{缓存}``, not also
+    ``缓`` and ``存``): the same rows, and the planner's estimate (a product over the grams) stays near."""
+    grams = short_grams(entity)
+    pairs = [g for g in grams if len(g) == 2]
+    return sorted(g for g in grams if len(g) == 2 or not any(g in pair for pair in pairs))
+
+
+# The entity statements are never prepared (``prepare=False``): psycopg prepares a statement run five
+# times on a connection, and PostgreSQL then may plan it once for any pattern (a generic plan), which
+# for these LIKEs and grams is a scan of the whole table (0.3 s -> 5.7 s at 200,000 rows).
+_LIKE_EITHER = "user_lower LIKE %s ESCAPE '\\' OR reply_lower LIKE %s ESCAPE '\\'"
+_STRPOS_EITHER = "strpos(user_lower, %s) > 0 OR strpos(reply_lower, %s) > 0"
+
+
 @dataclass
 class _EntitySql:
-    """A query's entities as SQL: each one's match (escaped LIKE on the lowered columns) and the score."""
+    """A query's entities as SQL: each one's match (escaped LIKE on the lowered columns, behind its grams
+    for an entity only they can narrow) and the score."""
 
     entities: list[str]
     weights: list[int]
@@ -153,9 +181,10 @@ class _EntitySql:
     score_params: list[object]
     where: list[str]
     where_params: list[object]
+    grams: list[list[str] | None]      # the grams narrowing each entity (None: pg_trgm's, or nothing)
 
     @classmethod
-    def of(cls, query: RecallQuery, who: Who) -> _EntitySql:
+    def of(cls, query: RecallQuery, who: Who, grams: bool = False) -> _EntitySql:
         entities = [entity.lower() for entity in query.entities]
         weights = list(query.weights) if query.weights is not None else [1] * len(entities)
         patterns = ["%" + escape_like(entity) + "%" for entity in entities]
@@ -166,12 +195,33 @@ class _EntitySql:
                          f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {int(weight)} ELSE 0 END)")
             params.extend([pattern, pattern])
         where, where_params = _filters(query, who)
-        return cls(entities, weights, patterns, "(" + " + ".join(terms) + ")", params, where, where_params)
+        narrowing = [_narrowing_grams(e) or None if grams else None for e in entities]
+        return cls(entities, weights, patterns, "(" + " + ".join(terms) + ")", params, where, where_params, narrowing)
+
+    def indexable(self, i: int) -> bool:
+        """Whether an index narrows entity ``i``'s rows (pg_trgm, or the grams)."""
+        return self.grams[i] is not None or trigram_indexable(self.entities[i])
+
+    def match(self, i: int) -> tuple[str, list[object]]:
+        """The condition "holds entity ``i``" and its parameters."""
+        grams = self.grams[i]
+        if grams is None:
+            return f"({_LIKE_EITHER})", [self.patterns[i], self.patterns[i]]
+        if not trigram_indexable(self.entities[i]):
+            # strpos, not LIKE: the same literal test, which the planner cannot take to pg_trgm (whose
+            # candidates for such an entity are most rows: `a_b` gives the trigram "  b").
+            return (f"(grams @> %s::text[] AND ({_STRPOS_EITHER}))",
+                    [grams, self.entities[i], self.entities[i]])
+        return f"(grams @> %s::text[] AND ({_LIKE_EITHER}))", [grams, self.patterns[i], self.patterns[i]]
 
     def matching(self, chosen: Sequence[int]) -> tuple[str, list[object]]:
         """The condition "holds one of the ``chosen`` entities", with the filters, and its parameters."""
-        any_of = ["user_lower LIKE %s ESCAPE '\\' OR reply_lower LIKE %s ESCAPE '\\'"] * len(chosen)
-        params: list[object] = [self.patterns[i] for i in chosen for _ in range(2)]
+        any_of: list[str] = []
+        params: list[object] = []
+        for i in chosen:
+            condition, values = self.match(i)
+            any_of.append(condition)
+            params.extend(values)
         return " AND ".join(["(" + " OR ".join(any_of) + ")", *self.where]), [*params, *self.where_params]
 
 
@@ -191,7 +241,7 @@ def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[R
     unread row can enter the page. Past SCAN_ROWS rows, the rows holding the others are all read
     (:func:`_rest_rows`), scored on the others only (the listed entities are not in them) and kept when
     they reach the page. All give the answer of :func:`scan_oracle`."""
-    return _pruned(conn, _EntitySql.of(query, who), query, wanted)
+    return _pruned(conn, _EntitySql.of(query, who, has_grams(conn)), query, wanted)
 
 
 class _Page:
@@ -244,24 +294,26 @@ class _Page:
 
 def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> list[RecallRow]:
     page = _Page(conn, query, wanted)
-    rest: list[int] = []
-    for i, entity in enumerate(sql.entities):
-        if not trigram_indexable(entity):
-            rest.append(i)
-            continue
-        where, params = sql.matching([i])
-        batch = conn.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM pimem.turns WHERE {where} "
-                             f"LIMIT {SELECTIVE_ROWS + 1}", [*sql.score_params, *params]).fetchall()
-        if len(batch) > SELECTIVE_ROWS:
-            rest.append(i)
-        else:
-            page.add(batch)
+    listed = _selective(conn, sql, [i for i in range(len(sql.entities)) if sql.indexable(i)])
+    rest = [i for i in range(len(sql.entities)) if i not in listed]
+    if listed:
+        # Every row holding a listed entity, read and scored once (one row may hold several of them).
+        where, params = sql.matching(listed)
+        page.add(conn.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM pimem.turns WHERE {where}",
+                              [*sql.score_params, *params], prepare=False).fetchall())
     bound = sum(3 * sql.weights[i] for i in rest)     # the most a row holding only the rest can score
     kept = page.kept()
     if not rest or (len(kept) == wanted and kept[-1].hits > bound):
         return kept
+    indexed = all(sql.indexable(i) for i in rest)
+    # With several indexed entities in the rest, the scan ends early only on a page of rows holding them
+    # all (the bound): it only fills the page, and their conjunctions (_rest_rows) do the rest.
+    fill_only = indexed and len(rest) > 1
+    if fill_only and len(kept) == wanted:
+        page.add(_rest_rows(conn, sql, rest, kept[-1].hits))
+        return page.kept()
     where, params = sql.matching(rest)
-    budget = SCAN_ROWS if any(not trigram_indexable(sql.entities[i]) for i in rest) else INDEXED_SCAN_ROWS
+    budget = INDEXED_SCAN_ROWS if indexed else SCAN_ROWS
     with conn.transaction():
         # Newest first through the time index: the bitmap plan would read every matching row first.
         conn.execute("SET LOCAL enable_bitmapscan = off")
@@ -284,11 +336,30 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
                 if len(kept) == wanted and (kept[-1].hits > bound or (kept[-1].hits == bound
                                                                       and kept[-1].ts > oldest)):
                     return kept
-                if scanned >= budget:
+                if scanned >= budget or (fill_only and len(kept) == wanted):
                     break
                 size = min(size * 4, _SCAN_BATCH)
     page.add(_rest_rows(conn, sql, rest, kept[-1].hits if len(kept) == wanted else 1))
     return page.kept()
+
+
+def _selective(conn: Conn, sql: _EntitySql, indexable: Sequence[int]) -> list[int]:
+    """The entities of ``indexable`` held by at most SELECTIVE_ROWS rows (with the filters), counted up to
+    that by one statement. An entity narrowed by its grams is counted on them alone (no text read: a
+    count at least the true one, which only decides the path, never the answer)."""
+    if not indexable:
+        return []
+    parts: list[str] = []
+    params: list[object] = []
+    for i in indexable:
+        grams = sql.grams[i]
+        condition, values = ("grams @> %s::text[]", [grams]) if grams is not None else sql.match(i)
+        where = " AND ".join([condition, *sql.where])
+        parts.append(f"SELECT {int(i)}, count(*) FROM (SELECT 1 FROM pimem.turns WHERE {where} "
+                     f"LIMIT {SELECTIVE_ROWS + 1}) counted")
+        params.extend([*values, *sql.where_params])
+    counts = conn.execute(" UNION ALL ".join(parts), params, prepare=False).fetchall()
+    return [int(i) for i, n in counts if int(n) <= SELECTIVE_ROWS]
 
 
 def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int) -> list[tuple[Any, ...]]:
@@ -300,26 +371,38 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int)
     A row reaching ``threshold`` holds one of the smallest sets of the rest that can (:func:`_sufficient`);
     when every one of the rest has trigrams, the condition is their conjunctions, which pg_trgm answers by
     intersecting its lists before any row is read (with a trigram-less one, every row is read anyway)."""
-    where, params = sql.matching(rest)
-    sets = _sufficient([(i, 3 * sql.weights[i]) for i in rest], threshold)
+    bounds = [(i, 3 * sql.weights[i]) for i in rest]
+    sets = _sufficient(bounds, threshold)
     if not sets:
         return []       # the rest together cannot reach the page
-    if all(trigram_indexable(sql.entities[i]) for i in rest) and len(sets) <= _MAX_CONJUNCTIONS:
-        match = "user_lower LIKE %s ESCAPE '\\' OR reply_lower LIKE %s ESCAPE '\\'"
-        where = " AND ".join(["(" + " OR ".join("(" + " AND ".join(f"({match})" for _ in chosen) + ")"
-                                                for chosen in sets) + ")", *sql.where])
-        params = [*(sql.patterns[i] for chosen in sets for i in chosen for _ in range(2)), *sql.where_params]
+    # Too many sets: those of a lower threshold (fewer, smaller) hold every row reaching this one too.
+    lower = threshold
+    while len(sets) > _MAX_CONJUNCTIONS and lower > 1:
+        lower -= 1
+        sets = _sufficient(bounds, lower)
     score = " + ".join(
         f"(CASE WHEN user_lower LIKE %s ESCAPE '\\' THEN {2 * sql.weights[i]} ELSE 0 END"
         f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {sql.weights[i]} ELSE 0 END)" for i in rest)
     score_params: list[object] = [sql.patterns[i] for i in rest for _ in range(2)]
     # OFFSET 0 keeps the score computed once per row (not again in the outer WHERE).
-    return conn.execute(f"SELECT * FROM (SELECT {_KEY_COLUMNS}, ({score}) AS score FROM pimem.turns "
-                        f"WHERE {where} OFFSET 0) scored WHERE score >= %s",
-                        [*score_params, *params, threshold]).fetchall()
+    scored = f"SELECT * FROM (SELECT {_KEY_COLUMNS}, ({score}) AS score FROM pimem.turns WHERE {{}} OFFSET 0) s " \
+             "WHERE score >= %s"
+    if all(sql.indexable(i) for i in rest) and len(sets) <= _MAX_CONJUNCTIONS:
+        # One query per set, each planned alone (its indexes intersected, only its own LIKEs rechecked);
+        # a row holding several sets comes back several times with one score (_Page.add keeps one).
+        parts: list[str] = []
+        params: list[object] = []
+        for chosen in sets:
+            conditions = [sql.match(i) for i in chosen]
+            parts.append(scored.format(" AND ".join([*(c for c, _ in conditions), *sql.where])))
+            params.extend([*score_params, *(v for _, values in conditions for v in values), *sql.where_params,
+                           threshold])
+        return conn.execute(" UNION ALL ".join(parts), params, prepare=False).fetchall()
+    where, params = sql.matching(rest)
+    return conn.execute(scored.format(where), [*score_params, *params, threshold], prepare=False).fetchall()
 
 
-_MAX_CONJUNCTIONS = 8
+_MAX_CONJUNCTIONS = 28    # the pairs of 8 entities
 
 
 def _sufficient(bounds: Sequence[tuple[int, int]], threshold: int) -> list[tuple[int, ...]]:

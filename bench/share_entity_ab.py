@@ -1,0 +1,133 @@
+"""Shared entity recall, this tree's ``entity_rows`` against an older commit's, in one run on one loaded
+server (the store ``bench/share_recall.py --data DIR`` loaded and kept), every answer checked.
+
+    .venv/bin/python bench/share_entity_ab.py --data DIR --base COMMIT [--repeat 3] [--json out.json]
+
+The older ``server/pimem/share/recall.py`` is imported beside this one (bench/share_text_ab.py's
+``base_module``). The shapes are bench/share_recall.py's (k = 1..8 entities, ``--variants`` rotations of
+the planted ones); each is run ``--repeat`` times by both, alternately (new first on odd rounds), on one
+connection as member ``reader`` with nothing prepared (as in use), after one warm-up round. Reported per
+side: wall p50/p95 over all shapes, by kind (``indexed``: every entity has a trigram; ``short``: one has none, as
+bench/share_recall.py splits them) and by number of entities, and the CPU per query of the client and of
+the server's processes. Both answers must equal the plain SQL oracle of bench/share_recall.py (every
+row scored by ``strpos``); mismatches are counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import psycopg  # noqa: E402
+
+from pimem.recall import make_query  # noqa: E402
+from pimem.share import recall as shared  # noqa: E402
+from share_recall import pct, plain_sql_oracle, shapes  # noqa: E402
+from share_text_ab import base_module, server_cpu  # noqa: E402
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"p50Ms": round(statistics.median(values), 1), "p95Ms": round(pct(values, 0.95), 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, required=True, help="a folder bench/share_recall.py --data loaded")
+    parser.add_argument("--base", required=True, help="the commit whose entity_rows is measured against this tree's")
+    parser.add_argument("--variants", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+
+    from share.pgserver import PgServer, _run_as, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        sys.exit("PostgreSQL server binaries not found: scripts/setup-postgres.sh")
+    base = args.data.resolve()
+    loaded = json.loads((base / "loaded.json").read_text(encoding="utf-8"))
+    old = base_module(args.base)
+    server = PgServer(bindir, base / "pg", _run_as())
+    started = not server.running()
+    if started:
+        server.start()
+    sides: dict[str, Any] = {"new": shared, "old": old}
+    wall: dict[str, list[float]] = {"new": [], "old": []}
+    by_kind: dict[str, dict[str, list[float]]] = {"indexed": {"new": [], "old": []}, "short": {"new": [], "old": []}}
+    by_k: dict[int, dict[str, list[float]]] = {}
+    client: dict[str, list[float]] = {"new": [], "old": []}
+    backend: dict[str, list[float]] = {"new": [], "old": []}
+    mismatches = {"new": 0, "old": 0}
+    slowest: list[tuple[float, str, tuple[str, ...]]] = []
+    chosen = shapes(args.variants)
+    try:
+        with psycopg.connect(server.conninfo(user="reader", dbname=loaded["dbname"]), autocommit=True) as pg:
+            # Nothing prepared, as in use (a connection per recall, pimem.share.scope): psycopg prepares a
+            # statement run five times on a connection, and PostgreSQL's generic plan of an older
+            # entity_rows' statements scans the table (this tree's are never prepared).
+            pg.prepare_threshold = None
+            postmaster = int((server.datadir / "postmaster.pid").read_text().split()[0])
+            queries = [make_query(list(entities), 5) for _k, entities in chosen]
+            expected = [plain_sql_oracle(pg, query) for query in queries]
+            for query in queries:                 # warm-up: both once
+                for module in sides.values():
+                    module.entity_rows(pg, query, module.Who(), query.limit)
+            for round_ in range(args.repeat):
+                order = ("new", "old") if round_ % 2 == 0 else ("old", "new")
+                for (k, entities), query, want in zip(chosen, queries, expected, strict=True):
+                    kind = "short" if any(not shared.trigram_indexable(e) for e in entities) else "indexed"
+                    for side in order:
+                        server0 = server_cpu(postmaster)
+                        cpu0, t0 = time.process_time(), time.perf_counter()
+                        rows = sides[side].entity_rows(pg, query, sides[side].Who(), query.limit)
+                        elapsed, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - cpu0) * 1000
+                        wall[side].append(elapsed)
+                        by_kind[kind][side].append(elapsed)
+                        by_k.setdefault(k, {"new": [], "old": []})[side].append(elapsed)
+                        slowest.append((elapsed, side, entities))
+                        client[side].append(cpu)
+                        backend[side].append((server_cpu(postmaster) - server0) * 1000)
+                        mismatches[side] += [(r.author, r.machine, r.turn_id, r.hits) for r in rows] != want
+            load = os.getloadavg()
+    finally:
+        if started:
+            server.stop("fast")
+    report: dict[str, Any] = {"rows": loaded["rows"], "base": args.base, "queries": len(wall["new"]),
+                              "loadAverage": [round(x, 1) for x in load]}
+    for side in ("old", "new"):
+        report[side] = {**_summary(wall[side]),
+                        "byKind": {kind: _summary(times[side]) for kind, times in by_kind.items() if times[side]},
+                        "clientCpuMsPerQuery": round(statistics.mean(client[side]), 1),
+                        "serverCpuMsPerQuery": round(statistics.mean(backend[side]), 1),
+                        "oracleMismatches": mismatches[side]}
+    report["byEntitiesP95Ms"] = {str(k): {side: round(pct(times[side], 0.95), 1) for side in ("old", "new")}
+                                 for k, times in sorted(by_k.items())}
+    report["slowest"] = [{"ms": round(ms, 1), "side": side, "entities": list(entities)}
+                         for ms, side, entities in sorted(slowest, reverse=True)[:3]]
+    report["slowestNew"] = [{"ms": round(ms, 1), "entities": list(entities)}
+                            for ms, side, entities in sorted(slowest, reverse=True) if side == "new"][:5]
+    report["ratios"] = {
+        "p50": round(report["old"]["p50Ms"] / max(report["new"]["p50Ms"], 1e-6), 1),
+        "p95": round(report["old"]["p95Ms"] / max(report["new"]["p95Ms"], 1e-6), 1),
+        "shortP95": round(report["old"]["byKind"]["short"]["p95Ms"]
+                          / max(report["new"]["byKind"]["short"]["p95Ms"], 1e-6), 1),
+        "cpu": round((report["old"]["clientCpuMsPerQuery"] + report["old"]["serverCpuMsPerQuery"])
+                     / max(report["new"]["clientCpuMsPerQuery"] + report["new"]["serverCpuMsPerQuery"], 1e-6), 1)}
+    print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Layout 4's short grams (``turns.grams``, GIN indexed) on a real PostgreSQL: the database's grams equal
+pimem's (hostile characters included) and hold every entity's; entity recall narrowed by them gives the
+plain oracle's pages, the same as without them; the migration from layout 3 computes them in place and
+keeps the pages; members cannot write them; the entities pg_trgm cannot narrow are read from their index."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import psycopg
+import pytest
+
+from pimem.recall import make_query
+from pimem.share import recall as shared
+from pimem.share import schema
+from pimem.share.db import apply_init, read_layout
+from pimem.share.schema import short_grams
+from share.conftest import MEMBERS, ShareDb
+from share.pgserver import PgServer
+from share.test_recall import Row, put
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+# Blanks and controls (DEL included), LIKE's characters, punctuation, CJK, combining marks, characters
+# whose lower case is longer (İ) or another script's, astral characters, a NUL-free mix of them all.
+HOSTILE = ["a_b", "a_b_c", "A_B", "x%y", "50%", "back\\slash", "C:\\path\\file", "锁", "缓存", "清缓存层", "加锁",
+           "c#", ".h", "i/o", "io", "q", "the", "a b", "\t_\t", "_", "__", "%", "\x7f", "a\x7fb", "\x01x\x1f",
+           "i̇stanbul", "ǅemal", "ΟΔΟΣ", "οδος", "straße", "ﬃ", "𐐀𐐁", "😀a", "a😀", "e\u0301", "\u3000锁\u3000",
+           "\u00a0nbsp", "x\ny", "{|}~", "[^\\]", "日本語テキスト", "한국어", "ß_ß"]
+
+
+def _sql_grams(conn: Conn, user: str, reply: str) -> set[str]:
+    row = conn.execute("SELECT pimem.short_grams(%s, %s)", (user, reply)).fetchone()
+    assert row is not None
+    return set(row[0])
+
+
+def test_the_database_grams_equal_pimems_and_hold_every_substrings(share_db: ShareDb) -> None:
+    rng = random.Random(44)
+    alphabet = "".join(HOSTILE) + "abcxyz019 \n\t._-/%\\"
+    with psycopg.connect(share_db.admin, autocommit=True) as conn:
+        for text in HOSTILE:
+            assert _sql_grams(conn, text, "") == short_grams(text + "\n"), text
+        for _ in range(300):
+            user = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+            reply = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+            grams = _sql_grams(conn, user, reply)
+            assert grams == short_grams(user + "\n" + reply), (user, reply)
+            # A text holding an entity holds its grams: what makes ``grams @>`` a safe narrowing.
+            for text in (user, reply):
+                if len(text) > 1:
+                    start = rng.randrange(len(text) - 1)
+                    assert short_grams(text[start:rng.randint(start + 1, len(text))]) <= grams
+    assert short_grams("a_b") == {"a_", "_b"} and short_grams("缓存") == {"缓", "存", "缓存"}
+    assert short_grams("io") == set() and short_grams("a b") == set()
+
+
+def _mixed_rows(rng: random.Random, count: int, machine: str) -> list[Row]:
+    vocab = ["锁", "缓存", "缓存层", "加锁", "a_b", "a_b_c", "A_B", "c#", "io", "cache", "flamingo", "100%", "the",
+             "x_y", "b_a", "存", "缓", "锁住"]
+    rows = []
+    for n in range(count):
+        user = " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 5)))
+        reply = "".join(rng.choice(vocab) for _ in range(rng.randint(0, 6)))    # glued: substrings span words
+        rows.append(Row(machine, f"{machine}-{n:04d}", f"s{n // 6}", rng.choice(["/work/proj", "/home/a"]), user,
+                        reply, 1_750_000_000_000 + rng.randint(0, 200) * 1000, rng.choice(["pi", "claude"])))
+    return rows
+
+
+QUERIES = [["锁"], ["缓存"], ["a_b"], ["c#"], ["锁", "缓存"], ["a_b", "cache"], ["缓存", "a_b", "cache", "锁"],
+           ["flamingo", "缓存", "a_b", "cache", "锁", "100%"], ["io", "锁"], ["A_B", "存"], ["加锁", "锁住", "缓存层"]]
+
+
+def _pages(conn: Conn, checked: list[int]) -> list[list[tuple[object, ...]]]:
+    pages = []
+    for entities in QUERIES:
+        for limit in (1, 5, 30):
+            query = make_query(entities, limit)
+            for who in (shared.Who(), shared.Who(skip_machine="desk")):
+                got = shared.entity_rows(conn, query, who, limit)
+                page = [(r.author, r.machine, r.turn_id, r.hits) for r in got]
+                assert page == [(r.author, r.machine, r.turn_id, r.hits)
+                                for r in shared.scan_oracle(conn, query, who, limit)], entities
+                checked[0] += len(page)
+                pages.append(page)
+    return pages
+
+
+@pytest.mark.parametrize(("selective", "conjunctions"), [(3_000, 28), (4, 28), (4, 2)])
+def test_entity_recall_with_grams_equals_the_oracle_and_recall_without_them(
+        share_db: ShareDb, monkeypatch: pytest.MonkeyPatch, selective: int, conjunctions: int) -> None:
+    """``selective`` 4: every entity past the listed budget, so the page comes from the conjunctions
+    (``conjunctions`` 2: those of a lower score, fewer and smaller, as past 28 sets)."""
+    rng = random.Random(selective)
+    monkeypatch.setattr(shared, "_MAX_CONJUNCTIONS", conjunctions)
+    put(share_db, "alice", _mixed_rows(rng, 220, "laptop"))
+    put(share_db, "bob", _mixed_rows(rng, 220, "desk"))
+    monkeypatch.setattr(shared, "SELECTIVE_ROWS", selective)
+    monkeypatch.setattr(shared, "INDEXED_SCAN_ROWS", 10)
+    monkeypatch.setattr(shared, "_SCAN_BATCH", 5)
+    checked = [0]
+    conjunction_sets: list[int] = []
+    real_sufficient = shared._sufficient
+
+    def sufficient(*args: Any) -> Any:
+        found = real_sufficient(*args)
+        conjunction_sets.append(len(found))
+        return found
+    monkeypatch.setattr(shared, "_sufficient", sufficient)
+    with psycopg.connect(share_db.conninfo("carol"), autocommit=True) as conn:
+        assert shared.has_grams(conn)
+        with_grams = _pages(conn, checked)
+        if selective == 4:      # the conjunctions were taken, past their number too when it is 2
+            assert conjunction_sets and (conjunctions > 2 or max(conjunction_sets) > conjunctions)
+        monkeypatch.setattr(shared, "has_grams", lambda _conn: False)    # what a layout-3 pimem reads
+        assert _pages(conn, checked) == with_grams
+    assert checked[0] > 500
+
+
+def _plan(conn: Conn, entities: list[str], grams: bool) -> str:
+    sql = shared._EntitySql.of(make_query(entities, 5), shared.Who(), grams)
+    where, params = sql.matching(range(len(entities)))
+    conn.execute("SET enable_seqscan = off")
+    row = conn.execute(f"EXPLAIN (FORMAT JSON) SELECT doc_key FROM pimem.turns WHERE {where}", params).fetchone()
+    conn.execute("RESET enable_seqscan")
+    assert row is not None
+    return json.dumps(row[0])
+
+
+def test_entities_without_trigrams_are_read_from_the_grams_index(share_db: ShareDb) -> None:
+    put(share_db, "alice", _mixed_rows(random.Random(3), 300, "laptop"))
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        for entities in (["锁"], ["缓存"], ["a_b"], ["锁", "a_b"]):
+            assert "turns_grams" in _plan(conn, entities, True), entities
+            assert "turns_grams" not in _plan(conn, entities, False)
+        assert "turns_grams" not in _plan(conn, ["flamingo"], True)     # pg_trgm's, as before
+        assert not shared._EntitySql.of(make_query(["io"], 5), shared.Who(), True).indexable(0)
+
+
+def test_members_cannot_write_the_grams(share_db: ShareDb) -> None:
+    put(share_db, "alice", [Row("laptop", "k1", "s", "/w", "加锁 a_b", "", 1_750_000_000_000)])
+    with psycopg.connect(share_db.conninfo("alice")) as conn:
+        for statement in ("UPDATE pimem.turns SET grams = '{}'",
+                          "INSERT INTO pimem.turns (machine, doc_key, session_id, turn_index, source, cwd, ts, "
+                          "user_text, reply_text, user_lower, reply_lower, user_words, reply_words, user_chars, "
+                          "reply_chars, content_hash, grams) VALUES ('laptop', 'k2', 's', 0, 'pi', '/w', now(), "
+                          "'锁', '', '锁', '', '{}', '{}', 1, 0, 'h', '{}')",
+                          "DROP INDEX pimem.turns_grams", "ALTER TABLE pimem.turns DROP COLUMN grams",
+                          "CREATE OR REPLACE FUNCTION pimem.short_grams(u text, r text) RETURNS text[] "
+                          "LANGUAGE sql IMMUTABLE AS $$ SELECT '{}'::text[] $$"):
+            with pytest.raises((psycopg.errors.GeneratedAlways, psycopg.errors.InsufficientPrivilege)):
+                conn.execute(statement)
+            conn.rollback()
+        # Their own row's texts changed: the database computes its grams again.
+        conn.execute("UPDATE pimem.turns SET user_lower = 'c#' WHERE doc_key = 'k1'")
+        conn.commit()
+        assert conn.execute("SELECT grams FROM pimem.turns WHERE doc_key = 'k1'").fetchone() == (["c#"],)
+
+
+def test_migration_from_layout_3_computes_the_grams_and_keeps_the_pages(pg_server: PgServer) -> None:
+    dbname = pg_server.new_database()
+    db = ShareDb(pg_server, dbname)
+    with psycopg.connect(db.admin, autocommit=True) as conn:   # a store set up by a layout-3 pimem
+        conn.execute(("".join(schema.MIGRATIONS[n]() for n in range(3)) + "INSERT INTO pimem.pimem_share_meta "
+                      "VALUES ('layout', '3'), ('min_reader_layout', '1');").encode())
+        conn.execute(schema.roles_sql(members=MEMBERS).encode())
+    rng = random.Random(9)
+    put(db, "alice", _mixed_rows(rng, 150, "laptop"))
+    put(db, "bob", _mixed_rows(rng, 150, "desk"))
+    checked = [0]
+    with psycopg.connect(db.conninfo("carol"), autocommit=True) as conn:
+        assert not shared.has_grams(conn)
+        before = _pages(conn, checked)
+    layout = apply_init(db.admin, members=MEMBERS)
+    assert (layout.layout, layout.min_reader_layout) == (4, 1)
+    with psycopg.connect(db.admin, autocommit=True) as conn:
+        assert read_layout(conn).layout == 4
+        rows = conn.execute("SELECT user_lower, reply_lower, grams FROM pimem.turns").fetchall()
+        assert len(rows) == 300
+        assert all(set(grams) == short_grams(user + "\n" + reply) for user, reply, grams in rows)
+    with psycopg.connect(db.conninfo("carol"), autocommit=True) as conn:
+        assert shared.has_grams(conn)
+        assert _pages(conn, checked) == before
+    assert checked[0] > 300
+
+
+def test_entity_statements_are_never_prepared(share_db: ShareDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """psycopg prepares a statement run five times on a connection, and PostgreSQL may then plan it for
+    any pattern (a generic plan: a scan of the whole table for these LIKEs)."""
+    put(share_db, "alice", _mixed_rows(random.Random(8), 120, "laptop"))
+    monkeypatch.setattr(shared, "SELECTIVE_ROWS", 4)
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        for _ in range(8):
+            for entities in (["锁", "缓存", "a_b"], ["flamingo", "cache", "100%"]):
+                shared.entity_rows(conn, make_query(entities, 5), shared.Who(), 5)
+        prepared = [str(s) for s, in conn.execute("SELECT statement FROM pg_prepared_statements")]
+        assert prepared                     # psycopg did prepare the statements run that often
+        assert not [s for s in prepared if "LIKE" in s or "grams @>" in s]
