@@ -38,6 +38,7 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 import uuid
@@ -502,8 +503,22 @@ async def _serve(protocol: PimemProtocol, stdin: BinaryIO) -> int:
             finished.set_result(code)
 
     protocol.on_exit = finish
+    _end_on_interrupt(loop, finish)
     threading.Thread(target=_read_messages, args=(stdin, loop, protocol), name="pimem-stdin", daemon=True).start()
     return await finished
+
+
+def _end_on_interrupt(loop: asyncio.AbstractEventLoop, finish: Callable[[int], None]) -> None:
+    """Ctrl-C (SIGINT) ends the server as an end without shutdown. The kernel may deliver it to any thread
+    (the stdin reader's, a read's): Python then runs its handler only when the main thread next runs
+    Python code, and the idle event loop waits on its selector, so asyncio.run's own handler could wait
+    forever. The loop's handler also wakes the selector from whichever thread the signal reached."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        loop.add_signal_handler(signal.SIGINT, finish, EXIT_WITHOUT_SHUTDOWN)
+    except (NotImplementedError, RuntimeError, ValueError):   # Windows: asyncio.run's KeyboardInterrupt
+        return
 
 
 def run_stdio(server: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
