@@ -28,12 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import psycopg  # noqa: E402
 
 from pimem.recall import make_query  # noqa: E402
 from pimem.share import recall as shared  # noqa: E402
 from share_recall import pct, plain_sql_oracle, shapes  # noqa: E402
-from share_text_ab import base_module, server_cpu  # noqa: E402
+from share_text_ab import base_module, reader_session, server_cpu  # noqa: E402
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -49,19 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
-    from share.pgserver import PgServer, _run_as, find_bindir
-
-    bindir = find_bindir()
-    if bindir is None:
-        sys.exit("PostgreSQL server binaries not found: scripts/setup-postgres.sh")
-    base = args.data.resolve()
-    loaded = json.loads((base / "loaded.json").read_text(encoding="utf-8"))
-    old = base_module(args.base)
-    server = PgServer(bindir, base / "pg", _run_as())
-    started = not server.running()
-    if started:
-        server.start()
-    sides: dict[str, Any] = {"new": shared, "old": old}
+    sides: dict[str, Any] = {"new": shared, "old": base_module(args.base)}
     wall: dict[str, list[float]] = {"new": [], "old": []}
     by_kind: dict[str, dict[str, list[float]]] = {"indexed": {"new": [], "old": []}, "short": {"new": [], "old": []}}
     by_k: dict[int, dict[str, list[float]]] = {}
@@ -70,38 +57,33 @@ def main(argv: list[str] | None = None) -> int:
     mismatches = {"new": 0, "old": 0}
     slowest: list[tuple[float, str, tuple[str, ...]]] = []
     chosen = shapes(args.variants)
-    try:
-        with psycopg.connect(server.conninfo(user="reader", dbname=loaded["dbname"]), autocommit=True) as pg:
-            # Nothing prepared, as in use (a connection per recall, pimem.share.scope): psycopg prepares a
-            # statement run five times on a connection, and PostgreSQL's generic plan of an older
-            # entity_rows' statements scans the table (this tree's are never prepared).
-            pg.prepare_threshold = None
-            postmaster = int((server.datadir / "postmaster.pid").read_text().split()[0])
-            queries = [make_query(list(entities), 5) for _k, entities in chosen]
-            expected = [plain_sql_oracle(pg, query) for query in queries]
-            for query in queries:                 # warm-up: both once
-                for module in sides.values():
-                    module.entity_rows(pg, query, module.Who(), query.limit)
-            for round_ in range(args.repeat):
-                order = ("new", "old") if round_ % 2 == 0 else ("old", "new")
-                for (k, entities), query, want in zip(chosen, queries, expected, strict=True):
-                    kind = "short" if any(not shared.trigram_indexable(e) for e in entities) else "indexed"
-                    for side in order:
-                        server0 = server_cpu(postmaster)
-                        cpu0, t0 = time.process_time(), time.perf_counter()
-                        rows = sides[side].entity_rows(pg, query, sides[side].Who(), query.limit)
-                        elapsed, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - cpu0) * 1000
-                        wall[side].append(elapsed)
-                        by_kind[kind][side].append(elapsed)
-                        by_k.setdefault(k, {"new": [], "old": []})[side].append(elapsed)
-                        slowest.append((elapsed, side, entities))
-                        client[side].append(cpu)
-                        backend[side].append((server_cpu(postmaster) - server0) * 1000)
-                        mismatches[side] += [(r.author, r.machine, r.turn_id, r.hits) for r in rows] != want
-            load = os.getloadavg()
-    finally:
-        if started:
-            server.stop("fast")
+    with reader_session(args.data) as (pg, postmaster, loaded):
+        # Nothing prepared, as in use (a connection per recall, pimem.share.scope): psycopg prepares a
+        # statement run five times on a connection, and PostgreSQL's generic plan of an older
+        # entity_rows' statements scans the table (this tree's are never prepared).
+        pg.prepare_threshold = None
+        queries = [make_query(list(entities), 5) for _k, entities in chosen]
+        expected = [plain_sql_oracle(pg, query) for query in queries]
+        for query in queries:                 # warm-up: both once
+            for module in sides.values():
+                module.entity_rows(pg, query, module.Who(), query.limit)
+        for round_ in range(args.repeat):
+            order = ("new", "old") if round_ % 2 == 0 else ("old", "new")
+            for (k, entities), query, want in zip(chosen, queries, expected, strict=True):
+                kind = "short" if any(not shared.trigram_indexable(e) for e in entities) else "indexed"
+                for side in order:
+                    server0 = server_cpu(postmaster)
+                    cpu0, t0 = time.process_time(), time.perf_counter()
+                    rows = sides[side].entity_rows(pg, query, sides[side].Who(), query.limit)
+                    elapsed, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - cpu0) * 1000
+                    wall[side].append(elapsed)
+                    by_kind[kind][side].append(elapsed)
+                    by_k.setdefault(k, {"new": [], "old": []})[side].append(elapsed)
+                    slowest.append((elapsed, side, entities))
+                    client[side].append(cpu)
+                    backend[side].append((server_cpu(postmaster) - server0) * 1000)
+                    mismatches[side] += [(r.author, r.machine, r.turn_id, r.hits) for r in rows] != want
+        load = os.getloadavg()
     report: dict[str, Any] = {"rows": loaded["rows"], "base": args.base, "queries": len(wall["new"]),
                               "loadAverage": [round(x, 1) for x in load]}
     for side in ("old", "new"):

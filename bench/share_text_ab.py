@@ -15,6 +15,7 @@ budgeted oracle (``text_oracle(budgeted=True)``); mismatches are counted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -22,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -66,6 +68,30 @@ def server_cpu(postmaster: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+@contextlib.contextmanager
+def reader_session(data: Path) -> Iterator[tuple[psycopg.Connection[Any], int, dict[str, Any]]]:
+    """A connection as member ``reader`` to the store ``bench/share_recall.py --data DATA`` loaded and kept,
+    the server's postmaster pid (for server_cpu) and its ``loaded.json``; the server started if it was not
+    running, and stopped again after."""
+    from share.pgserver import PgServer, _run_as, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        sys.exit("PostgreSQL server binaries not found: scripts/setup-postgres.sh")
+    base = data.resolve()
+    loaded = json.loads((base / "loaded.json").read_text(encoding="utf-8"))
+    server = PgServer(bindir, base / "pg", _run_as())
+    started = not server.running()
+    if started:
+        server.start()
+    try:
+        with psycopg.connect(server.conninfo(user="reader", dbname=loaded["dbname"]), autocommit=True) as pg:
+            yield pg, int((server.datadir / "postmaster.pid").read_text().split()[0]), loaded
+    finally:
+        if started:
+            server.stop("fast")
+
+
 def key(page: Any) -> list[tuple[Any, ...]]:
     return [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in page.rows]
 
@@ -78,53 +104,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
-    from share.pgserver import PgServer, _run_as, find_bindir
-
-    bindir = find_bindir()
-    if bindir is None:
-        sys.exit("PostgreSQL server binaries not found: scripts/setup-postgres.sh")
-    base = args.data.resolve()
-    loaded = json.loads((base / "loaded.json").read_text(encoding="utf-8"))
-    old = base_module(args.base)
-    server = PgServer(bindir, base / "pg", _run_as())
-    started = not server.running()
-    if started:
-        server.start()
-    sides: dict[str, Any] = {"new": shared, "old": old}
+    sides: dict[str, Any] = {"new": shared, "old": base_module(args.base)}
     wall: dict[str, list[float]] = {"new": [], "old": []}
     client: dict[str, list[float]] = {"new": [], "old": []}
     backend: dict[str, list[float]] = {"new": [], "old": []}
     mismatches = {"new": 0, "old": 0}
     by_question: dict[str, dict[str, list[float]]] = {q: {"new": [], "old": []} for q in QUESTIONS}
-    try:
-        with psycopg.connect(server.conninfo(user="reader", dbname=loaded["dbname"]), autocommit=True) as pg:
-            postmaster = int((server.datadir / "postmaster.pid").read_text().split()[0])
-            who = shared.Who()
-            query = make_query(["x"], 5)
-            questions = [query_words(_shortlist(list(candidates(q)))) for q in QUESTIONS]
+    with reader_session(args.data) as (pg, postmaster, loaded):
+        who = shared.Who()
+        query = make_query(["x"], 5)
+        questions = [query_words(_shortlist(list(candidates(q)))) for q in QUESTIONS]
+        for module in sides.values():
+            module.store_stats(pg, "ab")      # read once per process, as in use (a minute's cache)
+        expected = [key(shared.text_oracle(pg, qwords, query, who, "ab", budgeted=True)) for qwords in questions]
+        for qwords in questions:              # warm-up: both once
             for module in sides.values():
-                module.store_stats(pg, "ab")      # read once per process, as in use (a minute's cache)
-            expected = [key(shared.text_oracle(pg, qwords, query, who, "ab", budgeted=True)) for qwords in questions]
-            for qwords in questions:              # warm-up: both once
-                for module in sides.values():
-                    module.text_page(pg, qwords, query, module.Who(), "ab")
-            for round_ in range(args.repeat):
-                order = ("new", "old") if round_ % 2 == 0 else ("old", "new")
-                for text, qwords, want in zip(QUESTIONS, questions, expected, strict=True):
-                    for side in order:
-                        server0 = server_cpu(postmaster)
-                        cpu0, t0 = time.process_time(), time.perf_counter()
-                        page = sides[side].text_page(pg, qwords, query, sides[side].Who(), "ab")
-                        elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-                        wall[side].append(elapsed * 1000)
-                        by_question[text][side].append(elapsed * 1000)
-                        client[side].append(cpu * 1000)
-                        backend[side].append((server_cpu(postmaster) - server0) * 1000)
-                        mismatches[side] += key(page) != want
-            load = os.getloadavg()
-    finally:
-        if started:
-            server.stop("fast")
+                module.text_page(pg, qwords, query, module.Who(), "ab")
+        for round_ in range(args.repeat):
+            order = ("new", "old") if round_ % 2 == 0 else ("old", "new")
+            for text, qwords, want in zip(QUESTIONS, questions, expected, strict=True):
+                for side in order:
+                    server0 = server_cpu(postmaster)
+                    cpu0, t0 = time.process_time(), time.perf_counter()
+                    page = sides[side].text_page(pg, qwords, query, sides[side].Who(), "ab")
+                    elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+                    wall[side].append(elapsed * 1000)
+                    by_question[text][side].append(elapsed * 1000)
+                    client[side].append(cpu * 1000)
+                    backend[side].append((server_cpu(postmaster) - server0) * 1000)
+                    mismatches[side] += key(page) != want
+        load = os.getloadavg()
     report: dict[str, Any] = {"rows": loaded["rows"], "base": args.base, "queries": len(wall["new"]),
                               "loadAverage": [round(x, 1) for x in load]}
     for side in ("old", "new"):
