@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from pimem import editspans
@@ -113,26 +114,29 @@ def message_text(content: Any) -> str:
     return "\n".join(texts).strip()
 
 
-def tool_call_names(content: Any) -> list[str]:
-    names: dict[str, None] = {}   # in call order, each once
+def tool_calls(content: Any) -> Iterator[tuple[str | None, dict[str, Any], dict[str, Any]]]:
+    """Each ``toolCall`` block of an assistant message, in order: its name, its arguments ({} when they are
+    not an object) and the block."""
     for block in as_list(content):
         block = as_dict(block)
         if block is not None and block.get("type") == "toolCall":
-            name = nonempty_str(block.get("name"))
-            if name:
-                names[name] = None
+            yield nonempty_str(block.get("name")), as_dict(block.get("arguments")) or {}, block
+
+
+def tool_call_names(content: Any) -> list[str]:
+    names: dict[str, None] = {}   # in call order, each once
+    for name, _arguments, _block in tool_calls(content):
+        if name:
+            names[name] = None
     return list(names)
 
 
 def file_touches(content: Any) -> list[FileTouch]:
     """The files an assistant message's tool calls touch (:data:`FILE_TOOLS`), as the calls give them."""
     touches: list[FileTouch] = []
-    for block in as_list(content):
-        block = as_dict(block)
-        if block is None or block.get("type") != "toolCall":
-            continue
-        action = FILE_TOOLS.get(nonempty_str(block.get("name")) or "")
-        path = nonempty_str((as_dict(block.get("arguments")) or {}).get("path"))
+    for name, arguments, _block in tool_calls(content):
+        action = FILE_TOOLS.get(name or "")
+        path = nonempty_str(arguments.get("path"))
         if action is not None and path:
             touches.append((path, action))
     return touches
@@ -158,23 +162,24 @@ def edit_calls(content: Any) -> list[EditCall]:
     """The text an assistant message's ``edit`` (each replacement) and ``write`` (the whole file) calls
     wrote."""
     calls: list[EditCall] = []
-    for block in as_list(content):
-        block = as_dict(block)
-        if block is None or block.get("type") != "toolCall":
-            continue
-        name = nonempty_str(block.get("name"))
-        arguments = as_dict(block.get("arguments")) or {}
-        path = nonempty_str(arguments.get("path"))
-        call_id = nonempty_str(block.get("id"))
-        if path is None:
-            continue
-        if name == "write" and isinstance(arguments.get("content"), str):
-            calls.append(EditCall(path, name, call_id, None, arguments["content"], whole=True))
-        elif name == "edit":
-            for edit in _edit_blocks(arguments):
-                new, old = edit.get("newText"), edit.get("oldText")
-                if isinstance(new, str):
-                    calls.append(EditCall(path, name, call_id, old if isinstance(old, str) else None, new))
+    for name, arguments, block in tool_calls(content):
+        calls.extend(_call_edits(name, arguments, nonempty_str(block.get("id"))))
+    return calls
+
+
+def _call_edits(name: str | None, arguments: dict[str, Any], call_id: str | None) -> list[EditCall]:
+    """What one ``edit`` or ``write`` call wrote (:func:`edit_calls`)."""
+    path = nonempty_str(arguments.get("path"))
+    if path is None:
+        return []
+    if name == "write" and isinstance(arguments.get("content"), str):
+        return [EditCall(path, name, call_id, None, arguments["content"], whole=True)]
+    calls: list[EditCall] = []
+    if name == "edit":
+        for edit in _edit_blocks(arguments):
+            new, old = edit.get("newText"), edit.get("oldText")
+            if isinstance(new, str):
+                calls.append(EditCall(path, name, call_id, old if isinstance(old, str) else None, new))
     return calls
 
 
@@ -359,12 +364,7 @@ class PiParser(TranscriptParser):
         may show the file before or after the change."""
         calls: list[EditCall] = []
         changed: set[str] = set()
-        for block in as_list(content):
-            block = as_dict(block)
-            if block is None or block.get("type") != "toolCall":
-                continue
-            name = nonempty_str(block.get("name"))
-            arguments = as_dict(block.get("arguments")) or {}
+        for name, arguments, block in tool_calls(content):
             path = nonempty_str(arguments.get("path"))
             if name == "bash":
                 command = arguments.get("command")
@@ -388,7 +388,7 @@ class PiParser(TranscriptParser):
                     while len(self._reads) > MAX_PENDING_READS:
                         del self._reads[next(iter(self._reads))]
                 continue
-            found = edit_calls([block])
+            found = _call_edits(name, arguments, call_id)
             if name == "write" and found:
                 known = self._known.pop(key, None)
                 before = _keys(known[1]) if known is not None and known[0] == turn else None
