@@ -59,14 +59,20 @@ class _Session:
         return target
 
 
-def _writes(session: _Session, tmp_path: Path) -> list[EditCall]:
-    """The write calls one parse of the session gives, in order."""
+def _parse(session: _Session, tmp_path: Path) -> tuple[PiParser, Chunk]:
+    """One parse of the whole session: the parser (its state) and what it gave."""
     transcript = tmp_path / "s.jsonl"
     transcript.write_text(session.text(), encoding="utf-8")
     parser, chunk = PiParser(str(transcript), None), Chunk()
     with open(transcript, "rb") as handle:
         for line in LineReader(handle):
             feed_line(parser, line, chunk)
+    return parser, chunk
+
+
+def _writes(session: _Session, tmp_path: Path) -> list[EditCall]:
+    """The write calls one parse of the session gives, in order."""
+    _parser, chunk = _parse(session, tmp_path)
     return [edit for delta in chunk.turns.values() for edit in delta.edits if edit.tool == "write"]
 
 
@@ -134,12 +140,7 @@ def test_the_saved_state_does_not_grow_with_the_length_of_call_ids_and_paths(tmp
     for k in range(40):
         call_id, path = (f"c{k}{huge}", f"f{k}.py") if field == "id" else (f"c{k}", f"f{k}{huge}.py")
         session.calls((call_id, "read", {"path": path})).result(call_id, "read", BEFORE)
-    transcript = tmp_path / "s.jsonl"
-    transcript.write_text(session.text(), encoding="utf-8")
-    parser, chunk = PiParser(str(transcript), None), Chunk()
-    with open(transcript, "rb") as handle:
-        for line in LineReader(handle):
-            feed_line(parser, line, chunk)
+    parser, _chunk = _parse(session, tmp_path)
     assert len(json.dumps(parser.state())) < len(huge)
 
 

@@ -57,12 +57,16 @@ def _issues(issues: list[SyncIssue], base: Path) -> list[tuple[str, str]]:
                   for issue in issues)
 
 
-def _turns(db: Path) -> list[tuple[str, str, str]]:
+def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT s.source, t.user_text, t.reply_text FROM turns t JOIN sessions s "
-                        "ON s.session_id = t.session_id ORDER BY 1, 2, 3").fetchall()
+    rows = conn.execute(sql).fetchall()
     conn.close()
     return rows
+
+
+def _turns(db: Path) -> list[tuple[Any, ...]]:
+    return _rows(db, "SELECT s.source, t.user_text, t.reply_text FROM turns t JOIN sessions s "
+                     "ON s.session_id = t.session_id ORDER BY 1, 2, 3")
 
 
 def test_ids_holding_a_lone_surrogate_lose_no_turn(tmp_path: Path) -> None:
@@ -78,11 +82,8 @@ def test_ids_holding_a_lone_surrogate_lose_no_turn(tmp_path: Path) -> None:
 
 
 def _spans(db: Path) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT s.turn_id, s.tool, s.call_id, s.whole, l.hash, l.pos FROM pimem_edit_spans s "
-                        "JOIN pimem_edit_lines l ON l.span_id = s.span_id ORDER BY 1, 3, 6").fetchall()
-    conn.close()
-    return rows
+    return _rows(db, "SELECT s.turn_id, s.tool, s.call_id, s.whole, l.hash, l.pos FROM pimem_edit_spans s "
+                     "JOIN pimem_edit_lines l ON l.span_id = s.span_id ORDER BY 1, 3, 6")
 
 
 def test_a_pi_turn_whose_id_holds_a_lone_surrogate_gives_one_sync_s_spans_whatever_the_syncs(tmp_path: Path) -> None:
