@@ -968,3 +968,75 @@ def test_what_pi_reads_showed_is_bounded_in_the_parser_state(tmp_path: Path, pro
     # a new turn forgets them
     write_pi(base, "pi1", project, [("read them", reads), ("next", [])])
     assert state_after()["known"] == {} and state_after()["reads"] == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Round 7: reindented lines are the call's; runs copied elsewhere; lines a later call removed, back
+# ---------------------------------------------------------------------------------------------
+
+def test_a_call_that_reindents_a_line_wrote_it() -> None:
+    """The line diff keeps indentation: wrapping code in a block writes its lines again (as git blame
+    says); the lines are still stored, and found, as normalized lines."""
+    old = "def f():\n    run()\n    stop()\n"
+    new = "def f():\n    if ready():\n        run()\n    stop()  \n"
+    span = editspans.span_of(old, new)
+    h = editspans.line_hash
+    assert span is not None
+    assert span.added == [(2, h("ifready():")), (4, h("run()"))] and span.removed == [h("run()")]
+    # trailing whitespace is no change
+    assert editspans.span_of("a()\nb()\n", "a()  \nb()\nc()\n") == editspans.Span([(4, h("c()"))], [])
+
+
+def test_lines_an_edit_reindented_are_its_own(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    loop = "    for value in values:\n        total += value\n"
+    guarded = "    if values:\n        for value in values:\n            total += value\n"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})]),
+        ("guard the loop", [("Edit", {"file_path": str(path), "old_string": loop, "new_string": guarded})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    found = _blame(db, path, FUNCTION.replace(loop, guarded))
+    assert found[0] == found[1] == ("exact", "write compute")
+    assert found[2] == found[3] == found[4] == ("exact", "guard the loop")
+
+
+def test_a_short_run_whose_lines_occur_in_order_elsewhere_names_no_write(tmp_path: Path, project: Path) -> None:
+    """A person's copy of two lines a call wrote next to each other: which copy is the call's is not
+    known from two lines, but a longer run of the call's says where it wrote them."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("parse it", [("Edit", {
+        "file_path": str(path), "old_string": "pass\n",
+        "new_string": "setup_logging(level)\nvalue = parse(data)\nreturn value\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    text = "setup_logging(level)\nvalue = parse(data)\nreturn value\nother_thing()\nvalue = parse(data)\nreturn value\n"
+    assert _blame(db, path, text) == {0: ("exact", "parse it"), 1: ("exact", "parse it"), 2: ("exact", "parse it")}
+    # the current line answers as the whole file does
+    assert _blame(db, path, text, start_line=4, end_line=5) == {}
+    assert _blame(db, path, text, start_line=1, end_line=2) == {1: ("exact", "parse it")}
+    # two short copies: neither is named
+    two = "value = parse(data)\nreturn value\n"
+    assert _blame(db, path, two + "other_thing()\n" + two) == {}
+
+
+def test_a_line_a_later_call_removed_is_back_in_a_run_of_its_call(tmp_path: Path, project: Path) -> None:
+    """A person's revert of a later edit: the line is back where its call wrote it, next to that call's
+    live lines. Alone it stays unattributed (test_a_line_replaced_by_a_later_edit_and_typed_back_...)."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})]),
+        ("rename", [("Edit", {"file_path": str(path), "old_string": "        total += value\n",
+                              "new_string": "        total = total + value\n"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, FUNCTION) == {line: ("exact", "write compute") for line in range(5)}
+    assert _blame(db, path, FUNCTION, start_line=3, end_line=4) == {3: ("exact", "write compute")}
+    # out of its place (not next to the call's own lines in the call's order): not revived
+    moved = "    total = 0\n    for value in values:\n    return total\nhelper()\n        total += value\n"
+    assert 4 not in _blame(db, path, moved)

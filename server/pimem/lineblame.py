@@ -29,7 +29,15 @@ lines each edit call added and removed, looked up by hash.
    longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call.
    Trivial lines (``}``, ``else:``, lone brackets, very short lines: pimem.editspans.is_trivial) are
    attributed only this way. A blank line goes with the next non-blank line when that line is exact
-   and the call wrote blank lines right before it; else it is never attributed.
+   and the call wrote blank lines right before it; else it is never attributed. Two refinements,
+   order-aware: a run of at most :data:`RUN_CAP` lines whose lines occur in the same order at another
+   place of the file too (``return result;`` + ``}``: a person's identical block, or the call's own copy
+   in a longer run there) names no write, since which copy the call wrote is not known (decided on the
+   whole text, so a current-line request answers as the whole file does); and a non-trivial line whose
+   every write a later call removed is *revived* when it sits at its place in a run of the call that
+   wrote it and that run reaches, within :data:`RUN_CAP` lines, a line of that call still live: the line
+   is back next to the call's own lines (a person's revert, ``git checkout``; or the later call removed
+   another copy of it). Alone (no live line of its call next to it) such a line stays unattributed.
 3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
    only when the file holds one copy of the line (of two copies outside any block, which one is a
    person's is not known, even when the call wrote two: a person may have deleted one of the agent's
@@ -83,6 +91,7 @@ import subprocess
 import time
 from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -170,6 +179,26 @@ class _TextInfo:
         self.counts = Counter(self.normalized)
         self._hashes: dict[int, int] = {}
         self._trivial: dict[int, bool] = {}
+        self._at: dict[str, list[int]] | None = None   # normalized line -> its places among the non-blank lines
+        self._non_blank: list[int] = []                 # the non-blank lines, in order
+
+    def elsewhere(self, lines: list[int]) -> bool:
+        """Whether the non-blank lines ``lines`` (consecutive among the non-blank lines) occur, in the same
+        order and whitespace aside, at another place of the text too."""
+        if self._at is None:
+            self._non_blank = [i for i, line in enumerate(self.normalized) if line]
+            self._at = {}
+            for rank, i in enumerate(self._non_blank):
+                self._at.setdefault(self.normalized[i], []).append(rank)
+        wanted = [self.normalized[i] for i in lines]
+        starts = self._at.get(wanted[0], [])
+        first = bisect_left(self._non_blank, lines[0])
+        for rank in starts:
+            if rank != first and all(rank + k < len(self._non_blank)
+                                     and self.normalized[self._non_blank[rank + k]] == wanted[k]
+                                     for k in range(1, len(wanted))):
+                return True
+        return False
 
     def hash(self, line: int) -> int:
         found = self._hashes.get(line)
@@ -315,17 +344,22 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     created = {first_write} if first_write in spans_read and created_file(conn, path, file_id, first_write) else set()
     known: dict[int, SpanInfo] = {}
     order = _orders(conn, spans_read, known)
-    live, unconfirmed = _live([row for row in rows if row[0] in strong], order, resets, created)
+    gone: dict[int, list[tuple[int, int]]] = {}
+    live, unconfirmed = _live([row for row in rows if row[0] in strong], order, resets, created, gone)
     # line -> (span, index among the call's non-blank lines): runs are made of consecutive indexes; who
     # wrote blank lines before a line (the stored position's low bit) decides only blank lines (below)
     # (a line no live call wrote has none: most lines of a large file)
     candidates: dict[int, set[tuple[int, int]]] = {}
     blank_before: set[tuple[int, int, int]] = set()
     line_hash = info.hash
+    revived: dict[int, set[tuple[int, int]]] = {}   # line -> removed writes of it, matched only in a run (below)
     for i in rows_of:
         if i not in trivial:
             found = live.get(line_hash(i))
             if not found:
+                removed = gone.get(line_hash(i))
+                if removed:
+                    revived[i] = {(span, pos >> 1) for span, pos in removed[-MAX_CANDIDATES:]}
                 continue
             if len(found) == 1:   # (_indexed, shortened)
                 span, pos = found[0]
@@ -340,7 +374,8 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                                            order, known, resets, created, whole=len(strong) > WHOLE_FILE_READ)
     empty: set[tuple[int, int]] = set()
     # the candidates of rows_of[k] at around[k + RUN_CAP + 1]: padded so that no lookup checks bounds
-    around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
+    around = [empty] * (RUN_CAP + 1) + [candidates.get(i) or revived.get(i, empty) for i in rows_of] \
+        + [empty] * (RUN_CAP + 1)
     pad = RUN_CAP + 1
 
     def neighbour(k: int) -> set[tuple[int, int]]:
@@ -378,6 +413,10 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
             exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
         if exact:
             best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
+            if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info):
+                continue
+            if i in revived and not _anchored(k, best, rows_of, neighbour, revived):
+                continue
             s, p = picked[i] = best
             if k > 0 and picked.get(rows_of[k - 1]) == (s, p - 1):
                 first = chosen[rows_of[k - 1]][2]
@@ -440,6 +479,41 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     return chosen, weak_lines, known
 
 
+def _anchored(k: int, best: tuple[int, int], rows_of: list[int],
+              neighbour: Callable[[int], set[tuple[int, int]]], revived: dict[int, set[tuple[int, int]]]) -> bool:
+    """Whether the run of call ``best[0]`` through line ``rows_of[k]`` (a write of it that a later call
+    removed) reaches, within RUN_CAP lines, a line that call wrote and that is still live: the removed
+    line is back where the call wrote it, next to the call's own lines (a person's revert; the later
+    call removed another copy)."""
+    s, p = best
+    for step in (-1, 1):
+        for d in range(1, RUN_CAP + 1):
+            if (s, p + step * d) not in neighbour(k + step * d):
+                break
+            j = k + step * d
+            if 0 <= j < len(rows_of) and (s, p + step * d) not in revived.get(rows_of[j], ()):
+                return True
+    return False
+
+
+def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
+                neighbour: Callable[[int], set[tuple[int, int]]], info: _TextInfo) -> bool:
+    """Whether the exact run of call ``best[0]`` through line ``rows_of[k]`` is short (at most RUN_CAP
+    lines) and its lines occur in the same order at another place of the text: which copy the call
+    wrote is not known (a person's identical ``return result;`` / ``}``, or the call's own copy in a
+    longer run elsewhere), so neither names it. Decided on the whole text, whatever the range asked."""
+    s, p = best
+    back = 0
+    while back <= RUN_CAP and (s, p - back - 1) in neighbour(k - back - 1):
+        back += 1
+    ahead = 0
+    while back + ahead <= RUN_CAP and (s, p + ahead + 1) in neighbour(k + ahead + 1):
+        ahead += 1
+    if back + ahead + 1 > RUN_CAP:
+        return False
+    return info.elsewhere(rows_of[k - back:k + ahead + 1])
+
+
 def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[int, int, int]],
              ) -> set[tuple[int, int]]:
     """(span, index) of live writes (span, stored position); notes those written after blank lines."""
@@ -489,6 +563,7 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
 
 
 def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: list[Order], created: set[int],
+          removed_writes: dict[int, list[tuple[int, int]]] | None = None,
           ) -> tuple[dict[int, list[tuple[int, int]]], set[tuple[int, int]]]:
     """Per line hash, the writes of it still live (span, position), oldest first, and the unconfirmed
     ones among them as (span, index). In the calls' order: a call's removals of the line cancel the most
@@ -496,7 +571,9 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
     its transcript does not give (``resets``, ordered) keeps the earlier live writes of the lines it
     repeats (it kept them; up to as many as it wrote) and forgets the others; the lines it wrote that
     no earlier call did are its own or were already there (a person's): unconfirmed, unless the write
-    created the file (``created``: no call touched it before; its lines are all its own)."""
+    created the file (``created``: no call touched it before; its lines are all its own). When given,
+    ``removed_writes`` gets, per hash none of whose writes is live, the writes later calls' removals
+    cancelled (since the last whole-file write over unknown content): rule 2's revived lines."""
     # most line hashes have one row (one call wrote the line once): kept apart, they skip the general case
     single: dict[int, tuple[int, int]] = {}          # hash -> (span, position) of its only row
     by_digest: dict[int, dict[int, list[int]]] = {}   # hash -> span -> its positions (< 0: removed)
@@ -534,12 +611,14 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
             live[digest] = [(span, pos) for pos in sorted(positions) if pos >= 0]
             continue
         entries: list[tuple[int, int]] = []
+        gone: list[tuple[int, int]] = []   # writes a later call's removal cancelled
         previous: Order | None = None
         for span in sorted(by_span, key=order.__getitem__):
             at = order[span]
             # a whole-file write in between that did not write this line: every earlier write of it is gone
-            if entries and previous is not None and bisect_left(resets, at) > bisect_right(resets, previous):
+            if (entries or gone) and previous is not None and bisect_left(resets, at) > bisect_right(resets, previous):
                 entries = []
+                gone = []
             previous = at
             positions = by_span[span]
             added = sorted(pos for pos in positions if pos >= 0)
@@ -549,14 +628,19 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
                 if span not in created:
                     unconfirmed.update((span, pos >> 1) for pos in claimed)
                 entries = kept + [(span, pos) for pos in claimed]
+                gone = []
                 continue
             removed = len(positions) - len(added)
             if removed:
+                gone.extend(entries[max(0, len(entries) - removed):])
                 del entries[max(0, len(entries) - removed):]
             entries.extend((span, pos) for pos in added)
-        if entries and last_reset is not None and previous is not None and last_reset > previous:
+        if (entries or gone) and last_reset is not None and previous is not None and last_reset > previous:
             entries = []
+            gone = []
         live[digest] = entries
+        if gone and not entries and removed_writes is not None:
+            removed_writes[digest] = gone
     return live, unconfirmed
 
 
