@@ -987,6 +987,19 @@ def test_a_call_that_reindents_a_line_wrote_it() -> None:
     assert editspans.span_of("a()\nb()\n", "a()  \nb()\nc()\n") == editspans.Span([(4, h("c()"))], [])
 
 
+def test_of_two_copies_a_call_kept_the_one_whose_neighbours_it_kept() -> None:
+    """The common head and tail an edit repeats are trimmed, but the diff still sees DIFF_CONTEXT lines
+    of them: a rewrite that writes a second ``return result`` above the first one kept the copy that is
+    still followed by what followed it (the longest matching block), not the first copy met."""
+    old = "if ready():\n    return result\nimport logging\nlog = logging.getLogger()\n"
+    new = ("if ready():\n    return result\n    return round(value, 2)\n    log.info(value)\n    return result\n"
+           "import logging\nlog = logging.getLogger()\n")
+    span = editspans.span_of(old, new)
+    h = editspans.line_hash
+    assert span is not None and span.removed == []
+    assert span.added == [(2, h("returnresult")), (4, h("returnround(value,2)")), (6, h("log.info(value)"))]
+
+
 def test_lines_an_edit_reindented_are_its_own(tmp_path: Path, project: Path) -> None:
     path = project / "a.py"
     loop = "    for value in values:\n        total += value\n"
@@ -1040,3 +1053,45 @@ def test_a_line_a_later_call_removed_is_back_in_a_run_of_its_call(tmp_path: Path
     # out of its place (not next to the call's own lines in the call's order): not revived
     moved = "    total = 0\n    for value in values:\n    return total\nhelper()\n        total += value\n"
     assert 4 not in _blame(db, path, moved)
+
+
+def test_a_repeated_line_whose_write_a_later_call_removed_elsewhere_is_back_in_its_run(
+        tmp_path: Path, project: Path) -> None:
+    """A later call removed one ``}``; which of the call's two it was, the store cannot say (the most
+    recent write is taken). The person put it back (and kept the later call's line): each ``}`` is in a
+    run of the call's live lines, and so is attributed, a trivial line included."""
+    path = project / "a.js"
+    content = "function first() {\n  runFirst();\n}\nfunction second() {\n  runSecond();\n}\n"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("write both", [("Write", {"file_path": str(path), "content": content})]),
+        ("merge them", [("Edit", {"file_path": str(path), "old_string": "  runFirst();\n}\n",
+                                  "new_string": "  runFirst();\n  runMore();\n"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    current = content + "  runMore();\n"
+    found = _blame(db, path, current)
+    assert {line: found[line] for line in range(6)} == {line: ("exact", "write both") for line in range(6)}
+    assert found[6][1] == "merge them"
+    assert _blame(db, path, current, start_line=5, end_line=6) == {5: ("exact", "write both")}
+
+
+def test_a_block_a_later_call_replaced_whole_is_back_when_long_enough(tmp_path: Path, project: Path) -> None:
+    """None of the call's lines is live any more, but REVIVED_RUN of them are back in its order (a
+    person's revert): the call's. Two such lines are not enough."""
+    path = project / "a.py"
+    block = "alpha_value = compute(1)\nbeta_value = compute(2)\ngamma_value = compute(3)\n"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("three values", [("Edit", {"file_path": str(path), "old_string": "pass\n", "new_string": block})]),
+        ("one value", [("Edit", {"file_path": str(path), "old_string": block,
+                                 "new_string": "delta_value = compute(4)\n"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert lineblame.REVIVED_RUN == 3
+    assert _blame(db, path, "setup_here()\n" + block + "teardown_here()\n") == {
+        1: ("exact", "three values"), 2: ("exact", "three values"), 3: ("exact", "three values")}
+    two = "".join(block.splitlines(keepends=True)[:2])
+    assert _blame(db, path, "setup_here()\n" + two + "teardown_here()\n") == {}

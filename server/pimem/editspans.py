@@ -10,7 +10,9 @@ call says, the new text); this module, shared by every importer, the sync and th
   the normalized text (:func:`line_hash`).
 * **Added lines**: the lines of the new text that the old text did not have (a line diff of old →
   new, so the context an ``Edit`` repeats is not claimed; when both are long, past
-  :data:`MAX_DIFF_WORK`, only the common first and last lines count as context), each with its position
+  :data:`MAX_DIFF_WORK`, only the common first and last lines count as context, else the diff also
+  compares :data:`DIFF_CONTEXT` of them next to the change, so that of two identical lines the one
+  kept is the one whose neighbours were kept too), each with its position
   among the new text's non-blank lines (consecutive positions = consecutive lines: what makes an exact
   block) and whether blank lines came right before it (:func:`position`). The diff compares lines with
   their indentation (:func:`_compared`): a line the call reindented (code it wrapped in a block) is the
@@ -44,6 +46,7 @@ MAX_CALL_LINES = 2_000
 MAX_CALL_BYTES = 256 * 1024
 MAX_LINE_CHARS = 1_000
 MAX_DIFF_WORK = 250_000      # old × new lines a call's line diff may compare (past it: head/tail only)
+DIFF_CONTEXT = 8             # lines of the common head and tail the diff still compares
 
 _SKIPPED_NAMES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "cargo.lock",
@@ -202,6 +205,12 @@ def _diff(old_lines: Sequence[Hashable], new_lines: Sequence[Hashable], blanks: 
     while (tail < min(len(old_lines), len(new_lines)) - head
            and old_lines[len(old_lines) - 1 - tail] == new_lines[len(new_lines) - 1 - tail]):
         tail += 1
+    # but the diff sees DIFF_CONTEXT lines of that context when it can afford to: where the new text
+    # repeats a line next to the change, which copy was kept is the one whose neighbours were kept too
+    # (the longest matching block), not the first one the trim met
+    wider_head, wider_tail = max(0, head - DIFF_CONTEXT), max(0, tail - DIFF_CONTEXT)
+    if (len(old_lines) - wider_head - wider_tail) * (len(new_lines) - wider_head - wider_tail) <= MAX_DIFF_WORK:
+        head, tail = wider_head, wider_tail
     old_middle = old_lines[head:len(old_lines) - tail]
     new_middle = new_lines[head:len(new_lines) - tail]
     opcodes: list[tuple[str, int, int, int, int]]

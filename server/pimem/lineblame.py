@@ -33,11 +33,13 @@ lines each edit call added and removed, looked up by hash.
    order-aware: a run of at most :data:`RUN_CAP` lines whose lines occur in the same order at another
    place of the file too (``return result;`` + ``}``: a person's identical block, or the call's own copy
    in a longer run there) names no write, since which copy the call wrote is not known (decided on the
-   whole text, so a current-line request answers as the whole file does); and a non-trivial line whose
-   every write a later call removed is *revived* when it sits at its place in a run of the call that
-   wrote it and that run reaches, within :data:`RUN_CAP` lines, a line of that call still live: the line
-   is back next to the call's own lines (a person's revert, ``git checkout``; or the later call removed
-   another copy of it). Alone (no live line of its call next to it) such a line stays unattributed.
+   whole text, so a current-line request answers as the whole file does); and a write that a later
+   call's removal cancelled (the store says that call removed one copy of the line, not which one: the
+   most recent write is taken, 1.) is *revived* where the line sits at its place in a run of the call
+   that wrote it, when that run reaches, within :data:`RUN_CAP` lines, a line of that call still live,
+   or is itself :data:`REVIVED_RUN` lines long: the line is back next to the call's own lines, in its
+   order (a person's revert, ``git checkout``; or the later call removed another copy, a ``}`` of the
+   same call). Alone such a line stays unattributed (a line typed back).
 3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
    only when the file holds one copy of the line (of two copies outside any block, which one is a
    person's is not known, even when the call wrote two: a person may have deleted one of the agent's
@@ -113,6 +115,7 @@ from pimem.store.text import shown_text, tolerating
 Confidence = Literal["exact", "line", "moved"]
 
 RUN_CAP = 4                       # runs are compared up to this many lines (and looked for this far)
+REVIVED_RUN = 3                   # removed lines back in their call's order, none of its lines live: this many
 MAX_CANDIDATES = 64               # the most recent live writes of one line that runs are looked for in
 WHOLE_FILE_READ = 400             # more distinct lines than this: the file's rows are read in one range
 MAX_TEXT_BYTES = 8 * 1024 * 1024  # the largest text attributed
@@ -355,11 +358,11 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     revived: dict[int, set[tuple[int, int]]] = {}   # line -> removed writes of it, matched only in a run (below)
     for i in rows_of:
         if i not in trivial:
+            removed = gone.get(line_hash(i))
+            if removed:
+                revived[i] = {(span, pos >> 1) for span, pos in removed[-MAX_CANDIDATES:]}
             found = live.get(line_hash(i))
             if not found:
-                removed = gone.get(line_hash(i))
-                if removed:
-                    revived[i] = {(span, pos >> 1) for span, pos in removed[-MAX_CANDIDATES:]}
                 continue
             if len(found) == 1:   # (_indexed, shortened)
                 span, pos = found[0]
@@ -370,12 +373,12 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                 # the most recent live writes: a line written over and over (an import) is not followed further back
                 candidates[i] = _indexed(i, found[-MAX_CANDIDATES:], blank_before)
     if weak:
-        unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, blank_before, rows,
-                                           order, known, resets, created, whole=len(strong) > WHOLE_FILE_READ)
+        unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, revived, blank_before,
+                                           rows, order, known, resets, created, whole=len(strong) > WHOLE_FILE_READ)
     empty: set[tuple[int, int]] = set()
     # the candidates of rows_of[k] at around[k + RUN_CAP + 1]: padded so that no lookup checks bounds
-    around = [empty] * (RUN_CAP + 1) + [candidates.get(i) or revived.get(i, empty) for i in rows_of] \
-        + [empty] * (RUN_CAP + 1)
+    around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) | revived[i] if i in revived
+                                        else candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
     pad = RUN_CAP + 1
 
     def neighbour(k: int) -> set[tuple[int, int]]:
@@ -411,11 +414,11 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                 exact = [best] if (s, p - 1) in before or (s, p + 1) in after else []
         else:
             exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
+        if exact and i in revived:   # a removed write counts only in a run that says it is back
+            exact = [c for c in exact if c not in revived[i] or _anchored(k, c, rows_of, neighbour, revived)]
         if exact:
             best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
             if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info):
-                continue
-            if i in revived and not _anchored(k, best, rows_of, neighbour, revived):
                 continue
             s, p = picked[i] = best
             if k > 0 and picked.get(rows_of[k - 1]) == (s, p - 1):
@@ -482,18 +485,20 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
 def _anchored(k: int, best: tuple[int, int], rows_of: list[int],
               neighbour: Callable[[int], set[tuple[int, int]]], revived: dict[int, set[tuple[int, int]]]) -> bool:
     """Whether the run of call ``best[0]`` through line ``rows_of[k]`` (a write of it that a later call
-    removed) reaches, within RUN_CAP lines, a line that call wrote and that is still live: the removed
-    line is back where the call wrote it, next to the call's own lines (a person's revert; the later
-    call removed another copy)."""
+    removed) reaches, within RUN_CAP lines, a line that call wrote and that is still live, or is itself
+    at least REVIVED_RUN lines long: the removed lines are back where the call wrote them, in its order
+    (a person's revert; the later call removed another copy)."""
     s, p = best
+    length = 1
     for step in (-1, 1):
         for d in range(1, RUN_CAP + 1):
             if (s, p + step * d) not in neighbour(k + step * d):
                 break
+            length += 1
             j = k + step * d
             if 0 <= j < len(rows_of) and (s, p + step * d) not in revived.get(rows_of[j], ()):
                 return True
-    return False
+    return length >= REVIVED_RUN
 
 
 def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
@@ -527,7 +532,8 @@ def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[in
 
 def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo, rows_of: list[int],
                         trivial: set[int], candidates: dict[int, set[tuple[int, int]]],
-                        blank_before: set[tuple[int, int, int]], rows: list[tuple[int, int, int]],
+                        revived: dict[int, set[tuple[int, int]]], blank_before: set[tuple[int, int, int]],
+                        rows: list[tuple[int, int, int]],
                         order: dict[int, Order], known: dict[int, SpanInfo], resets: list[Order],
                         created: set[int], *, whole: bool) -> set[tuple[int, int]]:
     """Trivial lines ("}", "else:") count only inside a run, so only the calls that wrote the nearest
@@ -555,10 +561,15 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
     if not whole:
         rows = line_rows(conn, file_id, sorted(weak), sorted(wanted))
         order.update(_orders(conn, {span for _, span, _ in rows} - set(order), known))
-    found, unconfirmed = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, resets, created)
+    gone: dict[int, list[tuple[int, int]]] = {}
+    found, unconfirmed = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, resets, created,
+                               gone)
     for i in trivial:
         near = before[i] | after[i]
         candidates[i] = _indexed(i, [(s, p) for s, p in found.get(info.hash(i), []) if s in near], blank_before)
+        removed = [(s, p >> 1) for s, p in gone.get(info.hash(i), ()) if s in near]
+        if removed:
+            revived[i] = set(removed)
     return unconfirmed
 
 
@@ -572,8 +583,8 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
     repeats (it kept them; up to as many as it wrote) and forgets the others; the lines it wrote that
     no earlier call did are its own or were already there (a person's): unconfirmed, unless the write
     created the file (``created``: no call touched it before; its lines are all its own). When given,
-    ``removed_writes`` gets, per hash none of whose writes is live, the writes later calls' removals
-    cancelled (since the last whole-file write over unknown content): rule 2's revived lines."""
+    ``removed_writes`` gets, per hash, the writes later calls' removals cancelled (since the last
+    whole-file write over unknown content): rule 2's revived lines."""
     # most line hashes have one row (one call wrote the line once): kept apart, they skip the general case
     single: dict[int, tuple[int, int]] = {}          # hash -> (span, position) of its only row
     by_digest: dict[int, dict[int, list[int]]] = {}   # hash -> span -> its positions (< 0: removed)
@@ -639,7 +650,7 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
             entries = []
             gone = []
         live[digest] = entries
-        if gone and not entries and removed_writes is not None:
+        if gone and removed_writes is not None:
             removed_writes[digest] = gone
     return live, unconfirmed
 

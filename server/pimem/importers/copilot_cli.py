@@ -63,8 +63,8 @@ class CopilotCliFiles(TranscriptFiles):
 
 FILES = CopilotCliFiles()
 
-# 2: edit spans (the text edit calls wrote, pimem.editspans). 3: an edit that changes a line's
-# indentation claims the line (pimem.editspans: the diff keeps whitespace).
+# 2: edit spans (the text edit calls wrote, pimem.editspans). 3: the line diff of an edit keeps
+# indentation (a line it reindented is its own) and compares the lines next to the change (pimem.editspans).
 RULES_VERSION = 3
 
 # Tool name -> (argument keys that may hold its path, what it does to the file). Copilot CLI's own tools
