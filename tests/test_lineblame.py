@@ -1095,3 +1095,26 @@ def test_a_block_a_later_call_replaced_whole_is_back_when_long_enough(tmp_path: 
         1: ("exact", "three values"), 2: ("exact", "three values"), 3: ("exact", "three values")}
     two = "".join(block.splitlines(keepends=True)[:2])
     assert _blame(db, path, "setup_here()\n" + two + "teardown_here()\n") == {}
+
+
+def test_a_removed_trivial_line_is_not_revived_next_to_an_idiom(tmp_path: Path, project: Path) -> None:
+    """A person's ``}`` + ``return result;`` matches the two lines a call wrote (its ``}`` removed by a
+    later call, its ``return result;`` still live): the ``}`` is revived only next to a live line that
+    names the call alone, which an idiom does not; and the idiom is not made exact by the ``}``."""
+    path = project / "a.js"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("other file", [("Write", {"file_path": str(project / "other.js"),
+                                   "content": "prepare_other();\nreturn result;\n"})]),
+        ("alpha", [("Edit", {"file_path": str(path), "old_string": "start_here();\n",
+                             "new_string": "start_here();\nrunAlpha();\n}\nreturn result;\n"})]),
+        ("beta", [("Edit", {"file_path": str(path), "old_string": "runAlpha();\n}\n",
+                            "new_string": "runAlpha();\nrunBeta();\n"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    # (the "}" sits next to a line of the call that removed it, so that removal is looked at)
+    assert _blame(db, path, "runBeta();\n}\nreturn result;\nhuman_two();\n") == {0: ("line", "beta")}
+    # next to a line only that call wrote, its "}" is back
+    found = _blame(db, path, "runAlpha();\n}\nrunBeta();\n")
+    assert found[0] == found[1] == ("exact", "alpha")

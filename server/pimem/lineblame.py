@@ -36,10 +36,13 @@ lines each edit call added and removed, looked up by hash.
    whole text, so a current-line request answers as the whole file does); and a write that a later
    call's removal cancelled (the store says that call removed one copy of the line, not which one: the
    most recent write is taken, 1.) is *revived* where the line sits at its place in a run of the call
-   that wrote it, when that run reaches, within :data:`RUN_CAP` lines, a line of that call still live,
-   or is itself :data:`REVIVED_RUN` lines long: the line is back next to the call's own lines, in its
-   order (a person's revert, ``git checkout``; or the later call removed another copy, a ``}`` of the
-   same call). Alone such a line stays unattributed (a line typed back).
+   that wrote it, when that run reaches, within :data:`RUN_CAP` lines, a line of that call still live
+   (for a trivial line, a live line that names a write alone: not trivial, one copy in the file, no
+   idiom; a person's ``}`` + ``return result;`` matches any call that wrote those two), or is itself
+   :data:`REVIVED_RUN` lines long with such a line in it: the line is back next to the call's own
+   lines, in its order (a person's revert, ``git checkout``; or the later call removed another copy, a
+   ``}`` of the same call). Which removed writes are back is decided before any line is matched, so no
+   line is made exact by one that is not. Alone such a line stays unattributed (a line typed back).
 3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
    only when the file holds one copy of the line (of two copies outside any block, which one is a
    person's is not known, even when the call wrote two: a person may have deleted one of the agent's
@@ -243,13 +246,14 @@ def _text_info(path: str, text: str, digest: bytes) -> _TextInfo:
 
 
 def _window(normalized: list[str], start: int, end: int) -> tuple[int, int]:
-    """The range extended by RUN_CAP non-blank lines on each side."""
+    """The range extended by RUN_CAP + 1 non-blank lines on each side (a neighbour's removed write is
+    back when a run reaches a live line within RUN_CAP of it: rule 2)."""
     low, seen = start, 0
-    while low > 0 and seen < RUN_CAP:
+    while low > 0 and seen <= RUN_CAP:
         low -= 1
         seen += normalized[low] != ""
     high, seen = end, 0
-    while high < len(normalized) and seen < RUN_CAP:
+    while high < len(normalized) and seen <= RUN_CAP:
         seen += normalized[high] != ""
         high += 1
     return low, high
@@ -378,6 +382,20 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, revived, blank_before,
                                            rows, order, known, resets, created, whole=len(strong) > WHOLE_FILE_READ)
     empty: set[tuple[int, int]] = set()
+    idioms_seen: dict[int, bool] = {}
+
+    def distinct(j: int) -> bool:
+        """A line that names a write alone (rule 3's tests but the writers'): not trivial, one copy in
+        the file, not an idiom."""
+        if info.trivial(j) or info.counts[info.normalized[j]] > 1:
+            return False
+        digest = info.hash(j)
+        if digest not in idioms_seen:
+            idioms_seen[digest] = bool(written_elsewhere(conn, file_id, [digest]))
+        return not idioms_seen[digest]
+
+    if revived:
+        revived = _accepted(rows_of, candidates, revived, distinct, info.trivial)
     # the candidates of rows_of[k] at around[k + RUN_CAP + 1]: padded so that no lookup checks bounds
     around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) | revived[i] if i in revived
                                         else candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
@@ -416,8 +434,6 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                 exact = [best] if (s, p - 1) in before or (s, p + 1) in after else []
         else:
             exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
-        if exact and i in revived:   # a removed write counts only in a run that says it is back
-            exact = [c for c in exact if c not in revived[i] or _anchored(k, c, rows_of, neighbour, revived)]
         if exact:
             best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
             if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info):
@@ -484,23 +500,47 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     return chosen, weak_lines, known
 
 
+def _accepted(rows_of: list[int], candidates: dict[int, set[tuple[int, int]]],
+              revived: dict[int, set[tuple[int, int]]], distinct: Callable[[int], bool],
+              trivial: Callable[[int], bool]) -> dict[int, set[tuple[int, int]]]:
+    """Of the removed writes of each line, those a run says are back (:func:`_anchored`), decided before
+    any line is matched, so that no line is made exact by a removed write next to it that is not back."""
+    empty: set[tuple[int, int]] = set()
+    every = [candidates.get(i, empty) | revived[i] if i in revived else candidates.get(i, empty) for i in rows_of]
+
+    def neighbour(k: int) -> set[tuple[int, int]]:
+        return every[k] if 0 <= k < len(every) else empty
+
+    accepted: dict[int, set[tuple[int, int]]] = {}
+    for k, i in enumerate(rows_of):
+        if i in revived:
+            back = {(s, p) for s, p in revived[i] if ((s, p - 1) in neighbour(k - 1) or (s, p + 1) in neighbour(k + 1))
+                    and _anchored(k, (s, p), rows_of, neighbour, revived, distinct, trivial)}
+            if back:
+                accepted[i] = back
+    return accepted
+
+
 def _anchored(k: int, best: tuple[int, int], rows_of: list[int],
-              neighbour: Callable[[int], set[tuple[int, int]]], revived: dict[int, set[tuple[int, int]]]) -> bool:
+              neighbour: Callable[[int], set[tuple[int, int]]], revived: dict[int, set[tuple[int, int]]],
+              distinct: Callable[[int], bool], trivial: Callable[[int], bool]) -> bool:
     """Whether the run of call ``best[0]`` through line ``rows_of[k]`` (a write of it that a later call
-    removed) reaches, within RUN_CAP lines, a line that call wrote and that is still live, or is itself
-    at least REVIVED_RUN lines long: the removed lines are back where the call wrote them, in its order
-    (a person's revert; the later call removed another copy)."""
+    removed) says the line is back where the call wrote it: the run reaches, within RUN_CAP lines, a line
+    of that call still live, or is REVIVED_RUN lines long with a line in it that names a write alone
+    (``distinct``: not trivial, one copy in the file, no idiom). For a trivial line (``}``) the live line
+    must be such a line too: a person's ``}`` + ``return result;`` matches any call that wrote those two."""
     s, p = best
-    length = 1
+    weak = trivial(rows_of[k])
+    lines = [rows_of[k]]
     for step in (-1, 1):
         for d in range(1, RUN_CAP + 1):
             if (s, p + step * d) not in neighbour(k + step * d):
                 break
-            length += 1
-            j = k + step * d
-            if 0 <= j < len(rows_of) and (s, p + step * d) not in revived.get(rows_of[j], ()):
+            j = rows_of[k + step * d]
+            if (s, p + step * d) not in revived.get(j, ()) and (not weak or distinct(j)):
                 return True
-    return length >= REVIVED_RUN
+            lines.append(j)
+    return len(lines) >= REVIVED_RUN and any(distinct(j) for j in lines)
 
 
 def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
