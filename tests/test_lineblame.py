@@ -968,3 +968,153 @@ def test_what_pi_reads_showed_is_bounded_in_the_parser_state(tmp_path: Path, pro
     # a new turn forgets them
     write_pi(base, "pi1", project, [("read them", reads), ("next", [])])
     assert state_after()["known"] == {} and state_after()["reads"] == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Round 7: reindented lines are the call's; runs copied elsewhere; lines a later call removed, back
+# ---------------------------------------------------------------------------------------------
+
+def test_a_call_that_reindents_a_line_wrote_it() -> None:
+    """The line diff keeps indentation: wrapping code in a block writes its lines again (as git blame
+    says); the lines are still stored, and found, as normalized lines."""
+    old = "def f():\n    run()\n    stop()\n"
+    new = "def f():\n    if ready():\n        run()\n    stop()  \n"
+    span = editspans.span_of(old, new)
+    h = editspans.line_hash
+    assert span is not None
+    assert span.added == [(2, h("ifready():")), (4, h("run()"))] and span.removed == [h("run()")]
+    # trailing whitespace is no change
+    assert editspans.span_of("a()\nb()\n", "a()  \nb()\nc()\n") == editspans.Span([(4, h("c()"))], [])
+
+
+def test_of_two_copies_a_call_kept_the_one_whose_neighbours_it_kept() -> None:
+    """The common head and tail an edit repeats are trimmed, but the diff still sees DIFF_CONTEXT lines
+    of them: a rewrite that writes a second ``return result`` above the first one kept the copy that is
+    still followed by what followed it (the longest matching block), not the first copy met."""
+    old = "if ready():\n    return result\nimport logging\nlog = logging.getLogger()\n"
+    new = ("if ready():\n    return result\n    return round(value, 2)\n    log.info(value)\n    return result\n"
+           "import logging\nlog = logging.getLogger()\n")
+    span = editspans.span_of(old, new)
+    h = editspans.line_hash
+    assert span is not None and span.removed == []
+    assert span.added == [(2, h("returnresult")), (4, h("returnround(value,2)")), (6, h("log.info(value)"))]
+
+
+def test_lines_an_edit_reindented_are_its_own(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    loop = "    for value in values:\n        total += value\n"
+    guarded = "    if values:\n        for value in values:\n            total += value\n"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})]),
+        ("guard the loop", [("Edit", {"file_path": str(path), "old_string": loop, "new_string": guarded})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    found = _blame(db, path, FUNCTION.replace(loop, guarded))
+    assert found[0] == found[1] == ("exact", "write compute")
+    assert found[2] == found[3] == found[4] == ("exact", "guard the loop")
+
+
+def test_a_short_run_whose_lines_occur_in_order_elsewhere_names_no_write(tmp_path: Path, project: Path) -> None:
+    """A person's copy of two lines a call wrote next to each other: which copy is the call's is not
+    known from two lines, but a longer run of the call's says where it wrote them."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("parse it", [("Edit", {
+        "file_path": str(path), "old_string": "pass\n",
+        "new_string": "setup_logging(level)\nvalue = parse(data)\nreturn value\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    text = "setup_logging(level)\nvalue = parse(data)\nreturn value\nother_thing()\nvalue = parse(data)\nreturn value\n"
+    assert _blame(db, path, text) == {0: ("exact", "parse it"), 1: ("exact", "parse it"), 2: ("exact", "parse it")}
+    # the current line answers as the whole file does
+    assert _blame(db, path, text, start_line=4, end_line=5) == {}
+    assert _blame(db, path, text, start_line=1, end_line=2) == {1: ("exact", "parse it")}
+    # two short copies: neither is named
+    two = "value = parse(data)\nreturn value\n"
+    assert _blame(db, path, two + "other_thing()\n" + two) == {}
+
+
+def test_a_line_a_later_call_removed_is_back_in_a_run_of_its_call(tmp_path: Path, project: Path) -> None:
+    """A person's revert of a later edit: the line is back where its call wrote it, next to that call's
+    live lines. Alone it stays unattributed (test_a_line_replaced_by_a_later_edit_and_typed_back_...)."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("write compute", [("Write", {"file_path": str(path), "content": FUNCTION})]),
+        ("rename", [("Edit", {"file_path": str(path), "old_string": "        total += value\n",
+                              "new_string": "        total = total + value\n"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, FUNCTION) == {line: ("exact", "write compute") for line in range(5)}
+    assert _blame(db, path, FUNCTION, start_line=3, end_line=4) == {3: ("exact", "write compute")}
+    # out of its place (not next to the call's own lines in the call's order): not revived
+    moved = "    total = 0\n    for value in values:\n    return total\nhelper()\n        total += value\n"
+    assert 4 not in _blame(db, path, moved)
+
+
+def test_a_repeated_line_whose_write_a_later_call_removed_elsewhere_is_back_in_its_run(
+        tmp_path: Path, project: Path) -> None:
+    """A later call removed one ``}``; which of the call's two it was, the store cannot say (the most
+    recent write is taken). The person put it back (and kept the later call's line): each ``}`` is in a
+    run of the call's live lines, and so is attributed, a trivial line included."""
+    path = project / "a.js"
+    content = "function first() {\n  runFirst();\n}\nfunction second() {\n  runSecond();\n}\n"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("write both", [("Write", {"file_path": str(path), "content": content})]),
+        ("merge them", [("Edit", {"file_path": str(path), "old_string": "  runFirst();\n}\n",
+                                  "new_string": "  runFirst();\n  runMore();\n"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    current = content + "  runMore();\n"
+    found = _blame(db, path, current)
+    assert {line: found[line] for line in range(6)} == {line: ("exact", "write both") for line in range(6)}
+    assert found[6][1] == "merge them"
+    assert _blame(db, path, current, start_line=5, end_line=6) == {5: ("exact", "write both")}
+
+
+def test_a_block_a_later_call_replaced_whole_is_back_when_long_enough(tmp_path: Path, project: Path) -> None:
+    """None of the call's lines is live any more, but REVIVED_RUN of them are back in its order (a
+    person's revert): the call's. Two such lines are not enough."""
+    path = project / "a.py"
+    block = "alpha_value = compute(1)\nbeta_value = compute(2)\ngamma_value = compute(3)\n"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("three values", [("Edit", {"file_path": str(path), "old_string": "pass\n", "new_string": block})]),
+        ("one value", [("Edit", {"file_path": str(path), "old_string": block,
+                                 "new_string": "delta_value = compute(4)\n"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert lineblame.REVIVED_RUN == 3
+    assert _blame(db, path, "setup_here()\n" + block + "teardown_here()\n") == {
+        1: ("exact", "three values"), 2: ("exact", "three values"), 3: ("exact", "three values")}
+    two = "".join(block.splitlines(keepends=True)[:2])
+    assert _blame(db, path, "setup_here()\n" + two + "teardown_here()\n") == {}
+
+
+def test_a_removed_trivial_line_is_not_revived_next_to_an_idiom(tmp_path: Path, project: Path) -> None:
+    """A person's ``}`` + ``return result;`` matches the two lines a call wrote (its ``}`` removed by a
+    later call, its ``return result;`` still live): the ``}`` is revived only next to a live line that
+    names the call alone, which an idiom does not; and the idiom is not made exact by the ``}``."""
+    path = project / "a.js"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("other file", [("Write", {"file_path": str(project / "other.js"),
+                                   "content": "prepare_other();\nreturn result;\n"})]),
+        ("alpha", [("Edit", {"file_path": str(path), "old_string": "start_here();\n",
+                             "new_string": "start_here();\nrunAlpha();\n}\nreturn result;\n"})]),
+        ("beta", [("Edit", {"file_path": str(path), "old_string": "runAlpha();\n}\n",
+                            "new_string": "runAlpha();\nrunBeta();\n"})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    # (the "}" sits next to a line of the call that removed it, so that removal is looked at)
+    assert _blame(db, path, "runBeta();\n}\nreturn result;\nhuman_two();\n") == {0: ("line", "beta")}
+    # next to a line only that call wrote, its "}" is back
+    found = _blame(db, path, "runAlpha();\n}\nrunBeta();\n")
+    assert found[0] == found[1] == ("exact", "alpha")

@@ -10,12 +10,18 @@ call says, the new text); this module, shared by every importer, the sync and th
   the normalized text (:func:`line_hash`).
 * **Added lines**: the lines of the new text that the old text did not have (a line diff of old →
   new, so the context an ``Edit`` repeats is not claimed; when both are long, past
-  :data:`MAX_DIFF_WORK`, only the common first and last lines count as context), each with its position among the new
-  text's non-blank lines (consecutive positions = consecutive lines: what makes an exact block) and
-  whether blank lines came right before it (:func:`position`).
+  :data:`MAX_DIFF_WORK`, only the common first and last lines count as context, else the diff also
+  compares :data:`DIFF_CONTEXT` of them next to the change, so that of two identical lines the one
+  kept is the one whose neighbours were kept too), each with its position
+  among the new text's non-blank lines (consecutive positions = consecutive lines: what makes an exact
+  block) and whether blank lines came right before it (:func:`position`). The diff compares lines with
+  their indentation (:func:`_compared`): a line the call reindented (code it wrapped in a block) is the
+  call's, as ``git blame`` says, and is still found by its normalized line wherever a person moves or
+  reindents it later.
   **Removed lines**: the lines of the old text the new one no longer has. Where the importer knows what
   a whole-file write replaced only as line hashes (a Pi ``read`` earlier in the turn: :func:`line_keys`,
-  :func:`span_against`), the same diff is made on the hashes.
+  :func:`span_against`), the same diff is made on the hashes (of normalized lines: there a line the
+  write only reindented keeps its earlier writer).
 * **Bound rule** (:func:`bounded`): a call is recorded only if its new text is at most
   :data:`MAX_CALL_LINES` lines and :data:`MAX_CALL_BYTES` bytes; lines longer than
   :data:`MAX_LINE_CHARS` characters are left out (minified code); files whose name says they are
@@ -40,6 +46,7 @@ MAX_CALL_LINES = 2_000
 MAX_CALL_BYTES = 256 * 1024
 MAX_LINE_CHARS = 1_000
 MAX_DIFF_WORK = 250_000      # old × new lines a call's line diff may compare (past it: head/tail only)
+DIFF_CONTEXT = 8             # lines of the common head and tail the diff still compares
 
 _SKIPPED_NAMES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "cargo.lock",
@@ -110,12 +117,13 @@ class Span:
     removed: list[int]
 
 
-def _kept(text: str) -> tuple[list[str], list[int]]:
+def _kept(text: str) -> tuple[list[str], list[int], list[str]]:
     """The normalized non-blank lines of a text (lines too long to be code a person reads are kept as
-    an empty marker so positions stay right, and never looked up), and for each 1 when blank lines
-    come right before it in the text, else 0."""
+    an empty marker so positions stay right, and never looked up), for each 1 when blank lines come
+    right before it in the text, else 0, and the same lines as the diff compares them (:func:`_compared`)."""
     lines: list[str] = []
     blank_before: list[int] = []
+    compared: list[str] = []
     blank = 0
     for line in split_lines(text):
         normalized = "\0" if len(line) > MAX_LINE_CHARS else normalize(line)
@@ -124,8 +132,16 @@ def _kept(text: str) -> tuple[list[str], list[int]]:
             continue
         lines.append(normalized)
         blank_before.append(blank)
+        compared.append(normalized if normalized == "\0" else _compared(line))
         blank = 0
-    return lines, blank_before
+    return lines, blank_before, compared
+
+
+def _compared(line: str) -> str:
+    """A line as a call's line diff compares it: its indentation and inner spaces kept (a call that
+    reindents a line, wrapping code in a block, wrote it again, as ``git blame`` says), trailing
+    whitespace and a leading byte-order mark not."""
+    return line.rstrip().lstrip("\ufeff")
 
 
 def position(index: int, blank_before: int) -> int:
@@ -140,13 +156,13 @@ def span_of(old: str | None, new: str) -> Span | None:
     ``new`` is added."""
     if not bounded(new) or (old is not None and not bounded(old)):
         return None
-    new_lines, blanks = _kept(new)
-    old_lines = _kept(old)[0] if old else []
+    new_lines, blanks, new_compared = _kept(new)
+    old_lines, _, old_compared = _kept(old) if old else ([], [], [])
     if not old_lines:
         return Span([(position(pos, blanks[pos]), line_hash(line)) for pos, line in enumerate(new_lines)
                       if line != "\0"], [])
-    return _diff(old_lines, new_lines, blanks, [line != "\0" for line in old_lines],
-                 lambda i: line_hash(old_lines[i]), lambda j: line_hash(new_lines[j]))
+    return _diff(old_compared, new_compared, blanks, [line != "\0" for line in old_lines],
+                 lambda i: line_hash(old_lines[i]), lambda j: line_hash(new_lines[j]), new_lines)
 
 
 # a line too long to be code a person reads, among the keys of line_keys (never equal to a line's hash: a
@@ -168,7 +184,7 @@ def span_against(before: Sequence[int], new: str) -> Span | None:
     lines it added are those the file did not hold there, the lines it removed those it no longer holds."""
     if not bounded(new) or len(before) >= MAX_CALL_LINES:
         return None
-    new_lines, blanks = _kept(new)
+    new_lines, blanks, _ = _kept(new)
     new_keys = [_LONG_LINE if line == "\0" else line_hash(line) for line in new_lines]
     return _diff(before, new_keys, blanks, [key != _LONG_LINE for key in before],
                  before.__getitem__, new_keys.__getitem__, new_lines)
@@ -189,6 +205,12 @@ def _diff(old_lines: Sequence[Hashable], new_lines: Sequence[Hashable], blanks: 
     while (tail < min(len(old_lines), len(new_lines)) - head
            and old_lines[len(old_lines) - 1 - tail] == new_lines[len(new_lines) - 1 - tail]):
         tail += 1
+    # but the diff sees DIFF_CONTEXT lines of that context when it can afford to: where the new text
+    # repeats a line next to the change, which copy was kept is the one whose neighbours were kept too
+    # (the longest matching block), not the first one the trim met
+    wider_head, wider_tail = max(0, head - DIFF_CONTEXT), max(0, tail - DIFF_CONTEXT)
+    if (len(old_lines) - wider_head - wider_tail) * (len(new_lines) - wider_head - wider_tail) <= MAX_DIFF_WORK:
+        head, tail = wider_head, wider_tail
     old_middle = old_lines[head:len(old_lines) - tail]
     new_middle = new_lines[head:len(new_lines) - tail]
     opcodes: list[tuple[str, int, int, int, int]]

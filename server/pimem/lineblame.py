@@ -29,7 +29,20 @@ lines each edit call added and removed, looked up by hash.
    longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call.
    Trivial lines (``}``, ``else:``, lone brackets, very short lines: pimem.editspans.is_trivial) are
    attributed only this way. A blank line goes with the next non-blank line when that line is exact
-   and the call wrote blank lines right before it; else it is never attributed.
+   and the call wrote blank lines right before it; else it is never attributed. Two refinements,
+   order-aware: a run of at most :data:`RUN_CAP` lines whose lines occur in the same order at another
+   place of the file too (``return result;`` + ``}``: a person's identical block, or the call's own copy
+   in a longer run there) names no write, since which copy the call wrote is not known (decided on the
+   whole text, so a current-line request answers as the whole file does); and a write that a later
+   call's removal cancelled (the store says that call removed one copy of the line, not which one: the
+   most recent write is taken, 1.) is *revived* where the line sits at its place in a run of the call
+   that wrote it, when that run reaches, within :data:`RUN_CAP` lines, a line of that call still live
+   (for a trivial line, a live line that names a write alone: not trivial, one copy in the file, no
+   idiom; a person's ``}`` + ``return result;`` matches any call that wrote those two), or is itself
+   :data:`REVIVED_RUN` lines long with such a line in it: the line is back next to the call's own
+   lines, in its order (a person's revert, ``git checkout``; or the later call removed another copy, a
+   ``}`` of the same call). Which removed writes are back is decided before any line is matched, so no
+   line is made exact by one that is not. Alone such a line stays unattributed (a line typed back).
 3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
    only when the file holds one copy of the line (of two copies outside any block, which one is a
    person's is not known, even when the call wrote two: a person may have deleted one of the agent's
@@ -68,9 +81,11 @@ Cost: one lookup of the requested lines' hashes (plus :data:`RUN_CAP` non-blank 
 in the file's rows, and two index seeks for each line attributed alone (rule 3's idioms), so a
 current-line request reads a handful of rows whatever the history's size (0.35 ms of CPU at 1M turns:
 docs/benchmarks.md); the text's hashes are kept per process for the last texts seen
-(:func:`_text_info`). A whole file reads the file's rows in one range, and its per-line Python work is
-only for the lines some live call wrote, with short paths for a line one call wrote once (~27–35 ms of
-CPU for 5,046 lines and 2,000 edits, ~1 ms of it the idiom lookup).
+(:func:`_text_info`), and so is the index of its lines that rule 2's copied runs are looked up in (built
+the first time an exact line with copies in the file is met: ~1 ms for 5,000 lines). A whole file
+reads the file's rows in one range, and its per-line Python work is only for the lines some live call
+wrote, with short paths for a line one call wrote once (~27–35 ms of CPU for 5,046 lines and 2,000
+edits, ~1 ms of it the idiom lookup).
 """
 
 from __future__ import annotations
@@ -83,6 +98,7 @@ import subprocess
 import time
 from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -104,6 +120,7 @@ from pimem.store.text import shown_text, tolerating
 Confidence = Literal["exact", "line", "moved"]
 
 RUN_CAP = 4                       # runs are compared up to this many lines (and looked for this far)
+REVIVED_RUN = 3                   # removed lines back in their call's order, none of its lines live: this many
 MAX_CANDIDATES = 64               # the most recent live writes of one line that runs are looked for in
 WHOLE_FILE_READ = 400             # more distinct lines than this: the file's rows are read in one range
 MAX_TEXT_BYTES = 8 * 1024 * 1024  # the largest text attributed
@@ -170,6 +187,26 @@ class _TextInfo:
         self.counts = Counter(self.normalized)
         self._hashes: dict[int, int] = {}
         self._trivial: dict[int, bool] = {}
+        self._at: dict[str, list[int]] | None = None   # normalized line -> its places among the non-blank lines
+        self._non_blank: list[int] = []                 # the non-blank lines, in order
+
+    def elsewhere(self, lines: list[int]) -> bool:
+        """Whether the non-blank lines ``lines`` (consecutive among the non-blank lines) occur, in the same
+        order and whitespace aside, at another place of the text too."""
+        if self._at is None:
+            self._non_blank = [i for i, line in enumerate(self.normalized) if line]
+            self._at = {}
+            for rank, i in enumerate(self._non_blank):
+                self._at.setdefault(self.normalized[i], []).append(rank)
+        wanted = [self.normalized[i] for i in lines]
+        starts = self._at.get(wanted[0], [])
+        first = bisect_left(self._non_blank, lines[0])
+        for rank in starts:
+            if rank != first and all(rank + k < len(self._non_blank)
+                                     and self.normalized[self._non_blank[rank + k]] == wanted[k]
+                                     for k in range(1, len(wanted))):
+                return True
+        return False
 
     def hash(self, line: int) -> int:
         found = self._hashes.get(line)
@@ -209,13 +246,14 @@ def _text_info(path: str, text: str, digest: bytes) -> _TextInfo:
 
 
 def _window(normalized: list[str], start: int, end: int) -> tuple[int, int]:
-    """The range extended by RUN_CAP non-blank lines on each side."""
+    """The range extended by RUN_CAP + 1 non-blank lines on each side (a neighbour's removed write is
+    back when a run reaches a live line within RUN_CAP of it: rule 2)."""
     low, seen = start, 0
-    while low > 0 and seen < RUN_CAP:
+    while low > 0 and seen <= RUN_CAP:
         low -= 1
         seen += normalized[low] != ""
     high, seen = end, 0
-    while high < len(normalized) and seen < RUN_CAP:
+    while high < len(normalized) and seen <= RUN_CAP:
         seen += normalized[high] != ""
         high += 1
     return low, high
@@ -315,15 +353,20 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     created = {first_write} if first_write in spans_read and created_file(conn, path, file_id, first_write) else set()
     known: dict[int, SpanInfo] = {}
     order = _orders(conn, spans_read, known)
-    live, unconfirmed = _live([row for row in rows if row[0] in strong], order, resets, created)
+    gone: dict[int, list[tuple[int, int]]] = {}
+    live, unconfirmed = _live([row for row in rows if row[0] in strong], order, resets, created, gone)
     # line -> (span, index among the call's non-blank lines): runs are made of consecutive indexes; who
     # wrote blank lines before a line (the stored position's low bit) decides only blank lines (below)
     # (a line no live call wrote has none: most lines of a large file)
     candidates: dict[int, set[tuple[int, int]]] = {}
     blank_before: set[tuple[int, int, int]] = set()
     line_hash = info.hash
+    revived: dict[int, set[tuple[int, int]]] = {}   # line -> removed writes of it, matched only in a run (below)
     for i in rows_of:
         if i not in trivial:
+            removed = gone.get(line_hash(i))
+            if removed:
+                revived[i] = {(span, pos >> 1) for span, pos in removed[-MAX_CANDIDATES:]}
             found = live.get(line_hash(i))
             if not found:
                 continue
@@ -336,11 +379,26 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                 # the most recent live writes: a line written over and over (an import) is not followed further back
                 candidates[i] = _indexed(i, found[-MAX_CANDIDATES:], blank_before)
     if weak:
-        unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, blank_before, rows,
-                                           order, known, resets, created, whole=len(strong) > WHOLE_FILE_READ)
+        unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, revived, blank_before,
+                                           rows, order, known, resets, created, whole=len(strong) > WHOLE_FILE_READ)
     empty: set[tuple[int, int]] = set()
+    idioms_seen: dict[int, bool] = {}
+
+    def distinct(j: int) -> bool:
+        """A line that names a write alone (rule 3's tests but the writers'): not trivial, one copy in
+        the file, not an idiom."""
+        if info.trivial(j) or info.counts[info.normalized[j]] > 1:
+            return False
+        digest = info.hash(j)
+        if digest not in idioms_seen:
+            idioms_seen[digest] = bool(written_elsewhere(conn, file_id, [digest]))
+        return not idioms_seen[digest]
+
+    if revived:
+        revived = _accepted(rows_of, candidates, revived, distinct, info.trivial)
     # the candidates of rows_of[k] at around[k + RUN_CAP + 1]: padded so that no lookup checks bounds
-    around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
+    around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) | revived[i] if i in revived
+                                        else candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
     pad = RUN_CAP + 1
 
     def neighbour(k: int) -> set[tuple[int, int]]:
@@ -378,6 +436,8 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
             exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
         if exact:
             best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
+            if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info):
+                continue
             s, p = picked[i] = best
             if k > 0 and picked.get(rows_of[k - 1]) == (s, p - 1):
                 first = chosen[rows_of[k - 1]][2]
@@ -440,6 +500,67 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     return chosen, weak_lines, known
 
 
+def _accepted(rows_of: list[int], candidates: dict[int, set[tuple[int, int]]],
+              revived: dict[int, set[tuple[int, int]]], distinct: Callable[[int], bool],
+              trivial: Callable[[int], bool]) -> dict[int, set[tuple[int, int]]]:
+    """Of the removed writes of each line, those a run says are back (:func:`_anchored`), decided before
+    any line is matched, so that no line is made exact by a removed write next to it that is not back."""
+    empty: set[tuple[int, int]] = set()
+    every = [candidates.get(i, empty) | revived[i] if i in revived else candidates.get(i, empty) for i in rows_of]
+
+    def neighbour(k: int) -> set[tuple[int, int]]:
+        return every[k] if 0 <= k < len(every) else empty
+
+    accepted: dict[int, set[tuple[int, int]]] = {}
+    for k, i in enumerate(rows_of):
+        if i in revived:
+            back = {(s, p) for s, p in revived[i] if ((s, p - 1) in neighbour(k - 1) or (s, p + 1) in neighbour(k + 1))
+                    and _anchored(k, (s, p), rows_of, neighbour, revived, distinct, trivial)}
+            if back:
+                accepted[i] = back
+    return accepted
+
+
+def _anchored(k: int, best: tuple[int, int], rows_of: list[int],
+              neighbour: Callable[[int], set[tuple[int, int]]], revived: dict[int, set[tuple[int, int]]],
+              distinct: Callable[[int], bool], trivial: Callable[[int], bool]) -> bool:
+    """Whether the run of call ``best[0]`` through line ``rows_of[k]`` (a write of it that a later call
+    removed) says the line is back where the call wrote it: the run reaches, within RUN_CAP lines, a line
+    of that call still live, or is REVIVED_RUN lines long with a line in it that names a write alone
+    (``distinct``: not trivial, one copy in the file, no idiom). For a trivial line (``}``) the live line
+    must be such a line too: a person's ``}`` + ``return result;`` matches any call that wrote those two."""
+    s, p = best
+    weak = trivial(rows_of[k])
+    lines = [rows_of[k]]
+    for step in (-1, 1):
+        for d in range(1, RUN_CAP + 1):
+            if (s, p + step * d) not in neighbour(k + step * d):
+                break
+            j = rows_of[k + step * d]
+            if (s, p + step * d) not in revived.get(j, ()) and (not weak or distinct(j)):
+                return True
+            lines.append(j)
+    return len(lines) >= REVIVED_RUN and any(distinct(j) for j in lines)
+
+
+def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
+                neighbour: Callable[[int], set[tuple[int, int]]], info: _TextInfo) -> bool:
+    """Whether the exact run of call ``best[0]`` through line ``rows_of[k]`` is short (at most RUN_CAP
+    lines) and its lines occur in the same order at another place of the text: which copy the call
+    wrote is not known (a person's identical ``return result;`` / ``}``, or the call's own copy in a
+    longer run elsewhere), so neither names it. Decided on the whole text, whatever the range asked."""
+    s, p = best
+    back = 0
+    while back <= RUN_CAP and (s, p - back - 1) in neighbour(k - back - 1):
+        back += 1
+    ahead = 0
+    while back + ahead <= RUN_CAP and (s, p + ahead + 1) in neighbour(k + ahead + 1):
+        ahead += 1
+    if back + ahead + 1 > RUN_CAP:
+        return False
+    return info.elsewhere(rows_of[k - back:k + ahead + 1])
+
+
 def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[int, int, int]],
              ) -> set[tuple[int, int]]:
     """(span, index) of live writes (span, stored position); notes those written after blank lines."""
@@ -453,7 +574,8 @@ def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[in
 
 def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo, rows_of: list[int],
                         trivial: set[int], candidates: dict[int, set[tuple[int, int]]],
-                        blank_before: set[tuple[int, int, int]], rows: list[tuple[int, int, int]],
+                        revived: dict[int, set[tuple[int, int]]], blank_before: set[tuple[int, int, int]],
+                        rows: list[tuple[int, int, int]],
                         order: dict[int, Order], known: dict[int, SpanInfo], resets: list[Order],
                         created: set[int], *, whole: bool) -> set[tuple[int, int]]:
     """Trivial lines ("}", "else:") count only inside a run, so only the calls that wrote the nearest
@@ -481,14 +603,20 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
     if not whole:
         rows = line_rows(conn, file_id, sorted(weak), sorted(wanted))
         order.update(_orders(conn, {span for _, span, _ in rows} - set(order), known))
-    found, unconfirmed = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, resets, created)
+    gone: dict[int, list[tuple[int, int]]] = {}
+    found, unconfirmed = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, resets, created,
+                               gone)
     for i in trivial:
         near = before[i] | after[i]
         candidates[i] = _indexed(i, [(s, p) for s, p in found.get(info.hash(i), []) if s in near], blank_before)
+        removed = [(s, p >> 1) for s, p in gone.get(info.hash(i), ()) if s in near]
+        if removed:
+            revived[i] = set(removed)
     return unconfirmed
 
 
 def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: list[Order], created: set[int],
+          removed_writes: dict[int, list[tuple[int, int]]] | None = None,
           ) -> tuple[dict[int, list[tuple[int, int]]], set[tuple[int, int]]]:
     """Per line hash, the writes of it still live (span, position), oldest first, and the unconfirmed
     ones among them as (span, index). In the calls' order: a call's removals of the line cancel the most
@@ -496,7 +624,9 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
     its transcript does not give (``resets``, ordered) keeps the earlier live writes of the lines it
     repeats (it kept them; up to as many as it wrote) and forgets the others; the lines it wrote that
     no earlier call did are its own or were already there (a person's): unconfirmed, unless the write
-    created the file (``created``: no call touched it before; its lines are all its own)."""
+    created the file (``created``: no call touched it before; its lines are all its own). When given,
+    ``removed_writes`` gets, per hash, the writes later calls' removals cancelled (since the last
+    whole-file write over unknown content): rule 2's revived lines."""
     # most line hashes have one row (one call wrote the line once): kept apart, they skip the general case
     single: dict[int, tuple[int, int]] = {}          # hash -> (span, position) of its only row
     by_digest: dict[int, dict[int, list[int]]] = {}   # hash -> span -> its positions (< 0: removed)
@@ -534,12 +664,14 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
             live[digest] = [(span, pos) for pos in sorted(positions) if pos >= 0]
             continue
         entries: list[tuple[int, int]] = []
+        gone: list[tuple[int, int]] = []   # writes a later call's removal cancelled
         previous: Order | None = None
         for span in sorted(by_span, key=order.__getitem__):
             at = order[span]
             # a whole-file write in between that did not write this line: every earlier write of it is gone
-            if entries and previous is not None and bisect_left(resets, at) > bisect_right(resets, previous):
+            if (entries or gone) and previous is not None and bisect_left(resets, at) > bisect_right(resets, previous):
                 entries = []
+                gone = []
             previous = at
             positions = by_span[span]
             added = sorted(pos for pos in positions if pos >= 0)
@@ -549,14 +681,19 @@ def _live(rows: list[tuple[int, int, int]], order: dict[int, Order], resets: lis
                 if span not in created:
                     unconfirmed.update((span, pos >> 1) for pos in claimed)
                 entries = kept + [(span, pos) for pos in claimed]
+                gone = []
                 continue
             removed = len(positions) - len(added)
             if removed:
+                gone.extend(entries[max(0, len(entries) - removed):])
                 del entries[max(0, len(entries) - removed):]
             entries.extend((span, pos) for pos in added)
-        if entries and last_reset is not None and previous is not None and last_reset > previous:
+        if (entries or gone) and last_reset is not None and previous is not None and last_reset > previous:
             entries = []
+            gone = []
         live[digest] = entries
+        if gone and removed_writes is not None:
+            removed_writes[digest] = gone
     return live, unconfirmed
 
 

@@ -96,7 +96,9 @@ FILES = ClaudeFiles()
 # that opens a conversation is a turn. 4: edit spans (the text edit calls wrote, pimem.editspans).
 # 5: a Write's result line gives the text it replaced (a rewrite claims only the lines it changed).
 # 6: an empty user message does not keep the assistant text after it from opening the conversation.
-RULES_VERSION = 6
+# 7: the line diff of an edit keeps indentation (a line it reindented is its own) and compares the
+# lines next to the change (pimem.editspans).
+RULES_VERSION = 7
 
 # tool name -> (the input key of its path, what it does to the file)
 FILE_TOOLS: dict[str, tuple[str, FileAction]] = {

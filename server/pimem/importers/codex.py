@@ -88,7 +88,9 @@ FILES = CodexFiles()
 # opening assistant message). 4: edit spans (the text apply_patch wrote, pimem.editspans). 5: an added
 # file replaced nothing (its lines are all the patch's). 6: the reply to a prompt of images only continues
 # the turn before (was lost).
-RULES_VERSION = 6
+# 7: the line diff of an edit keeps indentation (a line it reindented is its own) and compares the
+# lines next to the change (pimem.editspans).
+RULES_VERSION = 7
 
 # Codex file tools with a path argument (besides apply_patch), and what they do to the file.
 PATH_TOOLS: dict[str, FileAction] = {"read_file": "read", "view_image": "read"}

@@ -56,7 +56,9 @@ from pimem.textutil import as_dict, as_list, clean_text, nonempty_str, number_to
 
 # 2: edit spans (the text edit/multiedit/write calls wrote, pimem.editspans). 3: a write whose result
 # says the file did not exist replaced nothing.
-RULES_VERSION = 3
+# 4: the line diff of an edit keeps indentation (a line it reindented is its own) and compares the
+# lines next to the change (pimem.editspans).
+RULES_VERSION = 4
 
 _RECORD_MAX_BYTES = 8 * 1024 * 1024   # one message or part of the older JSON tree
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit", "multiedit": "edit"}

@@ -78,7 +78,9 @@ FILES = TranscriptFiles()   # every .jsonl file
 # once (pimem.sync). 2: file touches; a v1 session Pi rewrote keeps its turns' first ids. 3: edit spans
 # (the text edit calls wrote, pimem.editspans). 4: a write after a read of the whole file in its turn
 # claims only the lines it added (EditCall.before).
-RULES_VERSION = 4
+# 5: the line diff of an edit keeps indentation (a line it reindented is its own) and compares the
+# lines next to the change (pimem.editspans).
+RULES_VERSION = 5
 
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit"}
 
