@@ -42,15 +42,15 @@ import sqlite3
 import sys
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import itemgetter, le
+from operator import add, itemgetter, le
 from typing import TypeVar
 
 from pimem import words
 from pimem.paths import in_folder
-from pimem.recall import rankcache
+from pimem.recall import docmap, rankcache
 from pimem.recall.query import RecallQuery
 from pimem.recall.rows import ROW_COLUMNS, RecallRow, make_row
 from pimem.store.batches import chunks, placeholders
@@ -302,8 +302,9 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
         weight = idf[token]
         for posting, part in ((user_post[token], weight * USER_WEIGHT), (reply_post[token], weight * REPLY_WEIGHT)):
             fresh = dict.fromkeys(posting, part)       # 0.0 + part is part
-            for doc in first.keys() & posting:
-                fresh[doc] = first[doc] + part
+            both = first.keys() & posting
+            if both:                                   # first[doc] + part, in C
+                fresh.update(zip(both, map(add, map(first.__getitem__, both), repeat(part)), strict=True))
             first.update(fresh)                        # a key already there keeps its place
     for doc, (user_tokens, reply_tokens, _session, _uc, _rc) in pending.items():
         for token in user_tokens:
@@ -313,25 +314,22 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     best_docs = _top(first, CANDIDATE_TURNS)
     # What the person typed, summed over a session's turns: a conversation that keeps coming back to
     # the question's words, though no single turn holds them all.
-    typed: set[int] = set()
-    for token in read:
-        typed.update(user_post[token])
-    session_of = _doc_sessions(conn, sorted(typed.union(best_docs)))
-    for doc, (_u, _r, session, _uc, _rc) in pending.items():
-        session_of[doc] = session
+    # The docs' sessions: from the map this process keeps (pimem.recall.docmap; asked for after the
+    # postings were read, so it is at least as new as they are), else read from the table.
+    kept = docmap.current(conn, store_key)
+    sessions_of, absent = _sessions_of(conn, kept, read, user_post, best_docs, pending)
     # 2. sessions by their best turn and by their typed words, filtered
     session_best: dict[int, float] = {}
-    for doc in best_docs:
-        if doc in session_of:
-            session = session_of[doc]
+    for doc, session in zip(best_docs, sessions_of(best_docs), strict=True):
+        if session is not None and session != absent:
             session_best[session] = max(session_best.get(session, 0.0), first[doc])
     session_typed: dict[int, float] = {}
     for token in read:
         weight = idf[token]
         # A session's additions for one word come one after another, so counting its docs (in C,
         # sessions in the order first met) and adding the weight that many times is the same sum.
-        for held, count in Counter(map(session_of.get, user_post[token])).items():
-            if held is None:                       # a doc not in the index (deleted meanwhile)
+        for held, count in Counter(sessions_of(user_post[token])).items():
+            if held is None or held == absent:     # a doc not in the index (deleted meanwhile)
                 continue
             value = session_typed.get(held, 0.0)
             for _ in range(count):
@@ -348,7 +346,7 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
         return _Ranked((), tuple(sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
                                         key=lambda item: item[1])))
     # 3. every turn of those sessions, scored in full
-    session_docs = _session_docs(conn, candidates)
+    session_docs = _session_docs(conn, candidates) if kept is None else kept.session_docs(candidates)
     for doc, (_u, _r, session, uc, rc) in pending.items():
         if session in session_docs and doc not in {d for d, _, _ in session_docs[session]}:
             session_docs[session].append((doc, uc, rc))
@@ -526,6 +524,30 @@ def _top(scores: dict[int, float], count: int) -> list[int]:
         floor = heapq.nlargest(count, scores.values())[-1]   # a sort of every value: 2-6x the time
         items = compress(scores.items(), map(le, repeat(floor), scores.values()))
     return [key for key, _ in sorted(items, key=itemgetter(1), reverse=True)[:count]]
+
+
+def _sessions_of(conn: sqlite3.Connection, kept: docmap.DocMap | None, read: Sequence[str],
+                 user_post: dict[str, set[int]], best_docs: Sequence[int],
+                 pending: dict[int, tuple[set[str], set[str], int, int, int]]
+                 ) -> tuple[Callable[[Collection[int]], Iterable[int | None]], int | None]:
+    """How ``_rank_all`` finds docs' sessions: a function giving each doc's session (in the docs'
+    order), and what it gives for a doc not in the word index. A pending doc's session is its own."""
+    if kept is None:
+        typed: set[int] = set()
+        for token in read:
+            typed.update(user_post[token])
+        session_of: dict[int, int] = _doc_sessions(conn, sorted(typed.union(best_docs)))
+        for doc, (_u, _r, session, _uc, _rc) in pending.items():
+            session_of[doc] = session
+        return (lambda docs: map(session_of.get, docs)), None
+    if not pending:
+        return kept.sessions, docmap.MISSING
+    own = {doc: session for doc, (_u, _r, session, _uc, _rc) in pending.items()}
+
+    def with_pending(docs: Collection[int]) -> list[int]:
+        return list(map(own.get, docs, kept.sessions(docs)))
+
+    return with_pending, docmap.MISSING
 
 
 def _doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, int]:

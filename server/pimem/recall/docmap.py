@@ -1,0 +1,288 @@
+"""The word index's docs kept per process: each doc's session and lengths, each session's docs.
+
+Free-text ranking (:mod:`pimem.recall.ranking`) looks up the session of every doc the question's
+postings hold (up to ~60,000 a question) and the docs of its candidate sessions (~7,000 at a million
+turns). Read from ``pimem_word_docs`` for every question, those joins are the largest part of a
+question at a million turns (docs/benchmarks.md, "Round 10"). A long-lived process (``pimem serve``,
+``pimem mcp``: :func:`enable`) keeps the table in memory instead, compactly:
+
+* per UTC day of the doc keys (``(day << 20) | slot``, :mod:`pimem.index`), three ``array('q')``
+  indexed by slot: the session (``MISSING`` where the table has no such doc), the user text's and the
+  reply's length. A doc's session is then a few C calls (``map``), no Python per doc.
+* per session, its doc keys in ascending order (the order of the table's ``(session, doc_key)`` index).
+
+**Staying equal to the table.** Every write of ``pimem_word_docs`` but two is made by
+:func:`pimem.index.build_pending`, in the transaction that appends the doc to ``pimem_index_log``. So a
+map records the log position it is current to and the entry there (a write's random mark, as
+:mod:`pimem.recall.dense` does), and before each use reads the docs logged since, whose rows are read
+again (a doc logged and gone from the table is dropped). It is read again whole when the log no longer
+reaches back to it, when the entry at its position is another (another history under the same store
+id: a store rolled back, or replaced by a copy), when the log ends before it, or when more than
+:data:`REFRESH_MAX` docs were logged since. The two other writers: a rebuild empties the table
+(:func:`pimem.words.delete_all`) and gives the store a new id (another map); the word index of docs
+indexed before it existed (``pimem_words_pending``, after the migration to layout 6) is written
+without the log, so while that table holds a doc no map is used or kept. The store's identity also
+holds the table's root page and the index epoch (a table dropped and made again). A write to the table
+by anything else (SQL by hand) is not seen. A connection in a transaction (its own snapshot) does not
+use the map. Ranking asks for the map after reading the postings, so the map is at least as new as
+they are (as the join read after them was).
+"""
+
+from __future__ import annotations
+
+import bisect
+import sqlite3
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Sequence
+from itertools import repeat
+from operator import and_, getitem, rshift
+
+from pimem import index
+from pimem.store.batches import chunks, placeholders
+
+MISSING = -(1 << 63)     # in a day's session array: no doc at that slot
+SHIFT = index.KEY_SHIFT
+MASK = index.SLOT_MASK
+REFRESH_MAX = 50_000     # docs logged since the map was read that are read again one by one, at most
+MAX_STORES = 2           # stores kept per process (least recently used out)
+LOAD_BATCH = 100_000     # rows of the table read per statement when the map is read whole
+
+
+class DocMap:
+    """``pimem_word_docs`` of one store, at a position of ``pimem_index_log``."""
+
+    def __init__(self, identity: tuple[object, ...], seq: int, mark: int | None) -> None:
+        self.identity = identity
+        self.seq = seq                  # pimem_index_log position the map is current to
+        self.mark = mark                # the log entry there (None: no entry)
+        self.lock = threading.Lock()    # held while changing it and while reading it
+        self.session: dict[int, array[int]] = {}   # day -> session per slot (MISSING: no doc)
+        self.user: dict[int, array[int]] = {}      # day -> user_chars per slot
+        self.reply: dict[int, array[int]] = {}     # day -> reply_chars per slot
+        self.docs: dict[int, array[int]] = {}      # session -> its doc keys, ascending
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def sessions(self, docs: Collection[int]) -> list[int]:
+        """The session of each of ``docs`` (in their iteration order), MISSING for a doc not in the table."""
+        with self.lock:
+            try:   # every doc of a posting is in the map (written in the posting's transaction): C only
+                return list(map(getitem, map(self.session.__getitem__, map(rshift, docs, repeat(SHIFT))),
+                                map(and_, docs, repeat(MASK))))
+            except (KeyError, IndexError):
+                return [self._session_of(doc) for doc in docs]
+
+    def _session_of(self, doc: int) -> int:
+        slots = self.session.get(doc >> SHIFT)
+        slot = doc & MASK
+        return slots[slot] if slots is not None and slot < len(slots) else MISSING
+
+    def session_docs(self, sessions: Sequence[int]) -> dict[int, list[tuple[int, int, int]]]:
+        """Every doc of ``sessions`` with its lengths, (doc, user_chars, reply_chars), ascending keys."""
+        found: dict[int, list[tuple[int, int, int]]] = {}
+        with self.lock:
+            for session in sessions:
+                keys = self.docs.get(session)
+                if not keys:
+                    found[session] = []
+                    continue
+                days = list(map(rshift, keys, repeat(SHIFT)))
+                slots = list(map(and_, keys, repeat(MASK)))
+                found[session] = list(zip(keys, map(getitem, map(self.user.__getitem__, days), slots),
+                                          map(getitem, map(self.reply.__getitem__, days), slots), strict=True))
+        return found
+
+    def nbytes(self) -> int:
+        """The memory the arrays hold (their buffers; ~100 bytes of overhead per array besides)."""
+        with self.lock:
+            arrays = [*self.session.values(), *self.user.values(), *self.reply.values(), *self.docs.values()]
+        return sum(len(values) * values.itemsize + 100 for values in arrays)
+
+    # -- writing (the caller holds the lock) --------------------------------------------------------
+
+    def _load(self, rows: Iterable[tuple[int, int, int, int]]) -> None:
+        """Rows in ascending key order into an empty map."""
+        session_of, user_of, reply_of, docs = self.session, self.user, self.reply, self.docs
+        day_now, sessions, users, replies = -1, array("q"), array("q"), array("q")
+        for key, session, uc, rc in rows:
+            day, slot = key >> SHIFT, key & MASK
+            if day != day_now:
+                day_now = day
+                if day not in session_of:
+                    session_of[day], user_of[day], reply_of[day] = array("q"), array("q"), array("q")
+                sessions, users, replies = session_of[day], user_of[day], reply_of[day]
+            gap = slot - len(sessions)
+            if gap:
+                sessions.extend(repeat(MISSING, gap))
+                users.extend(repeat(0, gap))
+                replies.extend(repeat(0, gap))
+            sessions.append(session)
+            users.append(uc)
+            replies.append(rc)
+            held = docs.get(session)
+            if held is None:
+                held = docs[session] = array("q")
+            held.append(key)
+
+    def _put(self, key: int, session: int, uc: int, rc: int) -> None:
+        day, slot = key >> SHIFT, key & MASK
+        sessions = self.session.get(day)
+        if sessions is None:
+            sessions = self.session[day] = array("q")
+            self.user[day], self.reply[day] = array("q"), array("q")
+        if slot >= len(sessions):
+            gap = slot + 1 - len(sessions)
+            sessions.extend(repeat(MISSING, gap))
+            self.user[day].extend(repeat(0, gap))
+            self.reply[day].extend(repeat(0, gap))
+        before = sessions[slot]
+        if before != session:
+            if before != MISSING:
+                self._unlist(before, key)
+            held = self.docs.get(session)
+            if held is None:
+                held = self.docs[session] = array("q")
+            if not held or held[-1] < key:
+                held.append(key)
+            else:
+                held.insert(bisect.bisect_left(held, key), key)
+        sessions[slot] = session
+        self.user[day][slot] = uc
+        self.reply[day][slot] = rc
+
+    def _drop(self, key: int) -> None:
+        sessions = self.session.get(key >> SHIFT)
+        slot = key & MASK
+        if sessions is None or slot >= len(sessions) or sessions[slot] == MISSING:
+            return
+        self._unlist(sessions[slot], key)
+        sessions[slot] = MISSING
+
+    def _unlist(self, session: int, key: int) -> None:
+        held = self.docs.get(session)
+        if held is None:
+            return
+        at = bisect.bisect_left(held, key)
+        if at < len(held) and held[at] == key:
+            del held[at]
+        if not held:
+            del self.docs[session]
+
+
+def _identity(conn: sqlite3.Connection, store_key: str) -> tuple[object, ...]:
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'pimem_word_docs'").fetchone()
+    return store_key, None if root is None else int(root[0]), index.epoch(conn)
+
+
+def read(conn: sqlite3.Connection, identity: tuple[object, ...]) -> DocMap:
+    """The whole table, current to the log position read before it (the docs logged after that are read
+    again at the next use: a write between is not missed)."""
+    seq = index.log_position(conn)[1]
+    found = DocMap(identity, seq, index.log_entry(conn, seq))
+    after = -(1 << 63)
+    while True:   # in batches by key: a million rows in one statement hold a read snapshot for seconds
+        rows = conn.execute("SELECT doc_key, session, user_chars, reply_chars FROM pimem_word_docs "
+                            f"WHERE doc_key > ? ORDER BY doc_key LIMIT {LOAD_BATCH}", (after,)).fetchall()
+        if not rows:
+            break
+        found._load(rows)
+        after = int(rows[-1][0])
+    # Rows of a later batch may be newer than the log position: their docs are logged after it, and
+    # read again at the first use.
+    return found
+
+
+def _refresh(conn: sqlite3.Connection, kept: DocMap, high: int) -> None:
+    """Brings ``kept`` from its log position to ``high`` (the docs logged between, read again). One
+    thread at a time (the lock held throughout): rows read earlier never overwrite rows read later."""
+    with kept.lock:
+        if kept.seq >= high:
+            return
+        changed = sorted({int(key) for (key,) in conn.execute(
+            "SELECT doc_key FROM pimem_index_log WHERE seq > ? AND seq <= ? AND doc_key >= 0", (kept.seq, high))})
+        rows: list[tuple[int, int, int, int]] = []
+        for batch in chunks(changed):
+            rows.extend(conn.execute("SELECT doc_key, session, user_chars, reply_chars FROM pimem_word_docs "
+                                     f"WHERE doc_key IN ({placeholders(len(batch))})", batch).fetchall())
+        mark = index.log_entry(conn, high)
+        present = {int(row[0]) for row in rows}
+        for key, session, uc, rc in rows:
+            kept._put(int(key), int(session), int(uc), int(rc))
+        for key in changed:
+            if key not in present:
+                kept._drop(key)
+        kept.seq, kept.mark = high, mark
+
+
+class DocMaps:
+    """The maps of a process's stores (at most MAX_STORES), shared by its threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.maps: OrderedDict[str, DocMap] = OrderedDict()
+        self.reading: set[str] = set()
+        self.enabled = False
+
+    def current(self, conn: sqlite3.Connection, store_key: str) -> DocMap | None:
+        """The map of ``conn``'s store, brought up to the store's present state; None when it is not
+        kept (not enabled, a connection in a transaction, words-only docs pending, or another thread
+        reading it): the caller reads the table."""
+        if not self.enabled or conn.in_transaction:
+            return None
+        if conn.execute("SELECT 1 FROM pimem_words_pending LIMIT 1").fetchone() is not None:
+            with self.lock:
+                self.maps.pop(store_key, None)
+            return None
+        identity = _identity(conn, store_key)
+        low, high = index.log_position(conn)
+        with self.lock:
+            kept = self.maps.get(store_key)
+            if kept is not None:
+                self.maps.move_to_end(store_key)
+        if kept is not None and kept.identity == identity and high >= kept.seq and low <= kept.seq + 1 \
+                and index.log_entry(conn, kept.seq) == kept.mark:
+            if high == kept.seq:
+                return kept
+            logged = int(conn.execute("SELECT count(*) FROM pimem_index_log WHERE seq > ? AND seq <= ?",
+                                      (kept.seq, high)).fetchone()[0])
+            if logged <= REFRESH_MAX:
+                _refresh(conn, kept, high)
+                return kept
+        with self.lock:
+            if store_key in self.reading:   # another thread reads it (a second at a million turns)
+                return None
+            self.reading.add(store_key)
+        try:
+            fresh = read(conn, identity)
+            _refresh(conn, fresh, index.log_position(conn)[1])
+        finally:
+            with self.lock:
+                self.reading.discard(store_key)
+        with self.lock:
+            self.maps[store_key] = fresh
+            self.maps.move_to_end(store_key)
+            while len(self.maps) > MAX_STORES:
+                self.maps.popitem(last=False)
+        return fresh
+
+
+_MAPS = DocMaps()
+
+
+def enable() -> None:
+    """Keep the maps in this process (a long-lived server: ``pimem serve``, ``pimem mcp``)."""
+    _MAPS.enabled = True
+
+
+def disable() -> None:
+    """Keep nothing from now on and forget what was kept."""
+    _MAPS.enabled = False
+    with _MAPS.lock:
+        _MAPS.maps.clear()
+
+
+def current(conn: sqlite3.Connection, store_key: str) -> DocMap | None:
+    """This process's map of ``conn``'s store (:meth:`DocMaps.current`)."""
+    return _MAPS.current(conn, store_key)
