@@ -44,8 +44,8 @@ import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import add, itemgetter, le
+from itertools import compress, islice, repeat
+from operator import add, eq, itemgetter, lt
 from typing import TypeVar
 
 from pimem import words
@@ -515,15 +515,20 @@ def passage_score(found: dict[str, list[int]], idf: dict[str, float], sigma: flo
 
 def _top(scores: dict[int, float], count: int) -> list[int]:
     """The keys of ``heapq.nlargest(count, scores.items(), key=itemgetter(1))``, which is a stable
-    descending sort's first ``count`` (ties in the dict's order): the same list, the scan in C (the
-    ``count``-th best value picked out of the floats alone by a heap, then only the items at or above it)."""
+    descending sort's first ``count`` (ties in the dict's order): the same list, the scan in C. The
+    ``count``-th best value (the floor) is picked out of the floats alone by a heap; the items above it
+    (fewer than ``count``) are sorted, and the rest of the list is the first items equal to the floor, in
+    the dict's order (where the stable sort puts them: after every larger value, in their order). Many
+    docs share the floor (a score is a sum of a few words' weights): sorting them all cost more."""
     if count <= 0:
         return []
-    items: Iterable[tuple[int, float]] = scores.items()
-    if len(scores) > count:
-        floor = heapq.nlargest(count, scores.values())[-1]   # a sort of every value: 2-6x the time
-        items = compress(scores.items(), map(le, repeat(floor), scores.values()))
-    return [key for key, _ in sorted(items, key=itemgetter(1), reverse=True)[:count]]
+    if len(scores) <= count:
+        return [key for key, _ in sorted(scores.items(), key=itemgetter(1), reverse=True)]
+    floor = heapq.nlargest(count, scores.values())[-1]   # a sort of every value: 2-6x the time
+    above = compress(scores.items(), map(lt, repeat(floor), scores.values()))
+    ranked = [key for key, _ in sorted(above, key=itemgetter(1), reverse=True)]
+    ranked.extend(islice(compress(scores, map(eq, repeat(floor), scores.values())), count - len(ranked)))
+    return ranked
 
 
 def _sessions_of(conn: sqlite3.Connection, kept: docmap.DocMap | None, read: Sequence[str],
