@@ -6,10 +6,11 @@ turns). Read from ``pimem_word_docs`` for every question, those joins are the la
 question at a million turns (docs/benchmarks.md, "Round 10"). A long-lived process (``pimem serve``,
 ``pimem mcp``: :func:`enable`) keeps the table in memory instead, compactly:
 
-* per UTC day of the doc keys (``(day << 20) | slot``, :mod:`pimem.index`), three ``array('q')``
-  indexed by slot: the session (``MISSING`` where the table has no such doc), the user text's and the
-  reply's length. A doc's session is then a few C calls (``map``), no Python per doc.
-* per session, its doc keys in ascending order (the order of the table's ``(session, doc_key)`` index).
+* per UTC day of the doc keys (``(day << 20) | slot``, :mod:`pimem.index`), an ``array('q')`` of the
+  session by slot (``MISSING`` where the table has no such doc): a doc's session is a few C calls
+  (``map``), no Python per doc;
+* per session, an ``array('q')`` of its docs in ascending order (the order of the table's
+  ``(session, doc_key)`` index), each as its key and its two texts' lengths.
 
 **Staying equal to the table.** Every write of ``pimem_word_docs`` but two is made by
 :func:`pimem.index.build_pending`, in the transaction that appends the doc to ``pimem_index_log``. So a
@@ -30,7 +31,6 @@ they are (as the join read after them was).
 
 from __future__ import annotations
 
-import bisect
 import sqlite3
 import threading
 from array import array
@@ -59,9 +59,9 @@ class DocMap:
         self.mark = mark                # the log entry there (None: no entry)
         self.lock = threading.Lock()    # held while changing it and while reading it
         self.session: dict[int, array[int]] = {}   # day -> session per slot (MISSING: no doc)
-        self.user: dict[int, array[int]] = {}      # day -> user_chars per slot
-        self.reply: dict[int, array[int]] = {}     # day -> reply_chars per slot
-        self.docs: dict[int, array[int]] = {}      # session -> its doc keys, ascending
+        # session -> its docs, ascending, each as three values: key, user_chars, reply_chars (one array
+        # per session: a session's docs are then one zip in C)
+        self.docs: dict[int, array[int]] = {}
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -84,73 +84,55 @@ class DocMap:
         found: dict[int, list[tuple[int, int, int]]] = {}
         with self.lock:
             for session in sessions:
-                keys = self.docs.get(session)
-                if not keys:
-                    found[session] = []
-                    continue
-                days = list(map(rshift, keys, repeat(SHIFT)))
-                slots = list(map(and_, keys, repeat(MASK)))
-                found[session] = list(zip(keys, map(getitem, map(self.user.__getitem__, days), slots),
-                                          map(getitem, map(self.reply.__getitem__, days), slots), strict=True))
+                values = iter(self.docs.get(session, ()))
+                found[session] = list(zip(values, values, values, strict=True))
         return found
 
     def nbytes(self) -> int:
-        """The memory the arrays hold (their buffers; ~100 bytes of overhead per array besides)."""
+        """The memory the arrays hold (their buffers, and ~100 bytes of overhead per array)."""
         with self.lock:
-            arrays = [*self.session.values(), *self.user.values(), *self.reply.values(), *self.docs.values()]
+            arrays = [*self.session.values(), *self.docs.values()]
         return sum(len(values) * values.itemsize + 100 for values in arrays)
 
     # -- writing (the caller holds the lock) --------------------------------------------------------
 
     def _load(self, rows: Iterable[tuple[int, int, int, int]]) -> None:
-        """Rows in ascending key order into an empty map."""
-        session_of, user_of, reply_of, docs = self.session, self.user, self.reply, self.docs
-        day_now, sessions, users, replies = -1, array("q"), array("q"), array("q")
+        """Rows in ascending key order, all after the map's last key."""
+        session_of, docs = self.session, self.docs
+        day_now, sessions = -1, array("q")
         for key, session, uc, rc in rows:
             day, slot = key >> SHIFT, key & MASK
             if day != day_now:
                 day_now = day
-                if day not in session_of:
-                    session_of[day], user_of[day], reply_of[day] = array("q"), array("q"), array("q")
-                sessions, users, replies = session_of[day], user_of[day], reply_of[day]
+                sessions = session_of.get(day) or session_of.setdefault(day, array("q"))
             gap = slot - len(sessions)
             if gap:
                 sessions.extend(repeat(MISSING, gap))
-                users.extend(repeat(0, gap))
-                replies.extend(repeat(0, gap))
             sessions.append(session)
-            users.append(uc)
-            replies.append(rc)
             held = docs.get(session)
             if held is None:
                 held = docs[session] = array("q")
-            held.append(key)
+            held.extend((key, uc, rc))
 
     def _put(self, key: int, session: int, uc: int, rc: int) -> None:
         day, slot = key >> SHIFT, key & MASK
         sessions = self.session.get(day)
         if sessions is None:
             sessions = self.session[day] = array("q")
-            self.user[day], self.reply[day] = array("q"), array("q")
         if slot >= len(sessions):
-            gap = slot + 1 - len(sessions)
-            sessions.extend(repeat(MISSING, gap))
-            self.user[day].extend(repeat(0, gap))
-            self.reply[day].extend(repeat(0, gap))
+            sessions.extend(repeat(MISSING, slot + 1 - len(sessions)))
         before = sessions[slot]
-        if before != session:
-            if before != MISSING:
-                self._unlist(before, key)
-            held = self.docs.get(session)
-            if held is None:
-                held = self.docs[session] = array("q")
-            if not held or held[-1] < key:
-                held.append(key)
-            else:
-                held.insert(bisect.bisect_left(held, key), key)
+        if before != MISSING and before != session:
+            self._unlist(before, key)
         sessions[slot] = session
-        self.user[day][slot] = uc
-        self.reply[day][slot] = rc
+        held = self.docs.get(session)
+        if held is None:
+            held = self.docs[session] = array("q")
+        at = _find(held, key)
+        if at < len(held) and held[at] == key:
+            held[at + 1], held[at + 2] = uc, rc
+        else:
+            held[at:at] = array("q", (key, uc, rc))
 
     def _drop(self, key: int) -> None:
         sessions = self.session.get(key >> SHIFT)
@@ -164,11 +146,23 @@ class DocMap:
         held = self.docs.get(session)
         if held is None:
             return
-        at = bisect.bisect_left(held, key)
+        at = _find(held, key)
         if at < len(held) and held[at] == key:
-            del held[at]
+            del held[at:at + 3]
         if not held:
             del self.docs[session]
+
+
+def _find(held: array[int], key: int) -> int:
+    """Where ``key`` is (or goes) among a session's docs (three values each, ascending keys)."""
+    low, high = 0, len(held) // 3
+    while low < high:
+        middle = (low + high) // 2
+        if held[middle * 3] < key:
+            low = middle + 1
+        else:
+            high = middle
+    return low * 3
 
 
 def _identity(conn: sqlite3.Connection, store_key: str) -> tuple[object, ...]:
