@@ -215,7 +215,7 @@ class DocMaps:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.maps: OrderedDict[str, DocMap] = OrderedDict()
+        self.maps: OrderedDict[str, DocMap] = OrderedDict()   # by the store's file
         self.reading: set[str] = set()
         self.enabled = False
 
@@ -227,14 +227,16 @@ class DocMaps:
             return None
         if conn.execute("SELECT 1 FROM pimem_words_pending LIMIT 1").fetchone() is not None:
             with self.lock:
-                self.maps.pop(store_key, None)
+                self.maps.pop(str(getattr(conn, "path", None) or store_key), None)
             return None
         identity = _identity(conn, store_key)
+        # Kept by the file (a store replaced or rebuilt under it replaces its map, whose identity differs).
+        place = str(getattr(conn, "path", None) or store_key)
         low, high = index.log_position(conn)
         with self.lock:
-            kept = self.maps.get(store_key)
+            kept = self.maps.get(place)
             if kept is not None:
-                self.maps.move_to_end(store_key)
+                self.maps.move_to_end(place)
         if kept is not None and kept.identity == identity and high >= kept.seq and low <= kept.seq + 1 \
                 and index.log_entry(conn, kept.seq) == kept.mark:
             if high == kept.seq:
@@ -245,18 +247,19 @@ class DocMaps:
                 _refresh(conn, kept, high)
                 return kept
         with self.lock:
-            if store_key in self.reading:   # another thread reads it (a second at a million turns)
+            if place in self.reading:   # another thread reads it (a second at a million turns)
                 return None
-            self.reading.add(store_key)
+            self.reading.add(place)
+            self.maps.pop(place, None)   # not kept beside the new one
         try:
             fresh = read(conn, identity)
             _refresh(conn, fresh, index.log_position(conn)[1])
         finally:
             with self.lock:
-                self.reading.discard(store_key)
+                self.reading.discard(place)
         with self.lock:
-            self.maps[store_key] = fresh
-            self.maps.move_to_end(store_key)
+            self.maps[place] = fresh
+            self.maps.move_to_end(place)
             while len(self.maps) > MAX_STORES:
                 self.maps.popitem(last=False)
         return fresh
