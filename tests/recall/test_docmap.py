@@ -85,6 +85,11 @@ def _same_as_table(conn: sqlite3.Connection) -> None:
     keys = sorted(sessions)
     assert kept.sessions(keys) == [sessions[key] for key in keys]
     assert kept.session_docs(sorted(docs)) == docs
+    # and nothing more: every doc and session the map holds is in the table
+    held = [(day << docmap.SHIFT) | slot for day, slots in kept.session.items()
+            for slot, session in enumerate(slots) if session != docmap.MISSING]
+    assert sorted(held) == keys
+    assert kept.session_docs(sorted(kept.docs)) == docs
 
 
 def test_a_warm_question_reads_no_doc_from_the_table(conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,18 +136,19 @@ def test_a_reply_that_grew_is_read_again(conn: sqlite3.Connection) -> None:
 
 def test_a_logged_doc_gone_from_the_table_has_no_session(conn: sqlite3.Connection, db_path: Path) -> None:
     _history(conn)
-    _answer(conn)
+    first = [row[0] for row in _answer(conn)][:3]
     other = connect(db_path)
     with transaction(other):   # a writer that keeps the log's contract: the docs it changed are logged
         gone = [key for (key,) in other.execute(
-            "SELECT doc_key FROM pimem_word_docs WHERE session IN (SELECT rowid FROM sessions "
-            "WHERE session_id IN ('pi:noise1', 'pi:noise2', 'pi:emily'))")]
+            f"SELECT doc_key FROM pimem_word_docs WHERE session IN (SELECT rowid FROM sessions "
+            f"WHERE session_id IN ({', '.join('?' * len(first))}))", first)]
         other.executemany("DELETE FROM pimem_word_docs WHERE doc_key = ?", [(key,) for key in gone])
         other.executemany("INSERT INTO pimem_index_log(doc_key) VALUES (?)", [(key,) for key in gone])
     after = _answer(conn)
-    assert not {"pi:noise1", "pi:noise2"} & {row[0] for row in after}   # their postings stay; no session
+    assert not set(first) & {row[0] for row in after}   # their postings stay; they have no session
     assert after == _fresh(conn)
     _same_as_table(conn)
+    assert gone and _kept(conn).sessions(gone) == [docmap.MISSING] * len(gone)
     other.close()
 
 
@@ -152,6 +158,7 @@ def test_a_rebuild_between_two_questions(conn: sqlite3.Connection) -> None:
     with transaction(conn):
         index.rebuild(conn)   # the word index emptied, every doc pending (scored from its text)
     assert _answer(conn) == _fresh(conn) != []
+    _same_as_table(conn)      # empty, as the table: the rows deleted by the rebuild are not logged
     index.build_pending(conn)
     assert _answer(conn) == _fresh(conn) != []
     _same_as_table(conn)
@@ -236,3 +243,21 @@ def test_the_map_equals_the_table_after_random_writes(conn: sqlite3.Connection, 
         assert _answer(conn) == _fresh(conn)
         _same_as_table(conn)
     other.close()
+
+
+def test_a_connection_in_a_transaction_neither_uses_nor_replaces_the_map(conn: sqlite3.Connection,
+                                                                         db_path: Path) -> None:
+    _history(conn)
+    _answer(conn)
+    kept = _kept(conn)
+    reader = connect(db_path)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM turns").fetchone()   # its snapshot: before pi:late
+    _session(connect(db_path), "pi:late", [("help with the application where I live", "Sure.")], start=LATE)
+    after = _answer(conn)    # the map follows the log to pi:late
+    assert "pi:late" in [row[0] for row in after] and kept.seq == index.log_position(conn)[1]
+    older = _answer(reader)  # the snapshot's answer, read from the table
+    assert "pi:late" not in [row[0] for row in older]
+    reader.execute("COMMIT")
+    assert _kept(conn) is kept and kept.seq == index.log_position(conn)[1]   # not read again from the snapshot
+    assert _answer(conn) == after == _fresh(conn)

@@ -20,10 +20,10 @@ again (a doc logged and gone from the table is dropped). It is read again whole 
 reaches back to it, when the entry at its position is another (another history under the same store
 id: a store rolled back, or replaced by a copy), when the log ends before it, or when more than
 :data:`REFRESH_MAX` docs were logged since. The two other writers: a rebuild empties the table
-(:func:`pimem.words.delete_all`) and gives the store a new id (another map); the word index of docs
+(:func:`pimem.words.delete_all`, not logged) and gives the store a new id, so a map is kept for the
+store's file and id (``store_key`` of :mod:`pimem.recall.ranking`) and read again under another; the word index of docs
 indexed before it existed (``pimem_words_pending``, after the migration to layout 6) is written
-without the log, so while that table holds a doc no map is used or kept. The store's identity also
-holds the table's root page and the index epoch (a table dropped and made again). A write to the table
+without the log, so while that table holds a doc no map is used or kept. A write to the table
 by anything else (SQL by hand) is not seen. A connection in a transaction (its own snapshot) does not
 use the map. Ranking asks for the map after reading the postings, so the map is at least as new as
 they are (as the join read after them was).
@@ -53,8 +53,8 @@ LOAD_BATCH = 100_000     # rows of the table read per statement when the map is 
 class DocMap:
     """``pimem_word_docs`` of one store, at a position of ``pimem_index_log``."""
 
-    def __init__(self, identity: tuple[object, ...], seq: int, mark: int | None) -> None:
-        self.identity = identity
+    def __init__(self, store_key: str, seq: int, mark: int | None) -> None:
+        self.store_key = store_key      # the store's file and id (a rebuild gives it another id)
         self.seq = seq                  # pimem_index_log position the map is current to
         self.mark = mark                # the log entry there (None: no entry)
         self.lock = threading.Lock()    # held while changing it and while reading it
@@ -165,16 +165,11 @@ def _find(held: array[int], key: int) -> int:
     return low * 3
 
 
-def _identity(conn: sqlite3.Connection, store_key: str) -> tuple[object, ...]:
-    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'pimem_word_docs'").fetchone()
-    return store_key, None if root is None else int(root[0]), index.epoch(conn)
-
-
-def read(conn: sqlite3.Connection, identity: tuple[object, ...]) -> DocMap:
+def read(conn: sqlite3.Connection, store_key: str) -> DocMap:
     """The whole table, current to the log position read before it (the docs logged after that are read
     again at the next use: a write between is not missed)."""
     seq = index.log_position(conn)[1]
-    found = DocMap(identity, seq, index.log_entry(conn, seq))
+    found = DocMap(store_key, seq, index.log_entry(conn, seq))
     after = -(1 << 63)
     while True:   # in batches by key: a million rows in one statement hold a read snapshot for seconds
         rows = conn.execute("SELECT doc_key, session, user_chars, reply_chars FROM pimem_word_docs "
@@ -229,7 +224,6 @@ class DocMaps:
             with self.lock:
                 self.maps.pop(str(getattr(conn, "path", None) or store_key), None)
             return None
-        identity = _identity(conn, store_key)
         # Kept by the file (a store replaced or rebuilt under it replaces its map, whose identity differs).
         place = str(getattr(conn, "path", None) or store_key)
         low, high = index.log_position(conn)
@@ -237,7 +231,7 @@ class DocMaps:
             kept = self.maps.get(place)
             if kept is not None:
                 self.maps.move_to_end(place)
-        if kept is not None and kept.identity == identity and high >= kept.seq and low <= kept.seq + 1 \
+        if kept is not None and kept.store_key == store_key and high >= kept.seq and low <= kept.seq + 1 \
                 and index.log_entry(conn, kept.seq) == kept.mark:
             if high == kept.seq:
                 return kept
@@ -252,7 +246,7 @@ class DocMaps:
             self.reading.add(place)
             self.maps.pop(place, None)   # not kept beside the new one
         try:
-            fresh = read(conn, identity)
+            fresh = read(conn, store_key)
             _refresh(conn, fresh, index.log_position(conn)[1])
         finally:
             with self.lock:
