@@ -4,9 +4,11 @@ bench/experiments/rank_identity.py.)"""
 
 from __future__ import annotations
 
+import gc
 import heapq
 import random
 import sqlite3
+import threading
 from operator import itemgetter
 from pathlib import Path
 
@@ -69,3 +71,59 @@ def test_rank_same_as_plain_loops_with_ties(tmp_path: Path, monkeypatch: pytest.
     fast = _page(conn, text)
     monkeypatch.setattr(ranking, "_top", _nlargest)
     assert fast and _page(conn, text) == fast
+
+
+def test_the_collector_is_paused_while_ranking_and_runs_again_after(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = connect(tmp_path / "memory.db")
+    _session(conn, "s1", [("the flamingo payroll", "Rolled back.")])
+    seen: list[bool] = []
+    original = ranking._rank_all
+
+    def ranking_all(*args: object) -> object:
+        seen.append(gc.isenabled())
+        return original(*args)   # type: ignore[arg-type]
+
+    monkeypatch.setattr(ranking, "_rank_all", ranking_all)
+    assert gc.isenabled()
+    assert _page(conn, "flamingo payroll")
+    assert seen == [False] and gc.isenabled()
+
+    def failing(*_args: object) -> object:
+        raise RuntimeError("ranking failed")
+
+    monkeypatch.setattr(ranking, "_rank_all", failing)
+    with pytest.raises(RuntimeError):
+        _page(conn, "flamingo payroll")
+    assert gc.isenabled()
+    gc.disable()   # a process that runs without it keeps it off
+    try:
+        monkeypatch.setattr(ranking, "_rank_all", original)
+        _page(conn, "flamingo payroll")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_collector_runs_again_when_the_last_of_several_threads_is_done() -> None:
+    pause = ranking._GcPause()
+    inside = threading.Barrier(2)
+    first_out = threading.Event()
+    during: list[bool] = []
+
+    def first() -> None:
+        with pause:
+            inside.wait()
+        first_out.set()
+
+    def second() -> None:
+        with pause:
+            inside.wait()
+            first_out.wait()
+            during.append(gc.isenabled())   # the first thread is done, this one is not
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert during == [False] and gc.isenabled()

@@ -35,6 +35,7 @@ newest ones, between a sync's commit and its index build) are scored from their 
 from __future__ import annotations
 
 import bisect
+import gc
 import heapq
 import json
 import math
@@ -239,7 +240,7 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     # ties), the filters and the pool (which grows with a page beyond it).
     key = (store_key, tuple((w.token, w.surface, w.form) for w in qwords), query.sources, query.cwd,
            _pool_size(query))
-    ranked = _RANKED.get_or_make(conn, key, lambda: _rank_all(conn, qwords, query, store_key), _ranked_bytes)
+    ranked = _RANKED.get_or_make(conn, key, lambda: _ranked_without_gc(conn, qwords, query, store_key), _ranked_bytes)
     page = ranked.conversations[query.offset:query.offset + query.limit]
     rows = _rows(conn, page, {w.token: w.surface for w in qwords})
     return RankedPage(rows, len(ranked.conversations), list(ranked.searched))
@@ -253,6 +254,42 @@ class _Ranked:
 
 _CHANGES = rankcache.StoreChanges()
 _RANKED: rankcache.RankedLists[_Ranked] = rankcache.RankedLists(_CHANGES, entries=32, max_bytes=8 << 20)
+
+
+class _GcPause:
+    """Python's cyclic garbage collector paused while conversations are ranked, by any number of threads
+    at once (it runs again when the last one is done, if it ran before the first began). A question
+    makes tens of thousands of small containers (the postings' sets, the docs' scores, a session's
+    turns): the collector was started ~10 times a question, walking the large sets each time it
+    promoted them, ~8 % of a question's CPU at a million turns, and found nothing to free (what a
+    question makes is freed when it ends, by reference counts; it makes no cycles)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.resume = False
+
+    def __enter__(self) -> None:
+        with self.lock:
+            if self.depth == 0:
+                self.resume = gc.isenabled()
+                gc.disable()
+            self.depth += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0 and self.resume:
+                gc.enable()
+
+
+_GC_PAUSE = _GcPause()
+
+
+def _ranked_without_gc(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQuery,
+                       store_key: str) -> _Ranked:
+    with _GC_PAUSE:
+        return _rank_all(conn, qwords, query, store_key)
 
 
 def _ranked_bytes(ranked: _Ranked) -> int:
