@@ -205,6 +205,8 @@ def test_the_store_rolled_back_and_written_on_otherwise(conn: sqlite3.Connection
     _session(writer, "pi:late", [("help with the application where I live", "Sure.")], start=LATE)
     _answer(conn)   # the map follows the log past the copy's end
     _restore(saved, writer)
+    assert _answer(conn) == _fresh(conn)   # the log now ends before the map's position
+    _same_as_table(conn)
     # The same store id and as many docs logged since the copy, on the same day: the same log
     # positions and doc keys, another session behind them.
     _session(writer, "pi:other", [("help with the application where I live, again", "Sure.")], start=LATE)
@@ -261,3 +263,13 @@ def test_a_connection_in_a_transaction_neither_uses_nor_replaces_the_map(conn: s
     reader.execute("COMMIT")
     assert _kept(conn) is kept and kept.seq == index.log_position(conn)[1]   # not read again from the snapshot
     assert _answer(conn) == after == _fresh(conn)
+
+
+def test_a_log_trimmed_past_the_map(conn: sqlite3.Connection, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _answer(conn) == []        # a map read on an empty log
+    monkeypatch.setattr(index, "LOG_KEEP", 3)
+    monkeypatch.setattr(docmap, "REFRESH_MAX", 1_000_000)
+    _history(connect(db_path))        # more docs logged than the log keeps
+    assert index.log_position(conn)[0] > 1
+    assert _answer(conn) == _fresh(conn) != []
+    _same_as_table(conn)

@@ -17,9 +17,9 @@ question at a million turns (docs/benchmarks.md, "Round 10"). A long-lived proce
 map records the log position it is current to and the entry there (a write's random mark, as
 :mod:`pimem.recall.dense` does), and before each use reads the docs logged since, whose rows are read
 again (a doc logged and gone from the table is dropped). It is read again whole when the log no longer
-reaches back to it, when the entry at its position is another (another history under the same store
-id: a store rolled back, or replaced by a copy), when the log ends before it, or when more than
-:data:`REFRESH_MAX` docs were logged since. The two other writers: a rebuild empties the table
+reaches back to it (trimmed, :data:`pimem.index.LOG_KEEP`), when the entry at its position is another
+or none (another history under the same store id: a store rolled back, or replaced by a copy), or when
+more than :data:`REFRESH_MAX` docs were logged since. The two other writers: a rebuild empties the table
 (:func:`pimem.words.delete_all`, not logged) and gives the store a new id, so a map is kept for the
 store's file and id (``store_key`` of :mod:`pimem.recall.ranking`) and read again under another; the word index of docs
 indexed before it existed (``pimem_words_pending``, after the migration to layout 6) is written
@@ -232,7 +232,7 @@ class DocMaps:
             kept = self.maps.get(place)
             if kept is not None:
                 self.maps.move_to_end(place)
-        if kept is not None and kept.store_key == store_key and high >= kept.seq and low <= kept.seq + 1 \
+        if kept is not None and kept.store_key == store_key and low <= kept.seq + 1 \
                 and index.log_entry(conn, kept.seq) == kept.mark:
             if high == kept.seq:
                 return kept
