@@ -127,3 +127,38 @@ def test_the_collector_runs_again_when_the_last_of_several_threads_is_done() -> 
     for thread in threads:
         thread.join()
     assert during == [False] and gc.isenabled()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_read_word_gives_the_docs_step_1_and_top_give(seed: int) -> None:
+    rng = random.Random(seed)
+    docs = rng.sample(range(10**9, 10**10), 3_000)
+    users = set(rng.sample(docs, 1_200))
+    replies = set(rng.sample(docs, 2_000))
+    weight = rng.random() * 5 + 0.1
+    for count in (0, 1, 50, 400, 1_000, 2_500, 3_000):
+        first = ranking._presence_scores(["w"], {"w": users}, {"w": replies}, {"w": weight}, {})
+        best, scores = ranking._one_word_best(users, replies, weight, count)
+        assert best == ranking._top(first, count)
+        assert scores == {doc: first[doc] for doc in best}
+
+
+def test_rank_of_one_word_same_as_scoring_every_doc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = connect(tmp_path / "memory.db")
+    rng = random.Random(5)
+    vocabulary = ["flamingo", "payroll", "invoice", "kernel", "sister", "garden", "cache", "ledger"]
+    for number in range(60):
+        turns = [(" ".join(rng.sample(vocabulary, 3)), " ".join(rng.sample(vocabulary, 3))) for _ in range(4)]
+        _session(conn, f"s{number}", turns, start=1_700_000_000_000 + number * 3_600_000, build=False)
+    from pimem import index
+    index.build_pending(conn)
+    monkeypatch.setattr(ranking, "CANDIDATE_TURNS", 17)   # cut among equal scores
+    monkeypatch.setattr(ranking, "CANDIDATE_SESSIONS", 9)
+    fast = [_page(conn, word) for word in ("flamingo", "the ledger", "garden")]
+
+    def every_doc(users: set[int], replies: set[int], weight: float, count: int) -> tuple[list[int], dict[int, float]]:
+        first = ranking._presence_scores(["w"], {"w": users}, {"w": replies}, {"w": weight}, {})
+        return ranking._top(first, count), first
+
+    monkeypatch.setattr(ranking, "_one_word_best", every_doc)
+    assert all(fast) and [_page(conn, word) for word in ("flamingo", "the ledger", "garden")] == fast

@@ -46,7 +46,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, islice, repeat
-from operator import add, eq, itemgetter, lt
+from operator import add, eq, itemgetter, lt, not_
 from typing import TypeVar, cast
 
 from pimem import words
@@ -331,25 +331,12 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
         limit = READ_BUDGET if df[token] > READ_BUDGET else None
         user_post[token] = _postings(conn, "user", form[token], limit)
         reply_post[token] = _postings(conn, "reply", form[token], limit)
-    # 1. every doc holding a read word, by presence and idf alone. The hottest part (up to READ_BUDGET
-    # postings twice), so done in C but for the docs an earlier posting held: the same additions in
-    # the same order (token, user then reply) and the keys in the same order (ties: nlargest keeps
-    # it), so the same floats and the same answers as one loop over every posting.
-    first: dict[int, float] = defaultdict(float)
-    for token in read:
-        weight = idf[token]
-        for posting, part in ((user_post[token], weight * USER_WEIGHT), (reply_post[token], weight * REPLY_WEIGHT)):
-            fresh = dict.fromkeys(posting, part)       # 0.0 + part is part
-            both = first.keys() & posting
-            if both:                                   # first[doc] + part, in C
-                fresh.update(zip(both, map(add, map(first.__getitem__, both), repeat(part)), strict=True))
-            first.update(fresh)                        # a key already there keeps its place
-    for doc, (user_tokens, reply_tokens, _session, _uc, _rc) in pending.items():
-        for token in user_tokens:
-            first[doc] += idf.get(token, 0.0) * USER_WEIGHT
-        for token in reply_tokens:
-            first[doc] += idf.get(token, 0.0) * REPLY_WEIGHT
-    best_docs = _top(first, CANDIDATE_TURNS)
+    # 1. every doc holding a read word, by presence and idf alone, the best CANDIDATE_TURNS of them.
+    if len(read) == 1 and not pending:
+        best_docs, first = _one_word_best(user_post[read[0]], reply_post[read[0]], idf[read[0]], CANDIDATE_TURNS)
+    else:
+        first = _presence_scores(read, user_post, reply_post, idf, pending)
+        best_docs = _top(first, CANDIDATE_TURNS)
     # What the person typed, summed over a session's turns: a conversation that keeps coming back to
     # the question's words, though no single turn holds them all.
     # The docs' sessions: from the map this process keeps (pimem.recall.docmap; asked for after the
@@ -554,6 +541,58 @@ def passage_score(found: dict[str, list[int]], idf: dict[str, float], sigma: flo
                 value += weight * math.exp(-near * near / spread)
             best = max(best, value)
     return best
+
+
+def _presence_scores(read: Sequence[str], user_post: dict[str, set[int]], reply_post: dict[str, set[int]],
+                     idf: dict[str, float], pending: dict[int, tuple[set[str], set[str], int, int, int]]
+                     ) -> dict[int, float]:
+    """Step 1's score of every doc holding a read word: per word, idf × USER_WEIGHT if what the person
+    typed holds it, plus idf × REPLY_WEIGHT if the reply does. The hottest part (up to READ_BUDGET
+    postings twice), so done in C but for the docs an earlier posting held: the same additions in the
+    same order (word, user then reply) and the keys in the same order (ties: ``_top`` keeps it), so the
+    same floats and the same answers as one loop over every posting."""
+    first: dict[int, float] = defaultdict(float)
+    for token in read:
+        weight = idf[token]
+        for posting, part in ((user_post[token], weight * USER_WEIGHT), (reply_post[token], weight * REPLY_WEIGHT)):
+            fresh = dict.fromkeys(posting, part)       # 0.0 + part is part
+            both = first.keys() & posting
+            if both:                                   # first[doc] + part, in C
+                fresh.update(zip(both, map(add, map(first.__getitem__, both), repeat(part)), strict=True))
+            first.update(fresh)                        # a key already there keeps its place
+    for doc, (user_tokens, reply_tokens, _session, _uc, _rc) in pending.items():
+        for token in user_tokens:
+            first[doc] += idf.get(token, 0.0) * USER_WEIGHT
+        for token in reply_tokens:
+            first[doc] += idf.get(token, 0.0) * REPLY_WEIGHT
+    return first
+
+
+def _one_word_best(users: set[int], replies: set[int], weight: float, count: int) -> tuple[list[int], dict[int, float]]:
+    """``_top(_presence_scores(...), count)`` when one word is read and no doc is pending, and the scores of
+    those docs, without scoring every doc. Its docs have three scores: user and reply part (what both
+    hold; the sum step 1 makes), the user part (what the person typed only), the reply part; so the
+    stable descending sort of ``_top`` lists the docs of both in step 1's order (the user posting's),
+    then those of the user posting only (its order), then those of the reply only (the reply posting's
+    order, in which step 1 added them), and the first ``count`` are taken from those three in C, most
+    often from the first alone. When the weights do not order the three that way, step 1 and ``_top``."""
+    user_part, reply_part = weight * USER_WEIGHT, weight * REPLY_WEIGHT
+    both = user_part + reply_part
+    if not both > user_part > reply_part:
+        first = _presence_scores(["w"], {"w": users}, {"w": replies}, {"w": weight}, {})
+        return _top(first, count), first
+    groups = ((compress(users, map(replies.__contains__, users)), both),
+              (compress(users, map(not_, map(replies.__contains__, users))), user_part),
+              (compress(replies, map(not_, map(users.__contains__, replies))), reply_part))
+    best: list[int] = []
+    scores: dict[int, float] = {}
+    for docs, value in groups:
+        if len(best) >= count:
+            break
+        taken = list(islice(docs, count - len(best)))
+        best.extend(taken)
+        scores.update(dict.fromkeys(taken, value))
+    return best, scores
 
 
 def _top(scores: dict[int, float], count: int) -> list[int]:
