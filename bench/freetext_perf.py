@@ -175,8 +175,23 @@ def lme_dev_questions(path: Path) -> list[str]:
     return [str(question["question"]) for question in dev]
 
 
+def keep_docs(keep: bool) -> str:
+    """Keep the word index's docs in this process, as ``pimem serve`` and ``pimem mcp`` do
+    (pimem.recall.docmap; a revision without it reads them for every query): what is measured."""
+    try:
+        from pimem.recall import docmap
+    except ImportError:
+        return "not in this revision"
+    if keep:
+        docmap.enable()
+        return "kept (pimem.recall.docmap, as pimem serve)"
+    docmap.disable()
+    return "read per query (--no-keep-docs)"
+
+
 def latency(args: argparse.Namespace) -> dict[str, Any]:
     conn = connect(args.store, create=False, for_writing=False)
+    kept = keep_docs(args.keep_docs)
     texts = lme_dev_questions(args.lme_data) if args.lme_data else questions()
     if 0 < args.sample < len(texts):
         texts = [texts[position * len(texts) // args.sample] for position in range(args.sample)]
@@ -184,7 +199,7 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
     print(f"- store: {args.store} ({store_turns(conn):,} turns), pimem {revision()}, load average {load_average()}")
     print(f"- {len(texts)} questions ({'LongMemEval dev' if args.lme_data else 'quality set + generated'}; "
           f"{len(prose)} ranked through the word index, the others are code-like and go to the trigram index), "
-          f"limit {args.limit}, median of {args.runs} runs per question, warm")
+          f"limit {args.limit}, median of {args.runs} runs per question, warm; the word index's docs {kept}")
     # Every run ranks: the ranked lists a process keeps for the next page (ranking._RANKED; absent before
     # r4-latency) would answer the same question again without ranking.
     forget = getattr(getattr(ranking, "_RANKED", None), "clear", None)
@@ -390,6 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.add_argument("--lme-data", type=Path, help="latency: ask the LongMemEval dev questions of this "
                                                              "file instead (never the held-out ones)")
         command.add_argument("--sample", type=int, default=0, help="only this many questions, evenly spaced")
+        command.add_argument("--keep-docs", action=argparse.BooleanOptionalAction, default=True,
+                             help="keep the word index's docs per process, as pimem serve does (pimem.recall.docmap)")
         command.add_argument("--lag", type=int, default=ranking.PENDING_SCORED, help="pending: turns the index lags")
     command = commands.add_parser("import")
     command.add_argument("--corpus", type=Path, required=True, help="a bench/generate.py corpus")

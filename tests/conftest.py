@@ -8,16 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from pimem.recall import dense
+from pimem.recall import dense, docmap
 from support.history import copy_samples
 
 
 @pytest.fixture(autouse=True)
 def _kept_lists_do_not_outlive_a_test() -> Iterator[None]:
     """Building a server in process turns on kept index lists for the whole process
-    (pimem.recall.dense.enable): the next test must get the walk it asks for."""
+    (pimem.recall.dense.enable) and the kept word index docs (pimem.recall.docmap.enable): the next
+    test must get the walk and the joins it asks for."""
     yield
     dense.disable()
+    docmap.disable()
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE.parent / "lme"))
 
 import data  # noqa: E402
 
-from pimem.recall import make_query, ranking  # noqa: E402
+from pimem.recall import docmap, make_query, ranking  # noqa: E402
 from pimem.recall.freetext import _shortlist, parse_text, stop_words  # noqa: E402
 from pimem.store import connect  # noqa: E402
 
@@ -92,7 +92,12 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=1, help="pages of 50 conversations asked per question")
     parser.add_argument("--texts", choices=("lme", "generated"), default="lme",
                         help="generated: bench/freetext_perf.py's 100 questions (for a generated corpus)")
+    parser.add_argument("--keep-docs", action=argparse.BooleanOptionalAction, default=True,
+                        help="this worktree's ranking keeps the word index's docs, as pimem serve does "
+                             "(pimem.recall.docmap; the reference revision reads them per query)")
     args = parser.parse_args()
+    if args.keep_docs:
+        docmap.enable()
     dev, _ = data.split(data.load_questions(args.data))
     if args.texts == "generated":   # a generated corpus (bench/generate.py): LongMemEval's words are not in it
         sys.path.insert(0, str(HERE.parent))

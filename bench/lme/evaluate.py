@@ -124,11 +124,15 @@ def rank_of(conversations: Sequence[str], answers: Iterable[str]) -> int | None:
 # Rankers
 # ---------------------------------------------------------------------------------------------
 
-def pimem_in_process(store: Path, mapping: dict[str, str]) -> Ranker:
+def pimem_in_process(store: Path, mapping: dict[str, str], keep_docs: bool = False) -> Ranker:
     from pimem.recall import make_query
     from pimem.recall.freetext import MAX_TERMS, parse_text, recall_conversations
     from pimem.store import connect
 
+    if keep_docs:   # as pimem serve does (pimem.recall.docmap): the same answers, asserted by this run
+        from pimem.recall import docmap
+
+        docmap.enable()
     conn = connect(store, create=False, for_writing=False)
 
     def rank(question: str) -> RankerAnswer:
@@ -290,6 +294,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pimem, bm25 or module:function (repeatable; default: pimem and bm25)")
     parser.add_argument("--via", choices=("inprocess", "lsp"), default="inprocess",
                         help="pimem ranker: in process (the CLI's service) or through a real `pimem serve`")
+    parser.add_argument("--keep-docs", action="store_true",
+                        help="pimem ranker in process: keep the word index's docs as pimem serve does "
+                             "(pimem.recall.docmap)")
     parser.add_argument("--holdout", action="store_true",
                         help="acceptance only: evaluate the held-out questions 1-100 instead of the dev set; "
                              "never tune on these figures")
@@ -318,7 +325,7 @@ def main(args: argparse.Namespace) -> int:
                 closers.append(close)
                 name = "pimem (lsp)"
             elif spec == "pimem":
-                rank = pimem_in_process(store, mapping)
+                rank = pimem_in_process(store, mapping, args.keep_docs)
             elif spec == "bm25":
                 started = time.perf_counter()
                 build_bm25(store, mapping, Path(scratch) / "bm25.db")

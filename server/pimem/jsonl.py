@@ -96,6 +96,12 @@ def loads(data: bytes | bytearray) -> Any:
     return json.loads(data.decode("utf-8", "replace"))
 
 
+def loads_text(text: str) -> Any:
+    """Parse JSON text that is known to be valid (SQLite's ``json_group_array``): orjson when installed,
+    2-3x faster on long arrays of integers, the same values."""
+    return _orjson.loads(text) if _orjson is not None else json.loads(text)
+
+
 @dataclass
 class Line:
     number: int          # 1-based line number in the (decompressed) file

@@ -4,9 +4,11 @@ bench/experiments/rank_identity.py.)"""
 
 from __future__ import annotations
 
+import gc
 import heapq
 import random
 import sqlite3
+import threading
 from operator import itemgetter
 from pathlib import Path
 
@@ -69,3 +71,94 @@ def test_rank_same_as_plain_loops_with_ties(tmp_path: Path, monkeypatch: pytest.
     fast = _page(conn, text)
     monkeypatch.setattr(ranking, "_top", _nlargest)
     assert fast and _page(conn, text) == fast
+
+
+def test_the_collector_is_paused_while_ranking_and_runs_again_after(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = connect(tmp_path / "memory.db")
+    _session(conn, "s1", [("the flamingo payroll", "Rolled back.")])
+    seen: list[bool] = []
+    original = ranking._rank_all
+
+    def ranking_all(*args: object) -> object:
+        seen.append(gc.isenabled())
+        return original(*args)   # type: ignore[arg-type]
+
+    monkeypatch.setattr(ranking, "_rank_all", ranking_all)
+    assert gc.isenabled()
+    assert _page(conn, "flamingo payroll")
+    assert seen == [False] and gc.isenabled()
+
+    def failing(*_args: object) -> object:
+        raise RuntimeError("ranking failed")
+
+    monkeypatch.setattr(ranking, "_rank_all", failing)
+    with pytest.raises(RuntimeError):
+        _page(conn, "flamingo payroll")
+    assert gc.isenabled()
+    gc.disable()   # a process that runs without it keeps it off
+    try:
+        monkeypatch.setattr(ranking, "_rank_all", original)
+        _page(conn, "flamingo payroll")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_collector_runs_again_when_the_last_of_several_threads_is_done() -> None:
+    pause = ranking._GcPause()
+    inside = threading.Barrier(2)
+    first_out = threading.Event()
+    during: list[bool] = []
+
+    def first() -> None:
+        with pause:
+            inside.wait()
+        first_out.set()
+
+    def second() -> None:
+        with pause:
+            inside.wait()
+            first_out.wait()
+            during.append(gc.isenabled())   # the first thread is done, this one is not
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert during == [False] and gc.isenabled()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_read_word_gives_the_docs_step_1_and_top_give(seed: int) -> None:
+    rng = random.Random(seed)
+    docs = rng.sample(range(10**9, 10**10), 3_000)
+    users = set(rng.sample(docs, 1_200))
+    replies = set(rng.sample(docs, 2_000))
+    weight = rng.random() * 5 + 0.1
+    for count in (0, 1, 50, 400, 1_000, 2_500, 3_000):
+        first = ranking._presence_scores(["w"], {"w": users}, {"w": replies}, {"w": weight}, {})
+        best, scores = ranking._one_word_best(users, replies, weight, count)
+        assert best == ranking._top(first, count)
+        assert scores == {doc: first[doc] for doc in best}
+
+
+def test_rank_of_one_word_same_as_scoring_every_doc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = connect(tmp_path / "memory.db")
+    rng = random.Random(5)
+    vocabulary = ["flamingo", "payroll", "invoice", "kernel", "sister", "garden", "cache", "ledger"]
+    for number in range(60):
+        turns = [(" ".join(rng.sample(vocabulary, 3)), " ".join(rng.sample(vocabulary, 3))) for _ in range(4)]
+        _session(conn, f"s{number}", turns, start=1_700_000_000_000 + number * 3_600_000, build=False)
+    from pimem import index
+    index.build_pending(conn)
+    monkeypatch.setattr(ranking, "CANDIDATE_TURNS", 17)   # cut among equal scores
+    monkeypatch.setattr(ranking, "CANDIDATE_SESSIONS", 9)
+    fast = [_page(conn, word) for word in ("flamingo", "the ledger", "garden")]
+
+    def every_doc(users: set[int], replies: set[int], weight: float, count: int) -> tuple[list[int], dict[int, float]]:
+        first = ranking._presence_scores(["w"], {"w": users}, {"w": replies}, {"w": weight}, {})
+        return ranking._top(first, count), first
+
+    monkeypatch.setattr(ranking, "_one_word_best", every_doc)
+    assert all(fast) and [_page(conn, word) for word in ("flamingo", "the ledger", "garden")] == fast

@@ -9,11 +9,12 @@ from pimem.lsp import handlers, history, lines
 from pimem.lsp.errors import guarded
 from pimem.lsp.runtime import configure_logging, run_stdio
 from pimem.lsp.server import PimemServer
-from pimem.recall import dense
+from pimem.recall import dense, docmap
 
 
 def create_server() -> PimemServer:
     dense.enable()   # a long-lived process: keep the index lists of multi-entity queries (pimem.recall.dense)
+    docmap.enable()  # and the word index's docs, for free-text ranking (pimem.recall.docmap)
     server = PimemServer()
     handlers.register(server)
     history.register(server, guarded)   # pimem/sessions, pimem/session, pimem/fileHistory

@@ -43,7 +43,7 @@ from mcp.shared.message import SessionMessage
 
 from pimem import __version__
 from pimem.agent_tools import TOOLS, ToolCall, ToolInputError, ToolOutput, decode_call
-from pimem.recall import dense
+from pimem.recall import dense, docmap
 from pimem.store import StoreError, connect
 
 if TYPE_CHECKING:    # the SDK's stream protocols (a private module: for the types only)
@@ -110,6 +110,7 @@ class ToolRunner:
 
 def create_server(db_path: Path, *, redact_secrets: bool = True) -> Server[Any]:
     dense.enable()   # a long-lived process: keep the index lists of multi-entity queries (pimem.recall.dense)
+    docmap.enable()  # and the word index's docs, for free-text ranking (pimem.recall.docmap)
     runner = ToolRunner(db_path, redact_secrets=redact_secrets)
 
     async def on_list_tools(_ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None,

@@ -35,6 +35,7 @@ newest ones, between a sync's commit and its index build) are scored from their 
 from __future__ import annotations
 
 import bisect
+import gc
 import heapq
 import json
 import math
@@ -42,15 +43,16 @@ import sqlite3
 import sys
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import itemgetter, le
-from typing import TypeVar
+from itertools import compress, islice, repeat
+from operator import add, eq, itemgetter, lt, not_
+from typing import TypeVar, cast
 
 from pimem import words
+from pimem.jsonl import loads_text
 from pimem.paths import in_folder
-from pimem.recall import rankcache
+from pimem.recall import docmap, rankcache
 from pimem.recall.query import RecallQuery
 from pimem.recall.rows import ROW_COLUMNS, RecallRow, make_row
 from pimem.store.batches import chunks, placeholders
@@ -212,7 +214,7 @@ def _postings(conn: sqlite3.Connection, column: str, form: str, limit: int | Non
     found = conn.execute(
         f"SELECT json_group_array(rowid) FROM (SELECT rowid FROM {words.WORDS_TABLE} "
         f"WHERE {words.WORDS_TABLE} MATCH ?{tail})", (f"{column} : {_phrase(form)}",)).fetchone()[0]
-    return set(json.loads(found))
+    return set(loads_text(found))
 
 
 def _norm(length: float, average: float, b: float) -> float:
@@ -238,7 +240,7 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     # ties), the filters and the pool (which grows with a page beyond it).
     key = (store_key, tuple((w.token, w.surface, w.form) for w in qwords), query.sources, query.cwd,
            _pool_size(query))
-    ranked = _RANKED.get_or_make(conn, key, lambda: _rank_all(conn, qwords, query, store_key), _ranked_bytes)
+    ranked = _RANKED.get_or_make(conn, key, lambda: _ranked_without_gc(conn, qwords, query, store_key), _ranked_bytes)
     page = ranked.conversations[query.offset:query.offset + query.limit]
     rows = _rows(conn, page, {w.token: w.surface for w in qwords})
     return RankedPage(rows, len(ranked.conversations), list(ranked.searched))
@@ -252,6 +254,42 @@ class _Ranked:
 
 _CHANGES = rankcache.StoreChanges()
 _RANKED: rankcache.RankedLists[_Ranked] = rankcache.RankedLists(_CHANGES, entries=32, max_bytes=8 << 20)
+
+
+class _GcPause:
+    """Python's cyclic garbage collector paused while conversations are ranked, by any number of threads
+    at once (it runs again when the last one is done, if it ran before the first began). A question
+    makes tens of thousands of small containers (the postings' sets, the docs' scores, a session's
+    turns): the collector was started ~10 times a question, walking the large sets each time it
+    promoted them, ~8 % of a question's CPU at a million turns, and found nothing to free (what a
+    question makes is freed when it ends, by reference counts; it makes no cycles)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.resume = False
+
+    def __enter__(self) -> None:
+        with self.lock:
+            if self.depth == 0:
+                self.resume = gc.isenabled()
+                gc.disable()
+            self.depth += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0 and self.resume:
+                gc.enable()
+
+
+_GC_PAUSE = _GcPause()
+
+
+def _ranked_without_gc(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQuery,
+                       store_key: str) -> _Ranked:
+    with _GC_PAUSE:
+        return _rank_all(conn, qwords, query, store_key)
 
 
 def _ranked_bytes(ranked: _Ranked) -> int:
@@ -293,50 +331,40 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
         limit = READ_BUDGET if df[token] > READ_BUDGET else None
         user_post[token] = _postings(conn, "user", form[token], limit)
         reply_post[token] = _postings(conn, "reply", form[token], limit)
-    # 1. every doc holding a read word, by presence and idf alone. The hottest part (up to READ_BUDGET
-    # postings twice), so done in C but for the docs an earlier posting held: the same additions in
-    # the same order (token, user then reply) and the keys in the same order (ties: nlargest keeps
-    # it), so the same floats and the same answers as one loop over every posting.
-    first: dict[int, float] = defaultdict(float)
-    for token in read:
-        weight = idf[token]
-        for posting, part in ((user_post[token], weight * USER_WEIGHT), (reply_post[token], weight * REPLY_WEIGHT)):
-            fresh = dict.fromkeys(posting, part)       # 0.0 + part is part
-            for doc in first.keys() & posting:
-                fresh[doc] = first[doc] + part
-            first.update(fresh)                        # a key already there keeps its place
-    for doc, (user_tokens, reply_tokens, _session, _uc, _rc) in pending.items():
-        for token in user_tokens:
-            first[doc] += idf.get(token, 0.0) * USER_WEIGHT
-        for token in reply_tokens:
-            first[doc] += idf.get(token, 0.0) * REPLY_WEIGHT
-    best_docs = _top(first, CANDIDATE_TURNS)
+    # 1. every doc holding a read word, by presence and idf alone, the best CANDIDATE_TURNS of them.
+    if len(read) == 1 and not pending:
+        best_docs, first = _one_word_best(user_post[read[0]], reply_post[read[0]], idf[read[0]], CANDIDATE_TURNS)
+    else:
+        first = _presence_scores(read, user_post, reply_post, idf, pending)
+        best_docs = _top(first, CANDIDATE_TURNS)
     # What the person typed, summed over a session's turns: a conversation that keeps coming back to
     # the question's words, though no single turn holds them all.
-    typed: set[int] = set()
-    for token in read:
-        typed.update(user_post[token])
-    session_of = _doc_sessions(conn, sorted(typed.union(best_docs)))
-    for doc, (_u, _r, session, _uc, _rc) in pending.items():
-        session_of[doc] = session
+    # The docs' sessions: from the map this process keeps (pimem.recall.docmap; asked for after the
+    # postings were read, so it is at least as new as they are), else read from the table.
+    kept = docmap.current(conn, store_key)
+    sessions_of, absent = _sessions_of(conn, kept, read, user_post, best_docs, pending)
     # 2. sessions by their best turn and by their typed words, filtered
     session_best: dict[int, float] = {}
-    for doc in best_docs:
-        if doc in session_of:
-            session = session_of[doc]
+    for doc, session in zip(best_docs, sessions_of(best_docs), strict=True):
+        if session is not None and session != absent:
             session_best[session] = max(session_best.get(session, 0.0), first[doc])
     session_typed: dict[int, float] = {}
     for token in read:
         weight = idf[token]
         # A session's additions for one word come one after another, so counting its docs (in C,
-        # sessions in the order first met) and adding the weight that many times is the same sum.
-        for held, count in Counter(map(session_of.get, user_post[token])).items():
-            if held is None:                       # a doc not in the index (deleted meanwhile)
-                continue
-            value = session_typed.get(held, 0.0)
-            for _ in range(count):
+        # sessions in the order first met) and adding the weight that many times is the same sum:
+        # once (most sessions) in C, more often in Python; the sessions enter in the order first met.
+        counts = Counter(sessions_of(user_post[token]))
+        counts.pop(absent, None)                   # docs not in the index (deleted meanwhile)
+        counts.pop(None, None)
+        held = cast(list[int], list(counts))
+        sums = list(map(add, map(session_typed.get, held, repeat(0.0)), repeat(weight)))
+        for at in compress(range(len(held)), map(lt, repeat(1), counts.values())):
+            value = session_typed.get(held[at], 0.0)
+            for _ in range(counts[held[at]]):
                 value += weight
-            session_typed[held] = value
+            sums[at] = value
+        session_typed.update(zip(held, sums, strict=True))
     wanted = _pool_size(query)
     by_best = sorted(session_best, key=lambda s: -session_best[s])
     by_typed = _top(session_typed, wanted)
@@ -348,7 +376,7 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
         return _Ranked((), tuple(sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0),
                                         key=lambda item: item[1])))
     # 3. every turn of those sessions, scored in full
-    session_docs = _session_docs(conn, candidates)
+    session_docs = _session_docs(conn, candidates) if kept is None else kept.session_docs(candidates)
     for doc, (_u, _r, session, uc, rc) in pending.items():
         if session in session_docs and doc not in {d for d, _, _ in session_docs[session]}:
             session_docs[session].append((doc, uc, rc))
@@ -515,17 +543,98 @@ def passage_score(found: dict[str, list[int]], idf: dict[str, float], sigma: flo
     return best
 
 
+def _presence_scores(read: Sequence[str], user_post: dict[str, set[int]], reply_post: dict[str, set[int]],
+                     idf: dict[str, float], pending: dict[int, tuple[set[str], set[str], int, int, int]]
+                     ) -> dict[int, float]:
+    """Step 1's score of every doc holding a read word: per word, idf × USER_WEIGHT if what the person
+    typed holds it, plus idf × REPLY_WEIGHT if the reply does. The hottest part (up to READ_BUDGET
+    postings twice), so done in C but for the docs an earlier posting held: the same additions in the
+    same order (word, user then reply) and the keys in the same order (ties: ``_top`` keeps it), so the
+    same floats and the same answers as one loop over every posting."""
+    first: dict[int, float] = defaultdict(float)
+    for token in read:
+        weight = idf[token]
+        for posting, part in ((user_post[token], weight * USER_WEIGHT), (reply_post[token], weight * REPLY_WEIGHT)):
+            fresh = dict.fromkeys(posting, part)       # 0.0 + part is part
+            both = first.keys() & posting
+            if both:                                   # first[doc] + part, in C
+                fresh.update(zip(both, map(add, map(first.__getitem__, both), repeat(part)), strict=True))
+            first.update(fresh)                        # a key already there keeps its place
+    for doc, (user_tokens, reply_tokens, _session, _uc, _rc) in pending.items():
+        for token in user_tokens:
+            first[doc] += idf.get(token, 0.0) * USER_WEIGHT
+        for token in reply_tokens:
+            first[doc] += idf.get(token, 0.0) * REPLY_WEIGHT
+    return first
+
+
+def _one_word_best(users: set[int], replies: set[int], weight: float, count: int) -> tuple[list[int], dict[int, float]]:
+    """``_top(_presence_scores(...), count)`` when one word is read and no doc is pending, and the scores of
+    those docs, without scoring every doc. Its docs have three scores: user and reply part (what both
+    hold; the sum step 1 makes), the user part (what the person typed only), the reply part; so the
+    stable descending sort of ``_top`` lists the docs of both in step 1's order (the user posting's),
+    then those of the user posting only (its order), then those of the reply only (the reply posting's
+    order, in which step 1 added them), and the first ``count`` are taken from those three in C, most
+    often from the first alone. When the weights do not order the three that way, step 1 and ``_top``."""
+    user_part, reply_part = weight * USER_WEIGHT, weight * REPLY_WEIGHT
+    both = user_part + reply_part
+    if not both > user_part > reply_part:
+        first = _presence_scores(["w"], {"w": users}, {"w": replies}, {"w": weight}, {})
+        return _top(first, count), first
+    groups = ((compress(users, map(replies.__contains__, users)), both),
+              (compress(users, map(not_, map(replies.__contains__, users))), user_part),
+              (compress(replies, map(not_, map(users.__contains__, replies))), reply_part))
+    best: list[int] = []
+    scores: dict[int, float] = {}
+    for docs, value in groups:
+        if len(best) >= count:
+            break
+        taken = list(islice(docs, count - len(best)))
+        best.extend(taken)
+        scores.update(dict.fromkeys(taken, value))
+    return best, scores
+
+
 def _top(scores: dict[int, float], count: int) -> list[int]:
     """The keys of ``heapq.nlargest(count, scores.items(), key=itemgetter(1))``, which is a stable
-    descending sort's first ``count`` (ties in the dict's order): the same list, the scan in C (the
-    ``count``-th best value picked out of the floats alone by a heap, then only the items at or above it)."""
+    descending sort's first ``count`` (ties in the dict's order): the same list, the scan in C. The
+    ``count``-th best value (the floor) is picked out of the floats alone by a heap; the items above it
+    (fewer than ``count``) are sorted, and the rest of the list is the first items equal to the floor, in
+    the dict's order (where the stable sort puts them: after every larger value, in their order). Many
+    docs share the floor (a score is a sum of a few words' weights): sorting them all cost more."""
     if count <= 0:
         return []
-    items: Iterable[tuple[int, float]] = scores.items()
-    if len(scores) > count:
-        floor = heapq.nlargest(count, scores.values())[-1]   # a sort of every value: 2-6x the time
-        items = compress(scores.items(), map(le, repeat(floor), scores.values()))
-    return [key for key, _ in sorted(items, key=itemgetter(1), reverse=True)[:count]]
+    if len(scores) <= count:
+        return [key for key, _ in sorted(scores.items(), key=itemgetter(1), reverse=True)]
+    floor = heapq.nlargest(count, scores.values())[-1]   # a sort of every value: 2-6x the time
+    above = compress(scores.items(), map(lt, repeat(floor), scores.values()))
+    ranked = [key for key, _ in sorted(above, key=itemgetter(1), reverse=True)]
+    ranked.extend(islice(compress(scores, map(eq, repeat(floor), scores.values())), count - len(ranked)))
+    return ranked
+
+
+def _sessions_of(conn: sqlite3.Connection, kept: docmap.DocMap | None, read: Sequence[str],
+                 user_post: dict[str, set[int]], best_docs: Sequence[int],
+                 pending: dict[int, tuple[set[str], set[str], int, int, int]]
+                 ) -> tuple[Callable[[Collection[int]], Iterable[int | None]], int | None]:
+    """How ``_rank_all`` finds docs' sessions: a function giving each doc's session (in the docs'
+    order), and what it gives for a doc not in the word index. A pending doc's session is its own."""
+    if kept is None:
+        typed: set[int] = set()
+        for token in read:
+            typed.update(user_post[token])
+        session_of: dict[int, int] = _doc_sessions(conn, sorted(typed.union(best_docs)))
+        for doc, (_u, _r, session, _uc, _rc) in pending.items():
+            session_of[doc] = session
+        return (lambda docs: map(session_of.get, docs)), None
+    if not pending:
+        return kept.sessions, docmap.MISSING
+    own = {doc: session for doc, (_u, _r, session, _uc, _rc) in pending.items()}
+
+    def with_pending(docs: Collection[int]) -> list[int]:
+        return list(map(own.get, docs, kept.sessions(docs)))
+
+    return with_pending, docmap.MISSING
 
 
 def _doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, int]:
@@ -535,7 +644,7 @@ def _doc_sessions(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, in
         return {}
     keys, sessions = conn.execute("SELECT json_group_array(w.doc_key), json_group_array(w.session) FROM json_each(?) j "
                                   "JOIN pimem_word_docs w ON w.doc_key = j.value", (json.dumps(list(docs)),)).fetchone()
-    return dict(zip(json.loads(keys), json.loads(sessions), strict=True))
+    return dict(zip(loads_text(keys), loads_text(sessions), strict=True))
 
 
 def _session_docs(conn: sqlite3.Connection, sessions: Sequence[int]) -> dict[int, list[tuple[int, int, int]]]:
@@ -546,7 +655,7 @@ def _session_docs(conn: sqlite3.Connection, sessions: Sequence[int]) -> dict[int
         "SELECT json_group_array(w.session), json_group_array(w.doc_key), json_group_array(w.user_chars), "
         "json_group_array(w.reply_chars) FROM json_each(?) j JOIN pimem_word_docs w ON w.session = j.value",
         (json.dumps(list(sessions)),)).fetchone()
-    for session, doc, uc, rc in zip(*map(json.loads, columns), strict=True):
+    for session, doc, uc, rc in zip(*map(loads_text, columns), strict=True):
         found[session].append((doc, uc, rc))
     return found
 
