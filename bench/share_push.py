@@ -41,7 +41,6 @@ import psycopg  # noqa: E402
 from pimem.share import gate  # noqa: E402
 from pimem.share.db import apply_init  # noqa: E402
 from pimem.share.push import push  # noqa: E402
-from pimem.share.schema import row_grams  # noqa: E402
 from pimem.share.state import ShareConfig  # noqa: E402
 from pimem.words import tokens_many  # noqa: E402
 from share.local import Turn, write  # noqa: E402
@@ -91,6 +90,8 @@ def corpus(turns: int, seed: int) -> list[Turn]:
 
 def reference_copy(conninfo: str, turns: list[Turn], datadir: Path) -> tuple[float, float]:
     """COPY of the same rows (lowered and tokenized before the clock starts) into a twin of pimem.turns."""
+    from pimem.share.schema import row_grams
+
     users = tokens_many([t.user for t in turns])
     replies = tokens_many([t.reply for t in turns])
     rows = [("m", t.turn_id, t.session, 0, t.source, t.cwd, datetime.fromtimestamp(t.ts / 1000, UTC), t.user,
@@ -118,6 +119,8 @@ _TYPES = ["text", "text", "text", "int4", "text", "text", "timestamptz", "text",
 
 def _rows(turns: list[Turn]) -> list[tuple[object, ...]]:
     """The rows of ``turns`` as the push sends them (raw texts: no gate), grams included."""
+    from pimem.share.schema import row_grams  # here: this module imports under an older pimem too
+
     users = tokens_many([t.user for t in turns])
     replies = tokens_many([t.reply for t in turns])
     return [("m", t.turn_id, t.session, 0, "pi", t.cwd, datetime.fromtimestamp(t.ts / 1000, UTC), t.user, t.reply,
@@ -256,25 +259,36 @@ _HEAP_ONLY = ("DROP INDEX pimem.turns_grams", "DROP INDEX pimem.turns_user_lower
               "DROP INDEX pimem.turns_author_ts", "DROP INDEX pimem.turns_ts", "DROP INDEX pimem.turns_session")
 _WORD_GINS = (f"CREATE INDEX turns_user_words ON {_T} USING gin (user_words)",
               f"CREATE INDEX turns_reply_words ON {_T} USING gin (reply_words)")
-# (label, the admin's DDL on a fresh store, the push's session settings, whether the push sends the grams)
-PARTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], bool], ...] = (
-    ("the push now (layout 5: grams sent)", (), (), True),
-    ("layout 4: grams computed by the database, word GINs on turns", _WORD_GINS, (), False),
-    ("grams computed by the database (a writer sending none)", (), (), False),
-    ("+ word GINs on turns (layout 4's)", _WORD_GINS, (), True),
-    ("- grams GIN", ("DROP INDEX pimem.turns_grams",), (), True),
-    ("- trigram GIN user_lower", ("DROP INDEX pimem.turns_user_lower_trgm",), (), True),
-    ("- trigram GIN reply_lower", ("DROP INDEX pimem.turns_reply_lower_trgm",), (), True),
-    ("- word counts and turn_words (their triggers off)", (f"ALTER TABLE {_T} DISABLE TRIGGER turns_words_insert",
-                                                           f"ALTER TABLE {_T} DISABLE TRIGGER turns_words_update"),
-     (), True),
-    ("- turn_words' GINs", ("DROP INDEX pimem.turn_words_user", "DROP INDEX pimem.turn_words_reply"), (), True),
-    ("- turns' b-trees", ("DROP INDEX pimem.turns_author_ts", "DROP INDEX pimem.turns_ts",
-                          "DROP INDEX pimem.turns_session"), (), True),
-    ("gin_pending_list_limit 64MB in the push's session", (), ("SET gin_pending_list_limit = '64MB'",), True),
-    ("GIN fastupdate off", ("FASTUPDATE OFF",), (), True),
-    ("heap, TOAST and primary key only (all of the above off)", _HEAP_ONLY, (), True),
-)
+Part = tuple[str, tuple[str, ...], tuple[str, ...], bool]
+
+
+def parts() -> tuple[Part, ...]:
+    """(label, the admin's DDL on a fresh store, the push's session settings, whether the push sends grams)."""
+    from pimem.share import schema
+
+    return (
+        ("the push now (layout 5: grams sent)", (), (), True),
+        ("layout 4: grams computed by the database, word GINs on turns", _WORD_GINS, (), False),
+        ("grams computed by the database (a writer sending none)", (), (), False),
+        ("+ word GINs on turns (layout 4's)", _WORD_GINS, (), True),
+        ("- grams GIN", ("DROP INDEX pimem.turns_grams",), (), True),
+        ("- trigram GIN user_lower", ("DROP INDEX pimem.turns_user_lower_trgm",), (), True),
+        ("- trigram GIN reply_lower", ("DROP INDEX pimem.turns_reply_lower_trgm",), (), True),
+        ("layout 3 and 4's insert trigger (turn_words' ids looked up per word of every row)",
+         (schema._count_words_3(),), (), True),
+        ("- turn_words (the insert trigger keeps the counts only)",
+         (schema._count_words_sql(schema._WORD_DOCS_UPSERT.format(schema._word_delta("new_rows", "")), "NULL", "NULL",
+                                  "NULL;"),), (), True),
+        ("- word counts and turn_words (their triggers off)", (f"ALTER TABLE {_T} DISABLE TRIGGER turns_words_insert",
+                                                               f"ALTER TABLE {_T} DISABLE TRIGGER turns_words_update"),
+         (), True),
+        ("- turn_words' GINs", ("DROP INDEX pimem.turn_words_user", "DROP INDEX pimem.turn_words_reply"), (), True),
+        ("- turns' b-trees", ("DROP INDEX pimem.turns_author_ts", "DROP INDEX pimem.turns_ts",
+                              "DROP INDEX pimem.turns_session"), (), True),
+        ("gin_pending_list_limit 64MB in the push's session", (), ("SET gin_pending_list_limit = '64MB'",), True),
+        ("GIN fastupdate off", ("FASTUPDATE OFF",), (), True),
+        ("heap, TOAST and primary key only (all of the above off)", _HEAP_ONLY, (), True),
+    )
 
 
 def part_costs(server: Any, turns: list[Turn], batch: int = 2_000) -> list[tuple[str, float, float]]:
@@ -288,7 +302,7 @@ def part_costs(server: Any, turns: list[Turn], batch: int = 2_000) -> list[tuple
     gins = ("SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'pimem' AND a.amname = 'gin'")
     found = []
-    for label, ddl, settings, send_grams in PARTS:
+    for label, ddl, settings, send_grams in parts():
         dbname = server.new_database()
         admin = server.conninfo(dbname=dbname)
         apply_init(admin, members=("alice",))
@@ -334,6 +348,54 @@ def part_costs(server: Any, turns: list[Turn], batch: int = 2_000) -> list[tuple
     return found
 
 
+_PENDING_QUERIES = (
+    ("pg_trgm: reply_lower LIKE '%merge_sorted%'",
+     "SELECT count(*) FROM pimem.turns WHERE reply_lower LIKE '%merge_sorted%'"),
+    ("grams: grams @> '{e_,_s}'", "SELECT count(*) FROM pimem.turns WHERE grams @> '{e_,_s}'::text[]"),
+    ("turn_words: a common word's rows", "SELECT count(*) FROM pimem.turn_words WHERE reply_ids @> ARRAY[(SELECT id "
+     "FROM pimem.word_docs ORDER BY docs DESC, word LIMIT 1 OFFSET 50)]"),
+)
+
+
+def pending_cost(server: Any, turns: list[Turn], runs: int = 15) -> list[tuple[str, int, float, int, float]]:
+    """What a GIN pending list costs recall: ``turns`` written with a 64MB ``gin_pending_list_limit`` (nothing
+    merged), index-only queries timed (medians of ``runs``), then every pending list cleaned and the same
+    queries timed again. Returns (query, count, ms) before and after: the counts must be equal."""
+    dbname = server.new_database()
+    admin = server.conninfo(dbname=dbname)
+    apply_init(admin)
+    rows = _rows(turns)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("SET gin_pending_list_limit = '64MB'")
+        for start in range(0, len(rows), 2_000):
+            with conn.transaction(), conn.cursor() as cur, \
+                    cur.copy(f"COPY pimem.turns ({_COLUMNS}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(_TYPES)
+                for values in rows[start:start + 2_000]:
+                    copy.write_row(values)
+        conn.execute("ANALYZE pimem.turns")
+        conn.execute("ANALYZE pimem.turn_words")
+        conn.execute("SET enable_seqscan = off")
+
+        def timed() -> list[tuple[int, float]]:
+            found = []
+            for _label, sql in _PENDING_QUERIES:
+                times, count = [], 0
+                for _ in range(runs):
+                    start = time.perf_counter()
+                    row = conn.execute(sql).fetchone()
+                    times.append(time.perf_counter() - start)
+                    count = int(row[0]) if row else -1
+                found.append((count, statistics.median(times) * 1000))
+            return found
+        pending = timed()
+        for (name,) in conn.execute("SELECT c.oid::regclass::text FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
+                                    "WHERE a.amname = 'gin' AND c.relnamespace = 'pimem'::regnamespace").fetchall():
+            conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (name,))
+        merged = timed()
+    return [(label, *pending[i], *merged[i]) for i, (label, _sql) in enumerate(_PENDING_QUERIES)]
+
+
 def gate_only(turns: list[Turn]) -> tuple[float, float]:
     """CPU seconds of the gate alone, then of the tokenizer alone on the gated texts."""
     start = time.process_time()
@@ -353,13 +415,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", type=int, default=0, metavar="N",
                         help="also: the server's CPU per turn for the push's write path of N turns on the real "
                              "schema, each part (index, trigger, the grams' computation) removed in turn")
+    parser.add_argument("--pending", type=int, default=0, metavar="N",
+                        help="also: recall's index queries over N turns left in GIN pending lists, then merged")
     parser.add_argument("--levers", type=int, default=0, metavar="N",
                         help="also: the server's CPU per turn for N turns under each lever (COPY format, "
                              "staging, TOAST compression, GIN pending lists, indexes built afterwards)")
     args = parser.parse_args(argv)
 
     extra = "".join(f" --{name} {value}" for name, value in (("indexes", args.indexes), ("parts", args.parts),
-                                                           ("levers", args.levers))
+                                                           ("pending", args.pending), ("levers", args.levers))
                     if value)
     print(f"`nice -n 10 .venv/bin/python bench/share_push.py --turns {args.turns} --runs {args.runs}{extra}`  ")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at start; PostgreSQL: Debian, "
@@ -407,6 +471,7 @@ def main(argv: list[str] | None = None) -> int:
                 held = stats.held
             costs = index_costs(server.conninfo(dbname=dbname), turns[:args.indexes]) if args.indexes else []
             parts = part_costs(server, turns[:args.parts]) if args.parts else []
+            pending = pending_cost(server, turns[:args.pending]) if args.pending else []
             levers = lever_costs(server.conninfo(dbname=dbname), turns[:args.levers]) if args.levers else []
     med = statistics.median
     n = len(turns)
@@ -438,6 +503,13 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|")
         for label, pushed, deferred in parts:
             print(f"| {label} | {pushed * 1000:.3f} | {deferred * 1000:.3f} | {(pushed + deferred) * 1000:.3f} |")
+    if pending:
+        print(f"\nRecall's index queries over {args.pending:,} turns in GIN pending lists (64MB limit, nothing "
+              "merged), then after gin_clean_pending_list (medians of 15; the counts must be equal):\n")
+        print("| query | rows | pending ms | merged ms |")
+        print("|---|---|---|---|")
+        for label, count, before_ms, count_after, after_ms in pending:
+            print(f"| {label} | {count} / {count_after} | {before_ms:.1f} | {after_ms:.1f} |")
     if levers:
         print(f"\nLevers, {args.levers:,} turns in transactions of 2,000 rows into a twin of pimem.turns (the "
               "backend's own CPU; deferred: each GIN's pending list cleaned, or the indexes built):\n")
