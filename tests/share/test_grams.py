@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -18,8 +19,11 @@ from pimem.recall import make_query
 from pimem.share import recall as shared
 from pimem.share import schema
 from pimem.share.db import apply_init, read_layout
+from pimem.share.push import push
 from pimem.share.schema import row_grams, short_grams
+from pimem.share.state import ShareConfig
 from share.conftest import MEMBERS, ShareDb
+from share.local import Turn, write
 from share.pgserver import PgServer
 from share.test_recall import Row, put
 
@@ -165,6 +169,33 @@ def test_a_row_written_without_its_grams_gets_the_databases(share_db: ShareDb) -
         conn.execute("UPDATE pimem.turns SET user_lower = '锁', grams = '{锁}' WHERE doc_key = 'k2'")
         assert _grams(conn, "k2") == ["锁"]
         conn.commit()
+
+
+def test_the_push_sends_its_rows_grams(share_db: ShareDb, db_path: Path) -> None:
+    """The push computes the grams (layout 5): its rows never reach the database's function, here replaced
+    by one that would store a sentinel; an edited turn pushed again carries its new grams."""
+    with psycopg.connect(share_db.admin, autocommit=True) as conn:
+        conn.execute("CREATE OR REPLACE FUNCTION pimem.short_grams(u text, r text) RETURNS text[] LANGUAGE sql "
+                     "IMMUTABLE AS $$ SELECT '{sentinel}'::text[] $$")
+    turns = [Turn(f"t{n}", "s1", "/work/proj", text, f"reply {n} with c# and a_b", 1_750_000_000_000 + n)
+             for n, text in enumerate(HOSTILE)]
+    write(db_path, turns)
+    config = ShareConfig(conninfo=share_db.conninfo("alice"), machine="laptop", folders=("/work/proj",))
+    assert push(db_path, config).sent == len(turns)
+    write(db_path, [Turn("t0", "s1", "/work/proj", "加锁 now", "x_y", 1_750_000_000_000)])
+    assert push(db_path, config).sent == 1
+
+    def pushed() -> dict[str, tuple[list[str], str, str]]:
+        with psycopg.connect(share_db.admin) as conn:
+            return {str(k): (list(g), str(u), str(r)) for k, g, u, r in conn.execute(
+                "SELECT doc_key, grams, user_lower, reply_lower FROM pimem.turns")}
+    rows = pushed()
+    assert len(rows) == len(turns) and rows["t0"][1:] == ("加锁 now", "x_y")
+    assert all(grams == row_grams(user, reply) for grams, user, reply in rows.values())
+    with psycopg.connect(share_db.conninfo("alice")) as conn:    # a writer sending none gets the function's
+        conn.execute(_INSERT.format("", ""), ("k9", "a_b", "a_b"))
+        conn.commit()
+    assert pushed()["k9"][0] == ["sentinel"]
 
 
 def test_a_members_grams_touch_only_their_rows_and_make_no_row_match(share_db: ShareDb) -> None:
