@@ -218,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
                         "measure it again on the next run instead of loading (delete it when done)")
     parser.add_argument("--no-local", action="store_true", help="no local store (no local figures, no ratios)")
     parser.add_argument("--text-only", action="store_true", help="measure free text only (no entity shapes)")
+    parser.add_argument("--load-only", action="store_true", help="load --data and stop (measure it with "
+                        "bench/share_entity_ab.py and bench/share_text_ab.py: at millions of rows every shape's "
+                        "oracle here scans the table)")
     parser.add_argument("--trigger-cost", type=int, metavar="ROWS", help="measure only what the word-count and "
                         "postings triggers add to the push's write path, on ROWS rows (see trigger_cost)")
     parser.add_argument("--json", type=Path)
@@ -260,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                 info_path.write_text(json.dumps(report, indent=2), encoding="utf-8")
             local_db = None if args.no_local or report.get("localS") is None else base / "local" / "memory.db"
             reader = server.conninfo(user="reader", dbname=report["dbname"])
-            report.update(measure(reader, local_db, args))
+            if not args.load_only:
+                report.update(measure(reader, local_db, args))
         finally:
             server.stop("fast")
     print(json.dumps(report, indent=2, ensure_ascii=False))
