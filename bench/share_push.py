@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
@@ -89,13 +90,15 @@ def corpus(turns: int, seed: int) -> list[Turn]:
 
 def reference_copy(conninfo: str, turns: list[Turn], datadir: Path) -> tuple[float, float]:
     """COPY of the same rows (lowered and tokenized before the clock starts) into a twin of pimem.turns."""
+    from pimem.share.schema import row_grams
+
     users = tokens_many([t.user for t in turns])
     replies = tokens_many([t.reply for t in turns])
     rows = [("m", t.turn_id, t.session, 0, t.source, t.cwd, datetime.fromtimestamp(t.ts / 1000, UTC), t.user,
              t.reply, t.user.lower(), t.reply.lower(), users[i], replies[i], len(t.user), len(t.reply), list(t.tools),
-             hashlib.blake2b((t.user + t.reply).encode(), digest_size=16).hexdigest()) for i, t in enumerate(turns)]
-    columns = ("machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, reply_text, user_lower, "
-               "reply_lower, user_words, reply_words, user_chars, reply_chars, tools, content_hash")
+             hashlib.blake2b((t.user + t.reply).encode(), digest_size=16).hexdigest(),
+             row_grams(t.user.lower(), t.reply.lower())) for i, t in enumerate(turns)]
+    columns = _COLUMNS
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS public.ref_turns")
         conn.execute("CREATE TABLE public.ref_turns (LIKE pimem.turns INCLUDING ALL)")
@@ -108,6 +111,23 @@ def reference_copy(conninfo: str, turns: list[Turn], datadir: Path) -> tuple[flo
     return time.perf_counter() - start, server_cpu(datadir) - cpu
 
 
+_COLUMNS = ("machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, reply_text, user_lower, "
+            "reply_lower, user_words, reply_words, user_chars, reply_chars, tools, content_hash, grams")
+_TYPES = ["text", "text", "text", "int4", "text", "text", "timestamptz", "text", "text", "text", "text", "text[]",
+          "text[]", "int4", "int4", "text[]", "text", "text[]"]
+
+
+def _rows(turns: list[Turn]) -> list[tuple[object, ...]]:
+    """The rows of ``turns`` as the push sends them (raw texts: no gate), grams included."""
+    from pimem.share.schema import row_grams  # here: this module imports under an older pimem too
+
+    users = tokens_many([t.user for t in turns])
+    replies = tokens_many([t.reply for t in turns])
+    return [("m", t.turn_id, t.session, 0, "pi", t.cwd, datetime.fromtimestamp(t.ts / 1000, UTC), t.user, t.reply,
+             t.user.lower(), t.reply.lower(), users[i], replies[i], 1, 1, [], f"h{i}",
+             row_grams(t.user.lower(), t.reply.lower())) for i, t in enumerate(turns)]
+
+
 _INDEXES = {
     "primary key": "ALTER TABLE public.idx_turns ADD PRIMARY KEY (author, machine, doc_key)",
     "b-trees": "CREATE INDEX ON public.idx_turns (author, ts DESC); CREATE INDEX ON public.idx_turns (ts DESC); "
@@ -116,6 +136,7 @@ _INDEXES = {
                  "CREATE INDEX ON public.idx_turns USING gin (reply_words)",
     "trigram GIN user_lower": "CREATE INDEX ON public.idx_turns USING gin (user_lower gin_trgm_ops)",
     "trigram GIN reply_lower": "CREATE INDEX ON public.idx_turns USING gin (reply_lower gin_trgm_ops)",
+    "grams GIN": "CREATE INDEX ON public.idx_turns USING gin (grams)",
 }
 
 
@@ -126,12 +147,8 @@ def _backend_cpu(pid: int) -> float:
 
 def index_costs(conninfo: str, turns: list[Turn]) -> list[tuple[str, float]]:
     """CPU of the backend per turn for a COPY into the heap alone, then with each index set alone, then all."""
-    users = tokens_many([t.user for t in turns])
-    replies = tokens_many([t.reply for t in turns])
-    rows = [("m", t.turn_id, t.session, 0, "pi", t.cwd, datetime.fromtimestamp(t.ts / 1000, UTC), t.user, t.reply,
-             t.user.lower(), t.reply.lower(), users[i], replies[i], 1, 1, [], "h") for i, t in enumerate(turns)]
-    columns = ("machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, reply_text, user_lower, "
-               "reply_lower, user_words, reply_words, user_chars, reply_chars, tools, content_hash")
+    rows = _rows(turns)
+    columns = _COLUMNS
     found = []
     for label, parts in [("heap (and TOAST) only", []), *[(name, [name]) for name in _INDEXES],
                          ("everything", list(_INDEXES))]:
@@ -151,10 +168,6 @@ def index_costs(conninfo: str, turns: list[Turn]) -> list[tuple[str, float]]:
     return found
 
 
-_COLUMNS = ("machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, reply_text, user_lower, "
-            "reply_lower, user_words, reply_words, user_chars, reply_chars, tools, content_hash")
-_TYPES = ["text", "text", "text", "int4", "text", "text", "timestamptz", "text", "text", "text", "text", "text[]",
-          "text[]", "int4", "int4", "text[]", "text"]
 _BIG_GIN = ("SET work_mem = '256MB'", "SET gin_pending_list_limit = '64MB'")
 
 
@@ -192,10 +205,7 @@ def lever_costs(conninfo: str, turns: list[Turn], batch: int = 2_000) -> list[tu
     """Per lever: the backend's CPU per turn for the COPY (and upsert) in transactions of ``batch`` rows,
     then for what it deferred (each GIN's pending list cleaned, or the indexes built), and the table's
     size afterwards; pimem's CPU to encode the rows (text vs binary) is measured beside."""
-    users = tokens_many([t.user for t in turns])
-    replies = tokens_many([t.reply for t in turns])
-    rows = [("m", t.turn_id, t.session, 0, "pi", t.cwd, datetime.fromtimestamp(t.ts / 1000, UTC), t.user, t.reply,
-             t.user.lower(), t.reply.lower(), users[i], replies[i], 1, 1, [], "h") for i, t in enumerate(turns)]
+    rows = _rows(turns)
     found = []
     for lever in LEVERS:
         with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -243,6 +253,149 @@ def lever_costs(conninfo: str, turns: list[Turn], batch: int = 2_000) -> list[tu
     return found
 
 
+_T = "pimem.turns"
+_HEAP_ONLY = ("DROP INDEX pimem.turns_grams", "DROP INDEX pimem.turns_user_lower_trgm",
+              "DROP INDEX pimem.turns_reply_lower_trgm", f"ALTER TABLE {_T} DISABLE TRIGGER USER",
+              "DROP INDEX pimem.turns_author_ts", "DROP INDEX pimem.turns_ts", "DROP INDEX pimem.turns_session")
+_WORD_GINS = (f"CREATE INDEX turns_user_words ON {_T} USING gin (user_words)",
+              f"CREATE INDEX turns_reply_words ON {_T} USING gin (reply_words)")
+Part = tuple[str, tuple[str, ...], tuple[str, ...], bool]
+
+
+def parts() -> tuple[Part, ...]:
+    """(label, the admin's DDL on a fresh store, the push's session settings, whether the push sends grams)."""
+    from pimem.share import schema
+
+    return (
+        ("the push now (layout 5: grams sent)", (), (), True),
+        ("layout 4: grams computed by the database, word GINs on turns", _WORD_GINS, (), False),
+        ("grams computed by the database (a writer sending none)", (), (), False),
+        ("+ word GINs on turns (layout 4's)", _WORD_GINS, (), True),
+        ("- grams GIN", ("DROP INDEX pimem.turns_grams",), (), True),
+        ("- trigram GIN user_lower", ("DROP INDEX pimem.turns_user_lower_trgm",), (), True),
+        ("- trigram GIN reply_lower", ("DROP INDEX pimem.turns_reply_lower_trgm",), (), True),
+        ("layout 3 and 4's insert trigger (turn_words' ids looked up per word of every row)",
+         (schema._count_words_3(),), (), True),
+        ("- turn_words (the insert trigger keeps the counts only)",
+         (schema._count_words_sql(schema._WORD_DOCS_UPSERT.format(schema._word_delta("new_rows", "")), "NULL", "NULL",
+                                  "NULL;"),), (), True),
+        ("- word counts and turn_words (their triggers off)", (f"ALTER TABLE {_T} DISABLE TRIGGER turns_words_insert",
+                                                               f"ALTER TABLE {_T} DISABLE TRIGGER turns_words_update"),
+         (), True),
+        ("- turn_words' GINs", ("DROP INDEX pimem.turn_words_user", "DROP INDEX pimem.turn_words_reply"), (), True),
+        ("- turns' b-trees", ("DROP INDEX pimem.turns_author_ts", "DROP INDEX pimem.turns_ts",
+                              "DROP INDEX pimem.turns_session"), (), True),
+        ("gin_pending_list_limit 64MB in the push's session", (), ("SET gin_pending_list_limit = '64MB'",), True),
+        ("GIN fastupdate off", ("FASTUPDATE OFF",), (), True),
+        ("heap, TOAST and primary key only (all of the above off)", _HEAP_ONLY, (), True),
+    )
+
+
+def part_costs(server: Any, turns: list[Turn], batch: int = 2_000) -> list[tuple[str, float, float]]:
+    """The push's write path on the real schema (triggers, row-level security, as member ``alice``: binary
+    COPY into its staging table, the upsert, ``batch`` rows a transaction), one part removed at a time, on
+    a fresh store each: the pushing backend's CPU per turn, and the admin's to clean every GIN pending list
+    afterwards (work deferred, not saved)."""
+    from pimem.share import push as pushing
+
+    rows = _rows(turns)
+    gins = ("SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'pimem' AND a.amname = 'gin'")
+    found = []
+    for label, ddl, settings, send_grams in parts():
+        dbname = server.new_database()
+        admin = server.conninfo(dbname=dbname)
+        apply_init(admin, members=("alice",))
+        with psycopg.connect(admin, autocommit=True) as conn:
+            for statement in ddl:
+                if statement == "FASTUPDATE OFF":
+                    for (name,) in conn.execute(gins).fetchall():
+                        conn.execute(f"ALTER INDEX pimem.{name} SET (fastupdate = off)")
+                else:
+                    conn.execute(statement)
+        columns = list(pushing._COLUMNS) if send_grams else list(pushing._COLUMNS)[:-1]
+        names = ", ".join(columns)
+        with psycopg.connect(server.conninfo(user="alice", dbname=dbname)) as conn:
+            for setting in settings:
+                conn.execute(setting)
+            conn.execute("SET default_toast_compression = lz4")
+            conn.execute(f"CREATE TEMP TABLE stage (LIKE {_T} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+            conn.execute("ALTER TABLE stage ALTER COLUMN grams DROP NOT NULL")
+            conn.commit()
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+            assert row is not None
+            pid = int(row[0])
+            before = _backend_cpu(pid)
+            for start in range(0, len(rows), batch):
+                with conn.transaction(), conn.cursor() as cur:
+                    with cur.copy(f"COPY stage ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+                        copy.set_types(list(pushing._TYPES)[:len(columns)])
+                        for values in rows[start:start + batch]:
+                            copy.write_row(values[:len(columns)])
+                    cur.execute(pushing._UPSERT.replace(pushing._STAGE, "stage").replace(
+                        ", ".join(pushing._COLUMNS), names).replace(", grams = excluded.grams", ""))
+            pushed = _backend_cpu(pid) - before
+        with psycopg.connect(admin, autocommit=True) as conn:
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+            assert row is not None
+            before = _backend_cpu(int(row[0]))
+            for (name,) in conn.execute(gins).fetchall():
+                conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (f"pimem.{name}",))
+            deferred = _backend_cpu(int(row[0])) - before
+            count = conn.execute(f"SELECT count(*) FROM {_T} WHERE grams IS NOT NULL").fetchone()
+            assert count is not None and int(count[0]) == len(rows), count
+        found.append((label, pushed / len(rows), deferred / len(rows)))
+    return found
+
+
+_PENDING_QUERIES = (
+    ("pg_trgm: reply_lower LIKE '%merge_sorted%'",
+     "SELECT count(*) FROM pimem.turns WHERE reply_lower LIKE '%merge_sorted%'"),
+    ("grams: grams @> '{e_,_s}'", "SELECT count(*) FROM pimem.turns WHERE grams @> '{e_,_s}'::text[]"),
+    ("turn_words: a common word's rows", "SELECT count(*) FROM pimem.turn_words WHERE reply_ids @> ARRAY[(SELECT id "
+     "FROM pimem.word_docs ORDER BY docs DESC, word LIMIT 1 OFFSET 50)]"),
+)
+
+
+def pending_cost(server: Any, turns: list[Turn], runs: int = 15) -> list[tuple[str, int, float, int, float]]:
+    """What a GIN pending list costs recall: ``turns`` written with a 64MB ``gin_pending_list_limit`` (nothing
+    merged), index-only queries timed (medians of ``runs``), then every pending list cleaned and the same
+    queries timed again. Returns (query, count, ms) before and after: the counts must be equal."""
+    dbname = server.new_database()
+    admin = server.conninfo(dbname=dbname)
+    apply_init(admin)
+    rows = _rows(turns)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("SET gin_pending_list_limit = '64MB'")
+        for start in range(0, len(rows), 2_000):
+            with conn.transaction(), conn.cursor() as cur, \
+                    cur.copy(f"COPY pimem.turns ({_COLUMNS}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(_TYPES)
+                for values in rows[start:start + 2_000]:
+                    copy.write_row(values)
+        conn.execute("ANALYZE pimem.turns")
+        conn.execute("ANALYZE pimem.turn_words")
+        conn.execute("SET enable_seqscan = off")
+
+        def timed() -> list[tuple[int, float]]:
+            found = []
+            for _label, sql in _PENDING_QUERIES:
+                times, count = [], 0
+                for _ in range(runs):
+                    start = time.perf_counter()
+                    row = conn.execute(sql).fetchone()
+                    times.append(time.perf_counter() - start)
+                    count = int(row[0]) if row else -1
+                found.append((count, statistics.median(times) * 1000))
+            return found
+        pending = timed()
+        for (name,) in conn.execute("SELECT c.oid::regclass::text FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
+                                    "WHERE a.amname = 'gin' AND c.relnamespace = 'pimem'::regnamespace").fetchall():
+            conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (name,))
+        merged = timed()
+    return [(label, *pending[i], *merged[i]) for i, (label, _sql) in enumerate(_PENDING_QUERIES)]
+
+
 def gate_only(turns: list[Turn]) -> tuple[float, float]:
     """CPU seconds of the gate alone, then of the tokenizer alone on the gated texts."""
     start = time.process_time()
@@ -259,12 +412,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--indexes", type=int, default=0, metavar="N",
                         help="also: the server's CPU per turn for a COPY of N turns with each index alone")
+    parser.add_argument("--parts", type=int, default=0, metavar="N",
+                        help="also: the server's CPU per turn for the push's write path of N turns on the real "
+                             "schema, each part (index, trigger, the grams' computation) removed in turn")
+    parser.add_argument("--pending", type=int, default=0, metavar="N",
+                        help="also: recall's index queries over N turns left in GIN pending lists, then merged")
     parser.add_argument("--levers", type=int, default=0, metavar="N",
                         help="also: the server's CPU per turn for N turns under each lever (COPY format, "
                              "staging, TOAST compression, GIN pending lists, indexes built afterwards)")
     args = parser.parse_args(argv)
 
-    extra = "".join(f" --{name} {value}" for name, value in (("indexes", args.indexes), ("levers", args.levers))
+    extra = "".join(f" --{name} {value}" for name, value in (("indexes", args.indexes), ("parts", args.parts),
+                                                           ("pending", args.pending), ("levers", args.levers))
                     if value)
     print(f"`nice -n 10 .venv/bin/python bench/share_push.py --turns {args.turns} --runs {args.runs}{extra}`  ")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at start; PostgreSQL: Debian, "
@@ -311,6 +470,8 @@ def main(argv: list[str] | None = None) -> int:
                 tokenizers.append(tokenizer_s)
                 held = stats.held
             costs = index_costs(server.conninfo(dbname=dbname), turns[:args.indexes]) if args.indexes else []
+            parts = part_costs(server, turns[:args.parts]) if args.parts else []
+            pending = pending_cost(server, turns[:args.pending]) if args.pending else []
             levers = lever_costs(server.conninfo(dbname=dbname), turns[:args.levers]) if args.levers else []
     med = statistics.median
     n = len(turns)
@@ -335,6 +496,20 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|")
         for label, seconds in costs:
             print(f"| {label} | {seconds * 1000:.2f} |")
+    if parts:
+        print(f"\nThe push's write path, {args.parts:,} turns on the real schema (as a member, triggers on), one "
+              "part changed at a time (the pushing backend's CPU; deferred: each GIN's pending list cleaned):\n")
+        print("| store | server ms/turn, push | + deferred | = total |")
+        print("|---|---|---|---|")
+        for label, pushed, deferred in parts:
+            print(f"| {label} | {pushed * 1000:.3f} | {deferred * 1000:.3f} | {(pushed + deferred) * 1000:.3f} |")
+    if pending:
+        print(f"\nRecall's index queries over {args.pending:,} turns in GIN pending lists (64MB limit, nothing "
+              "merged), then after gin_clean_pending_list (medians of 15; the counts must be equal):\n")
+        print("| query | rows | pending ms | merged ms |")
+        print("|---|---|---|---|")
+        for label, count, before_ms, count_after, after_ms in pending:
+            print(f"| {label} | {count} / {count_after} | {before_ms:.1f} | {after_ms:.1f} |")
     if levers:
         print(f"\nLevers, {args.levers:,} turns in transactions of 2,000 rows into a twin of pimem.turns (the "
               "backend's own CPU; deferred: each GIN's pending list cleaned, or the indexes built):\n")

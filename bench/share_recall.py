@@ -45,7 +45,7 @@ from pimem.recall.freetext import _shortlist, candidates, recall_conversations  
 from pimem.recall.ranking import query_words  # noqa: E402
 from pimem.share import recall as shared  # noqa: E402
 from pimem.share.db import apply_init  # noqa: E402
-from pimem.share.schema import WORD_DOCS_REBUILD  # noqa: E402
+from pimem.share.schema import WORD_DOCS_REBUILD, row_grams  # noqa: E402
 from pimem.words import tokens_many  # noqa: E402
 from textpool import PLANTS, TextPool  # noqa: E402
 
@@ -59,9 +59,9 @@ QUESTIONS = ("how did we fix the flamingo payroll bug", "where is the cache inva
              "缓存 锁 问题", "why was the cache so slow", "rate limit retries in the api client")
 COLUMNS = ("machine", "doc_key", "session_id", "turn_index", "source", "cwd", "ts", "user_text", "reply_text",
            "user_lower", "reply_lower", "user_words", "reply_words", "user_chars", "reply_chars", "tools",
-           "content_hash")
+           "content_hash", "grams")
 TYPES = ("text", "text", "text", "int4", "text", "text", "timestamptz", "text", "text", "text", "text", "text[]",
-         "text[]", "int4", "int4", "text[]", "text")
+         "text[]", "int4", "int4", "text[]", "text", "text[]")
 
 
 SharedTurn = tuple[str, str, str, str, str, str, str, int]   # (member, machine, doc_key, session, cwd, user, reply, ts)
@@ -114,6 +114,7 @@ def load_shared(admin: str, template: list[tuple[str, str]], members: int, batch
     replies = [r for _, r in template]
     words = tokens_many(users + replies)
     lowered = [(u.lower(), r.lower()) for u, r in template]
+    grams = [row_grams(u, r) for u, r in lowered]       # as the push sends them (layout 5)
     timings["tokenizeS"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     per_member = len(template)
@@ -131,7 +132,7 @@ def load_shared(admin: str, template: list[tuple[str, str]], members: int, batch
                         copy.write_row((author, machine, doc_key, session, 0, "claude", cwd,
                                         datetime.fromtimestamp(ts / 1000, UTC), user, reply, lowered[index][0],
                                         lowered[index][1], words[index], words[per_member + index], len(user),
-                                        len(reply), ["Bash"], "h"))
+                                        len(reply), ["Bash"], "h", grams[index]))
                 conn.commit()
         timings["copyS"] = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -152,7 +153,8 @@ def trigger_cost(server: Any, count: int, seed: int, runs: int = 3) -> dict[str,
     template = make_template(count, 1, seed)
     words = tokens_many([u for u, _ in template] + [r for _, r in template])
     rows = [("m", f"t{i}", f"s{i // 12}", 0, "pi", "/w", datetime.fromtimestamp(1_750_000_000 + i, UTC), u, r,
-             u.lower(), r.lower(), words[i], words[count + i], len(u), len(r), ["bash"], f"h{i}")
+             u.lower(), r.lower(), words[i], words[count + i], len(u), len(r), ["bash"], f"h{i}",
+             row_grams(u.lower(), r.lower()))
             for i, (u, r) in enumerate(template)]
     times: dict[str, list[float]] = {"on": [], "off": []}
     for _ in range(runs):
@@ -216,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
                         "measure it again on the next run instead of loading (delete it when done)")
     parser.add_argument("--no-local", action="store_true", help="no local store (no local figures, no ratios)")
     parser.add_argument("--text-only", action="store_true", help="measure free text only (no entity shapes)")
+    parser.add_argument("--load-only", action="store_true", help="load --data and stop (measure it with "
+                        "bench/share_entity_ab.py and bench/share_text_ab.py: at millions of rows every shape's "
+                        "oracle here scans the table)")
     parser.add_argument("--trigger-cost", type=int, metavar="ROWS", help="measure only what the word-count and "
                         "postings triggers add to the push's write path, on ROWS rows (see trigger_cost)")
     parser.add_argument("--json", type=Path)
@@ -258,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                 info_path.write_text(json.dumps(report, indent=2), encoding="utf-8")
             local_db = None if args.no_local or report.get("localS") is None else base / "local" / "memory.db"
             reader = server.conninfo(user="reader", dbname=report["dbname"])
-            report.update(measure(reader, local_db, args))
+            if not args.load_only:
+                report.update(measure(reader, local_db, args))
         finally:
             server.stop("fast")
     print(json.dumps(report, indent=2, ensure_ascii=False))

@@ -1,12 +1,15 @@
 """Layout 4's short grams (``turns.grams``, GIN indexed) on a real PostgreSQL: the database's grams equal
 pimem's (hostile characters included) and hold every entity's; entity recall narrowed by them gives the
 plain oracle's pages, the same as without them; the migration from layout 3 computes them in place and
-keeps the pages; members cannot write them; the entities pg_trgm cannot narrow are read from their index."""
+keeps the pages; the entities pg_trgm cannot narrow are read from their index. Layout 5: the push writes
+them (``schema.row_grams``), the database computes them for a row written without them; a member's
+grams touch only their own rows and cannot make a row match; the migration from layout 4 keeps them."""
 
 from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -16,8 +19,11 @@ from pimem.recall import make_query
 from pimem.share import recall as shared
 from pimem.share import schema
 from pimem.share.db import apply_init, read_layout
-from pimem.share.schema import short_grams
+from pimem.share.push import push
+from pimem.share.schema import row_grams, short_grams
+from pimem.share.state import ShareConfig
 from share.conftest import MEMBERS, ShareDb
+from share.local import Turn, write
 from share.pgserver import PgServer
 from share.test_recall import Row, put
 
@@ -48,6 +54,7 @@ def test_the_database_grams_equal_pimems_and_hold_every_substrings(share_db: Sha
             reply = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
             grams = _sql_grams(conn, user, reply)
             assert grams == short_grams(user + "\n" + reply), (user, reply)
+            assert row_grams(user, reply) == sorted(grams)     # what the push sends for the row
             # A text holding an entity holds its grams: what makes ``grams @>`` a safe narrowing.
             for text in (user, reply):
                 if len(text) > 1:
@@ -139,24 +146,82 @@ def test_entities_without_trigrams_are_read_from_the_grams_index(share_db: Share
         assert not shared._EntitySql.of(make_query(["io"], 5), shared.Who(), True).indexable(0)
 
 
-def test_members_cannot_write_the_grams(share_db: ShareDb) -> None:
-    put(share_db, "alice", [Row("laptop", "k1", "s", "/w", "加锁 a_b", "", 1_750_000_000_000)])
+_INSERT = ("INSERT INTO pimem.turns (machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, "
+           "reply_text, user_lower, reply_lower, user_words, reply_words, user_chars, reply_chars, content_hash{}) "
+           "VALUES ('laptop', %s, 's', 0, 'pi', '/w', now(), %s, '', %s, '', '{{}}', '{{}}', 1, 0, 'h'{})")
+
+
+def _grams(conn: Conn, doc_key: str) -> list[str]:
+    row = conn.execute("SELECT grams FROM pimem.turns WHERE doc_key = %s", (doc_key,)).fetchone()
+    assert row is not None
+    return list(row[0])
+
+
+def test_a_row_written_without_its_grams_gets_the_databases(share_db: ShareDb) -> None:
     with psycopg.connect(share_db.conninfo("alice")) as conn:
-        for statement in ("UPDATE pimem.turns SET grams = '{}'",
-                          "INSERT INTO pimem.turns (machine, doc_key, session_id, turn_index, source, cwd, ts, "
-                          "user_text, reply_text, user_lower, reply_lower, user_words, reply_words, user_chars, "
-                          "reply_chars, content_hash, grams) VALUES ('laptop', 'k2', 's', 0, 'pi', '/w', now(), "
-                          "'锁', '', '锁', '', '{}', '{}', 1, 0, 'h', '{}')",
-                          "DROP INDEX pimem.turns_grams", "ALTER TABLE pimem.turns DROP COLUMN grams",
+        conn.execute(_INSERT.format("", ""), ("k1", "加锁 a_b", "加锁 a_b"))
+        conn.execute(_INSERT.format(", grams", ", NULL"), ("k2", "c#", "c#"))
+        assert _grams(conn, "k1") == row_grams("加锁 a_b", "") and _grams(conn, "k2") == ["c#"]
+        # the lowered texts changed and the grams were left as they were: computed again
+        conn.execute("UPDATE pimem.turns SET user_lower = 'x_y' WHERE doc_key = 'k1'")
+        assert _grams(conn, "k1") == ["_y", "x_"]
+        # changed with the texts (the push's upsert): the writer's
+        conn.execute("UPDATE pimem.turns SET user_lower = '锁', grams = '{锁}' WHERE doc_key = 'k2'")
+        assert _grams(conn, "k2") == ["锁"]
+        conn.commit()
+
+
+def test_the_push_sends_its_rows_grams(share_db: ShareDb, db_path: Path) -> None:
+    """The push computes the grams (layout 5): its rows never reach the database's function, here replaced
+    by one that would store a sentinel; an edited turn pushed again carries its new grams."""
+    with psycopg.connect(share_db.admin, autocommit=True) as conn:
+        conn.execute("CREATE OR REPLACE FUNCTION pimem.short_grams(u text, r text) RETURNS text[] LANGUAGE sql "
+                     "IMMUTABLE AS $$ SELECT '{sentinel}'::text[] $$")
+    turns = [Turn(f"t{n}", "s1", "/work/proj", text, f"reply {n} with c# and a_b", 1_750_000_000_000 + n)
+             for n, text in enumerate(HOSTILE)]
+    write(db_path, turns)
+    config = ShareConfig(conninfo=share_db.conninfo("alice"), machine="laptop", folders=("/work/proj",))
+    assert push(db_path, config).sent == len(turns)
+    write(db_path, [Turn("t0", "s1", "/work/proj", "加锁 now", "x_y", 1_750_000_000_000)])
+    assert push(db_path, config).sent == 1
+
+    def pushed() -> dict[str, tuple[list[str], str, str]]:
+        with psycopg.connect(share_db.admin) as conn:
+            return {str(k): (list(g), str(u), str(r)) for k, g, u, r in conn.execute(
+                "SELECT doc_key, grams, user_lower, reply_lower FROM pimem.turns")}
+    rows = pushed()
+    assert len(rows) == len(turns) and rows["t0"][1:] == ("加锁 now", "x_y")
+    assert all(grams == row_grams(user, reply) for grams, user, reply in rows.values())
+    with psycopg.connect(share_db.conninfo("alice")) as conn:    # a writer sending none gets the function's
+        conn.execute(_INSERT.format("", ""), ("k9", "a_b", "a_b"))
+        conn.commit()
+    assert pushed()["k9"][0] == ["sentinel"]
+
+
+def test_a_members_grams_touch_only_their_rows_and_make_no_row_match(share_db: ShareDb) -> None:
+    """The push's grams are the member's to write, as their ``user_lower`` is: row-level security keeps
+    them to the member's own rows, and recall tests every row the grams narrow to literally."""
+    put(share_db, "bob", [Row("desk", "b1", "s", "/w", "加锁 a_b", "", 1_750_000_000_000)])
+    with psycopg.connect(share_db.conninfo("alice")) as conn:
+        # grams of entities the row does not hold: a candidate for them, never a match
+        conn.execute(_INSERT.format(", grams", ", %s"), ("k1", "plain words", "plain words", ["锁", "a_", "_b"]))
+        assert conn.execute("UPDATE pimem.turns SET grams = '{}' WHERE author = 'bob'").rowcount == 0
+        conn.commit()
+        for statement in ("DROP INDEX pimem.turns_grams", "ALTER TABLE pimem.turns DROP COLUMN grams",
+                          "DROP TRIGGER turns_grams_insert ON pimem.turns",
                           "CREATE OR REPLACE FUNCTION pimem.short_grams(u text, r text) RETURNS text[] "
                           "LANGUAGE sql IMMUTABLE AS $$ SELECT '{}'::text[] $$"):
-            with pytest.raises((psycopg.errors.GeneratedAlways, psycopg.errors.InsufficientPrivilege)):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
             conn.rollback()
-        # Their own row's texts changed: the database computes its grams again.
-        conn.execute("UPDATE pimem.turns SET user_lower = 'c#' WHERE doc_key = 'k1'")
-        conn.commit()
-        assert conn.execute("SELECT grams FROM pimem.turns WHERE doc_key = 'k1'").fetchone() == (["c#"],)
+    with psycopg.connect(share_db.admin) as conn:
+        assert _grams(conn, "b1") == row_grams("加锁 a_b", "")
+    with psycopg.connect(share_db.conninfo("carol"), autocommit=True) as conn:
+        for entities in (["锁"], ["a_b"], ["锁", "a_b"]):
+            query = make_query(entities, 10)
+            got = [(r.author, r.turn_id) for r in shared.entity_rows(conn, query, shared.Who(), 10)]
+            assert got == [(r.author, r.turn_id) for r in shared.scan_oracle(conn, query, shared.Who(), 10)]
+            assert got == [("bob", "b1")], entities
 
 
 def test_migration_from_layout_3_computes_the_grams_and_keeps_the_pages(pg_server: PgServer) -> None:
@@ -174,14 +239,52 @@ def test_migration_from_layout_3_computes_the_grams_and_keeps_the_pages(pg_serve
         assert not shared.has_grams(conn)
         before = _pages(conn, checked)
     layout = apply_init(db.admin, members=MEMBERS)
-    assert (layout.layout, layout.min_reader_layout) == (4, 1)
+    assert (layout.layout, layout.min_reader_layout) == (schema.LAYOUT, 1)
     with psycopg.connect(db.admin, autocommit=True) as conn:
-        assert read_layout(conn).layout == 4
+        assert read_layout(conn).layout == schema.LAYOUT
         rows = conn.execute("SELECT user_lower, reply_lower, grams FROM pimem.turns").fetchall()
         assert len(rows) == 300
         assert all(set(grams) == short_grams(user + "\n" + reply) for user, reply, grams in rows)
     with psycopg.connect(db.conninfo("carol"), autocommit=True) as conn:
         assert shared.has_grams(conn)
+        assert _pages(conn, checked) == before
+    assert checked[0] > 300
+
+
+def test_migration_from_layout_4_keeps_the_grams_and_the_pages(pg_server: PgServer) -> None:
+    """Layout 4's generated column becomes the push's (its values kept, no rewrite), the database still
+    filling a row written without them; the word GINs of turns, which no layout-3 reader uses, are gone."""
+    dbname = pg_server.new_database()
+    db = ShareDb(pg_server, dbname)
+    with psycopg.connect(db.admin, autocommit=True) as conn:   # a store set up by a layout-4 pimem
+        conn.execute(("".join(schema.MIGRATIONS[n]() for n in range(4)) + "INSERT INTO pimem.pimem_share_meta "
+                      "VALUES ('layout', '4'), ('min_reader_layout', '1');").encode())
+        conn.execute(schema.roles_sql(members=MEMBERS).encode())
+    rng = random.Random(10)
+    put(db, "alice", _mixed_rows(rng, 150, "laptop"))
+    put(db, "bob", _mixed_rows(rng, 150, "desk"))
+    checked = [0]
+    with psycopg.connect(db.conninfo("carol"), autocommit=True) as conn:
+        before = _pages(conn, checked)
+    with psycopg.connect(db.admin, autocommit=True) as conn:
+        generated = conn.execute("SELECT doc_key, grams FROM pimem.turns ORDER BY doc_key").fetchall()
+    layout = apply_init(db.admin, members=MEMBERS)
+    assert (layout.layout, layout.min_reader_layout) == (schema.LAYOUT, 1)
+    with psycopg.connect(db.admin, autocommit=True) as conn:
+        assert conn.execute("SELECT doc_key, grams FROM pimem.turns ORDER BY doc_key").fetchall() == generated
+        assert conn.execute("SELECT attgenerated, attnotnull FROM pg_attribute WHERE attname = 'grams' "
+                            "AND attrelid = 'pimem.turns'::regclass").fetchone() == ("", True)
+        indexes = {str(name) for name, in conn.execute("SELECT indexname FROM pg_indexes "
+                                                       "WHERE schemaname = 'pimem'")}
+        assert "turns_grams" in indexes and not {"turns_user_words", "turns_reply_words"} & indexes
+    put(db, "carol", _mixed_rows(rng, 30, "box"))      # written without grams, after the migration
+    with psycopg.connect(db.conninfo("carol"), autocommit=True) as conn:
+        assert _pages(conn, checked) != before      # carol's rows found, each page equal to the oracle's
+        assert all(list(grams) == row_grams(u, r) for u, r, grams in conn.execute(
+            "SELECT user_lower, reply_lower, grams FROM pimem.turns WHERE author = 'carol'"))
+    with psycopg.connect(db.admin, autocommit=True) as conn:
+        conn.execute("DELETE FROM pimem.turns WHERE author = 'carol'")
+    with psycopg.connect(db.conninfo("carol"), autocommit=True) as conn:
         assert _pages(conn, checked) == before
     assert checked[0] > 300
 

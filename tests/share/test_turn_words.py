@@ -47,7 +47,29 @@ def _same(db: ShareDb) -> int:
     with psycopg.connect(db.admin, autocommit=True) as conn:
         expected = _from_turns(conn)
         assert _kept(conn) == expected
+        # and as arrays: each row's distinct ids in order (layout 5 inserts them from one join per statement)
+        assert conn.execute(
+            "SELECT count(*) FROM pimem.turns t JOIN pimem.turn_words w USING (author, machine, doc_key) WHERE "
+            "w.user_ids = ARRAY(SELECT d.id FROM pimem.word_docs d WHERE d.word = ANY(t.user_words) ORDER BY d.id) "
+            "AND w.reply_ids = ARRAY(SELECT d.id FROM pimem.word_docs d WHERE d.word = ANY(t.reply_words) "
+            "ORDER BY d.id)").fetchone() == (len(expected),)
         return len(expected)
+
+
+def test_a_statements_rows_get_their_distinct_ids_in_order(share_db: ShareDb) -> None:
+    """Rows of one statement sharing words, repeating a word, or with none: as the per-row lookup gives them."""
+    with psycopg.connect(share_db.conninfo("alice")) as conn:
+        conn.execute("INSERT INTO pimem.turns (machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, "
+                     "reply_text, user_lower, reply_lower, user_words, reply_words, user_chars, reply_chars, "
+                     "content_hash) SELECT 'm', 'k' || n, 's', 0, 'pi', '/w', now(), '', '', '', '', "
+                     "ARRAY['zeta', 'alpha', 'w' || (n % 7), 'alpha'], CASE WHEN n % 5 = 0 THEN '{}'::text[] "
+                     "ELSE ARRAY['w' || n, 'beta', 'zeta'] END, 0, 0, 'h' FROM generate_series(1, 40) n")
+        conn.commit()
+    assert _same(share_db) == 40
+    with psycopg.connect(share_db.admin, autocommit=True) as conn:
+        user_ids, reply_ids = conn.execute("SELECT user_ids, reply_ids FROM pimem.turn_words "
+                                           "WHERE doc_key = 'k5'").fetchone() or ([], [])
+        assert len(user_ids) == 3 and user_ids == sorted(set(user_ids)) and reply_ids == []   # alpha once
 
 
 def test_turn_words_follow_pushes_changes_and_forgets(share_db: ShareDb, db_path: Path) -> None:

@@ -36,6 +36,7 @@ from pimem import index
 from pimem.paths import in_folder, normalize_folder
 from pimem.share import gate
 from pimem.share.db import ShareError, check_writable, connect, one_line, read_layout
+from pimem.share.schema import row_grams
 from pimem.share.state import ShareConfig, get_meta, open_state, set_meta
 from pimem.store import connect as store_connect
 from pimem.store import parse_tool_names
@@ -52,9 +53,9 @@ ProgressCallback = Callable[[int, int], None]     # (turns examined, turns to ex
 
 _COLUMNS = ("machine", "doc_key", "session_id", "turn_index", "source", "cwd", "ts", "user_text", "reply_text",
             "user_lower", "reply_lower", "user_words", "reply_words", "user_chars", "reply_chars", "tools",
-            "content_hash")
+            "content_hash", "grams")
 _TYPES = ("text", "text", "text", "int4", "text", "text", "timestamptz", "text", "text", "text", "text", "text[]",
-          "text[]", "int4", "int4", "text[]", "text")
+          "text[]", "int4", "int4", "text[]", "text", "text[]")
 _STAGE = "pimem_push_stage"
 _UPSERT = (f"INSERT INTO pimem.turns ({', '.join(_COLUMNS)}) SELECT {', '.join(_COLUMNS)} FROM {_STAGE} "
            "ON CONFLICT (author, machine, doc_key) DO UPDATE SET "
@@ -395,12 +396,14 @@ def _prepare(pusher: _Pusher, local: sqlite3.Connection, scope: Scope, turn_ids:
             stats.masked[kind] = stats.masked.get(kind, 0) + count
         when = datetime.fromtimestamp(clamp_ms(turn.ts) / 1000, UTC)
         index_int4 = max(-2**31, min(turn.turn_index, 2**31 - 1))     # any integer another program wrote
+        user_lower, reply_lower = user.text.lower(), reply.text.lower()
         values: list[object] = [config.machine, _clean(turn.turn_id), _clean(turn.session_id), index_int4,
                                 _clean(turn.source), _clean(turn.cwd), when,
-                                user.text, reply.text, user.text.lower(), reply.text.lower(), words[position],
+                                user.text, reply.text, user_lower, reply_lower, words[position],
                                 words[len(gated) + position], len(user.text), len(reply.text),
                                 [_clean(name) for name in turn.tools]]
         values.append(_content_hash(values))
+        values.append(row_grams(user_lower, reply_lower))    # from the hashed texts: not hashed again
         rows.append(tuple(values))
     return _Prepared(rows, [(turn.turn_id, fp) for turn, fp, _u, _r in gated], held)
 
