@@ -1138,3 +1138,30 @@ def test_trivial_lines_next_to_a_call_s_revived_run_answer_alone_as_whole(tmp_pa
     assert whole == {line: ("exact", "write it") for line in range(10)}
     for line in range(10):
         assert _blame(db, path, content, start_line=line, end_line=line + 1) == {line: whole[line]}
+
+
+class _CountingList(list[str]):
+    """A list that counts the items read from it."""
+
+    reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        _CountingList.reads += 1
+        return super().__getitem__(index)
+
+
+def test_looking_for_copies_of_short_runs_is_linear_in_the_file() -> None:
+    """Rule 2's copied-run question asked for every short run of a file whose runs all start with the
+    same line (``}`` then a line of its own: a whole file of them): each question is a lookup, not a
+    walk over every ``}``, which made the whole file quadratic (7.6 s for 10,800 lines)."""
+    pairs = 3_000
+    info = lineblame._TextInfo("".join(f"}}\nvalue_{k} = compute({k})\n" for k in range(pairs)))
+    counting = _CountingList(info.normalized)
+    info.normalized = counting
+    _CountingList.reads = 0
+    assert not any(info.elsewhere([2 * k, 2 * k + 1]) for k in range(pairs))
+    assert _CountingList.reads <= 20 * len(counting)      # before: ~pairs² / 2 reads
+    # what it answers: a run copied elsewhere, in order, blank lines aside
+    copied = lineblame._TextInfo("a_line()\nb_line()\n\nc_line()\na_line()\n\nb_line()\nb_line()\na_line()\n")
+    assert copied.elsewhere([0, 1]) and copied.elsewhere([4, 6]) and not copied.elsewhere([1, 3])
+    assert not copied.elsewhere([6, 7, 8]) and copied.elsewhere([0])
