@@ -1120,26 +1120,6 @@ def test_a_removed_trivial_line_is_not_revived_next_to_an_idiom(tmp_path: Path, 
     assert found[0] == found[1] == ("exact", "alpha")
 
 
-def test_trivial_lines_next_to_a_call_s_revived_run_answer_alone_as_whole(tmp_path: Path, project: Path) -> None:
-    """A block of ``}`` between a live line of the call (far above) and lines of the call a later call
-    removed and a person put back (below): the whole file follows the ``}`` through the live line, and a
-    window that starts inside the block sees only the revived lines after it, which must count too."""
-    path = project / "a.js"
-    back = "revived_alpha = compute(1);\nrevived_beta = compute(2);\nrevived_gamma = compute(3);\n"
-    content = "anchor_value = prepare();\n" + "}\n" * 6 + back
-    base = tmp_path / "agents"
-    write_claude(base, "s1", project, [
-        ("write it", [("Write", {"file_path": str(path), "content": content})]),
-        ("shorten", [("Edit", {"file_path": str(path), "old_string": back, "new_string": "other = compute(4);\n"})]),
-    ])
-    db = tmp_path / "m.db"
-    sync(base, db)
-    whole = _blame(db, path, content)
-    assert whole == {line: ("exact", "write it") for line in range(10)}
-    for line in range(10):
-        assert _blame(db, path, content, start_line=line, end_line=line + 1) == {line: whole[line]}
-
-
 class _CountingList(list[str]):
     """A list that counts the items read from it."""
 

@@ -586,20 +586,18 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
     non-trivial lines around them are looked at (not every call that ever wrote a "}")."""
     before: dict[int, set[int]] = {}
     after: dict[int, set[int]] = {}
-    # (a line's removed writes count: a run of the call's may be back there, rule 2, and a window that
-    # starts inside a trivial block sees only the line after it)
     last: set[int] = set()
     for i in rows_of:
         if i in trivial:
             before[i] = last
         else:
-            last = {s for s, _ in candidates.get(i, ())} | {s for s, _ in revived.get(i, ())}
+            last = {s for s, _ in candidates.get(i, ())}
     last = set()
     for i in reversed(rows_of):
         if i in trivial:
             after[i] = last
         else:
-            last = {s for s, _ in candidates.get(i, ())} | {s for s, _ in revived.get(i, ())}
+            last = {s for s, _ in candidates.get(i, ())}
     wanted: set[int] = set()
     for spans in (*before.values(), *after.values()):
         wanted |= spans
