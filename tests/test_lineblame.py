@@ -1118,3 +1118,87 @@ def test_a_removed_trivial_line_is_not_revived_next_to_an_idiom(tmp_path: Path, 
     # next to a line only that call wrote, its "}" is back
     found = _blame(db, path, "runAlpha();\n}\nrunBeta();\n")
     assert found[0] == found[1] == ("exact", "alpha")
+
+
+class _CountingList(list[str]):
+    """A list that counts the items read from it."""
+
+    reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        _CountingList.reads += 1
+        return super().__getitem__(index)
+
+
+def test_looking_for_copies_of_short_runs_is_linear_in_the_file() -> None:
+    """Rule 2's copied-run question asked for every short run of a file whose runs all start with the
+    same line (``}`` then a line of its own: a whole file of them): each question is a lookup, not a
+    walk over every ``}``, which made the whole file quadratic (7.6 s for 10,800 lines)."""
+    pairs = 3_000
+    info = lineblame._TextInfo("".join(f"}}\nvalue_{k} = compute({k})\n" for k in range(pairs)))
+    counting = _CountingList(info.normalized)
+    info.normalized = counting
+    _CountingList.reads = 0
+    assert not any(info.elsewhere([2 * k, 2 * k + 1]) for k in range(pairs))
+    assert _CountingList.reads <= 20 * len(counting)      # before: ~pairs² / 2 reads
+    # what it answers: a run copied elsewhere, in order, blank lines aside
+    copied = lineblame._TextInfo("a_line()\nb_line()\n\nc_line()\na_line()\n\nb_line()\nb_line()\na_line()\n")
+    assert copied.elsewhere([0, 1]) and copied.elsewhere([4, 6]) and not copied.elsewhere([1, 3])
+    assert not copied.elsewhere([6, 7, 8]) and copied.elsewhere([0])
+
+
+def _span_rows(db: Path) -> list[tuple[Any, ...]]:
+    """Every span of a store as what it says (ids aside): file, turn, tool, call, whole, its line rows."""
+    conn = sqlite3.connect(db)
+    try:
+        lines: dict[int, list[tuple[int, int]]] = {}
+        for span_id, digest, pos in conn.execute("SELECT span_id, hash, pos FROM pimem_edit_lines"):
+            lines.setdefault(span_id, []).append((digest, pos))
+        return sorted((path, turn_id, ts, tool, call_id, whole, tuple(sorted(lines.get(span_id, []))))
+                      for span_id, path, turn_id, ts, tool, call_id, whole in conn.execute(
+                          "SELECT s.span_id, f.path, s.turn_id, s.ts, s.tool, s.call_id, s.whole "
+                          "FROM pimem_edit_spans s JOIN pimem_edit_files f USING (path_id)"))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("root", ["legacy", "opencode-real", "copilot-cli", "crafted"])
+def test_a_store_of_the_previous_rules_syncs_once_to_the_spans_of_a_fresh_import(
+        tmp_path: Path, project: Path, root: str) -> None:
+    """Round 7 raised the rules of every source that records spans (the line diff keeps indentation and
+    looks at the lines next to the change): a store whose spans the previous rules made is parsed again
+    once, and then holds exactly the spans a fresh import of the same transcripts holds."""
+    from pimem.importers import RULES_VERSIONS
+    base = tmp_path / "history"
+    if root == "crafted":
+        # a reindent (previous rules: not the call's) and a repeated line next to the change
+        path = project / "a.py"
+        write_claude(base, "s1", project, [
+            ("write", [("Write", {"file_path": str(path), "content": FUNCTION})]),
+            ("wrap", [("Edit", {"file_path": str(path), "old_string": FUNCTION,
+                                "new_string": "if enabled:\n" + "".join("    " + line + "\n"
+                                                                        for line in FUNCTION.splitlines())})]),
+        ])
+        write_pi(base, "p1", project, [("pi edit", [("edit", {"path": str(project / "b.py"),
+                                                              "oldText": "x = 1\n    y = 2\n",
+                                                              "newText": "x = 1\ny = 2\ny = 2\n"})])])
+    else:
+        shutil.copytree(ROOTS[root], base)
+    fresh, old = tmp_path / "fresh.db", tmp_path / "old.db"
+    sync(base, fresh)
+    sync(base, old)
+    expected = _span_rows(fresh)
+    assert expected
+    conn = connect(old)
+    # what the previous rules left: other line rows (a reindented line not the call's, other context),
+    # and the previous rules' versions
+    with transaction(conn):
+        conn.execute("DELETE FROM pimem_edit_lines WHERE pos < 0")
+        conn.execute("UPDATE pimem_edit_lines SET pos = pos + 1000000 WHERE pos >= 0")
+        set_meta(conn, META_KEY, json.dumps({source: version - 1 for source, version in RULES_VERSIONS.items()}))
+    conn.close()
+    assert _span_rows(old) != expected
+    sync(base, old)
+    assert _span_rows(old) == expected
+    again = sync(base, old)
+    assert sum(again.files_by_source.values()) == 0 and _span_rows(old) == expected

@@ -187,26 +187,30 @@ class _TextInfo:
         self.counts = Counter(self.normalized)
         self._hashes: dict[int, int] = {}
         self._trivial: dict[int, bool] = {}
-        self._at: dict[str, list[int]] | None = None   # normalized line -> its places among the non-blank lines
-        self._non_blank: list[int] = []                 # the non-blank lines, in order
+        self._non_blank: list[int] | None = None        # the non-blank lines, in order
+        # per run length: hash of a run of that many consecutive non-blank lines -> where such runs start
+        # (built the first time a run of that length is asked for: each question is then a lookup, not
+        # a walk over every copy of its first line, which made a whole file of many short runs
+        # quadratic)
+        self._runs: dict[int, dict[int, list[int]]] = {}
 
     def elsewhere(self, lines: list[int]) -> bool:
         """Whether the non-blank lines ``lines`` (consecutive among the non-blank lines) occur, in the same
         order and whitespace aside, at another place of the text too."""
-        if self._at is None:
+        if self._non_blank is None:
             self._non_blank = [i for i, line in enumerate(self.normalized) if line]
-            self._at = {}
-            for rank, i in enumerate(self._non_blank):
-                self._at.setdefault(self.normalized[i], []).append(rank)
-        wanted = [self.normalized[i] for i in lines]
-        starts = self._at.get(wanted[0], [])
-        first = bisect_left(self._non_blank, lines[0])
-        for rank in starts:
-            if rank != first and all(rank + k < len(self._non_blank)
-                                     and self.normalized[self._non_blank[rank + k]] == wanted[k]
-                                     for k in range(1, len(wanted))):
-                return True
-        return False
+        non_blank, normalized, size = self._non_blank, self.normalized, len(lines)
+        runs = self._runs.get(size)
+        if runs is None:
+            runs = self._runs[size] = {}
+            for rank in range(len(non_blank) - size + 1):
+                key = hash(tuple(normalized[non_blank[rank + k]] for k in range(size)))
+                runs.setdefault(key, []).append(rank)
+        wanted = [normalized[i] for i in lines]
+        first = bisect_left(non_blank, lines[0])
+        # (the starts under one hash are those of this run but for a collision: two looks find another)
+        return any(rank != first and [normalized[non_blank[rank + k]] for k in range(size)] == wanted
+                   for rank in runs.get(hash(tuple(wanted)), ()))
 
     def hash(self, line: int) -> int:
         found = self._hashes.get(line)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcInvalidParams
 
-from pimem import wire
+from pimem import lineblame, wire
 from pimem.lineblame import line_history
 from pimem.lsp import methods
 from pimem.lsp.lines import line_history_params
@@ -108,3 +108,23 @@ async def test_a_text_over_the_bound_is_refused_by_name() -> None:
         line_history_params({"uri": "/tmp/a.py", "text": "é" * (4 * 1024 * 1024 + 1)})
     assert error.value.field == "text"
     assert line_history_params({"uri": "file:///tmp/a.py", "text": "é" * 1000}).path == "/tmp/a.py"
+
+
+async def test_no_range_is_the_first_lines_whatever_ends_them(tmp_path: Path) -> None:
+    """No range: the document's first MAX_RANGE_LINES lines (docs/lsp-extensions.md), counted as lines
+    are counted everywhere (``\\r`` ends one too): a buffer of ``\\r`` line ends is not answered whole."""
+    base = tmp_path / "home"
+    project = tmp_path / "project"
+    project.mkdir()
+    path = _history(base, project)
+    lines = [f"note_{k} = {k}" for k in range(lineblame.MAX_RANGE_LINES)] + CLAUDE.splitlines()
+    async with session(base) as (client, recorder):
+        await wait_synced(recorder)
+        for end in ("\n", "\r"):
+            found = plain(await request(client, methods.LINE_HISTORY, {"uri": path.as_uri(),
+                                                                       "text": end.join(lines) + end}))
+            assert found["lines"] == [], end
+        # the same lines within the first MAX_RANGE_LINES are answered
+        found = plain(await request(client, methods.LINE_HISTORY, {"uri": path.as_uri(),
+                                                                   "text": "\r".join(lines[-10:]) + "\r"}))
+        assert len(found["lines"]) == 3

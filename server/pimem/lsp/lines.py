@@ -101,9 +101,8 @@ def register(server: LanguageServer, guarded: Guard) -> None:
                     reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
                     raise ParamsError(methods.LINE_HISTORY, "uri", f'"uri": the file cannot be read ({reason}); '
                                                                    'send its "text"') from None
-            end = request.end
-            if end is None and text.count("\n") > lineblame.MAX_RANGE_LINES:
-                end = request.start + lineblame.MAX_RANGE_LINES
+            # no range: the first MAX_RANGE_LINES lines (as the service counts lines: "\r" ends one too)
+            end = request.start + lineblame.MAX_RANGE_LINES if request.end is None else request.end
             history = lineblame.line_history(ls.connection(), request.path, text, request.start, end)
             return wire.line_history(history)
 

@@ -156,12 +156,16 @@ def clear_nodes(conn: sqlite3.Connection, file_id: int | None) -> None:
     conn.execute("DELETE FROM pimem_pi_nodes WHERE file_id = ?", (file_id,))
 
 
+PARSE_AGAIN_SIZE = -1   # the size parse_again stamps: no file has it
+
+
 def parse_again(conn: sqlite3.Connection, sources: Sequence[str]) -> int:
     """Make the next sync parse every known file of these sources again, from its start: the stamp can
-    no longer match (size -1) and the saved point cannot be resumed from (no fingerprint). Returns how
-    many files."""
+    no longer match (size -1) and the saved point cannot be resumed from (no fingerprint; a database of
+    many sessions, whose saved state says which sessions were read, is read whole for that size:
+    pimem.sync.ingest). Returns how many files."""
     if not sources:
         return 0
-    cursor = conn.execute(f"UPDATE pimem_files SET size = -1, fingerprint = '' WHERE source IN "
-                          f"({','.join('?' * len(sources))})", list(sources))
+    cursor = conn.execute(f"UPDATE pimem_files SET size = ?, fingerprint = '' WHERE source IN "
+                          f"({','.join('?' * len(sources))})", [PARSE_AGAIN_SIZE, *sources])
     return cursor.rowcount

@@ -49,6 +49,7 @@ from pimem.store import (
 )
 from pimem.store.edits import SpanRow, clear_spans, put_spans
 from pimem.store.files import (
+    PARSE_AGAIN_SIZE,
     ConcurrentSync,
     FileState,
     ParsePoint,
@@ -479,11 +480,12 @@ class _FileImport:
         """A database of many sessions: only the sessions changed since the saved state are read, each
         committed as one unit with the reader's state after it (parse position 0 until the last: a sync
         stopped midway continues next time from that state). The same database file (inode) only: a
-        replaced one is read whole."""
+        replaced one is read whole, and so is one whose sessions the importer's rules must read again
+        (pimem.store.files.parse_again: its saved state would skip every session not changed since)."""
         prior = self.prior
         saved = None
         if (prior is not None and not self.force and not prior.state.get("error")
-                and prior.inode == self.file.inode):
+                and prior.inode == self.file.inode and prior.size != PARSE_AGAIN_SIZE):
             saved = prior.state
         reader = make_database_reader(self.file.source, self.file.path, saved)
         first = True
