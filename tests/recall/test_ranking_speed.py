@@ -176,7 +176,7 @@ def test_questions_that_keep_overlapping_do_not_keep_the_collector_off(monkeypat
 
     class Cycle:
         def __init__(self) -> None:
-            self.me = self
+            self.parts = [self]
 
     pause.__enter__()                       # the first question
     for _ in range(40):                     # 40 more, each begun before the one before it is done
