@@ -57,7 +57,8 @@ class DocMap:
     """``pimem_word_docs`` of one store, at a position of ``pimem_index_log``."""
 
     def __init__(self, store_key: str, seq: int, mark: int | None) -> None:
-        self.store_key = store_key      # the store's file and id (a rebuild gives it another id)
+        # the store's file and id, "file\0id" (ranking._store_key; a rebuild gives another id)
+        self.store_key = store_key
         self.seq = seq                  # pimem_index_log position the map is current to
         self.mark = mark                # the log entry there (None: no entry)
         self.lock = threading.Lock()    # held while changing it and while reading it
