@@ -273,3 +273,41 @@ def test_a_log_trimmed_past_the_map(conn: sqlite3.Connection, db_path: Path, mon
     assert index.log_position(conn)[0] > 1
     assert _answer(conn) == _fresh(conn) != []
     _same_as_table(conn)
+
+
+def test_the_store_replaced_while_the_map_is_brought_up_to_date(
+        conn: sqlite3.Connection, tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of the store (the same id, another history from the map's position on) restored over it
+    between two of a refresh's reads: the map must not take the log of one history and the rows of the
+    other (it would pass every later check, the copy's entries being at the same positions)."""
+    _history(conn)
+    saved = tmp_path / "saved" / "memory.db"
+    _copy(conn, saved)
+    _answer(conn)                                   # the map, at the copy's position
+    writer = connect(db_path)
+    _session(writer, "pi:late", [("help with the application where I live", "Sure.")], start=LATE)
+    # The other history: the copy written on with as many docs on the same day, behind another session.
+    other = connect(saved)
+    with transaction(other):
+        upsert_session(other, SessionRow("pi:zz", "pi", "/w", LATE, None, "/pi:zz.jsonl"))
+    _session(other, "pi:other", [("help with the application where I live, again", "Sure.")], start=LATE)
+    other.close()
+    assert index.log_position(writer)[1] == index.log_position(connect(saved))[1]
+    real = index.log_entry
+    replaced = []
+
+    def restoring(reader: sqlite3.Connection, seq: int) -> int | None:
+        if reader is conn and not replaced and seq == index.log_position(writer)[1]:
+            _restore(saved, writer)                 # between the refresh's reads of the log and of the mark
+            replaced.append(seq)
+        return real(reader, seq)
+
+    monkeypatch.setattr(index, "log_entry", restoring)
+    _answer(conn)
+    assert replaced
+    monkeypatch.setattr(index, "log_entry", real)
+    after = _answer(conn)
+    assert "pi:other" in [row[0] for row in after]
+    assert after == _fresh(conn)
+    _same_as_table(conn)
+    writer.close()

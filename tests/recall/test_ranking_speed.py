@@ -9,6 +9,7 @@ import heapq
 import random
 import sqlite3
 import threading
+import time
 from operator import itemgetter
 from pathlib import Path
 
@@ -162,3 +163,29 @@ def test_rank_of_one_word_same_as_scoring_every_doc(tmp_path: Path, monkeypatch:
 
     monkeypatch.setattr(ranking, "_one_word_best", every_doc)
     assert all(fast) and [_page(conn, word) for word in ("flamingo", "the ledger", "garden")] == fast
+
+
+def test_questions_that_keep_overlapping_do_not_keep_the_collector_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads whose questions overlap without end (each starts before the other is done): the
+    pause never reaches depth 0, so the cyclic garbage the rest of the process makes meanwhile (the
+    server's event loop, a sync) must still be collected, at least every MAX_PAUSE seconds."""
+    now = [0.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    pause = ranking._GcPause()
+    collected: list[int] = []
+
+    class Cycle:
+        def __init__(self) -> None:
+            self.parts = [self]
+
+    pause.__enter__()                       # the first question
+    for _ in range(40):                     # 40 more, each begun before the one before it is done
+        pause.__enter__()
+        for _ in range(100):
+            Cycle()                         # garbage only the collector frees
+        now[0] += 1.0
+        pause.__exit__(None, None, None)
+        collected.append(sum(isinstance(o, Cycle) for o in gc.get_objects()))
+    pause.__exit__(None, None, None)
+    assert gc.isenabled()
+    assert max(collected) <= 500   # a few seconds' worth (MAX_GC_PAUSE), not 4,000

@@ -16,7 +16,8 @@ question at a million turns (docs/benchmarks.md, "Round 10"). A long-lived proce
 :func:`pimem.index.build_pending`, in the transaction that appends the doc to ``pimem_index_log``. So a
 map records the log position it is current to and the entry there (a write's random mark, as
 :mod:`pimem.recall.dense` does), and before each use reads the docs logged since, whose rows are read
-again (a doc logged and gone from the table is dropped). It is read again whole when the log no longer
+again (a doc logged and gone from the table is dropped), all in one read transaction (the position
+checked, the docs logged since, their rows: of one state of the store). It is read again whole when the log no longer
 reaches back to it (trimmed, :data:`pimem.index.LOG_KEEP`), when the entry at its position is another
 or none (another history under the same store id: a store rolled back, or replaced by a copy), or when
 more than :data:`REFRESH_MAX` docs were logged since. The two other writers: a rebuild empties the table
@@ -31,11 +32,12 @@ they are (as the join read after them was).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import repeat
 from operator import and_, getitem, rshift
 
@@ -55,7 +57,8 @@ class DocMap:
     """``pimem_word_docs`` of one store, at a position of ``pimem_index_log``."""
 
     def __init__(self, store_key: str, seq: int, mark: int | None) -> None:
-        self.store_key = store_key      # the store's file and id (a rebuild gives it another id)
+        # the store's file and id, "file\0id" (ranking._store_key; a rebuild gives another id)
+        self.store_key = store_key
         self.seq = seq                  # pimem_index_log position the map is current to
         self.mark = mark                # the log entry there (None: no entry)
         self.lock = threading.Lock()    # held while changing it and while reading it
@@ -166,11 +169,24 @@ def _find(held: array[int], key: int) -> int:
     return low * 3
 
 
+@contextlib.contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: what is read in it is of one state of the store (a write or a copy restored
+    over the file meanwhile is either wholly before it or wholly after). The caller is in none."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:   # (a statement interrupted by a cancelled request may have ended it)
+            conn.execute("COMMIT")
+
+
 def read(conn: sqlite3.Connection, store_key: str) -> DocMap:
     """The whole table, current to the log position read before it (the docs logged after that are read
-    again at the next use: a write between is not missed)."""
-    seq = index.log_position(conn)[1]
-    found = DocMap(store_key, seq, index.log_entry(conn, seq))
+    again by :func:`_refresh`, which the caller runs next: a write between is not missed)."""
+    with _snapshot(conn):
+        seq = index.log_position(conn)[1]
+        found = DocMap(store_key, seq, index.log_entry(conn, seq))
     after = -(1 << 63)
     while True:   # in batches by key: one statement would hold a read snapshot for a second, and its rows at once
         rows = conn.execute("SELECT doc_key, session, user_chars, reply_chars FROM pimem_word_docs "
@@ -180,23 +196,37 @@ def read(conn: sqlite3.Connection, store_key: str) -> DocMap:
         found._load(rows)
         after = int(rows[-1][0])
     # Rows of a later batch may be newer than the log position: their docs are logged after it, and
-    # read again at the first use.
+    # read again by the refresh.
     return found
 
 
-def _refresh(conn: sqlite3.Connection, kept: DocMap, high: int) -> None:
-    """Brings ``kept`` from its log position to ``high`` (the docs logged between, read again). One
-    thread at a time (the lock held throughout): rows read earlier never overwrite rows read later."""
+def _refresh(conn: sqlite3.Connection, kept: DocMap) -> bool:
+    """Brings ``kept`` to the store's present log position (the docs logged since its own, read again).
+    False, ``kept`` unchanged, when it cannot be: the store has another id, the log no longer reaches
+    back to it or holds another entry there (another history), or more than REFRESH_MAX docs were logged
+    since. One thread at a time (the lock held throughout: rows read earlier never overwrite rows read
+    later), and everything in one read transaction: the position checked, the docs logged after it, their
+    rows and the new position's entry are of one state of the store (read in several, a copy restored
+    over the file between two reads gave a map of one history's log and the other's rows, and the copy's
+    entry at the new position, which every later check accepted)."""
     with kept.lock:
-        if kept.seq >= high:
-            return
-        changed = sorted({int(key) for (key,) in conn.execute(
-            "SELECT doc_key FROM pimem_index_log WHERE seq > ? AND seq <= ? AND doc_key >= 0", (kept.seq, high))})
-        rows: list[tuple[int, int, int, int]] = []
-        for batch in chunks(changed):
-            rows.extend(conn.execute("SELECT doc_key, session, user_chars, reply_chars FROM pimem_word_docs "
-                                     f"WHERE doc_key IN ({placeholders(len(batch))})", batch).fetchall())
-        mark = index.log_entry(conn, high)
+        with _snapshot(conn):
+            if kept.store_key.rpartition("\0")[2] != (index.store_id(conn) or ""):
+                return False
+            low, high = index.log_position(conn)
+            if low > kept.seq + 1 or index.log_entry(conn, kept.seq) != kept.mark:
+                return False
+            if high == kept.seq:
+                return True
+            changed = sorted({int(key) for (key,) in conn.execute(
+                "SELECT doc_key FROM pimem_index_log WHERE seq > ? AND seq <= ? AND doc_key >= 0", (kept.seq, high))})
+            if len(changed) > REFRESH_MAX:
+                return False
+            rows: list[tuple[int, int, int, int]] = []
+            for batch in chunks(changed):
+                rows.extend(conn.execute("SELECT doc_key, session, user_chars, reply_chars FROM pimem_word_docs "
+                                         f"WHERE doc_key IN ({placeholders(len(batch))})", batch).fetchall())
+            mark = index.log_entry(conn, high)
         present = {int(row[0]) for row in rows}
         for key, session, uc, rc in rows:
             kept._put(int(key), int(session), int(uc), int(rc))
@@ -204,6 +234,7 @@ def _refresh(conn: sqlite3.Connection, kept: DocMap, high: int) -> None:
             if key not in present:
                 kept._drop(key)
         kept.seq, kept.mark = high, mark
+    return True
 
 
 class DocMaps:
@@ -227,20 +258,12 @@ class DocMaps:
             return None
         # Kept by the file (a store replaced or rebuilt under it replaces its map, whose identity differs).
         place = str(getattr(conn, "path", None) or store_key)
-        low, high = index.log_position(conn)
         with self.lock:
             kept = self.maps.get(place)
             if kept is not None:
                 self.maps.move_to_end(place)
-        if kept is not None and kept.store_key == store_key and low <= kept.seq + 1 \
-                and index.log_entry(conn, kept.seq) == kept.mark:
-            if high == kept.seq:
-                return kept
-            logged = int(conn.execute("SELECT count(*) FROM pimem_index_log WHERE seq > ? AND seq <= ?",
-                                      (kept.seq, high)).fetchone()[0])
-            if logged <= REFRESH_MAX:
-                _refresh(conn, kept, high)
-                return kept
+        if kept is not None and kept.store_key == store_key and _refresh(conn, kept):
+            return kept
         with self.lock:
             if place in self.reading:   # another thread reads it (a second at a million turns)
                 return None
@@ -248,7 +271,8 @@ class DocMaps:
             self.maps.pop(place, None)   # not kept beside the new one
         try:
             fresh = read(conn, store_key)
-            _refresh(conn, fresh, index.log_position(conn)[1])
+            if not _refresh(conn, fresh):   # the store replaced or rebuilt while it was read: the table
+                return None
         finally:
             with self.lock:
                 self.reading.discard(place)

@@ -42,6 +42,7 @@ import math
 import sqlite3
 import sys
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -256,31 +257,50 @@ _CHANGES = rankcache.StoreChanges()
 _RANKED: rankcache.RankedLists[_Ranked] = rankcache.RankedLists(_CHANGES, entries=32, max_bytes=8 << 20)
 
 
+MAX_GC_PAUSE = 2.0   # seconds the cyclic collector is held off at most, while questions keep overlapping
+
+
 class _GcPause:
     """Python's cyclic garbage collector paused while conversations are ranked, by any number of threads
     at once (it runs again when the last one is done, if it ran before the first began). A question
     makes tens of thousands of small containers (the postings' sets, the docs' scores, a session's
     turns): the collector was started ~10 times a question, walking the large sets each time it
     promoted them, ~8 % of a question's CPU at a million turns, and found nothing to free (what a
-    question makes is freed when it ends, by reference counts; it makes no cycles)."""
+    question makes is freed when it ends, by reference counts; it makes no cycles). The pause is the
+    whole process's: while questions keep overlapping (a client asking from several threads without a
+    break, each begun before the last is done) it would never end, and the cycles the rest of the
+    process makes (the server's event loop, a sync) would pile up; so once it has lasted MAX_GC_PAUSE
+    seconds, the next question to begin or end runs a collection."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.depth = 0
         self.resume = False
+        self.since = 0.0       # when the collector last ran or the pause began
 
     def __enter__(self) -> None:
         with self.lock:
             if self.depth == 0:
                 self.resume = gc.isenabled()
                 gc.disable()
+                self.since = time.monotonic()
+            else:
+                self._collect_if_overdue()
             self.depth += 1
 
     def __exit__(self, *_exc: object) -> None:
         with self.lock:
             self.depth -= 1
-            if self.depth == 0 and self.resume:
-                gc.enable()
+            if self.depth == 0:
+                if self.resume:
+                    gc.enable()
+            else:
+                self._collect_if_overdue()
+
+    def _collect_if_overdue(self) -> None:
+        if self.resume and time.monotonic() - self.since > MAX_GC_PAUSE:
+            gc.collect()
+            self.since = time.monotonic()
 
 
 _GC_PAUSE = _GcPause()
