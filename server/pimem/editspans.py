@@ -12,8 +12,10 @@ call says, the new text); this module, shared by every importer, the sync and th
   new, so the context an ``Edit`` repeats is not claimed; when both are long, past
   :data:`MAX_DIFF_WORK`, only the common first and last lines count as context, else the diff also
   compares :data:`DIFF_CONTEXT` of them next to the change, so that of two identical lines the one
-  kept is the one whose neighbours were kept too; the diff's own work is bounded too, see
-  :func:`_diff`), each with its position
+  kept is the one whose neighbours were kept too; the diff's own search is bounded too, to
+  :data:`MAX_DIFF_WORK` pairs of equal lines visited (:class:`_BoundedMatcher`: texts of a few
+  alternating lines made it cubic), past which a line is added only in the copies the new text has
+  beyond the old text's count (:func:`_counted`)), each with its position
   among the new text's non-blank lines (consecutive positions = consecutive lines: what makes an exact
   block) and whether blank lines came right before it (:func:`position`). The diff compares lines with
   their indentation (:func:`_compared`): a line the call reindented (code it wrapped in a block) is the
@@ -252,10 +254,10 @@ class _BoundedMatcher(difflib.SequenceMatcher[Hashable]):
     longest matching block visits, for every old line of its range, the new text's copies of that line
     (its ``b2j`` list, up to the end of the range); ``work`` adds that bound (plus the range's old lines)
     before each search, from prefix sums of the copies made once, and a search that would take it past
-    :data:`MAX_DIFF_WORK` is not made (:class:`_OverBudget`). An edit whose lines are mostly distinct
-    visits about one pair per line (under 10 for every call of the importers' fixtures); 500 × 500 lines
-    of 2 alternating lines visit millions (the search runs once per matching block, each over most of
-    the texts): cubic, where the bound keeps every call linear."""
+    :data:`MAX_DIFF_WORK` is not made (:class:`_OverBudget`). An ordinary edit visits a few pairs (at
+    most 4 in the importers' fixtures, 7,122 in 20,000 random ordinary edits: docs/benchmarks.md, round
+    q5); 500 × 500 lines of 2 alternating lines visited 3.5 million (the search runs once per matching
+    block, each over most of the texts): cubic, where the bound keeps every call linear."""
 
     def __init__(self, old: Sequence[Hashable], new: Sequence[Hashable]) -> None:
         super().__init__(None, old, new, autojunk=False)
