@@ -4,12 +4,14 @@ stores synced from crafted Claude Code, Pi and Codex transcripts; ``pimem blame`
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -998,6 +1000,44 @@ def test_of_two_copies_a_call_kept_the_one_whose_neighbours_it_kept() -> None:
     h = editspans.line_hash
     assert span is not None and span.removed == []
     assert span.added == [(2, h("returnresult")), (4, h("returnround(value,2)")), (6, h("log.info(value)"))]
+
+
+def test_a_calls_line_diff_of_repeated_lines_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call's line diff is bounded (MAX_DIFF_WORK pairs of equal lines visited), whatever its lines:
+    two texts of 500 lines of 2 alternating lines (within MAX_DIFF_WORK as old × new lines) made
+    difflib's search visit 3.5 million pairs. Past the bound the diff falls back to counts: a line the
+    old text held as often is not the call's; the copies beyond are, and the line only the new text has."""
+    visits = [0]
+    search = difflib.SequenceMatcher.find_longest_match
+
+    def counted(self: difflib.SequenceMatcher[Any], alo: int = 0, ahi: int | None = None, blo: int = 0,
+                bhi: int | None = None) -> difflib.Match:
+        fields = vars(self)  # what difflib's search walks: for each old line of the range, its new copies
+        old, copies = fields["a"], fields["b2j"]
+        visits[0] += sum(len(copies.get(line, ())) for line in old[alo:len(old) if ahi is None else ahi])
+        return search(self, alo, ahi, blo, bhi)
+
+    monkeypatch.setattr(difflib.SequenceMatcher, "find_longest_match", counted)
+    lines = [f"    value_{i % 2} = compute(item_{i % 2})" for i in range(500)]
+    changed = list(lines)
+    for i in range(0, 500, 7):
+        changed[i] = changed[i + 1]
+    changed.insert(250, "    unique = written(by_the_call)")
+    span = editspans.span_of("\n".join(lines) + "\n", "\n".join(changed) + "\n")
+    assert visits[0] <= editspans.MAX_DIFF_WORK
+    normalized = [editspans.normalize(line) for line in changed]
+    extra = Counter(normalized) - Counter(editspans.normalize(line) for line in lines)
+    assert span is not None and span.removed == []
+    assert Counter(key for _, key in span.added) == Counter({editspans.line_hash(line): n for line, n in extra.items()})
+    assert (2 * 250, editspans.line_hash("unique=written(by_the_call)")) in span.added
+    # an ordinary edit is far from the bound: the same diff as before, no fallback
+    visits[0] = 0
+    ordinary = [f"    total_{i} = compute(item_{i})" for i in range(500)]
+    edited = [*ordinary[:100], "    extra = 1", *ordinary[100:300], *ordinary[301:]]
+    span = editspans.span_of("\n".join(ordinary) + "\n", "\n".join(edited) + "\n")
+    assert span is not None and span.added == [(2 * 100, editspans.line_hash("extra=1"))]
+    assert span.removed == [editspans.line_hash("total_300=compute(item_300)")]
+    assert 0 < visits[0] <= 10 * len(edited)
 
 
 def test_lines_an_edit_reindented_are_its_own(tmp_path: Path, project: Path) -> None:
