@@ -11,6 +11,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcMethodNotFound
 
+from pimem.jsonl import dumps_bytes
 from pimem.lsp.main import create_server
 from pimem.lsp.runtime import PimemProtocol
 from pimem.lsp.server import PimemServer
@@ -153,5 +154,24 @@ def test_a_json_answer_is_written_as_the_converter_would_write_it(server: PimemS
     receive(server, {"jsonrpc": "2.0", "id": 7, "method": "test/answer"})
     protocol: PimemProtocol = server.protocol  # type: ignore[assignment]
     converted = protocol._converter.unstructure(JsonRPCResponseMessage(id=7, result=answer, jsonrpc="2.0"))
-    assert bodies == [json.dumps(converted).encode("utf-8")]
+    assert bodies == [dumps_bytes(converted, protocol._serialize_message)]
+    assert json.loads(bodies[0]) == json.loads(json.dumps(converted))
     assert written(server)[-1]["result"]["nested"] == {"position": {"line": 1, "character": 2}}
+
+
+@pytest.mark.parametrize("value", [
+    "lone \ud800 surrogate",   # orjson refuses these: json.dumps writes them
+    2 ** 70,
+    {1: "a key not a string"},
+    "naïve \u2028 ✓ 😀 \"q\" \x00",
+    [0.1 + 0.2, -0.0, 1e300, None, True, ()],
+])
+def test_every_json_answer_is_written_with_its_value(server: PimemServer, value: Any) -> None:
+    # The fast encoder (orjson, when installed) writes the same JSON value as json.dumps, and what it refuses
+    # is still written (by json.dumps) rather than answered with an internal error.
+    @server.feature("test/value")
+    def answered(ls: PimemServer, params: Any) -> Any:
+        return {"value": value}
+
+    receive(server, {"jsonrpc": "2.0", "id": 8, "method": "test/value"})
+    assert written(server)[-1] == {"jsonrpc": "2.0", "id": 8, "result": json.loads(json.dumps({"value": value}))}
