@@ -18,7 +18,6 @@ processes, bench/share_push.py's ``server_cpu``) and pimem's, the pipelined rate
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -35,8 +34,8 @@ from pimem.share.db import apply_init  # noqa: E402
 from pimem.share.push import push  # noqa: E402
 from pimem.share.state import ShareConfig  # noqa: E402
 from share.local import write  # noqa: E402
-from share.pgserver import PgServer, _run_as, find_bindir  # noqa: E402
 from share_push import FOLDER, corpus, server_cpu  # noqa: E402
+from share_text_ab import loaded_server  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,16 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--machine", default="m", help="the pushing machine's name (new rows on each new name)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    bindir = find_bindir()
-    if bindir is None:
-        sys.exit("PostgreSQL server binaries not found: scripts/setup-postgres.sh")
-    base = args.data.resolve()
-    loaded = json.loads((base / "loaded.json").read_text(encoding="utf-8"))
-    server = PgServer(bindir, base / "pg", _run_as())
-    started = not server.running()
-    if started:
-        server.start()
-    try:
+    with loaded_server(args.data) as (server, loaded):
         admin = server.conninfo(dbname=loaded["dbname"])
         apply_init(admin, members=("pusher",))
         with psycopg.connect(admin) as conn:
@@ -80,9 +70,6 @@ def main(argv: list[str] | None = None) -> int:
               f"({pg_cpu / sent * 1000:.2f} ms/turn), "
               f"pimem CPU {cpu:.2f} s ({cpu / sent * 1000:.2f} ms/turn); pipelined on 2 idle cores "
               f"{stats.sent / max(cpu, pg_cpu):,.0f} turns/s; no-change push {no_change:.3f} s ({again.sent} sent)")
-    finally:
-        if started:
-            server.stop("fast")
     return 0
 
 

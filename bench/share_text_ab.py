@@ -69,10 +69,9 @@ def server_cpu(postmaster: int) -> float:
 
 
 @contextlib.contextmanager
-def reader_session(data: Path) -> Iterator[tuple[psycopg.Connection[Any], int, dict[str, Any]]]:
-    """A connection as member ``reader`` to the store ``bench/share_recall.py --data DATA`` loaded and kept,
-    the server's postmaster pid (for server_cpu) and its ``loaded.json``; the server started if it was not
-    running, and stopped again after."""
+def loaded_server(data: Path) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The server of the store ``bench/share_recall.py --data DATA`` loaded and kept (a ``PgServer``) and its
+    ``loaded.json``; the server started if it was not running, and stopped again after."""
     from share.pgserver import PgServer, _run_as, find_bindir
 
     bindir = find_bindir()
@@ -85,11 +84,19 @@ def reader_session(data: Path) -> Iterator[tuple[psycopg.Connection[Any], int, d
     if started:
         server.start()
     try:
-        with psycopg.connect(server.conninfo(user="reader", dbname=loaded["dbname"]), autocommit=True) as pg:
-            yield pg, int((server.datadir / "postmaster.pid").read_text().split()[0]), loaded
+        yield server, loaded
     finally:
         if started:
             server.stop("fast")
+
+
+@contextlib.contextmanager
+def reader_session(data: Path) -> Iterator[tuple[psycopg.Connection[Any], int, dict[str, Any]]]:
+    """A connection as member ``reader`` to the store ``bench/share_recall.py --data DATA`` loaded and kept,
+    the server's postmaster pid (for server_cpu) and its ``loaded.json`` (the server as :func:`loaded_server`)."""
+    with loaded_server(data) as (server, loaded), \
+            psycopg.connect(server.conninfo(user="reader", dbname=loaded["dbname"]), autocommit=True) as pg:
+        yield pg, int((server.datadir / "postmaster.pid").read_text().split()[0]), loaded
 
 
 def key(page: Any) -> list[tuple[Any, ...]]:

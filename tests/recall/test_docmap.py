@@ -49,21 +49,6 @@ def _fresh(conn: sqlite3.Connection, text: str = QUESTION) -> list[tuple[str, st
         docmap._MAPS.enabled = True
 
 
-def _add_turns(conn: sqlite3.Connection, session_id: str, turns: list[tuple[str, str]], start: int) -> None:
-    """Turns added to a session (new or not), as a sync of its grown transcript writes them."""
-    with transaction(conn):
-        upsert_session(conn, SessionRow(session_id, "pi", "/w", start, None, f"/{session_id}.jsonl"))
-        first = int(conn.execute("SELECT count(*) FROM turns WHERE session_id = ?", (session_id,)).fetchone()[0])
-        for number, (user, reply) in enumerate(turns, start=first):
-            turn_id, ts = f"{session_id}:{number}", start + number * 60_000
-            conn.execute(
-                "INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, "
-                "user_message_id) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
-                (turn_id, session_id, number, ts, user, reply, turn_id))
-            index.put(conn, turn_id, ts, user, reply, None, None, fts=True)
-    index.build_pending(conn)
-
-
 def _kept(conn: sqlite3.Connection) -> docmap.DocMap:
     maps = list(docmap._MAPS.maps.values())
     assert len(maps) == 1
@@ -112,8 +97,8 @@ def test_turns_added_by_another_connection_are_in_the_next_answer(conn: sqlite3.
     other = connect(db_path)
     # A new session on a day the map has not seen, and a new turn in a session it has (a day it has).
     _session(other, "pi:late", [("help with the application where I live", "Sure.")], start=LATE)
-    _add_turns(other, "pi:noise3", [("I live and breathe this application, help", "Ok.")],
-               start=1_700_000_000_000 + 4 * 3_600_000)
+    _session(other, "pi:noise3", [("I live and breathe this application, help", "Ok.")],
+             start=1_700_000_000_000 + 4 * 3_600_000)
     after = _answer(conn)
     assert after != before and "pi:late" in [row[0] for row in after]
     assert after == _fresh(conn)
@@ -237,7 +222,7 @@ def test_the_map_equals_the_table_after_random_writes(conn: sqlite3.Connection, 
         turns = [(" ".join(rng.sample(vocabulary, 3)), " ".join(rng.sample(vocabulary, 2)))
                  for _ in range(rng.randrange(1, 5))]
         # sessions over a few days, some written again with more turns (their docs keep their keys)
-        _add_turns(other, f"s{rng.randrange(6)}", turns, start=1_700_000_000_000 + rng.randrange(4) * 86_400_000)
+        _session(other, f"s{rng.randrange(6)}", turns, start=1_700_000_000_000 + rng.randrange(4) * 86_400_000)
         if step == 6:
             with transaction(other):
                 index.rebuild(other)

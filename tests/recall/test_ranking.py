@@ -19,9 +19,11 @@ START = 1_700_000_000_000
 
 def _session(conn: sqlite3.Connection, session_id: str, turns: list[tuple[str, str]], *, source: str = "pi",
              cwd: str = "/w", start: int = START, build: bool = True) -> None:
+    """``turns`` written to the session (new, or grown as a sync of its longer transcript writes them) and indexed."""
     with transaction(conn):
         upsert_session(conn, SessionRow(session_id, source, cwd, start, None, f"/{session_id}.jsonl"))
-        for number, (user, reply) in enumerate(turns):
+        first = int(conn.execute("SELECT count(*) FROM turns WHERE session_id = ?", (session_id,)).fetchone()[0])
+        for number, (user, reply) in enumerate(turns, start=first):
             turn_id, ts = f"{session_id}:{number}", start + number * 60_000
             conn.execute(
                 "INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, "
