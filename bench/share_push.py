@@ -288,6 +288,10 @@ def parts() -> tuple[Part, ...]:
         ("- turns' b-trees", ("DROP INDEX pimem.turns_author_ts", "DROP INDEX pimem.turns_ts",
                               "DROP INDEX pimem.turns_session"), (), True),
         ("gin_pending_list_limit 64MB in the push's session", (), ("SET gin_pending_list_limit = '64MB'",), True),
+        ("work_mem 64MB in the push's session (the trigger's transition tables in memory)", (),
+         ("SET work_mem = '64MB'",), True),
+        ("temp_buffers 64MB in the push's session (the staging table in memory)", (),
+         ("SET temp_buffers = '64MB'",), True),
         ("GIN fastupdate off", ("FASTUPDATE OFF",), (), True),
         ("heap, TOAST and primary key only (all of the above off)", _HEAP_ONLY, (), True),
     )

@@ -325,9 +325,9 @@ def _turn_words_insert_5() -> str:
 def _turn_words_insert_6() -> str:
     """Layout 6's insert of new rows: layout 5's, with the statement's rows numbered first (one pass over the
     transition table, texts left out), so that the (row, word) pairs are grouped and joined back on that
-    number instead of the three text keys: grouping ~900,000 pairs on collated text keys was most of the
-    statement (the ids of 4,000 pushed turns: 0.28 → 0.12 ms of the server's CPU per turn,
-    ``bench/share_push.py --parts``). The same arrays: each row's distinct ids, in order."""
+    number instead of the three text keys: grouping ~200 pairs per row on collated text keys was most of the
+    statement (the ids alone: 0.28 → 0.12 ms of the server's CPU per pushed turn; docs/benchmarks.md
+    "s9-push"). The same arrays: each row's distinct ids, in order."""
     upsert = _WORD_DOCS_UPSERT.format(_word_delta("new_rows", ""))
     return f"""WITH up AS ({upsert} RETURNING word, id),
     rows AS MATERIALIZED (SELECT row_number() OVER () AS n, r.author, r.machine, r.doc_key, r.session_id, r.source,
