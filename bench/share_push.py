@@ -267,7 +267,9 @@ def parts() -> tuple[Part, ...]:
     from pimem.share import schema
 
     return (
-        ("the push now (layout 5: grams sent)", (), (), True),
+        ("the push now (layout 6: grams sent)", (), (), True),
+        ("layout 5's insert trigger (turn_words' ids grouped on the rows' text keys)",
+         (schema._count_words_3(schema._turn_words_insert_5()),), (), True),
         ("layout 4: grams computed by the database, word GINs on turns", _WORD_GINS, (), False),
         ("grams computed by the database (a writer sending none)", (), (), False),
         ("+ word GINs on turns (layout 4's)", _WORD_GINS, (), True),
@@ -286,6 +288,10 @@ def parts() -> tuple[Part, ...]:
         ("- turns' b-trees", ("DROP INDEX pimem.turns_author_ts", "DROP INDEX pimem.turns_ts",
                               "DROP INDEX pimem.turns_session"), (), True),
         ("gin_pending_list_limit 64MB in the push's session", (), ("SET gin_pending_list_limit = '64MB'",), True),
+        ("work_mem 64MB in the push's session (the trigger's transition tables in memory)", (),
+         ("SET work_mem = '64MB'",), True),
+        ("temp_buffers 64MB in the push's session (the staging table in memory)", (),
+         ("SET temp_buffers = '64MB'",), True),
         ("GIN fastupdate off", ("FASTUPDATE OFF",), (), True),
         ("heap, TOAST and primary key only (all of the above off)", _HEAP_ONLY, (), True),
     )
@@ -345,6 +351,91 @@ def part_costs(server: Any, turns: list[Turn], batch: int = 2_000) -> list[tuple
             count = conn.execute(f"SELECT count(*) FROM {_T} WHERE grams IS NOT NULL").fetchone()
             assert count is not None and int(count[0]) == len(rows), count
         found.append((label, pushed / len(rows), deferred / len(rows)))
+    return found
+
+
+_TAIL_DDL = f"""
+CREATE TABLE pimem.turns_tail (LIKE {_T} INCLUDING DEFAULTS);
+ALTER TABLE pimem.turns_tail ADD PRIMARY KEY (author, machine, doc_key);
+GRANT SELECT, INSERT, UPDATE ON pimem.turns_tail TO pimem_team;
+ALTER TABLE pimem.turns_tail ENABLE ROW LEVEL SECURITY;
+ALTER TABLE pimem.turns_tail FORCE ROW LEVEL SECURITY;
+CREATE POLICY tail_read ON pimem.turns_tail FOR SELECT TO pimem_team USING (true);
+CREATE POLICY tail_insert ON pimem.turns_tail FOR INSERT TO pimem_team WITH CHECK (author = current_user);
+CREATE POLICY tail_update ON pimem.turns_tail FOR UPDATE TO pimem_team USING (author = current_user);
+"""
+_TAIL_SCAN = ("SELECT count(*) FROM pimem.turns_tail WHERE reply_lower LIKE '%merge_sorted%' "
+              "OR user_lower LIKE '%merge_sorted%'")
+
+
+def _member_writes(conn: psycopg.Connection[tuple[object, ...]], target: str, rows: list[tuple[object, ...]],
+                   batch: int = 2_000) -> None:
+    """The push's write path (binary COPY into a staging table, then the upsert) into ``target``."""
+    from pimem.share import push as pushing
+
+    names = ", ".join(pushing._COLUMNS)
+    for start in range(0, len(rows), batch):
+        with conn.transaction(), conn.cursor() as cur:
+            with cur.copy(f"COPY stage ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(list(pushing._TYPES))
+                for values in rows[start:start + batch]:
+                    copy.write_row(values)
+            cur.execute(pushing._UPSERT.replace(pushing._STAGE, "stage").replace("pimem.turns", target))
+
+
+def tail_costs(server: Any, turns: list[Turn]) -> list[tuple[str, float, float, float, float]]:
+    """The candidate "unindexed tail" design, against the push as it is, on fresh stores: the member's push
+    into a twin of ``turns`` with its primary key only (row-level security on), then the tail merged into
+    ``turns`` in one statement by the admin (every index and trigger of ``turns`` paid then), then every GIN
+    pending list cleaned. Server CPU per turn of each step (the backends' own), and the wall time of one
+    scan of the unmerged tail for an entity (what recall would pay per query until the merge)."""
+    from pimem.share import push as pushing
+
+    rows = _rows(turns)
+    names = ", ".join(pushing._COLUMNS)
+    update = ", ".join(f"{c} = excluded.{c}" for c in pushing._COLUMNS if c not in ("machine", "doc_key"))
+    big = ("SET maintenance_work_mem = '256MB'", "SET work_mem = '256MB'", "SET gin_pending_list_limit = '64MB'")
+    found = []
+    for label, tail, settings in (("the push now: straight into turns", False, ()),
+                                  ("tail, merged with the defaults", True, ()),
+                                  ("tail, merged with 256MB work memory and 64MB pending lists", True, big)):
+        dbname = server.new_database()
+        admin = server.conninfo(dbname=dbname)
+        apply_init(admin, members=("alice",))
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(_TAIL_DDL)
+        with psycopg.connect(server.conninfo(user="alice", dbname=dbname)) as conn:
+            conn.execute("SET default_toast_compression = lz4")
+            conn.execute(f"CREATE TEMP TABLE stage (LIKE {_T} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+            conn.commit()
+            pid = int((conn.execute("SELECT pg_backend_pid()").fetchone() or (0,))[0])
+            before = _backend_cpu(pid)
+            _member_writes(conn, "pimem.turns_tail" if tail else _T, rows)
+            pushed = _backend_cpu(pid) - before
+        scan_ms, merged = 0.0, 0.0
+        with psycopg.connect(admin, autocommit=True) as conn:
+            pid = int((conn.execute("SELECT pg_backend_pid()").fetchone() or (0,))[0])
+            if tail:
+                start = time.perf_counter()
+                conn.execute(_TAIL_SCAN).fetchone()
+                scan_ms = (time.perf_counter() - start) * 1000
+                for setting in (*settings, "SET default_toast_compression = lz4"):
+                    conn.execute(setting)
+                before = _backend_cpu(pid)
+                with conn.transaction():
+                    conn.execute(f"INSERT INTO {_T} (author, {names}) SELECT author, {names} FROM pimem.turns_tail "
+                                 f"ON CONFLICT (author, machine, doc_key) DO UPDATE SET {update}")
+                    conn.execute("DELETE FROM pimem.turns_tail")
+                merged = _backend_cpu(pid) - before
+            before = _backend_cpu(pid)
+            for (name,) in conn.execute("SELECT c.oid::regclass::text FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
+                                        "WHERE a.amname = 'gin' AND c.relnamespace = 'pimem'::regnamespace").fetchall():
+                conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (name,))
+            deferred = _backend_cpu(pid) - before
+            count = conn.execute(f"SELECT count(*) FROM {_T}").fetchone()
+            assert count is not None and int(count[0]) == len(rows), count
+        n = len(rows)
+        found.append((label, pushed / n, merged / n, deferred / n, scan_ms))
     return found
 
 
@@ -417,13 +508,17 @@ def main(argv: list[str] | None = None) -> int:
                              "schema, each part (index, trigger, the grams' computation) removed in turn")
     parser.add_argument("--pending", type=int, default=0, metavar="N",
                         help="also: recall's index queries over N turns left in GIN pending lists, then merged")
+    parser.add_argument("--tail", type=int, default=0, metavar="N",
+                        help="also: the server's CPU per turn for N turns pushed into an unindexed tail and "
+                             "merged into turns in bulk afterwards, against the push as it is")
     parser.add_argument("--levers", type=int, default=0, metavar="N",
                         help="also: the server's CPU per turn for N turns under each lever (COPY format, "
                              "staging, TOAST compression, GIN pending lists, indexes built afterwards)")
     args = parser.parse_args(argv)
 
     extra = "".join(f" --{name} {value}" for name, value in (("indexes", args.indexes), ("parts", args.parts),
-                                                           ("pending", args.pending), ("levers", args.levers))
+                                                           ("pending", args.pending), ("levers", args.levers),
+                                                           ("tail", args.tail))
                     if value)
     print(f"`nice -n 10 .venv/bin/python bench/share_push.py --turns {args.turns} --runs {args.runs}{extra}`  ")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at start; PostgreSQL: Debian, "
@@ -473,6 +568,7 @@ def main(argv: list[str] | None = None) -> int:
             parts = part_costs(server, turns[:args.parts]) if args.parts else []
             pending = pending_cost(server, turns[:args.pending]) if args.pending else []
             levers = lever_costs(server.conninfo(dbname=dbname), turns[:args.levers]) if args.levers else []
+            tails = tail_costs(server, turns[:args.tail]) if args.tail else []
     med = statistics.median
     n = len(turns)
     print(f"corpus: {n:,} turns, {chars / n:,.0f} characters per turn; {held} held by the gate\n")
@@ -519,6 +615,15 @@ def main(argv: list[str] | None = None) -> int:
         for label, copy_s, deferred_s, client_s, size in levers:
             print(f"| {label} | {copy_s * 1000:.3f} | {deferred_s * 1000:.3f} | {(copy_s + deferred_s) * 1000:.3f} "
                   f"| {client_s * 1000:.3f} | {size / 2**20:.0f} MB |")
+    if tails:
+        print(f"\nAn unindexed tail merged in bulk, {args.tail:,} turns (server CPU per turn: the member's push, "
+              "the admin's merge into turns in one statement, each GIN's pending list cleaned; a scan of the "
+              "unmerged tail for one entity):\n")
+        print("| design | push ms/turn | + merge | + deferred | = total | unmerged tail's scan, ms |")
+        print("|---|---|---|---|---|---|")
+        for label, pushed, merged, deferred, scan_ms in tails:
+            print(f"| {label} | {pushed * 1000:.3f} | {merged * 1000:.3f} | {deferred * 1000:.3f} | "
+                  f"{(pushed + merged + deferred) * 1000:.3f} | {scan_ms:.0f} |")
     return 0
 
 

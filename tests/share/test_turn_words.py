@@ -171,3 +171,42 @@ def test_free_text_reads_the_narrow_postings_with_the_same_answers(pg_server: Pg
                     position += 1
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("SELECT user_words FROM pimem.turns LIMIT 1")
+
+
+def _count_words_def(conninfo: str) -> str:
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_get_functiondef('pimem.count_words()'::regprocedure)").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_migration_from_layout_5_keeps_the_postings_and_numbers_new_rows_alike(pg_server: PgServer,
+                                                                               share_db: ShareDb) -> None:
+    """Layout 6 replaces the insert trigger's body only: the rows a layout-5 store holds stay as they are,
+    and the migrated store's trigger is a fresh store's (rows inserted after it get the same arrays)."""
+    dbname = pg_server.new_database()
+    db = ShareDb(pg_server, dbname)
+    with psycopg.connect(db.admin, autocommit=True) as conn:   # a store set up by a layout-5 pimem
+        conn.execute(("".join(schema.MIGRATIONS[n]() for n in range(5)) + "INSERT INTO pimem.pimem_share_meta "
+                      "VALUES ('layout', '5'), ('min_reader_layout', '1');").encode())
+        conn.execute(schema.roles_sql(members=MEMBERS).encode())
+    rng = random.Random(6)
+    words = ["flamingo", "cache", "retry", "deploy", "the", "emily", "boston", "lag", "postgres", "invalidation"]
+
+    def rows(machine: str, count: int) -> list[Row]:
+        return [Row(machine, f"{machine}{n}", f"s{n // 4}", "/work/proj",
+                    " ".join(rng.choices(words, k=rng.randint(0, 5))),
+                    " ".join(rng.choices(words, k=rng.randint(0, 12))), 1_750_000_000_000 + n * 1000)
+                for n in range(count)]
+
+    put(db, "alice", rows("laptop", 60))
+    with psycopg.connect(db.admin, autocommit=True) as conn:
+        kept = conn.execute("SELECT * FROM pimem.turn_words ORDER BY doc_key").fetchall()
+    assert _count_words_def(db.admin) != _count_words_def(share_db.admin)     # layout 5's body
+    layout = apply_init(db.admin, members=MEMBERS)
+    assert (layout.layout, layout.min_reader_layout) == (schema.LAYOUT, 1)
+    assert _count_words_def(db.admin) == _count_words_def(share_db.admin)     # a fresh layout-6 store's
+    with psycopg.connect(db.admin, autocommit=True) as conn:
+        assert conn.execute("SELECT * FROM pimem.turn_words ORDER BY doc_key").fetchall() == kept
+    put(db, "bob", rows("desk", 60))
+    assert _same(db) == 120
