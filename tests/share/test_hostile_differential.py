@@ -457,6 +457,22 @@ def statements(share_db: ShareDb) -> None:
                      [[base[14].doc_key, silent[3].doc_key, "fresh-a", "renamed-" + base[11].doc_key]])
         conn.commit()
     assert check_kept(share_db) == count - 4 - 1
+    # One MERGE inserting some rows and updating others in place (both triggers, one statement).
+    with psycopg.connect(share_db.conninfo("alice")) as conn:
+        conn.execute(
+            "MERGE INTO pimem.turns t USING (SELECT * FROM pimem.turns WHERE machine = 'm1') s "
+            "ON t.author = s.author AND t.machine = 'm2' AND t.doc_key = s.doc_key "
+            "WHEN MATCHED THEN UPDATE SET user_words = t.user_words || ARRAY['merged-in-place'] "
+            "WHEN NOT MATCHED THEN INSERT (author, machine, doc_key, session_id, turn_index, source, cwd, ts, "
+            "user_text, reply_text, user_lower, reply_lower, user_words, reply_words, user_chars, reply_chars, "
+            "content_hash) VALUES (s.author, 'm2', s.doc_key, s.session_id, 0, s.source, s.cwd, s.ts, s.user_text, "
+            "s.reply_text, s.user_lower, s.reply_lower, s.user_words || ARRAY['merged-new'], s.reply_words, "
+            "s.user_chars, s.reply_chars, 'h')")
+        conn.commit()
+    merged = check_kept(share_db)
+    with psycopg.connect(share_db.admin, autocommit=True) as conn:
+        assert dict(conn.execute("SELECT word, docs FROM pimem.word_docs WHERE word LIKE 'merged-%'").fetchall()) == {
+            "merged-in-place": 1, "merged-new": merged - (count - 5)}
     # Another member's statement beside them: the same words get the same ids, counts add up.
     with psycopg.connect(share_db.conninfo("bob")) as conn:
         insert_statement(conn, base[:10] + silent, "bob")
