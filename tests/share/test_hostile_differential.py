@@ -479,3 +479,34 @@ def statements(share_db: ShareDb) -> None:
         conn.commit()
     check_kept(share_db)
 
+
+
+@pytest.mark.parametrize("path", ["shipped", "small"])
+def test_a_capped_total_and_the_last_pages_equal_the_oracle(share_db: ShareDb, db_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """More matching rows than TOTAL_CAP (1,000): the total capped, the pages up to offset + limit =
+    1,000 as the oracle's, on rows that tie by the hundred (13 times, texts of five shapes)."""
+    for name, value in PATHS[path].items():
+        monkeypatch.setattr(shared, name, value, raising=False)
+    with psycopg.connect(share_db.admin) as conn:
+        conn.execute(
+            "INSERT INTO pimem.turns (author, machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, "
+            "reply_text, user_lower, reply_lower, user_words, reply_words, user_chars, reply_chars, content_hash) "
+            "SELECT a, m, 'k' || n, 's' || (n / 7), 0, 'pi', '/work/proj', "
+            "to_timestamp(1750000000 + n % 13), u, r, lower(u), lower(r), '{}', '{}', length(u), length(r), 'h' "
+            "FROM generate_series(1, 1150) n, LATERAL (SELECT CASE WHEN n % 3 = 0 THEN 'alice' ELSE 'bob' END AS a, "
+            "'m' || (n % 4) AS m, CASE n % 5 WHEN 0 THEN 'the cache' WHEN 1 THEN 'cache 锁 the' WHEN 2 THEN 'a_b the' "
+            "ELSE 'the' END || ' ' || n AS u, CASE WHEN n % 2 = 0 THEN 'cache' ELSE '' END AS r) x")
+        conn.commit()
+    save_config(db_path, ShareConfig(conninfo=share_db.conninfo("carol"), machine="laptop", folders=("/work",)))
+    with psycopg.connect(share_db.conninfo("carol"), autocommit=True) as conn:
+        for entities in (["the"], ["cache", "the"], ["the", "锁", "a_b", "cache"]):
+            base = make_query(entities, 50)
+            everything = shared.scan_oracle(conn, base, shared.Who(), 1_001)
+            assert len(everything) == 1_001
+            for offset, limit in ((0, 50), (500, 37), (950, 50), (999, 1)):
+                query = replace(base, offset=offset, limit=limit, with_total=True)
+                page, report = recall_scoped(None, db_path, query, "team", timeout=60)
+                assert report is not None and report.state == "ok", report
+                assert (page.total, page.total_capped) == (1_000, True)
+                assert _key(page.rows) == _key(everything[offset:offset + limit]), (entities, offset)
