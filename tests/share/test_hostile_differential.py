@@ -35,7 +35,7 @@ import pytest
 
 from pimem.recall import make_query, ranking
 from pimem.recall.freetext import _shortlist, candidates
-from pimem.recall.semantics import page_of, ranked_limit
+from pimem.recall.semantics import page_of, ranked_limit, recall_scan
 from pimem.share import recall as shared
 from pimem.share import schema
 from pimem.share.push import apply_forget, push
@@ -510,3 +510,40 @@ def test_a_capped_total_and_the_last_pages_equal_the_oracle(share_db: ShareDb, d
                 assert report is not None and report.state == "ok", report
                 assert (page.total, page.total_capped) == (1_000, True)
                 assert _key(page.rows) == _key(everything[offset:offset + limit]), (entities, offset)
+
+
+def test_mine_and_all_pages_equal_the_local_and_shared_oracles_merged(share_db: ShareDb, db_path: Path) -> None:
+    """``mine`` and ``all`` (the local store merged with the shared rows but this machine's): every page
+    equals the local oracle's rows and the shared oracle's merged in recall's order, one copy each."""
+    build_corpus(share_db, db_path)
+    from pimem.store import connect as store_connect
+
+    local = store_connect(db_path, create=False, for_writing=False)
+    rng = random.Random(f"scopes-{SEED}")
+    checked = 0
+    try:
+        with psycopg.connect(share_db.conninfo("alice"), autocommit=True) as conn:
+            for entities, weights, sources, cwd in queries(rng, 8):
+                base = make_query(entities, 1, sources, cwd)
+                if weights is not None:
+                    base = replace(base, weights=weights)
+                for scope, who in (("mine", shared.Who(mine=True, skip_machine="laptop")),
+                                   ("all", shared.Who(skip_machine="laptop"))):
+                    merged: list[Any] = []
+                    seen: set[object] = set()
+                    both = [*recall_scan(local, replace(base, limit=1_000)),
+                            *shared.scan_oracle(conn, base, who, 1_000)]
+                    for row in sorted(both, key=shared.merge_key):
+                        if row.copy_key not in seen:
+                            seen.add(row.copy_key)
+                            merged.append(row)
+                    limit = rng.choice([3, 10])
+                    for offset in range(0, min(len(merged), 30) + limit, limit):
+                        query = replace(base, limit=limit, offset=offset)
+                        page, report = recall_scoped(local, db_path, query, scope, timeout=60)
+                        assert report is not None and report.state == "ok", report
+                        assert _key(page.rows) == _key(merged[offset:offset + limit]), (scope, entities, offset)
+                        checked += len(page.rows)
+    finally:
+        local.close()
+    assert checked > 100
