@@ -92,7 +92,8 @@ def main() -> int:
         found = parse_text(question["question"])
         qwords = ranking.query_words(_shortlist(list(found)), prose_stop_words())
         _RECORDED.clear()
-        page = ranking.rank(conn, qwords, replace(make_query([c.term for c in found[:8]], 50, None, None, 0), limit=150))
+        base_query = make_query([c.term for c in found[:8]], 50, None, None, 0)
+        page = ranking.rank(conn, qwords, replace(base_query, limit=150))
         wanted: set[int] = set()
         for lme in question["answer_session_ids"]:
             wanted |= sessions_of_lme.get(lme, set())
@@ -114,11 +115,10 @@ def main() -> int:
             mark = ("R" if w.token in read else "c") + ("+" if w.token in held else "-")
             exact = "=" if w.surface.lower() in lower else ""
             cells.append(f"{w.surface}/{w.token}:{df[w.token]}{mark}{exact}")
-        orders = {name: order for name, order in _RECORDED}
+        orders = dict(_RECORDED)
         convs = [o for n, o in _RECORDED if n == "conv"]
         by_turn = convs[0] if convs else []
         by_session = convs[1] if len(convs) > 1 else []
-        final = [c.session for c in [*ranking._RANKED.__dict__.get("_dummy", [])]]
         rows = [rowid_of.get(r.session_id) for r in page.rows]
         final = [s for s in rows if s is not None]
         print(f"{qid} [{question['question_type'][:12]}] pimem {p} bm25 {b} | first-pass "

@@ -222,10 +222,10 @@ _CODE_MARKS = re.compile(r"[(){}\[\]<>=;`|\\]|->|::|^\s*[\w.]+:(?:\s|$)")
 # deictic word before them ("on Saturday mornings", "Sunday mass", "the 'Summer Nights' festival", "in the
 # evening") they are what the person said, and a word of the question (in a sentence; plurals too). A time
 # word right after an anchored one is anchored too ("last Saturday morning").
-_TIMES = frozenset("afternoon autumn evening fall friday monday morning night saturday spring summer sunday "
-                   "thursday tuesday wednesday weekend winter".split())
-_DEICTIC = frozenset("last this next past coming previous that these those yesterday today tonight "
-                     "tomorrow".split())
+_TIMES = frozenset(("afternoon", "autumn", "evening", "fall", "friday", "monday", "morning", "night", "saturday",
+                    "spring", "summer", "sunday", "thursday", "tuesday", "wednesday", "weekend", "winter"))
+_DEICTIC = frozenset(("last", "this", "next", "past", "coming", "previous", "that", "these", "those", "yesterday",
+                      "today", "tonight", "tomorrow"))
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 SENTENCE_WORDS = 4          # a sentence has at least this many words,
 SENTENCE_STOP_WORDS = 2     # this many of them stop words (what, did, I, my, the)
