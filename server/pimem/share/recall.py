@@ -61,6 +61,7 @@ from pimem.recall.query import RecallQuery
 from pimem.recall.rows import RecallRow
 from pimem.recall.semantics import score
 from pimem.share.schema import short_grams
+from pimem.words import tokens_many
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -182,6 +183,7 @@ class _EntitySql:
     where: list[str]
     where_params: list[object]
     grams: list[list[str] | None]      # the grams narrowing each entity (None: pg_trgm's, or nothing)
+    grams_store: bool = False          # a layout-4+ store (its grams, and its words' counts)
 
     @classmethod
     def of(cls, query: RecallQuery, who: Who, grams: bool = False) -> _EntitySql:
@@ -196,7 +198,8 @@ class _EntitySql:
             params.extend([pattern, pattern])
         where, where_params = _filters(query, who)
         narrowing = [_narrowing_grams(e) or None if grams else None for e in entities]
-        return cls(entities, weights, patterns, "(" + " + ".join(terms) + ")", params, where, where_params, narrowing)
+        return cls(entities, weights, patterns, "(" + " + ".join(terms) + ")", params, where, where_params, narrowing,
+                   grams)
 
     def indexable(self, i: int) -> bool:
         """Whether an index narrows entity ``i``'s rows (pg_trgm, or the grams)."""
@@ -294,7 +297,11 @@ class _Page:
 
 def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> list[RecallRow]:
     page = _Page(conn, query, wanted)
-    listed = _selective(conn, sql, [i for i in range(len(sql.entities)) if sql.indexable(i)])
+    indexable = [i for i in range(len(sql.entities)) if sql.indexable(i)]
+    estimates = _estimates(conn, sql, indexable)
+    # An entity whose words are in many rows is not counted (its bitmap alone costs tens of ms at
+    # millions of rows): it goes to the rest, where any entity may be (the guess only picks the path).
+    listed = _selective(conn, sql, [i for i in indexable if estimates[i] <= COMMON_ESTIMATE])
     rest = [i for i in range(len(sql.entities)) if i not in listed]
     if listed:
         # Every row holding a listed entity, read and scored once (one row may hold several of them).
@@ -305,6 +312,11 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
     kept = page.kept()
     if not rest or (len(kept) == wanted and kept[-1].hits > bound):
         return kept
+    if len(rest) > 1:
+        probed = _probe(conn, sql, rest, page, estimates)
+        if probed is not None:
+            return probed
+        kept = page.kept()
     indexed = all(sql.indexable(i) for i in rest)
     # With several indexed entities in the rest, the scan ends early only on a page of rows holding them
     # all (the bound): it only fills the page, and their conjunctions (_rest_rows) do the rest.
@@ -343,6 +355,64 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
     return page.kept()
 
 
+COMMON_ESTIMATE = SELECTIVE_ROWS   # an entity whose words are in more rows is not counted (_estimates)
+_PROBE_SETS = 28      # the most conjunctions one level of the probe runs
+
+
+def _estimates(conn: Conn, sql: _EntitySql, indexable: Sequence[int]) -> dict[int, int]:
+    """A cheap guess of each indexable entity's rows: the fewest rows holding one of its words (the word
+    index's tokens, :func:`pimem.words.tokens_many`; ``pimem.word_docs`` keeps their counts, one lookup
+    for all), or -1 when one of them is in no row (a piece of a word: no guess). Words are not
+    substrings (``cach`` is also the stem of ``caching``), so a guess only orders the entities and
+    skips counting the very common ones; no answer depends on it. Read on a layout-4+ store only (the
+    grams say the counts are there)."""
+    if not indexable or not sql.grams_store:
+        return {i: -1 for i in indexable}
+    words = tokens_many([sql.entities[i] for i in indexable])
+    counts = {str(word): int(docs) for word, docs in conn.execute(
+        "SELECT word, docs FROM pimem.word_docs WHERE word = ANY(%s)",
+        [sorted({w for ws in words for w in ws})], prepare=False)}
+    return {i: min((counts.get(w, -1) for w in ws), default=-1) if all(w in counts for w in ws) else -1
+            for i, ws in zip(indexable, words, strict=True)}
+
+
+def _probe(conn: Conn, sql: _EntitySql, rest: Sequence[int], page: _Page,
+           estimates: dict[int, int]) -> list[RecallRow] | None:
+    """The page from the rows holding several of the ``rest`` entities, when they fill it: the final
+    page, or None (nothing decided; the rows read stay in ``page``).
+
+    Level ``n``: every row whose score on the rest exceeds what any ``n - 1`` of them can score
+    (``threshold``), read through conjunctions (:func:`_rest_rows`) and scored. A row not read then
+    holds a listed entity (scored in full already) or scores below ``threshold``; so when the page is
+    full and its last row reaches ``threshold``, no unread row can enter it. The levels go down from 3
+    (with five or more of the rest; else from 2). At each, the entities no index narrows and then the
+    commonest (known common by :func:`_estimates`) are left out of the conjunctions while the others
+    must still hold two of them together (``drop``: tested on each row read, never read through their
+    index: at millions of rows a common entity's bitmap costs more than the rows it would remove)."""
+    bounds = sorted((3 * sql.weights[i] for i in rest), reverse=True)
+    top = 3 if len(rest) >= 5 else 2
+    for level in range(top, 1, -1):
+        threshold = sum(bounds[:level - 1]) + 1
+        kept = page.kept()
+        if len(kept) == page.wanted:
+            threshold = max(threshold, kept[-1].hits)
+        drop: list[int] = []
+        for i in sorted(rest, key=lambda i: (sql.indexable(i), -estimates.get(i, -1))):
+            if sql.indexable(i) and estimates.get(i, -1) <= COMMON_ESTIMATE:
+                break
+            kept_in = [j for j in rest if j != i and j not in drop]
+            left = threshold - sum(3 * sql.weights[j] for j in [*drop, i])
+            if len(kept_in) >= 2 and left > max(3 * sql.weights[j] for j in kept_in):
+                drop.append(i)
+        if not all(sql.indexable(i) for i in rest if i not in drop):
+            return None
+        page.add(_rest_rows(conn, sql, rest, threshold, drop, _PROBE_SETS))
+        kept = page.kept()
+        if len(kept) == page.wanted and kept[-1].hits >= threshold:
+            return kept
+    return None
+
+
 def _selective(conn: Conn, sql: _EntitySql, indexable: Sequence[int]) -> list[int]:
     """The entities of ``indexable`` held by at most SELECTIVE_ROWS rows (with the filters), counted up to
     that by one statement. An entity narrowed by its grams is counted on them alone (no text read: a
@@ -362,7 +432,8 @@ def _selective(conn: Conn, sql: _EntitySql, indexable: Sequence[int]) -> list[in
     return [int(i) for i, n in counts if int(n) <= SELECTIVE_ROWS]
 
 
-def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int) -> list[tuple[Any, ...]]:
+def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int, drop: Sequence[int] = (),
+               most: int | None = None) -> list[tuple[Any, ...]]:
     """Every row holding one of the ``rest`` entities whose score on them reaches ``threshold`` (the
     page's last score: a row below it cannot enter). For a row holding no listed entity that is its
     whole score; a listed row's is already known (and higher). PostgreSQL reads every such row, but
@@ -370,14 +441,23 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int)
 
     A row reaching ``threshold`` holds one of the smallest sets of the rest that can (:func:`_sufficient`);
     when every one of the rest has trigrams, the condition is their conjunctions, which pg_trgm answers by
-    intersecting its lists before any row is read (with a trigram-less one, every row is read anyway)."""
-    bounds = [(i, 3 * sql.weights[i]) for i in rest]
-    sets = _sufficient(bounds, threshold)
+    intersecting its lists before any row is read (with a trigram-less one, every row is read anyway).
+
+    ``drop``: entities of the rest left out of the sets (scored on each row read, not read through
+    their index): the sets are then those of the others reaching ``threshold`` less the dropped ones'
+    bounds, which must stay positive (a row reaching ``threshold`` holds such a set). ``most``: the
+    most sets (past it, those of a lower threshold; default _MAX_CONJUNCTIONS)."""
+    most = _MAX_CONJUNCTIONS if most is None else most
+    dropped = sum(3 * sql.weights[i] for i in drop)
+    bounds = [(i, 3 * sql.weights[i]) for i in rest if i not in drop]
+    if drop and threshold - dropped < 1:
+        raise ValueError("the dropped entities alone reach the threshold")
+    sets = _sufficient(bounds, threshold - dropped)
     if not sets:
         return []       # the rest together cannot reach the page
     # Too many sets: those of a lower threshold (fewer, smaller) hold every row reaching this one too.
-    lower = threshold
-    while len(sets) > _MAX_CONJUNCTIONS and lower > 1:
+    lower = threshold - dropped
+    while len(sets) > most and lower > 1:
         lower -= 1
         sets = _sufficient(bounds, lower)
     score = " + ".join(
@@ -387,7 +467,7 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int)
     # OFFSET 0 keeps the score computed once per row (not again in the outer WHERE).
     scored = f"SELECT * FROM (SELECT {_KEY_COLUMNS}, ({score}) AS score FROM pimem.turns WHERE {{}} OFFSET 0) s " \
              "WHERE score >= %s"
-    if all(sql.indexable(i) for i in rest) and len(sets) <= _MAX_CONJUNCTIONS:
+    if all(sql.indexable(i) for i, _ in bounds) and len(sets) <= most:
         # One query per set, each planned alone (its indexes intersected, only its own LIKEs rechecked);
         # a row holding several sets comes back several times with one score (_Page.add keeps one).
         parts: list[str] = []
@@ -397,9 +477,24 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int)
             parts.append(scored.format(" AND ".join([*(c for c, _ in conditions), *sql.where])))
             params.extend([*score_params, *(v for _, values in conditions for v in values), *sql.where_params,
                            threshold])
-        return conn.execute(" UNION ALL ".join(parts), params, prepare=False).fetchall()
-    where, params = sql.matching(rest)
-    return conn.execute(scored.format(where), [*score_params, *params, threshold], prepare=False).fetchall()
+        return _run(conn, " UNION ALL ".join(parts), params)
+    where, params = sql.matching([i for i, _ in bounds])
+    return _run(conn, scored.format(where), [*score_params, *params, threshold])
+
+
+ENTITY_WORK_MEM_KB = 64 * 1024    # the conjunctions' at least (that transaction only)
+
+
+def _run(conn: Conn, statement: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+    """An entity statement reading many rows: never prepared; in its transaction no JIT (compiling its
+    expressions costs tens of ms, more than it saves on these statements) and work memory enough that
+    a common entity's bitmap stays exact (in 4 MB, past ~100,000 rows, it goes lossy: every row of its
+    pages then tested)."""
+    with conn.transaction():
+        conn.execute("SET LOCAL jit = off")
+        conn.execute("SELECT set_config('work_mem', greatest(setting::bigint, %s)::text || 'kB', true) "
+                     "FROM pg_settings WHERE name = 'work_mem'", [ENTITY_WORK_MEM_KB])
+        return conn.execute(statement, params, prepare=False).fetchall()
 
 
 _MAX_CONJUNCTIONS = 28    # the pairs of 8 entities
