@@ -703,8 +703,11 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
             # One process: the parallel plan (partial aggregates, a sort, a merge) costs more than its
             # workers save on the postings, and takes cores from the other members' queries. Memory
             # for the groups (tens of thousands of docs) without spilling to disk (a server that
-            # gives more keeps its own).
+            # gives more keeps its own). No JIT: at millions of rows the planner's cost passes its
+            # threshold and compiling the statement's ~80 expressions took 60 ms of a 4 s question
+            # (nothing gained back: the time is the postings' heap pages).
             conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            conn.execute("SET LOCAL jit = off")
             conn.execute("SELECT set_config('work_mem', greatest(setting::bigint, %s)::text || 'kB', true) "
                          "FROM pg_settings WHERE name = 'work_mem'", [TEXT_WORK_MEM_KB])
             found = conn.execute(sql, params).fetchall()
