@@ -238,7 +238,7 @@ def test_the_probe_leaves_a_common_entity_out_and_finds_the_oracles_page(share_d
         return real(conn, sql, rest, threshold, drop, most)
     monkeypatch.setattr(shared, "_rest_rows", rest_rows)
     with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
-        for chosen in (entities, entities[1:], entities[:3] + ["cache"]):
+        for chosen in (entities, entities[1:], [*entities[:3], "cache"]):
             for limit, sources, cwd, weighted in ((5, None, None, False), (3, None, None, True),
                                                   (10, ["pi"], "/work/proj", False)):
                 query = make_query(chosen, limit, sources, cwd)
