@@ -233,9 +233,9 @@ def test_the_probe_leaves_a_common_entity_out_and_finds_the_oracles_page(share_d
     drops: list[tuple[str, ...]] = []
     real: Callable[..., Any] = shared._rest_rows
 
-    def rest_rows(conn: Any, sql: Any, rest: Any, threshold: int, drop: Any = (), most: Any = None) -> Any:
+    def rest_rows(conn: Any, sql: Any, rest: Any, threshold: int, drop: Any = ()) -> Any:
         drops.append(tuple(sql.entities[i] for i in drop))
-        return real(conn, sql, rest, threshold, drop, most)
+        return real(conn, sql, rest, threshold, drop)
     monkeypatch.setattr(shared, "_rest_rows", rest_rows)
     with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
         for chosen in (entities, entities[1:], [*entities[:3], "cache"]):

@@ -384,7 +384,6 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
 
 
 COMMON_ESTIMATE = SELECTIVE_ROWS   # an entity whose words are in more rows is not counted (_estimates)
-_PROBE_SETS = 28      # the most conjunctions one level of the probe runs
 
 
 def _estimates(conn: Conn, sql: _EntitySql, indexable: Sequence[int]) -> dict[int, int]:
@@ -434,7 +433,7 @@ def _probe(conn: Conn, sql: _EntitySql, rest: Sequence[int], page: _Page,
                 drop.append(i)
         if not all(sql.indexable(i) for i in rest if i not in drop):
             return None
-        page.add(_rest_rows(conn, sql, rest, threshold, drop, _PROBE_SETS))
+        page.add(_rest_rows(conn, sql, rest, threshold, drop))
         kept = page.kept()
         if len(kept) == page.wanted and kept[-1].hits >= threshold:
             return kept
@@ -460,8 +459,8 @@ def _selective(conn: Conn, sql: _EntitySql, indexable: Sequence[int]) -> list[in
     return [int(i) for i, n in counts if int(n) <= SELECTIVE_ROWS]
 
 
-def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int, drop: Sequence[int] = (),
-               most: int | None = None) -> list[tuple[Any, ...]]:
+def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int,
+               drop: Sequence[int] = ()) -> list[tuple[Any, ...]]:
     """Every row holding one of the ``rest`` entities whose score on them reaches ``threshold`` (the
     page's last score: a row below it cannot enter). For a row holding no listed entity that is its
     whole score; a listed row's is already known (and higher). PostgreSQL reads every such row, but
@@ -473,9 +472,7 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int,
 
     ``drop``: entities of the rest left out of the sets (scored on each row read, not read through
     their index): the sets are then those of the others reaching ``threshold`` less the dropped ones'
-    bounds, which must stay positive (a row reaching ``threshold`` holds such a set). ``most``: the
-    most sets (past it, those of a lower threshold; default _MAX_CONJUNCTIONS)."""
-    most = _MAX_CONJUNCTIONS if most is None else most
+    bounds, which must stay positive (a row reaching ``threshold`` holds such a set)."""
     dropped = sum(3 * sql.weights[i] for i in drop)
     bounds = [(i, 3 * sql.weights[i]) for i in rest if i not in drop]
     if drop and threshold - dropped < 1:
@@ -485,7 +482,7 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int,
         return []       # the rest together cannot reach the page
     # Too many sets: those of a lower threshold (fewer, smaller) hold every row reaching this one too.
     lower = threshold - dropped
-    while len(sets) > most and lower > 1:
+    while len(sets) > _MAX_CONJUNCTIONS and lower > 1:
         lower -= 1
         sets = _sufficient(bounds, lower)
     score = " + ".join(
@@ -495,7 +492,7 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int,
     # OFFSET 0 keeps the score computed once per row (not again in the outer WHERE).
     scored = f"SELECT * FROM (SELECT {_KEY_COLUMNS}, ({score}) AS score FROM pimem.turns WHERE {{}} OFFSET 0) s " \
              "WHERE score >= %s"
-    if all(sql.indexable(i) for i, _ in bounds) and len(sets) <= most:
+    if all(sql.indexable(i) for i, _ in bounds) and len(sets) <= _MAX_CONJUNCTIONS:
         # One query per set, each planned alone (its indexes intersected, only its own LIKEs rechecked);
         # a row holding several sets comes back several times with one score (_Page.add keeps one).
         parts: list[str] = []
