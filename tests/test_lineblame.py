@@ -1,5 +1,5 @@
 """Memory of each line (issue 23): the edit spans the importers record (pimem.editspans, the importers'
-``edit_calls``), how the store keeps them (layouts 7 and 8), and the attribution rules (pimem.lineblame) over
+``edit_calls``), how the store keeps them (layouts 7 to 9), and the attribution rules (pimem.lineblame) over
 stores synced from crafted Claude Code, Pi and Codex transcripts; ``pimem blame``."""
 
 from __future__ import annotations
@@ -195,8 +195,8 @@ def test_layout_6_store_migrates_and_the_rules_reparse_fills_spans(tmp_path: Pat
         set_meta(conn, "layout", "6")
         set_meta(conn, META_KEY, json.dumps({"claude": 3, "codex": 3, "pi": 2}))
     conn.close()
-    conn = connect(db)      # opened for writing: migrated to 8, empty
-    assert conn.execute("SELECT value FROM pimem_meta WHERE key = 'layout'").fetchone() == ("8",)
+    conn = connect(db)      # opened for writing: migrated to 9, empty
+    assert conn.execute("SELECT value FROM pimem_meta WHERE key = 'layout'").fetchone() == ("9",)
     assert conn.execute("SELECT count(*) FROM pimem_edit_spans").fetchone() == (0,)
     conn.close()
     sync(base, db)          # the claude rules rose: its file is parsed again
@@ -313,7 +313,8 @@ def test_two_conversations_writing_the_same_line(tmp_path: Path, project: Path) 
     # before the Pi session: Codex rewrote line 1 (the later edit wins); the rest is Claude's
     sync(base, db, sources={"claude", "codex"})
     found = _blame(db, path, rewritten)
-    assert found[1] == ("line", "restart the sum") and found[0] == ("line", "write compute")
+    # (exact: the line sits before the line the patch kept after it, its context)
+    assert found[1] == ("exact", "restart the sum") and found[0] == ("line", "write compute")
     assert found[2] == found[3] == ("exact", "write compute")
     # the Pi session wrote the whole file again, later, over content its transcript does not give: the
     # lines it repeats keep their earlier writer (Claude's), Codex's line is gone (the write dropped it),
@@ -830,8 +831,8 @@ def test_layout_7_store_gets_the_index_of_lines_by_hash(tmp_path: Path, project:
         assert written_elsewhere(reader, 1, [editspans.line_hash("returnresult")]) == set()
     finally:
         reader.close()
-    conn = connect(db)      # opened for writing: migrated to 8
-    assert conn.execute("SELECT value FROM pimem_meta WHERE key = 'layout'").fetchone() == ("8",)
+    conn = connect(db)      # opened for writing: migrated to 9
+    assert conn.execute("SELECT value FROM pimem_meta WHERE key = 'layout'").fetchone() == ("9",)
     file_id = conn.execute("SELECT path_id FROM pimem_edit_files WHERE path = ?", (str(path),)).fetchone()[0]
     from pimem.store.edits import written_elsewhere
     assert written_elsewhere(conn, file_id, [editspans.line_hash("returnresult"), 12345]) == {
@@ -934,10 +935,12 @@ def test_span_against_the_lines_a_file_held() -> None:
     assert before is not None and len(before) == 4
     span = editspans.span_against(before, REWRITTEN)
     h = editspans.line_hash
-    assert span == editspans.Span([(6, h("rows=drop_duplicates(rows)")), (8, h("log_count(len(rows))"))], [])
+    assert span is not None and (span.added, span.removed) == (
+        [(6, h("rows=drop_duplicates(rows)")), (8, h("log_count(len(rows))"))], [])
     assert editspans.span_against(before, "def load(path):\n    return []\n") == editspans.Span(
         [(2, h("return[]"))],
-        [h("withopen(path)ashandle:"), h("rows=parse_rows(handle)"), h("returnchecked_rows(rows)")])
+        [h("withopen(path)ashandle:"), h("rows=parse_rows(handle)"), h("returnchecked_rows(rows)")],
+        [(0, h("defload(path):"))])
     # the same answer as a diff of the texts (Claude Code's Write with its originalFile)
     assert editspans.span_of(PERSON, REWRITTEN) == span
     assert editspans.line_keys("x = 1\n" * editspans.MAX_CALL_LINES) is None
@@ -986,7 +989,8 @@ def test_a_call_that_reindents_a_line_wrote_it() -> None:
     assert span is not None
     assert span.added == [(2, h("ifready():")), (4, h("run()"))] and span.removed == [h("run()")]
     # trailing whitespace is no change
-    assert editspans.span_of("a()\nb()\n", "a()  \nb()\nc()\n") == editspans.Span([(4, h("c()"))], [])
+    assert editspans.span_of("a()\nb()\n", "a()  \nb()\nc()\n") == editspans.Span([(4, h("c()"))], [],
+                                                                                 [(1, h("b()"))])
 
 
 def test_of_two_copies_a_call_kept_the_one_whose_neighbours_it_kept() -> None:
@@ -1242,3 +1246,83 @@ def test_a_store_of_the_previous_rules_syncs_once_to_the_spans_of_a_fresh_import
     assert _span_rows(old) == expected
     again = sync(base, old)
     assert sum(again.files_by_source.values()) == 0 and _span_rows(old) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Context (layout 9): the lines a call kept next to the lines it added
+# ---------------------------------------------------------------------------------------------
+
+def test_a_calls_context_is_the_lines_it_kept_next_to_each_block_it_added() -> None:
+    old = "first_line(a)\nsecond_line(b)\nthird_line(c)\nfourth_line(d)\nfifth_line(e)\n"
+    new = "first_line(a)\nsecond_line(b)\nadded_one(x)\n\nthird_line(c)\nfourth_line(d)\nadded_two(y)\nfifth_line(e)\n"
+    span = editspans.span_of(old, new)
+    assert span is not None
+    h = editspans.line_hash
+    assert [pos >> 1 for pos, _ in span.added] == [2, 5]
+    # CONTEXT_LINES (1) on each side of each block, by index among the new text's non-blank lines
+    assert span.context == [(1, h("second_line(b)")), (3, h("third_line(c)")), (4, h("fourth_line(d)")),
+                            (6, h("fifth_line(e)"))]
+    # a created file, a whole text added: no context
+    assert editspans.span_of(None, new).context == []
+    assert editspans.context_of([0, 1, 4], 6) == [2, 3, 5]
+
+
+def test_the_store_keeps_a_calls_context_and_forgets_it_with_the_call(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("parse it", [("Edit", {
+        "file_path": str(path), "old_string": "setup_logging(level)\nreturn value\n",
+        "new_string": "setup_logging(level)\nvalue = parse(data)\nreturn value\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    conn = connect(db, create=False, for_writing=False)
+    h = editspans.line_hash
+    assert sorted(conn.execute("SELECT hash, pos FROM pimem_edit_context")) == sorted(
+        [(h("setup_logging(level)"), 0), (h("returnvalue"), 2)])
+    conn.close()
+    conn = connect(db)
+    from pimem.store.edits import clear_spans
+    with transaction(conn):
+        clear_spans(conn, [row[0] for row in conn.execute("SELECT turn_id FROM pimem_edit_spans")])
+    assert conn.execute("SELECT count(*) FROM pimem_edit_context").fetchone() == (0,)
+    conn.close()
+
+
+def test_a_copy_of_a_line_between_the_lines_its_call_kept_is_the_calls(tmp_path: Path, project: Path) -> None:
+    """Of two copies of a line, the call's is the one between the lines it kept next to it (without
+    context, neither copy names the call: which one a person wrote is not known)."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("parse it", [("Edit", {
+        "file_path": str(path), "old_string": "setup_logging(level)\nshutdown(server)\n",
+        "new_string": "setup_logging(level)\nvalue = parse(data)\nshutdown(server)\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    text = "import sys\nsetup_logging(level)\nvalue = parse(data)\nshutdown(server)\nhelper()\nvalue = parse(data)\n"
+    assert _blame(db, path, text) == {2: ("exact", "parse it")}
+    # the current line answers as the whole file does
+    assert _blame(db, path, text, start_line=2, end_line=3) == {2: ("exact", "parse it")}
+    assert _blame(db, path, text, start_line=5, end_line=6) == {}
+    # one side kept is enough (a person changed the line after it)
+    assert _blame(db, path, text.replace("shutdown(server)", "stop(server)")) == {2: ("exact", "parse it")}
+    # neither side: the copies are whose they are not known
+    assert _blame(db, path, text.replace("shutdown(server)", "stop(server)").replace("setup_logging", "init")) == {}
+    # the line and its kept neighbour copied elsewhere as they are: which copy is the call's is not known
+    pair = "setup_logging(level)\nvalue = parse(data)\n"
+    assert _blame(db, path, pair + "middle()\n" + pair) == {}
+
+
+def test_a_brace_between_lines_its_call_kept_is_the_calls(tmp_path: Path, project: Path) -> None:
+    """A trivial line (``}``) the call added alone is placed by the lines it kept next to it."""
+    path = project / "a.ts"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("close it", [("Edit", {
+        "file_path": str(path), "old_string": "    total += item.price;\nreturn total;\n",
+        "new_string": "    total += item.price;\n  }\nreturn total;\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    text = "function sum(items) {\n  for (const item of items) {\n    total += item.price;\n  }\nreturn total;\n}\n"
+    assert _blame(db, path, text) == {3: ("exact", "close it")}
+    assert _blame(db, path, text, start_line=3, end_line=4) == {3: ("exact", "close it")}
+    # a "}" elsewhere, next to other lines: not the call's
+    assert _blame(db, path, text, start_line=5, end_line=6) == {}

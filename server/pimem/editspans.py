@@ -44,7 +44,7 @@ import posixpath
 import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 
 MAX_CALL_LINES = 2_000
@@ -53,6 +53,7 @@ MAX_LINE_CHARS = 1_000
 MAX_DIFF_WORK = 250_000      # old × new lines a call's line diff may compare (past it: head/tail only),
                              # and pairs of equal lines its matcher may visit (past it: _counted)
 DIFF_CONTEXT = 8             # lines of the common head and tail the diff still compares
+CONTEXT_LINES = 1            # lines a call kept, stored on each side of each block of lines it added
 
 _SKIPPED_NAMES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "cargo.lock",
@@ -117,10 +118,12 @@ def bounded(new: str) -> bool:
 @dataclass(frozen=True)
 class Span:
     """What one call did to one file's lines: ``added`` (:func:`position`, hash), ``removed`` (hashes,
-    one per removed line)."""
+    one per removed line), ``context`` (index among the new text's non-blank lines, hash: the
+    :data:`CONTEXT_LINES` lines the call kept next to each block of added lines, :func:`context_of`)."""
 
     added: list[tuple[int, int]]
     removed: list[int]
+    context: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _kept(text: str) -> tuple[list[str], list[int], list[str]]:
@@ -229,9 +232,28 @@ def _diff(old_lines: Sequence[Hashable], new_lines: Sequence[Hashable], blanks: 
                 _BoundedMatcher(old_middle, new_middle).get_opcodes())
         except _OverBudget:
             old_changed, new_changed = _counted(old_middle, new_middle)
-    return Span([(position(head + pos, blanks[head + pos]), new_hash(head + pos))
-                 for pos in new_changed if new_text[head + pos] != "\0"],
-                [old_hash(head + i) for i in old_changed if old_real[head + i]])
+    added = [head + pos for pos in new_changed]
+    return Span([(position(index, blanks[index]), new_hash(index)) for index in added if new_text[index] != "\0"],
+                [old_hash(head + i) for i in old_changed if old_real[head + i]],
+                [(index, new_hash(index)) for index in context_of(added, len(new_lines))
+                 if new_text[index] != "\0"])
+
+
+def context_of(added: Sequence[int], size: int) -> list[int]:
+    """The lines a call kept next to the lines it added (indexes among the new text's ``size``
+    non-blank lines; ``added`` in order): up to :data:`CONTEXT_LINES` on each side of each block of
+    consecutive added lines, not added themselves. They say where the call's lines sit (the line
+    before and after them when the call was made: pimem.lineblame rule 2), so of two copies of a line,
+    or of many ``}``, the call's is the one still between them. Bounded: at most 2 × CONTEXT_LINES per
+    block, never more than the call's own lines."""
+    taken = set(added)
+    found: list[int] = []
+    for k, index in enumerate(added):
+        if k == 0 or added[k - 1] != index - 1:      # a block starts: the lines before it
+            found.extend(j for j in range(index - CONTEXT_LINES, index) if j >= 0 and j not in taken)
+        if k == len(added) - 1 or added[k + 1] != index + 1:   # a block ends: the lines after it
+            found.extend(j for j in range(index + 1, index + 1 + CONTEXT_LINES) if j < size and j not in taken)
+    return sorted(set(found))
 
 
 def _changed(opcodes: Sequence[tuple[str, int, int, int, int]]) -> tuple[list[int], list[int]]:

@@ -107,6 +107,7 @@ from pimem.filehistory import normalize_file_path
 from pimem.store.batches import chunks, placeholders
 from pimem.store.edits import (
     SpanInfo,
+    context_rows,
     created_file,
     file_rows,
     line_rows,
@@ -347,7 +348,13 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         rows = [row for row in file_rows(conn, file_id) if row[0] in looked_up]
     else:
         rows = line_rows(conn, file_id, sorted(strong))
-    if not rows:
+    # layout 9: line -> (span, index) of the calls that kept it next to lines they added (their context):
+    # a non-trivial line only (a kept "}" places nothing)
+    kept: dict[int, set[tuple[int, int]]] = {}
+    # (no line written by a live call: only a trivial line can be placed, by its neighbours)
+    context = context_rows(conn, file_id, None if len(strong) > WHOLE_FILE_READ else sorted(strong)) \
+        if rows or weak else []
+    if not rows and not context:
         return {}, set(), {}
     resets = sorted(whole_spans(conn, file_id))
     spans_read = {span for _, span, _ in rows}
@@ -382,9 +389,20 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
             else:
                 # the most recent live writes: a line written over and over (an import) is not followed further back
                 candidates[i] = _indexed(i, found[-MAX_CANDIDATES:], blank_before)
+    if context:
+        kept_by_hash: dict[int, set[tuple[int, int]]] = {}
+        for digest, span, pos in context:
+            if digest in strong:
+                kept_by_hash.setdefault(digest, set()).add((span, pos))
+        for i in rows_of:
+            if i not in trivial:
+                found_kept = kept_by_hash.get(line_hash(i))
+                if found_kept:
+                    kept[i] = found_kept
     if weak:
         unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, revived, blank_before,
-                                           rows, order, known, resets, created, whole=len(strong) > WHOLE_FILE_READ)
+                                           rows, order, known, resets, created, kept,
+                                           whole=len(strong) > WHOLE_FILE_READ)
     empty: set[tuple[int, int]] = set()
     idioms_seen: dict[int, bool] = {}
 
@@ -404,6 +422,7 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) | revived[i] if i in revived
                                         else candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
     pad = RUN_CAP + 1
+    kept_around = [empty] * pad + [kept.get(i, empty) for i in rows_of] + [empty] * pad
 
     def neighbour(k: int) -> set[tuple[int, int]]:
         return around[k + pad] if k >= -pad else empty
@@ -438,10 +457,24 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                 exact = [best] if (s, p - 1) in before or (s, p + 1) in after else []
         else:
             exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
+        placed: list[int] = []
+        if not exact and kept:
+            # between the lines the call kept next to it (rule 2's context): the line is where the call put it
+            kept_before, kept_after = kept_around[k + pad - 1], kept_around[k + pad + 1]
+            exact = [(s, p) for s, p in mine if (s, p - 1) in kept_before or (s, p + 1) in kept_after]
+            if exact:
+                best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: order[c[0]])
+                s, p = best
+                placed = [rows_of[k + d] for d in (-1, 1) if (s, p + d) in kept_around[k + pad + d]]
         if exact:
-            best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
-            if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info):
-                continue
+            if placed:
+                # the line and its kept neighbours, found in the same order elsewhere: which copy is not known
+                if info.counts[info.normalized[i]] > 1 and info.elsewhere(sorted([i, *placed])):
+                    continue
+            else:
+                best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
+                if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info):
+                    continue
             s, p = picked[i] = best
             if k > 0 and picked.get(rows_of[k - 1]) == (s, p - 1):
                 first = chosen[rows_of[k - 1]][2]
@@ -581,9 +614,11 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
                         revived: dict[int, set[tuple[int, int]]], blank_before: set[tuple[int, int, int]],
                         rows: list[tuple[int, int, int]],
                         order: dict[int, Order], known: dict[int, SpanInfo], resets: list[Order],
-                        created: set[int], *, whole: bool) -> set[tuple[int, int]]:
+                        created: set[int], kept: dict[int, set[tuple[int, int]]], *, whole: bool,
+                        ) -> set[tuple[int, int]]:
     """Trivial lines ("}", "else:") count only inside a run, so only the calls that wrote the nearest
-    non-trivial lines around them are looked at (not every call that ever wrote a "}")."""
+    non-trivial lines around them are looked at (not every call that ever wrote a "}"), and the calls
+    that kept the line right next to them (``kept``: their context, which places a "}" too)."""
     before: dict[int, set[int]] = {}
     after: dict[int, set[int]] = {}
     last: set[int] = set()
@@ -598,6 +633,11 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
             after[i] = last
         else:
             last = {s for s, _ in candidates.get(i, ())}
+    for k, i in enumerate(rows_of):
+        if i in trivial:
+            for j in (rows_of[k - 1] if k > 0 else None, rows_of[k + 1] if k + 1 < len(rows_of) else None):
+                if j is not None and j in kept:
+                    before[i] = before[i] | {s for s, _ in kept[j]}
     wanted: set[int] = set()
     for spans in (*before.values(), *after.values()):
         wanted |= spans

@@ -98,7 +98,9 @@ FILES = ClaudeFiles()
 # 6: an empty user message does not keep the assistant text after it from opening the conversation.
 # 7: the line diff of an edit keeps indentation (a line it reindented is its own) and compares the
 # lines next to the change (pimem.editspans).
-RULES_VERSION = 7
+# 8: the lines an edit kept next to the lines it added are stored with its spans (pimem.editspans
+# ``context_of``, store layout 9).
+RULES_VERSION = 8
 
 # tool name -> (the input key of its path, what it does to the file)
 FILE_TOOLS: dict[str, tuple[str, FileAction]] = {

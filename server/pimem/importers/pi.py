@@ -80,7 +80,9 @@ FILES = TranscriptFiles()   # every .jsonl file
 # claims only the lines it added (EditCall.before).
 # 5: the line diff of an edit keeps indentation (a line it reindented is its own) and compares the
 # lines next to the change (pimem.editspans).
-RULES_VERSION = 5
+# 6: the lines an edit kept next to the lines it added are stored with its spans (pimem.editspans
+# ``context_of``, store layout 9).
+RULES_VERSION = 6
 
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit"}
 

@@ -320,7 +320,7 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRo
             continue
         call_id = None if edit.call_id is None else storable_id(edit.call_id)
         rows.append(SpanRow(path, turn_id, ts, edit.tool, call_id, whole, span.added, span.removed,
-                            edit.amends))
+                            edit.amends, span.context))
     return rows
 
 
