@@ -1326,3 +1326,130 @@ def test_a_brace_between_lines_its_call_kept_is_the_calls(tmp_path: Path, projec
     assert _blame(db, path, text, start_line=3, end_line=4) == {3: ("exact", "close it")}
     # a "}" elsewhere, next to other lines: not the call's
     assert _blame(db, path, text, start_line=5, end_line=6) == {}
+
+
+BEFORE_EDIT = "setup_logging(level)\nstale_line()\nshutdown(server)\n"
+AFTER_EDIT = "setup_logging(level)\nvalue = parse(data)\nshutdown(server)\nhelper()\nvalue = parse(data)\n"
+
+
+def test_the_lines_next_to_the_replaced_text_are_read_from_the_file_before_it() -> None:
+    text = "first()\n\n  second()\nold_a()\nold_b()\n\nthird()\nfourth()\n"
+    start = text.index("old_a")
+    assert editspans.kept_around(text, start, text.index("third") - 1) == (("  second()",), ("third()",))
+    # part of a line replaced: no line next to it on that side
+    assert editspans.kept_around(text, start + 2, text.index("old_b") + 3) == ((), ())
+    assert editspans.kept_around(text, 0, len("first()\n")) == ((), ("  second()",))
+    # the new text's first and last lines added: the file's lines are their context (indexes -1 and past the end)
+    span = editspans.span_of("stale_line()\n", "value = parse(data)\n", ("setup_logging(level)",),
+                             ("shutdown(server)",))
+    h = editspans.line_hash
+    assert span is not None and span.context == [(-1, h("setup_logging(level)")), (1, h("shutdown(server)"))]
+    # the call does not say what it replaced: nothing is next to it
+    assert editspans.span_of(None, "value = parse(data)\n", ("a()",), ("b()",)).context == []
+
+
+def _claude_edit(base: Path, project: Path, path: Path, **extra: Any) -> None:
+    write_claude(base, "s1", project, [("parse it", [("Edit", {
+        "file_path": str(path), "old_string": "stale_line()\n", "new_string": "value = parse(data)\n", **extra})])])
+
+
+def test_a_claude_edit_result_places_the_line_between_the_files_lines(tmp_path: Path, project: Path) -> None:
+    """An Edit that replaced one line: its new text holds no line it kept, its result's ``originalFile``
+    does: the line is the call's where it sits between them (without the result, of two copies neither)."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    _claude_edit(base, project, path, _originalFile=BEFORE_EDIT)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, AFTER_EDIT) == {1: ("exact", "parse it")}
+    assert _blame(db, path, AFTER_EDIT, start_line=4, end_line=5) == {}
+    shutil.rmtree(base)
+    _claude_edit(base, project, path)
+    sync(base, tmp_path / "bare.db")
+    assert _blame(tmp_path / "bare.db", path, AFTER_EDIT) == {}
+
+
+def test_a_claude_edit_result_synced_after_its_call_amends_it(tmp_path: Path, project: Path) -> None:
+    """A sync between the call's line and its result's: the result amends the stored call (one span)."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    _claude_edit(base, project, path, _originalFile=BEFORE_EDIT)
+    transcript = next((base / "claude").rglob("*.jsonl"))
+    lines = transcript.read_text(encoding="utf-8").splitlines(keepends=True)
+    transcript.write_text("".join(lines[:-1]), encoding="utf-8")
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, AFTER_EDIT) == {}
+    transcript.write_text("".join(lines), encoding="utf-8")
+    sync(base, db)
+    assert _blame(db, path, AFTER_EDIT) == {1: ("exact", "parse it")}
+    conn = connect(db, create=False, for_writing=False)
+    assert conn.execute("SELECT count(*) FROM pimem_edit_spans").fetchone() == (1,)
+    conn.close()
+
+
+PI_PATCH = ("--- a.py\n+++ a.py\n@@ -1,3 +1,3 @@\n setup_logging(level)\n-stale_line()\n+value = parse(data)\n"
+            " shutdown(server)\n")
+
+
+def test_the_lines_next_to_a_pi_edit_are_read_from_its_patch() -> None:
+    from pimem.importers.pi import kept_in_patch
+    assert kept_in_patch(PI_PATCH, "stale_line()\n") == (("setup_logging(level)",), ("shutdown(server)",))
+    assert kept_in_patch(PI_PATCH, "stale_line()") == (("setup_logging(level)",), ("shutdown(server)",))
+    # part of a line, or not in the patch: nothing
+    assert kept_in_patch(PI_PATCH, "stale_") == ((), ())
+    assert kept_in_patch(PI_PATCH, "elsewhere()\n") == ((), ())
+    # a line the call removed (another block of it) is not kept; a blank context line is passed over
+    two = "@@ -1,5 +1,5 @@\n-gone_line()\n+new_line()\n first_edit()\n\n keeper_line()\n"
+    assert kept_in_patch(two, "first_edit()\n") == ((), ("keeper_line()",))
+
+
+def test_a_pi_edit_result_places_the_line_between_the_files_lines(tmp_path: Path, project: Path) -> None:
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_pi(base, "p1", project, [("parse it", [("edit", {
+        "path": "a.py", "edits": [{"oldText": "stale_line()\n", "newText": "value = parse(data)\n"}],
+        "_result": "Successfully replaced 1 block(s) in a.py.", "_details": {"patch": PI_PATCH}})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, AFTER_EDIT) == {1: ("exact", "parse it")}
+    assert _blame(db, path, AFTER_EDIT, start_line=4, end_line=5) == {}
+
+
+def test_a_line_a_call_also_kept_elsewhere_is_not_placed_by_its_context(tmp_path: Path, project: Path) -> None:
+    """The call wrote ``return result;`` after the line it kept before, and kept a ``return result;``
+    after its lines: once its lines are moved away, the copy left next to the line before is the one it
+    kept, as likely as one it wrote."""
+    path = project / "cart.ts"
+    base = tmp_path / "agents"
+    original = "    result += it.price;\n  }\n  return result;\n}\n"
+    write_claude(base, "s1", project, [("totals", [("Edit", {
+        "file_path": str(path), "old_string": "  }\n",
+        "new_string": "  return result;\n  return { total: t, label: l };\n  return result;\n",
+        "_originalFile": original})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    moved = ("  return result;\n  return { total: t, label: l };\n  return result;\n    result += it.price;\n"
+             "  return result;\n}\n")
+    assert _blame(db, path, moved) == {0: ("exact", "totals"), 1: ("exact", "totals"), 2: ("exact", "totals")}
+
+
+def test_a_line_placed_on_one_side_with_its_copy_on_the_other_is_not_attributed(
+        tmp_path: Path, project: Path) -> None:
+    """The call added one ``}`` next to a ``}``: which of the two it added is the diff's convention (its own
+    diff of its texts says the second, git's of the file the first), so neither is named."""
+    path = project / "cart.ts"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("close", [("Edit", {
+        "file_path": str(path), "old_string": "}\n\n", "new_string": "}\n}\n\n",
+        "_originalFile": "  price: number;\n}\n\nexport function total() {\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, "  price: number;\n}\n}\n\nexport function total() {\n") == {}
+    # a "}" placed between two lines it kept: the call's
+    write_claude(base, "s1", project, [("close", [("Edit", {
+        "file_path": str(path), "old_string": "  stale();\n", "new_string": "}\n",
+        "_originalFile": "  price: number;\n  stale();\nexport function total() {\n"})])])
+    sync(base, tmp_path / "two.db")
+    assert _blame(tmp_path / "two.db", path, "  price: number;\n}\nexport function total() {\n") == {
+        1: ("exact", "close")}

@@ -160,18 +160,57 @@ def position(index: int, blank_before: int) -> int:
     return index * 2 + blank_before
 
 
-def span_of(old: str | None, new: str) -> Span | None:
+def span_of(old: str | None, new: str, before: Sequence[str] = (), after: Sequence[str] = ()) -> Span | None:
     """The lines a call added and removed (None: outside the bound rule). Without ``old`` every line of
-    ``new`` is added."""
+    ``new`` is added. ``before`` / ``after``: the file's lines right before and after the text the call
+    replaced, where its result says (:func:`kept_around`): the context of a block of added lines at
+    the start or end of the new text (indexes -1… and past the new text's last line)."""
     if not bounded(new) or (old is not None and not bounded(old)):
         return None
     new_lines, blanks, new_compared = _kept(new)
     old_lines, _, old_compared = _kept(old) if old else ([], [], [])
     if not old_lines:
-        return Span([(position(pos, blanks[pos]), line_hash(line)) for pos, line in enumerate(new_lines)
-                      if line != "\0"], [])
-    return _diff(old_compared, new_compared, blanks, [line != "\0" for line in old_lines],
-                 lambda i: line_hash(old_lines[i]), lambda j: line_hash(new_lines[j]), new_lines)
+        span = Span([(position(pos, blanks[pos]), line_hash(line)) for pos, line in enumerate(new_lines)
+                     if line != "\0"], [])
+    else:
+        span = _diff(old_compared, new_compared, blanks, [line != "\0" for line in old_lines],
+                     lambda i: line_hash(old_lines[i]), lambda j: line_hash(new_lines[j]), new_lines)
+    if old is None or not span.added or not (before or after):
+        return span
+    first, last = span.added[0][0] >> 1, span.added[-1][0] >> 1
+    outside: list[tuple[int, int]] = []
+    if first == 0:
+        outside.extend((-1 - k, line_hash(normalize(line))) for k, line in enumerate(reversed(before)))
+    if last == len(new_lines) - 1:
+        outside.extend((len(new_lines) + k, line_hash(normalize(line))) for k, line in enumerate(after))
+    return Span(span.added, span.removed, sorted(outside + span.context)) if outside else span
+
+
+def kept_around(text: str, start: int, end: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The :data:`CONTEXT_LINES` nearest non-blank lines of ``text`` (a file before an edit) before
+    offset ``start`` and after offset ``end`` (the text the edit replaced), nearest last / first; a side
+    is empty unless the replaced text starts at a line's start (ends at a line's end) there: an edit of
+    part of a line has no line next to it."""
+    before: list[str] = []
+    if start == 0 or text[start - 1] in "\n\r":
+        for line in reversed(split_lines(text[max(0, start - 4096):start])):
+            if len(before) == CONTEXT_LINES:
+                break
+            if normalize(line) and len(line) <= MAX_LINE_CHARS:
+                before.append(line)
+        before.reverse()
+    after: list[str] = []
+    at_end = end > start and text[end - 1] in "\n\r"
+    if at_end or end == len(text) or text[end] in "\n\r":
+        rest = text[end:end + 4096]
+        if not at_end:   # the replaced text ended before its line's break
+            rest = rest[2:] if rest.startswith("\r\n") else rest[1:]
+        for line in split_lines(rest):
+            if len(after) == CONTEXT_LINES:
+                break
+            if normalize(line) and len(line) <= MAX_LINE_CHARS:
+                after.append(line)
+    return tuple(before), tuple(after)
 
 
 # a line too long to be code a person reads, among the keys of line_keys (never equal to a line's hash: a

@@ -461,11 +461,24 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         if not exact and kept:
             # between the lines the call kept next to it (rule 2's context): the line is where the call put it
             kept_before, kept_after = kept_around[k + pad - 1], kept_around[k + pad + 1]
-            exact = [(s, p) for s, p in mine if (s, p - 1) in kept_before or (s, p + 1) in kept_after]
+            # (not by a call that also kept a copy of the line elsewhere than right next to it: this may
+            # be the copy it kept)
+            kept_here = kept_around[k + pad]
+            exact = [(s, p) for s, p in mine if ((s, p - 1) in kept_before or (s, p + 1) in kept_after)
+                     and not any(t == s and q not in (p - 1, p + 1) for t, q in kept_here)]
             if exact:
                 best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: order[c[0]])
                 s, p = best
-                placed = [rows_of[k + d] for d in (-1, 1) if (s, p + d) in kept_around[k + pad + d]]
+                sides = [d for d in (-1, 1) if (s, p + d) in kept_around[k + pad + d]]
+                placed = [rows_of[k + d] for d in sides]
+                other = k - sides[0]
+                if len(sides) == 1 and 0 <= other < len(rows_of) \
+                        and info.normalized[rows_of[other]] == info.normalized[i] \
+                        and sum(1 for t, _ in mine if t == s) == 1:
+                    # placed on one side, a copy of itself on the other, and the call wrote one: which of the
+                    # two it added is the diff's convention (the call's diff of its texts and git's of the
+                    # file may differ), not known
+                    continue
         if exact:
             if placed:
                 # the line and its kept neighbours, found in the same order elsewhere: which copy is not known

@@ -90,7 +90,7 @@ class SpanRow:
     whole: bool
     added: list[tuple[int, int]]     # (position, hash)
     removed: list[int]               # hashes
-    amends: bool = False             # replaces the whole-file span of the same turn, call and file
+    amends: bool = False             # replaces the span of the same turn, call and file (an Edit's: any)
     context: Sequence[tuple[int, int]] = ()   # (index, hash): lines the call kept next to its added ones
 
 
@@ -112,10 +112,11 @@ def put_spans(conn: sqlite3.Connection, spans: Sequence[SpanRow]) -> None:
     for span in spans:
         path_id = ids[span.path]
         if span.amends and span.call_id is not None:
-            # the same write stored by an earlier parse, before its result said what the file held
+            # the same call stored by an earlier parse, before its result said what the file held (a
+            # Write's lines before it, an Edit's lines next to the text it replaced)
             stale = [row[0] for row in conn.execute(
-                "SELECT span_id FROM pimem_edit_spans WHERE path_id = ? AND turn_id = ? AND call_id = ? AND whole = 1",
-                (path_id, span.turn_id, span.call_id))]
+                "SELECT span_id FROM pimem_edit_spans WHERE path_id = ? AND turn_id = ? AND call_id = ? "
+                "AND (whole = 1 OR ? = 0)", (path_id, span.turn_id, span.call_id, int(span.whole)))]
             for span_id in stale:
                 conn.execute("DELETE FROM pimem_edit_lines WHERE span_id = ?", (span_id,))
                 conn.execute("DELETE FROM pimem_edit_context WHERE span_id = ?", (span_id,))
