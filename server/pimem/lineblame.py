@@ -251,14 +251,15 @@ def _text_info(path: str, text: str, digest: bytes) -> _TextInfo:
 
 
 def _window(normalized: list[str], start: int, end: int) -> tuple[int, int]:
-    """The range extended by RUN_CAP + 1 non-blank lines on each side (a neighbour's removed write is
-    back when a run reaches a live line within RUN_CAP of it: rule 2)."""
+    """The range extended by 2 × RUN_CAP + 1 non-blank lines on each side (a neighbour's removed write is
+    back when a run reaches a live line within RUN_CAP of it, and that run may start RUN_CAP lines
+    away: rule 2)."""
     low, seen = start, 0
-    while low > 0 and seen <= RUN_CAP:
+    while low > 0 and seen <= 2 * RUN_CAP:
         low -= 1
         seen += normalized[low] != ""
     high, seen = end, 0
-    while high < len(normalized) and seen <= RUN_CAP:
+    while high < len(normalized) and seen <= 2 * RUN_CAP:
         seen += normalized[high] != ""
         high += 1
     return low, high
@@ -658,10 +659,10 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
         return set()
     weak = {info.hash(i) for i in trivial}
     if not whole:
-        rows = line_rows(conn, file_id, sorted(weak), sorted(wanted))
+        rows = line_rows(conn, file_id, sorted(weak))
         order.update(_orders(conn, {span for _, span, _ in rows} - set(order), known))
     gone: dict[int, list[tuple[int, int]]] = {}
-    found, unconfirmed = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, resets, created,
+    found, unconfirmed = _live([row for row in rows if row[0] in weak], order, resets, created,
                                gone)
     for i in trivial:
         near = before[i] | after[i]
