@@ -25,6 +25,13 @@ call says, the new text); this module, shared by every importer, the sync and th
   a whole-file write replaced only as line hashes (a Pi ``read`` earlier in the turn: :func:`line_keys`,
   :func:`span_against`), the same diff is made on the hashes (of normalized lines: there a line the
   write only reindented keeps its earlier writer).
+* **Context lines** (:func:`context_of`, store layout 9): the lines a call kept right next to each block
+  of lines it added, :data:`CONTEXT_LINES` a side: its own unchanged lines, and for a block at the start
+  or end of its new text the file's lines right before / after the text it replaced, where the
+  importer read them from the call's result (:func:`kept_around`: a Claude Code ``Edit``'s
+  ``originalFile``; a Pi ``edit``'s patch). They say where the call put its lines (pimem.lineblame
+  rule 2), never that it wrote them. At most 2 × CONTEXT_LINES per block: +0.1% of the store at
+  112,801 turns (docs/benchmarks.md, round 8).
 * **Bound rule** (:func:`bounded`): a call is recorded only if its new text is at most
   :data:`MAX_CALL_LINES` lines and :data:`MAX_CALL_BYTES` bytes; lines longer than
   :data:`MAX_LINE_CHARS` characters are left out (minified code); files whose name says they are

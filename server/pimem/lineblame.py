@@ -27,8 +27,19 @@ lines each edit call added and removed, looked up by hash.
 2. *Exact*: the line and the next or previous non-blank line are consecutive lines of one live call
    (a run of ≥ 2, whitespace-insensitive, so reindentation and moving the whole block keep it). The
    longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call.
+   *Placed* (layout 9), when no run says it: the line sits right after (before) a line its live call kept
+   right before (after) the lines it added: its context (pimem.editspans ``context_of``: the call's own
+   unchanged lines, or the file's lines next to the replaced text where the call's result shows them);
+   only a non-trivial line places; the most recent such call wins; not by a call that also kept a copy
+   of the line elsewhere than beside it (the line may be that kept copy, its lines moved away), not when
+   the line is placed on one side only, a copy of it is on the other and the call wrote one copy (which
+   of the two it added is the diff's convention), and not when the line and its placing neighbours occur
+   in the same order elsewhere in the file (which copy is not known). This is what tells which of
+   several copies of a line, or which ``}``, a call wrote.
    Trivial lines (``}``, ``else:``, lone brackets, very short lines: pimem.editspans.is_trivial) are
-   attributed only this way. A blank line goes with the next non-blank line when that line is exact
+   attributed only these ways (their writes followed through every call's rows of them, their candidates
+   the calls of the nearest non-trivial lines and of the lines next to them that placed it, so that a
+   window answers as the whole file does). A blank line goes with the next non-blank line when that line is exact
    and the call wrote blank lines right before it; else it is never attributed. Two refinements,
    order-aware: a run of at most :data:`RUN_CAP` lines whose lines occur in the same order at another
    place of the file too (``return result;`` + ``}``: a person's identical block, or the call's own copy
@@ -77,10 +88,10 @@ an identical copy of an idiom, rule 3, before the agent wrote its own); an
 agent edit later undone outside any conversation but written again by hand; calls the user denied
 (recorded as made); lines a call wrote through a shell command (``sed``, ``cat >``).
 
-Cost: one lookup of the requested lines' hashes (plus :data:`RUN_CAP` non-blank lines around them)
-in the file's rows, and two index seeks for each line attributed alone (rule 3's idioms), so a
-current-line request reads a handful of rows whatever the history's size (0.35 ms of CPU at 1M turns:
-docs/benchmarks.md); the text's hashes are kept per process for the last texts seen
+Cost: one lookup of the requested lines' hashes (plus 2 × :data:`RUN_CAP` + 1 non-blank lines around
+them) in the file's rows and in its context rows, and two index seeks for each line attributed alone
+(rule 3's idioms), so a current-line request reads a handful of rows whatever the history's size
+(0.35 ms of CPU at 1M turns: docs/benchmarks.md); the text's hashes are kept per process for the last texts seen
 (:func:`_text_info`), and so is the index of its lines that rule 2's copied runs are looked up in (built
 the first time an exact line with copies in the file is met: ~1 ms for 5,000 lines). A whole file
 reads the file's rows in one range, and its per-line Python work is only for the lines some live call
