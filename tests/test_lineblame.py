@@ -990,7 +990,7 @@ def test_a_call_that_reindents_a_line_wrote_it() -> None:
     assert span.added == [(2, h("ifready():")), (4, h("run()"))] and span.removed == [h("run()")]
     # trailing whitespace is no change
     assert editspans.span_of("a()\nb()\n", "a()  \nb()\nc()\n") == editspans.Span([(4, h("c()"))], [],
-                                                                                 [(1, h("b()"))])
+                                                                                 [(0, h("a()")), (1, h("b()"))])
 
 
 def test_of_two_copies_a_call_kept_the_one_whose_neighbours_it_kept() -> None:
@@ -1259,12 +1259,13 @@ def test_a_calls_context_is_the_lines_it_kept_next_to_each_block_it_added() -> N
     assert span is not None
     h = editspans.line_hash
     assert [pos >> 1 for pos, _ in span.added] == [2, 5]
-    # CONTEXT_LINES (1) on each side of each block, by index among the new text's non-blank lines
-    assert span.context == [(1, h("second_line(b)")), (3, h("third_line(c)")), (4, h("fourth_line(d)")),
-                            (6, h("fifth_line(e)"))]
+    # CONTEXT_LINES (2) on each side of each block, by index among the new text's non-blank lines
+    assert editspans.CONTEXT_LINES == 2
+    assert span.context == [(0, h("first_line(a)")), (1, h("second_line(b)")), (3, h("third_line(c)")),
+                            (4, h("fourth_line(d)")), (6, h("fifth_line(e)"))]
     # a created file, a whole text added: no context
     assert editspans.span_of(None, new).context == []
-    assert editspans.context_of([0, 1, 4], 6) == [2, 3, 5]
+    assert editspans.context_of([0, 1, 4], 7) == [2, 3, 5, 6]
 
 
 def test_the_store_keeps_a_calls_context_and_forgets_it_with_the_call(tmp_path: Path, project: Path) -> None:
@@ -1335,10 +1336,11 @@ AFTER_EDIT = "setup_logging(level)\nvalue = parse(data)\nshutdown(server)\nhelpe
 def test_the_lines_next_to_the_replaced_text_are_read_from_the_file_before_it() -> None:
     text = "first()\n\n  second()\nold_a()\nold_b()\n\nthird()\nfourth()\n"
     start = text.index("old_a")
-    assert editspans.kept_around(text, start, text.index("third") - 1) == (("  second()",), ("third()",))
+    assert editspans.kept_around(text, start, text.index("third") - 1) == (("first()", "  second()"),
+                                                                           ("third()", "fourth()"))
     # part of a line replaced: no line next to it on that side
     assert editspans.kept_around(text, start + 2, text.index("old_b") + 3) == ((), ())
-    assert editspans.kept_around(text, 0, len("first()\n")) == ((), ("  second()",))
+    assert editspans.kept_around(text, 0, len("first()\n")) == ((), ("  second()", "old_a()"))
     # the new text's first and last lines added: the file's lines are their context (indexes -1 and past the end)
     span = editspans.span_of("stale_line()\n", "value = parse(data)\n", ("setup_logging(level)",),
                              ("shutdown(server)",))
@@ -1522,3 +1524,20 @@ def test_the_current_line_answers_as_the_whole_file_does(tmp_path: Path, seed: i
     for line in range(len(text.splitlines())):
         alone.update(_blame(db, path, text, start_line=line, end_line=line + 1))
     assert alone == whole
+
+
+def test_a_kept_brace_places_a_line_only_with_the_line_beyond_it(tmp_path: Path, project: Path) -> None:
+    """The lines the call kept next to its line are "}": a "}" places nothing alone, but the kept "}"
+    then the kept line beyond it, both still there, do."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("parse it", [("Edit", {
+        "file_path": str(path), "old_string": "stale_line()\n", "new_string": "value = parse(data)\n",
+        "_originalFile": "setup_logging(level)\n}\nstale_line()\n}\nshutdown(server)\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    text = "setup_logging(level)\n}\nvalue = parse(data)\n}\nshutdown(server)\nhelper()\nvalue = parse(data)\n"
+    assert _blame(db, path, text) == {2: ("exact", "parse it")}
+    assert _blame(db, path, text, start_line=2, end_line=3) == {2: ("exact", "parse it")}
+    # the "}" alone next to it, the lines beyond changed: not placed (two copies: neither is named)
+    assert _blame(db, path, text.replace("setup_logging(level)", "init()").replace("shutdown", "stop")) == {}

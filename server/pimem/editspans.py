@@ -60,7 +60,7 @@ MAX_LINE_CHARS = 1_000
 MAX_DIFF_WORK = 250_000      # old × new lines a call's line diff may compare (past it: head/tail only),
                              # and pairs of equal lines its matcher may visit (past it: _counted)
 DIFF_CONTEXT = 8             # lines of the common head and tail the diff still compares
-CONTEXT_LINES = 1            # lines a call kept, stored on each side of each block of lines it added
+CONTEXT_LINES = 2            # lines a call kept, stored on each side of each block of lines it added
 
 _SKIPPED_NAMES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "cargo.lock",

@@ -364,7 +364,7 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     # a non-trivial line only (a kept "}" places nothing)
     kept: dict[int, set[tuple[int, int]]] = {}
     # (no line written by a live call: only a trivial line can be placed, by its neighbours)
-    context = context_rows(conn, file_id, None if len(strong) > WHOLE_FILE_READ else sorted(strong)) \
+    context = context_rows(conn, file_id, None if len(strong) > WHOLE_FILE_READ else sorted(strong | weak)) \
         if rows or weak else []
     if not rows and not context:
         return {}, set(), {}
@@ -401,19 +401,19 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
             else:
                 # the most recent live writes: a line written over and over (an import) is not followed further back
                 candidates[i] = _indexed(i, found[-MAX_CANDIDATES:], blank_before)
+    kept_weak: dict[int, set[tuple[int, int]]] = {}   # the same for trivial lines: they place only in a chain
     if context:
         kept_by_hash: dict[int, set[tuple[int, int]]] = {}
         for digest, span, pos in context:
-            if digest in strong:
+            if digest in strong or digest in weak:
                 kept_by_hash.setdefault(digest, set()).add((span, pos))
         for i in rows_of:
-            if i not in trivial:
-                found_kept = kept_by_hash.get(line_hash(i))
-                if found_kept:
-                    kept[i] = found_kept
+            found_kept = kept_by_hash.get(line_hash(i))
+            if found_kept:
+                (kept_weak if i in trivial else kept)[i] = found_kept
     if weak:
         unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, revived, blank_before,
-                                           rows, order, known, resets, created, kept,
+                                           rows, order, known, resets, created, {**kept, **kept_weak},
                                            whole=len(strong) > WHOLE_FILE_READ)
     empty: set[tuple[int, int]] = set()
     idioms_seen: dict[int, bool] = {}
@@ -435,6 +435,16 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                                         else candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
     pad = RUN_CAP + 1
     kept_around = [empty] * pad + [kept.get(i, empty) for i in rows_of] + [empty] * pad
+    weak_around = [empty] * pad + [kept_weak.get(i, empty) for i in rows_of] + [empty] * pad
+
+    def kept_side(k: int, s: int, p: int, d: int) -> list[int]:
+        """The lines next to rows_of[k] on side d that call s kept there: one non-trivial line, or a
+        trivial one then a non-trivial one (a kept "}" places only with the line beyond it)."""
+        if (s, p + d) in kept_around[k + pad + d]:
+            return [rows_of[k + d]]
+        if (s, p + d) in weak_around[k + pad + d] and (s, p + 2 * d) in kept_around[k + pad + 2 * d]:
+            return [rows_of[k + d], rows_of[k + 2 * d]]
+        return []
 
     def neighbour(k: int) -> set[tuple[int, int]]:
         return around[k + pad] if k >= -pad else empty
@@ -472,17 +482,16 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         placed: list[int] = []
         if not exact and kept:
             # between the lines the call kept next to it (rule 2's context): the line is where the call put it
-            kept_before, kept_after = kept_around[k + pad - 1], kept_around[k + pad + 1]
             # (not by a call that also kept a copy of the line elsewhere than right next to it: this may
             # be the copy it kept)
             kept_here = kept_around[k + pad]
-            exact = [(s, p) for s, p in mine if ((s, p - 1) in kept_before or (s, p + 1) in kept_after)
-                     and not any(t == s and q not in (p - 1, p + 1) for t, q in kept_here)]
+            exact = [(s, p) for s, p in mine if (kept_side(k, s, p, -1) or kept_side(k, s, p, 1))
+                     and not any(t == s and abs(q - p) > editspans.CONTEXT_LINES for t, q in kept_here)]
             if exact:
                 best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: order[c[0]])
                 s, p = best
-                sides = [d for d in (-1, 1) if (s, p + d) in kept_around[k + pad + d]]
-                placed = [rows_of[k + d] for d in sides]
+                sides = [d for d in (-1, 1) if kept_side(k, s, p, d)]
+                placed = [j for d in sides for j in kept_side(k, s, p, d)]
                 other = k - sides[0]
                 if len(sides) == 1 and 0 <= other < len(rows_of) \
                         and info.normalized[rows_of[other]] == info.normalized[i] \
