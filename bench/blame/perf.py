@@ -218,7 +218,7 @@ def scaled_copy(db: Path, work: Path, hot: str, scale: int) -> Path:
 def bulk_copy(db: Path, work: Path, hot: str, turns: int, files: int, seed: int) -> tuple[Path, dict[str, int]]:
     """A copy of the store grown to ``turns`` turns by rows inserted directly (a sync of a million turns
     takes hours here): sessions of 10 turns of the three agents, each turn with a prompt and a reply of
-    realistic length and one edit call of 1-5 added and 0-3 replaced lines (random line hashes) in one
+    realistic length and one edit call of 1-5 added, 0-3 replaced and 4 kept lines (random line hashes) in one
     of ``files`` other files, with its file touch: the ``turns``, ``sessions``, ``pimem_touches`` and
     ``pimem_edit_*`` rows of a history where every turn edits. No word index or transcript rows (the
     line lookup reads neither). The hot file's rows stay as synced. Kept in WORK for ``--reuse``."""
@@ -266,8 +266,8 @@ def bulk_copy(db: Path, work: Path, hot: str, turns: int, files: int, seed: int)
                 lines.append((first_path + path, rng.getrandbits(63) - (1 << 62), span_id, pos * 2))
             for k in range(rng.randint(0, 3)):
                 lines.append((first_path + path, rng.getrandbits(63) - (1 << 62), span_id, -1 - k))
-            # the lines the call kept on each side of its block (layout 9: at most CONTEXT_LINES a side)
-            for pos in (-1, 5):
+            # the lines the call kept on each side of its block (layout 9: at most CONTEXT_LINES, 2, a side)
+            for pos in (-2, -1, 5, 6):
                 kept.append((first_path + path, rng.getrandbits(63) - (1 << 62), span_id, pos))
             touches.append((paths[path], turn, "edit", session, ms))
             span_id += 1

@@ -30,8 +30,8 @@ call says, the new text); this module, shared by every importer, the sync and th
   or end of its new text the file's lines right before / after the text it replaced, where the
   importer read them from the call's result (:func:`kept_around`: a Claude Code ``Edit``'s
   ``originalFile``; a Pi ``edit``'s patch). They say where the call put its lines (pimem.lineblame
-  rule 2), never that it wrote them. At most 2 × CONTEXT_LINES per block: +0.1% of the store at
-  112,801 turns (docs/benchmarks.md, round 8).
+  rule 2), never that it wrote them. At most 2 × CONTEXT_LINES rows per block (docs/benchmarks.md,
+  round 8: the store's growth).
 * **Bound rule** (:func:`bounded`): a call is recorded only if its new text is at most
   :data:`MAX_CALL_LINES` lines and :data:`MAX_CALL_BYTES` bytes; lines longer than
   :data:`MAX_LINE_CHARS` characters are left out (minified code); files whose name says they are

@@ -30,8 +30,9 @@ lines each edit call added and removed, looked up by hash.
    *Placed* (layout 9), when no run says it: the line sits right after (before) a line its live call kept
    right before (after) the lines it added: its context (pimem.editspans ``context_of``: the call's own
    unchanged lines, or the file's lines next to the replaced text where the call's result shows them);
-   only a non-trivial line places; the most recent such call wins; not by a call that also kept a copy
-   of the line elsewhere than beside it (the line may be that kept copy, its lines moved away), not when
+   a non-trivial kept line places, a trivial one (``}``) only with the non-trivial kept line beyond it;
+   the most recent such call wins; not by a call that also kept a copy of the line further than
+   ``CONTEXT_LINES`` from it (the line may be that kept copy, its lines moved away), not when
    the line is placed on one side only, a copy of it is on the other and the call wrote one copy (which
    of the two it added is the diff's convention), and not when the line and its placing neighbours occur
    in the same order elsewhere in the file (which copy is not known). This is what tells which of
