@@ -1541,3 +1541,21 @@ def test_a_kept_brace_places_a_line_only_with_the_line_beyond_it(tmp_path: Path,
     assert _blame(db, path, text, start_line=2, end_line=3) == {2: ("exact", "parse it")}
     # the "}" alone next to it, the lines beyond changed: not placed (two copies: neither is named)
     assert _blame(db, path, text.replace("setup_logging(level)", "init()").replace("shutdown", "stop")) == {}
+
+
+def test_an_edit_result_line_past_the_bound_is_not_parsed(tmp_path: Path, project: Path) -> None:
+    """A Claude Code Edit result holds the whole file: past EDIT_RESULT_MAX_BYTES its line is skipped
+    unparsed, as before the results were read (no context from it)."""
+    from pimem.importers.claude import EDIT_RESULT_MAX_BYTES
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    padding = "# filler line of a large file\n" * (EDIT_RESULT_MAX_BYTES // 30 + 1)
+    _claude_edit(base, project, path, _originalFile=padding + BEFORE_EDIT)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert _blame(db, path, padding + AFTER_EDIT) == {}
+    # the same edit of a small file: its result is read
+    shutil.rmtree(base)
+    _claude_edit(base, project, path, _originalFile="# filler\n" + BEFORE_EDIT)
+    sync(base, tmp_path / "small.db")
+    assert _blame(tmp_path / "small.db", path, "# filler\n" + AFTER_EDIT) == {2: ("exact", "parse it")}

@@ -115,6 +115,8 @@ _TOOL_RESULT_LINE = re.compile(rb'"toolUseResult"\s*:')
 _WRITE_RESULT = re.compile(rb'"toolUseResult"\s*:\s*\{\s*"type"\s*:\s*"(?:update|create)"')
 # the result of an Edit: the file before it (``originalFile``) says which lines were next to the replaced text
 _EDIT_RESULT = re.compile(rb'"toolUseResult"\s*:\s*\{\s*"filePath"\s*:[^\n]*"originalFile"\s*:\s*"')
+# a larger Edit result line (the file it holds is past the bound rule, twice with the patch) is not parsed
+EDIT_RESULT_MAX_BYTES = 4 * editspans.MAX_CALL_BYTES
 
 # Prefixes of user-role text that the client wrote, not the person (formats.md 1.5).
 CLIENT_MARKUP_PREFIXES = (
@@ -317,11 +319,12 @@ class ClaudeParser(TranscriptParser):
 
     def wants(self, line: Line) -> bool:
         # Tool-result lines (most of a file's bytes) have a top-level toolUseResult: never a prompt; only
-        # a Write's result is read (what the file held before it).
+        # a Write's result is read (what the file held before it), and an Edit's within EDIT_RESULT_MAX_BYTES.
         if line.data is None:
             return False
         if _TOOL_RESULT_LINE.search(line.data) is not None:
-            return _WRITE_RESULT.search(line.data) is not None or _EDIT_RESULT.search(line.data) is not None
+            return _WRITE_RESULT.search(line.data) is not None or (
+                len(line.data) <= EDIT_RESULT_MAX_BYTES and _EDIT_RESULT.search(line.data) is not None)
         return _CONVERSATION.search(line.data) is not None
 
     def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
