@@ -1,7 +1,7 @@
 """Shared entity recall, this tree's ``entity_rows`` against an older commit's, in one run on one loaded
 server (the store ``bench/share_recall.py --data DIR`` loaded and kept), every answer checked.
 
-    .venv/bin/python bench/share_entity_ab.py --data DIR --base COMMIT [--repeat 3] [--json out.json]
+    .venv/bin/python bench/share_entity_ab.py --data DIR --base COMMIT [--repeat 3] [--cold] [--json out.json]
 
 The older ``server/pimem/share/recall.py`` is imported beside this one (bench/share_text_ab.py's
 ``base_module``). The shapes are bench/share_recall.py's (k = 1..8 entities, ``--variants`` rotations of
@@ -11,6 +11,10 @@ side: wall p50/p95 over all shapes, by kind (``indexed``: every entity has a tri
 bench/share_recall.py splits them) and by number of entities, and the CPU per query of the client and of
 the server's processes. Both answers must equal the plain SQL oracle of bench/share_recall.py (every
 row scored by ``strpos``); mismatches are counted.
+
+``--cold``: no warm-up round, and the server is stopped and started again before each side's round
+(its shared buffers empty; the operating system's file cache is not emptied: that needs root and
+would slow every other job on the machine), so every shape is a first ask for that side.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
+import psycopg  # noqa: E402
+
 from pimem.recall import make_query  # noqa: E402
 from pimem.share import recall as shared  # noqa: E402
 from share_recall import pct, plain_sql_oracle, shapes  # noqa: E402
-from share_text_ab import base_module, reader_session, server_cpu  # noqa: E402
+from share_text_ab import base_module, loaded_server, reader_session, server_cpu  # noqa: E402
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -45,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", required=True, help="the commit whose entity_rows is measured against this tree's")
     parser.add_argument("--variants", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cold", action="store_true", help="each side's round on a freshly started server")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
@@ -57,34 +64,50 @@ def main(argv: list[str] | None = None) -> int:
     mismatches = {"new": 0, "old": 0}
     slowest: list[tuple[float, str, tuple[str, ...]]] = []
     chosen = shapes(args.variants)
+    queries = [make_query(list(entities), 5) for _k, entities in chosen]
+    expected: list[list[tuple[Any, ...]]] = []
+
+    def ask(pg: Any, postmaster: int, order: tuple[str, ...]) -> None:
+        for (k, entities), query, want in zip(chosen, queries, expected, strict=True):
+            kind = "short" if any(not shared.trigram_indexable(e) for e in entities) else "indexed"
+            for side in order:
+                server0 = server_cpu(postmaster)
+                cpu0, t0 = time.process_time(), time.perf_counter()
+                rows = sides[side].entity_rows(pg, query, sides[side].Who(), query.limit)
+                elapsed, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - cpu0) * 1000
+                wall[side].append(elapsed)
+                by_kind[kind][side].append(elapsed)
+                by_k.setdefault(k, {"new": [], "old": []})[side].append(elapsed)
+                slowest.append((elapsed, side, entities))
+                client[side].append(cpu)
+                backend[side].append((server_cpu(postmaster) - server0) * 1000)
+                mismatches[side] += [(r.author, r.machine, r.turn_id, r.hits) for r in rows] != want
+
     with reader_session(args.data) as (pg, postmaster, loaded):
         # Nothing prepared, as in use (a connection per recall, pimem.share.scope): psycopg prepares a
         # statement run five times on a connection, and PostgreSQL's generic plan of an older
         # entity_rows' statements scans the table (this tree's are never prepared).
         pg.prepare_threshold = None
-        queries = [make_query(list(entities), 5) for _k, entities in chosen]
-        expected = [plain_sql_oracle(pg, query) for query in queries]
-        for query in queries:                 # warm-up: both once
-            for module in sides.values():
-                module.entity_rows(pg, query, module.Who(), query.limit)
-        for round_ in range(args.repeat):
-            order = ("new", "old") if round_ % 2 == 0 else ("old", "new")
-            for (k, entities), query, want in zip(chosen, queries, expected, strict=True):
-                kind = "short" if any(not shared.trigram_indexable(e) for e in entities) else "indexed"
-                for side in order:
-                    server0 = server_cpu(postmaster)
-                    cpu0, t0 = time.process_time(), time.perf_counter()
-                    rows = sides[side].entity_rows(pg, query, sides[side].Who(), query.limit)
-                    elapsed, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - cpu0) * 1000
-                    wall[side].append(elapsed)
-                    by_kind[kind][side].append(elapsed)
-                    by_k.setdefault(k, {"new": [], "old": []})[side].append(elapsed)
-                    slowest.append((elapsed, side, entities))
-                    client[side].append(cpu)
-                    backend[side].append((server_cpu(postmaster) - server0) * 1000)
-                    mismatches[side] += [(r.author, r.machine, r.turn_id, r.hits) for r in rows] != want
-        load = os.getloadavg()
-    report: dict[str, Any] = {"rows": loaded["rows"], "base": args.base, "queries": len(wall["new"]),
+        expected.extend(plain_sql_oracle(pg, query) for query in queries)
+        if not args.cold:
+            for query in queries:                 # warm-up: both once
+                for module in sides.values():
+                    module.entity_rows(pg, query, module.Who(), query.limit)
+            for round_ in range(args.repeat):
+                ask(pg, postmaster, ("new", "old") if round_ % 2 == 0 else ("old", "new"))
+    if args.cold:
+        with loaded_server(args.data) as (server, _):
+            for round_ in range(args.repeat):
+                for side in ("new", "old") if round_ % 2 == 0 else ("old", "new"):
+                    server.stop("fast")
+                    server.start()
+                    with psycopg.connect(server.conninfo(user="reader", dbname=loaded["dbname"]),
+                                         autocommit=True) as pg:
+                        pg.prepare_threshold = None
+                        ask(pg, int((server.datadir / "postmaster.pid").read_text().split()[0]), (side,))
+    load = os.getloadavg()
+    report: dict[str, Any] = {"rows": loaded["rows"], "base": args.base, "cold": args.cold,
+                              "queries": len(wall["new"]),
                               "loadAverage": [round(x, 1) for x in load]}
     for side in ("old", "new"):
         report[side] = {**_summary(wall[side]),

@@ -45,7 +45,8 @@ from pimem.filehistory import file_history, normalize_file_path  # noqa: E402
 from pimem.lineblame import line_history  # noqa: E402
 from pimem.store import connect  # noqa: E402
 
-SPAN_TABLES = ("pimem_edit_files", "pimem_edit_spans", "pimem_edit_lines")
+SPAN_TABLES = ("pimem_edit_files", "pimem_edit_spans", "pimem_edit_lines", "pimem_edit_context")
+CONTEXT_TABLE = "pimem_edit_context"   # layout 9: the lines a call kept next to its added ones
 USAGE = {"input": 710, "output": 5, "cacheRead": 0, "cacheWrite": 0, "reasoning": 0, "totalTokens": 715,
          "cost": {"input": 0.00071, "output": 0.00001, "cacheRead": 0, "cacheWrite": 0, "total": 0.00072}}
 
@@ -163,24 +164,28 @@ def growth(db: Path, work: Path) -> dict[str, Any]:
     sizes = dict(conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall())
     conn.close()
     spans = sum(v for k, v in sizes.items() if names.get(k) in SPAN_TABLES)
+    context = sum(v for k, v in sizes.items() if names.get(k) == CONTEXT_TABLE)
     rest = sum(sizes.values()) - spans
-    with_spans, without = work / "with-spans.db", work / "without-spans.db"
-    for target in (with_spans, without):
+    with_spans, without, no_context = work / "with-spans.db", work / "without-spans.db", work / "without-context.db"
+    for target in (with_spans, without, no_context):
         shutil.copyfile(db, target)
-    conn = sqlite3.connect(without)
-    for table in SPAN_TABLES:
-        conn.execute(f"DROP TABLE {table}")
-    conn.commit()
-    conn.execute("VACUUM")
-    conn.close()
+    for target, dropped in ((without, SPAN_TABLES), (no_context, (CONTEXT_TABLE,))):
+        conn = sqlite3.connect(target)
+        for table in dropped:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.commit()
+        conn.execute("VACUUM")
+        conn.close()
     conn = sqlite3.connect(with_spans)
     conn.execute("VACUUM")
     conn.close()
-    a, b = with_spans.stat().st_size, without.stat().st_size
-    for target in (with_spans, without):
+    a, b, c = with_spans.stat().st_size, without.stat().st_size, no_context.stat().st_size
+    for target in (with_spans, without, no_context):
         target.unlink()
     return {"spanBytes": spans, "otherBytes": rest, "spanShare": round(spans / rest, 4),
-            "vacuumedWith": a, "vacuumedWithout": b, "growth": round(a / b - 1, 4)}
+            "vacuumedWith": a, "vacuumedWithout": b, "growth": round(a / b - 1, 4),
+            # the context table alone (layout 9): bytes, and the vacuumed store with it over without it
+            "contextBytes": context, "vacuumedWithoutContext": c, "contextGrowth": round(a / c - 1, 4)}
 
 
 def scaled_copy(db: Path, work: Path, hot: str, scale: int) -> Path:
@@ -202,7 +207,7 @@ def scaled_copy(db: Path, work: Path, hot: str, scale: int) -> Path:
     for k in range(1, scale):
         p, s = k * max_path, k * max_span
         ids = {"path_id": f"path_id + {p}", "span_id": f"span_id + {s}", "path": f"path || '#{k}'"}
-        for table in ("pimem_edit_files", "pimem_edit_spans", "pimem_edit_lines"):
+        for table in SPAN_TABLES:
             conn.execute(f"INSERT INTO {table} SELECT {columns(table, ids)} FROM {table} "
                          f"WHERE path_id <= {max_path} AND path_id != {hot_id}")
         conn.commit()
@@ -213,7 +218,7 @@ def scaled_copy(db: Path, work: Path, hot: str, scale: int) -> Path:
 def bulk_copy(db: Path, work: Path, hot: str, turns: int, files: int, seed: int) -> tuple[Path, dict[str, int]]:
     """A copy of the store grown to ``turns`` turns by rows inserted directly (a sync of a million turns
     takes hours here): sessions of 10 turns of the three agents, each turn with a prompt and a reply of
-    realistic length and one edit call of 1-5 added and 0-3 replaced lines (random line hashes) in one
+    realistic length and one edit call of 1-5 added, 0-3 replaced and 4 kept lines (random line hashes) in one
     of ``files`` other files, with its file touch: the ``turns``, ``sessions``, ``pimem_touches`` and
     ``pimem_edit_*`` rows of a history where every turn edits. No word index or transcript rows (the
     line lookup reads neither). The hot file's rows stay as synced. Kept in WORK for ``--reuse``."""
@@ -243,7 +248,7 @@ def bulk_copy(db: Path, work: Path, hot: str, turns: int, files: int, seed: int)
     tools = {"claude": "Edit", "pi": "edit", "codex": "apply_patch"}
     new = turns - have
     for start in range(0, new, 50_000):
-        sessions, turn_rows, spans, lines, touches = [], [], [], [], []
+        sessions, turn_rows, spans, lines, touches, kept = [], [], [], [], [], []
         for n in range(start, min(new, start + 50_000)):
             if n % 10 == 0:
                 source = sources[n // 10 % 3]
@@ -261,6 +266,9 @@ def bulk_copy(db: Path, work: Path, hot: str, turns: int, files: int, seed: int)
                 lines.append((first_path + path, rng.getrandbits(63) - (1 << 62), span_id, pos * 2))
             for k in range(rng.randint(0, 3)):
                 lines.append((first_path + path, rng.getrandbits(63) - (1 << 62), span_id, -1 - k))
+            # the lines the call kept on each side of its block (layout 9: at most CONTEXT_LINES, 2, a side)
+            for pos in (-2, -1, 5, 6):
+                kept.append((first_path + path, rng.getrandbits(63) - (1 << 62), span_id, pos))
             touches.append((paths[path], turn, "edit", session, ms))
             span_id += 1
         conn.executemany("INSERT INTO sessions (session_id, source, cwd, started_at, model_id, jsonl_path) "
@@ -273,6 +281,8 @@ def bulk_copy(db: Path, work: Path, hot: str, turns: int, files: int, seed: int)
                          sorted(lines))
         conn.executemany("INSERT OR IGNORE INTO pimem_touches (path, turn_id, action, session_id, ts) "
                          "VALUES (?, ?, ?, ?, ?)", touches)
+        conn.executemany(f"INSERT OR IGNORE INTO {CONTEXT_TABLE} (path_id, hash, span_id, pos) VALUES (?, ?, ?, ?)",
+                         sorted(kept))
         conn.commit()
     conn.execute("ANALYZE")
     conn.commit()
@@ -284,8 +294,7 @@ def bulk_copy(db: Path, work: Path, hot: str, turns: int, files: int, seed: int)
 
 def table_counts(conn: sqlite3.Connection) -> dict[str, int]:
     return {table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-            for table in ("turns", "sessions", "pimem_touches", "pimem_edit_files", "pimem_edit_spans",
-                          "pimem_edit_lines")}
+            for table in ("turns", "sessions", "pimem_touches", *SPAN_TABLES)}
 
 
 def main() -> int:
@@ -397,7 +406,8 @@ def measure(args: argparse.Namespace, db: Path, big: Path, sync_s: float | None)
         g = report["growth"]
         print(f"\ngrowth: edit-span tables {g['spanBytes']:,} bytes over the rest {g['otherBytes']:,} "
               f"({g['spanShare']:.1%}); vacuumed store {g['vacuumedWith']:,} with, {g['vacuumedWithout']:,} "
-              f"without (+{g['growth']:.1%})")
+              f"without (+{g['growth']:.1%}); of which the context lines (layout 9) {g['contextBytes']:,} bytes, "
+              f"vacuumed store without them {g['vacuumedWithoutContext']:,} (+{g['contextGrowth']:.1%})")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
     return 0

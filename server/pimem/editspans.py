@@ -25,6 +25,13 @@ call says, the new text); this module, shared by every importer, the sync and th
   a whole-file write replaced only as line hashes (a Pi ``read`` earlier in the turn: :func:`line_keys`,
   :func:`span_against`), the same diff is made on the hashes (of normalized lines: there a line the
   write only reindented keeps its earlier writer).
+* **Context lines** (:func:`context_of`, store layout 9): the lines a call kept right next to each block
+  of lines it added, :data:`CONTEXT_LINES` a side: its own unchanged lines, and for a block at the start
+  or end of its new text the file's lines right before / after the text it replaced, where the
+  importer read them from the call's result (:func:`kept_around`: a Claude Code ``Edit``'s
+  ``originalFile``; a Pi ``edit``'s patch). They say where the call put its lines (pimem.lineblame
+  rule 2), never that it wrote them. At most 2 × CONTEXT_LINES rows per block (docs/benchmarks.md,
+  round 8: the store's growth).
 * **Bound rule** (:func:`bounded`): a call is recorded only if its new text is at most
   :data:`MAX_CALL_LINES` lines and :data:`MAX_CALL_BYTES` bytes; lines longer than
   :data:`MAX_LINE_CHARS` characters are left out (minified code); files whose name says they are
@@ -44,7 +51,7 @@ import posixpath
 import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 
 MAX_CALL_LINES = 2_000
@@ -53,6 +60,7 @@ MAX_LINE_CHARS = 1_000
 MAX_DIFF_WORK = 250_000      # old × new lines a call's line diff may compare (past it: head/tail only),
                              # and pairs of equal lines its matcher may visit (past it: _counted)
 DIFF_CONTEXT = 8             # lines of the common head and tail the diff still compares
+CONTEXT_LINES = 2            # lines a call kept, stored on each side of each block of lines it added
 
 _SKIPPED_NAMES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "cargo.lock",
@@ -117,10 +125,12 @@ def bounded(new: str) -> bool:
 @dataclass(frozen=True)
 class Span:
     """What one call did to one file's lines: ``added`` (:func:`position`, hash), ``removed`` (hashes,
-    one per removed line)."""
+    one per removed line), ``context`` (index among the new text's non-blank lines, hash: the
+    :data:`CONTEXT_LINES` lines the call kept next to each block of added lines, :func:`context_of`)."""
 
     added: list[tuple[int, int]]
     removed: list[int]
+    context: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _kept(text: str) -> tuple[list[str], list[int], list[str]]:
@@ -157,18 +167,57 @@ def position(index: int, blank_before: int) -> int:
     return index * 2 + blank_before
 
 
-def span_of(old: str | None, new: str) -> Span | None:
+def span_of(old: str | None, new: str, before: Sequence[str] = (), after: Sequence[str] = ()) -> Span | None:
     """The lines a call added and removed (None: outside the bound rule). Without ``old`` every line of
-    ``new`` is added."""
+    ``new`` is added. ``before`` / ``after``: the file's lines right before and after the text the call
+    replaced, where its result says (:func:`kept_around`): the context of a block of added lines at
+    the start or end of the new text (indexes -1… and past the new text's last line)."""
     if not bounded(new) or (old is not None and not bounded(old)):
         return None
     new_lines, blanks, new_compared = _kept(new)
     old_lines, _, old_compared = _kept(old) if old else ([], [], [])
     if not old_lines:
-        return Span([(position(pos, blanks[pos]), line_hash(line)) for pos, line in enumerate(new_lines)
-                      if line != "\0"], [])
-    return _diff(old_compared, new_compared, blanks, [line != "\0" for line in old_lines],
-                 lambda i: line_hash(old_lines[i]), lambda j: line_hash(new_lines[j]), new_lines)
+        span = Span([(position(pos, blanks[pos]), line_hash(line)) for pos, line in enumerate(new_lines)
+                     if line != "\0"], [])
+    else:
+        span = _diff(old_compared, new_compared, blanks, [line != "\0" for line in old_lines],
+                     lambda i: line_hash(old_lines[i]), lambda j: line_hash(new_lines[j]), new_lines)
+    if old is None or not span.added or not (before or after):
+        return span
+    first, last = span.added[0][0] >> 1, span.added[-1][0] >> 1
+    outside: list[tuple[int, int]] = []
+    if first == 0:
+        outside.extend((-1 - k, line_hash(normalize(line))) for k, line in enumerate(reversed(before)))
+    if last == len(new_lines) - 1:
+        outside.extend((len(new_lines) + k, line_hash(normalize(line))) for k, line in enumerate(after))
+    return Span(span.added, span.removed, sorted(outside + span.context)) if outside else span
+
+
+def kept_around(text: str, start: int, end: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The :data:`CONTEXT_LINES` nearest non-blank lines of ``text`` (a file before an edit) before
+    offset ``start`` and after offset ``end`` (the text the edit replaced), nearest last / first; a side
+    is empty unless the replaced text starts at a line's start (ends at a line's end) there: an edit of
+    part of a line has no line next to it."""
+    before: list[str] = []
+    if start == 0 or text[start - 1] in "\n\r":
+        for line in reversed(split_lines(text[max(0, start - 4096):start])):
+            if len(before) == CONTEXT_LINES:
+                break
+            if normalize(line) and len(line) <= MAX_LINE_CHARS:
+                before.append(line)
+        before.reverse()
+    after: list[str] = []
+    at_end = end > start and text[end - 1] in "\n\r"
+    if at_end or end == len(text) or text[end] in "\n\r":
+        rest = text[end:end + 4096]
+        if not at_end:   # the replaced text ended before its line's break
+            rest = rest[2:] if rest.startswith("\r\n") else rest[1:]
+        for line in split_lines(rest):
+            if len(after) == CONTEXT_LINES:
+                break
+            if normalize(line) and len(line) <= MAX_LINE_CHARS:
+                after.append(line)
+    return tuple(before), tuple(after)
 
 
 # a line too long to be code a person reads, among the keys of line_keys (never equal to a line's hash: a
@@ -229,9 +278,28 @@ def _diff(old_lines: Sequence[Hashable], new_lines: Sequence[Hashable], blanks: 
                 _BoundedMatcher(old_middle, new_middle).get_opcodes())
         except _OverBudget:
             old_changed, new_changed = _counted(old_middle, new_middle)
-    return Span([(position(head + pos, blanks[head + pos]), new_hash(head + pos))
-                 for pos in new_changed if new_text[head + pos] != "\0"],
-                [old_hash(head + i) for i in old_changed if old_real[head + i]])
+    added = [head + pos for pos in new_changed]
+    return Span([(position(index, blanks[index]), new_hash(index)) for index in added if new_text[index] != "\0"],
+                [old_hash(head + i) for i in old_changed if old_real[head + i]],
+                [(index, new_hash(index)) for index in context_of(added, len(new_lines))
+                 if new_text[index] != "\0"])
+
+
+def context_of(added: Sequence[int], size: int) -> list[int]:
+    """The lines a call kept next to the lines it added (indexes among the new text's ``size``
+    non-blank lines; ``added`` in order): up to :data:`CONTEXT_LINES` on each side of each block of
+    consecutive added lines, not added themselves. They say where the call's lines sit (the line
+    before and after them when the call was made: pimem.lineblame rule 2), so of two copies of a line,
+    or of many ``}``, the call's is the one still between them. Bounded: at most 2 × CONTEXT_LINES per
+    block, never more than the call's own lines."""
+    taken = set(added)
+    found: list[int] = []
+    for k, index in enumerate(added):
+        if k == 0 or added[k - 1] != index - 1:      # a block starts: the lines before it
+            found.extend(j for j in range(index - CONTEXT_LINES, index) if j >= 0 and j not in taken)
+        if k == len(added) - 1 or added[k + 1] != index + 1:   # a block ends: the lines after it
+            found.extend(j for j in range(index + 1, index + 1 + CONTEXT_LINES) if j < size and j not in taken)
+    return sorted(set(found))
 
 
 def _changed(opcodes: Sequence[tuple[str, int, int, int, int]]) -> tuple[list[int], list[int]]:

@@ -27,8 +27,20 @@ lines each edit call added and removed, looked up by hash.
 2. *Exact*: the line and the next or previous non-blank line are consecutive lines of one live call
    (a run of ≥ 2, whitespace-insensitive, so reindentation and moving the whole block keep it). The
    longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call.
+   *Placed* (layout 9), when no run says it: the line sits right after (before) a line its live call kept
+   right before (after) the lines it added: its context (pimem.editspans ``context_of``: the call's own
+   unchanged lines, or the file's lines next to the replaced text where the call's result shows them);
+   a non-trivial kept line places, a trivial one (``}``) only with the non-trivial kept line beyond it;
+   the most recent such call wins; not by a call that also kept a copy of the line further than
+   ``CONTEXT_LINES`` from it (the line may be that kept copy, its lines moved away), not when
+   the line is placed on one side only, a copy of it is on the other and the call wrote one copy (which
+   of the two it added is the diff's convention), and not when the line and its placing neighbours occur
+   in the same order elsewhere in the file (which copy is not known). This is what tells which of
+   several copies of a line, or which ``}``, a call wrote.
    Trivial lines (``}``, ``else:``, lone brackets, very short lines: pimem.editspans.is_trivial) are
-   attributed only this way. A blank line goes with the next non-blank line when that line is exact
+   attributed only these ways (their writes followed through every call's rows of them, their candidates
+   the calls of the nearest non-trivial lines and of the lines next to them that placed it, so that a
+   window answers as the whole file does). A blank line goes with the next non-blank line when that line is exact
    and the call wrote blank lines right before it; else it is never attributed. Two refinements,
    order-aware: a run of at most :data:`RUN_CAP` lines whose lines occur in the same order at another
    place of the file too (``return result;`` + ``}``: a person's identical block, or the call's own copy
@@ -77,10 +89,10 @@ an identical copy of an idiom, rule 3, before the agent wrote its own); an
 agent edit later undone outside any conversation but written again by hand; calls the user denied
 (recorded as made); lines a call wrote through a shell command (``sed``, ``cat >``).
 
-Cost: one lookup of the requested lines' hashes (plus :data:`RUN_CAP` non-blank lines around them)
-in the file's rows, and two index seeks for each line attributed alone (rule 3's idioms), so a
-current-line request reads a handful of rows whatever the history's size (0.35 ms of CPU at 1M turns:
-docs/benchmarks.md); the text's hashes are kept per process for the last texts seen
+Cost: one lookup of the requested lines' hashes (plus 2 × :data:`RUN_CAP` + 1 non-blank lines around
+them) in the file's rows and in its context rows, and two index seeks for each line attributed alone
+(rule 3's idioms), so a current-line request reads a handful of rows whatever the history's size
+(0.35 ms of CPU at 1M turns: docs/benchmarks.md); the text's hashes are kept per process for the last texts seen
 (:func:`_text_info`), and so is the index of its lines that rule 2's copied runs are looked up in (built
 the first time an exact line with copies in the file is met: ~1 ms for 5,000 lines). A whole file
 reads the file's rows in one range, and its per-line Python work is only for the lines some live call
@@ -107,6 +119,7 @@ from pimem.filehistory import normalize_file_path
 from pimem.store.batches import chunks, placeholders
 from pimem.store.edits import (
     SpanInfo,
+    context_rows,
     created_file,
     file_rows,
     line_rows,
@@ -250,14 +263,15 @@ def _text_info(path: str, text: str, digest: bytes) -> _TextInfo:
 
 
 def _window(normalized: list[str], start: int, end: int) -> tuple[int, int]:
-    """The range extended by RUN_CAP + 1 non-blank lines on each side (a neighbour's removed write is
-    back when a run reaches a live line within RUN_CAP of it: rule 2)."""
+    """The range extended by 2 × RUN_CAP + 1 non-blank lines on each side (a neighbour's removed write is
+    back when a run reaches a live line within RUN_CAP of it, and that run may start RUN_CAP lines
+    away: rule 2)."""
     low, seen = start, 0
-    while low > 0 and seen <= RUN_CAP:
+    while low > 0 and seen <= 2 * RUN_CAP:
         low -= 1
         seen += normalized[low] != ""
     high, seen = end, 0
-    while high < len(normalized) and seen <= RUN_CAP:
+    while high < len(normalized) and seen <= 2 * RUN_CAP:
         seen += normalized[high] != ""
         high += 1
     return low, high
@@ -347,7 +361,13 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         rows = [row for row in file_rows(conn, file_id) if row[0] in looked_up]
     else:
         rows = line_rows(conn, file_id, sorted(strong))
-    if not rows:
+    # layout 9: line -> (span, index) of the calls that kept it next to lines they added (their context):
+    # a non-trivial line only (a kept "}" places nothing)
+    kept: dict[int, set[tuple[int, int]]] = {}
+    # (no line written by a live call: only a trivial line can be placed, by its neighbours)
+    context = context_rows(conn, file_id, None if len(strong) > WHOLE_FILE_READ else sorted(strong | weak)) \
+        if rows or weak else []
+    if not rows and not context:
         return {}, set(), {}
     resets = sorted(whole_spans(conn, file_id))
     spans_read = {span for _, span, _ in rows}
@@ -382,9 +402,20 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
             else:
                 # the most recent live writes: a line written over and over (an import) is not followed further back
                 candidates[i] = _indexed(i, found[-MAX_CANDIDATES:], blank_before)
+    kept_weak: dict[int, set[tuple[int, int]]] = {}   # the same for trivial lines: they place only in a chain
+    if context:
+        kept_by_hash: dict[int, set[tuple[int, int]]] = {}
+        for digest, span, pos in context:
+            if digest in strong or digest in weak:
+                kept_by_hash.setdefault(digest, set()).add((span, pos))
+        for i in rows_of:
+            found_kept = kept_by_hash.get(line_hash(i))
+            if found_kept:
+                (kept_weak if i in trivial else kept)[i] = found_kept
     if weak:
         unconfirmed |= _trivial_candidates(conn, file_id, info, rows_of, trivial, candidates, revived, blank_before,
-                                           rows, order, known, resets, created, whole=len(strong) > WHOLE_FILE_READ)
+                                           rows, order, known, resets, created, {**kept, **kept_weak},
+                                           whole=len(strong) > WHOLE_FILE_READ)
     empty: set[tuple[int, int]] = set()
     idioms_seen: dict[int, bool] = {}
 
@@ -404,6 +435,17 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) | revived[i] if i in revived
                                         else candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
     pad = RUN_CAP + 1
+    kept_around = [empty] * pad + [kept.get(i, empty) for i in rows_of] + [empty] * pad
+    weak_around = [empty] * pad + [kept_weak.get(i, empty) for i in rows_of] + [empty] * pad
+
+    def kept_side(k: int, s: int, p: int, d: int) -> list[int]:
+        """The lines next to rows_of[k] on side d that call s kept there: one non-trivial line, or a
+        trivial one then a non-trivial one (a kept "}" places only with the line beyond it)."""
+        if (s, p + d) in kept_around[k + pad + d]:
+            return [rows_of[k + d]]
+        if (s, p + d) in weak_around[k + pad + d] and (s, p + 2 * d) in kept_around[k + pad + 2 * d]:
+            return [rows_of[k + d], rows_of[k + 2 * d]]
+        return []
 
     def neighbour(k: int) -> set[tuple[int, int]]:
         return around[k + pad] if k >= -pad else empty
@@ -438,10 +480,36 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                 exact = [best] if (s, p - 1) in before or (s, p + 1) in after else []
         else:
             exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
+        placed: list[int] = []
+        if not exact and kept:
+            # between the lines the call kept next to it (rule 2's context): the line is where the call put it
+            # (not by a call that also kept a copy of the line elsewhere than right next to it: this may
+            # be the copy it kept)
+            kept_here = kept_around[k + pad]
+            exact = [(s, p) for s, p in mine if (kept_side(k, s, p, -1) or kept_side(k, s, p, 1))
+                     and not any(t == s and abs(q - p) > editspans.CONTEXT_LINES for t, q in kept_here)]
+            if exact:
+                best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: order[c[0]])
+                s, p = best
+                sides = [d for d in (-1, 1) if kept_side(k, s, p, d)]
+                placed = [j for d in sides for j in kept_side(k, s, p, d)]
+                other = k - sides[0]
+                if len(sides) == 1 and 0 <= other < len(rows_of) \
+                        and info.normalized[rows_of[other]] == info.normalized[i] \
+                        and sum(1 for t, _ in mine if t == s) == 1:
+                    # placed on one side, a copy of itself on the other, and the call wrote one: which of the
+                    # two it added is the diff's convention (the call's diff of its texts and git's of the
+                    # file may differ), not known
+                    continue
         if exact:
-            best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
-            if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info):
-                continue
+            if placed:
+                # the line and its kept neighbours, found in the same order elsewhere: which copy is not known
+                if info.counts[info.normalized[i]] > 1 and info.elsewhere(sorted([i, *placed])):
+                    continue
+            else:
+                best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
+                if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info):
+                    continue
             s, p = picked[i] = best
             if k > 0 and picked.get(rows_of[k - 1]) == (s, p - 1):
                 first = chosen[rows_of[k - 1]][2]
@@ -581,9 +649,11 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
                         revived: dict[int, set[tuple[int, int]]], blank_before: set[tuple[int, int, int]],
                         rows: list[tuple[int, int, int]],
                         order: dict[int, Order], known: dict[int, SpanInfo], resets: list[Order],
-                        created: set[int], *, whole: bool) -> set[tuple[int, int]]:
+                        created: set[int], kept: dict[int, set[tuple[int, int]]], *, whole: bool,
+                        ) -> set[tuple[int, int]]:
     """Trivial lines ("}", "else:") count only inside a run, so only the calls that wrote the nearest
-    non-trivial lines around them are looked at (not every call that ever wrote a "}")."""
+    non-trivial lines around them are looked at (not every call that ever wrote a "}"), and the calls
+    that kept the line right next to them (``kept``: their context, which places a "}" too)."""
     before: dict[int, set[int]] = {}
     after: dict[int, set[int]] = {}
     last: set[int] = set()
@@ -598,6 +668,11 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
             after[i] = last
         else:
             last = {s for s, _ in candidates.get(i, ())}
+    for k, i in enumerate(rows_of):
+        if i in trivial:
+            for j in (rows_of[k - 1] if k > 0 else None, rows_of[k + 1] if k + 1 < len(rows_of) else None):
+                if j is not None and j in kept:
+                    before[i] = before[i] | {s for s, _ in kept[j]}
     wanted: set[int] = set()
     for spans in (*before.values(), *after.values()):
         wanted |= spans
@@ -605,10 +680,10 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
         return set()
     weak = {info.hash(i) for i in trivial}
     if not whole:
-        rows = line_rows(conn, file_id, sorted(weak), sorted(wanted))
+        rows = line_rows(conn, file_id, sorted(weak))
         order.update(_orders(conn, {span for _, span, _ in rows} - set(order), known))
     gone: dict[int, list[tuple[int, int]]] = {}
-    found, unconfirmed = _live([row for row in rows if row[0] in weak and row[1] in wanted], order, resets, created,
+    found, unconfirmed = _live([row for row in rows if row[0] in weak], order, resets, created,
                                gone)
     for i in trivial:
         near = before[i] | after[i]

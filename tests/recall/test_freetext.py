@@ -59,6 +59,20 @@ def test_code_keywords_are_words_in_a_sentence() -> None:
     assert terms("    raise ValueError('no such class')") == ["ValueError", "Value", "Error"]
 
 
+def test_a_time_the_person_said_is_a_word_of_the_question() -> None:
+    # Times of the day, week and year are stop words (en.txt): after a deictic word ("last Saturday",
+    # "this weekend", "last Saturday morning") they say when the question's now was. Said without one
+    # they are what the person said, and searched (in a sentence; plurals too).
+    assert terms("What time do I wake up on Saturday mornings?") == ["wake", "Saturday", "morning"]
+    assert terms("What time do I wake up on Tuesdays and Thursdays?") == ["wake", "Tuesday", "Thursday"]
+    assert terms("Who did I go with to the music event last Saturday?") == ["music", "event"]
+    assert terms("What did I cook last Saturday morning?") == ["cook"]
+    assert terms("Any tips for a picnic this weekend?") == ["tips", "picnic"]
+    assert terms("When did I go to the 'Summer Nights' festival?")[:2] == ["Summer", "Night"]
+    assert terms("Saturday morning") == ["Saturday", "morning"]   # nothing else left: the stop words
+    assert "evening" not in terms("    run_backup()  # every evening")   # not a sentence: code's rules
+
+
 def test_identifiers_stay_whole_and_offer_their_parts() -> None:
     assert terms("zeta_ratelimit") == ["zeta_ratelimit", "zeta", "ratelimit"]
     assert terms("const url = await s3.getSignedUrl(params)")[:4] == ["url", "s3.getSignedUrl", "getSignedUrl",

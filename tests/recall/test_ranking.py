@@ -287,3 +287,18 @@ def test_a_code_keyword_in_a_question_is_one_of_its_words(conn: sqlite3.Connecti
         _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
                  start=START + (number + 2) * 3_600_000)
     assert ask(conn, "Which day of the week is my pottery class?")[:2] == ["pi:said", "pi:short"]
+
+
+def test_a_time_the_person_said_is_searched_and_a_time_of_the_question_is_not(conn: sqlite3.Connection) -> None:
+    # "on Saturday mornings" is what the person said; it was a stop word (en.txt's times), so the question
+    # searched "wake" alone and the shortest text holding it came first.
+    _session(conn, "pi:short", [("wake up tips?", "Keep the alarm across the room.")])
+    _session(conn, "pi:said", [("On Saturday mornings I wake up at six and drive to the farmers market before it "
+                                "gets crowded, what should I buy for a soup?", "Leeks and potatoes.")],
+             start=START + 1_000)
+    for number in range(20):   # ordinary turns: an average user text of some 50 characters
+        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
+                 start=START + (number + 2) * 3_600_000)
+    assert ask(conn, "What time do I wake up on Saturday mornings?")[:2] == ["pi:said", "pi:short"]
+    # "last Saturday" is when the question's now was: not searched, so the short text holding "wake" stays first.
+    assert ask(conn, "Did I wake up early last Saturday?")[:2] == ["pi:short", "pi:said"]

@@ -301,3 +301,29 @@ def test_entity_statements_are_never_prepared(share_db: ShareDb, monkeypatch: py
         prepared = [str(s) for s, in conn.execute("SELECT statement FROM pg_prepared_statements")]
         assert prepared                     # psycopg did prepare the statements run that often
         assert not [s for s in prepared if "LIKE" in s or "grams @>" in s]
+
+
+def test_an_entity_with_trigrams_and_common_grams_is_read_through_pg_trgm(share_db: ShareDb,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grams the planner expects in more than COMMON_GRAMS_ROWS rows narrow an entity pg_trgm narrows
+    too little to pay their bitmap: read without them. An entity with rare grams keeps them, and so
+    does one without trigrams (nothing else narrows it); the pages are the oracle's either way."""
+    put(share_db, "alice", [Row("box", f"k{n}", "s", "/w", "my_title x_y" if n % 2 else "x", "c#" if n < 3 else "y",
+                                1_750_000_000_000 + n) for n in range(300)])
+    with psycopg.connect(share_db.admin, autocommit=True) as conn:
+        conn.execute("ANALYZE pimem.turns")
+    monkeypatch.setattr(shared, "COMMON_GRAMS_ROWS", 50)
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        sql = shared._EntitySql.of(make_query(["my_title", "y_title", "x_y", "c#"], 5), shared.Who(), True)
+        assert all(g is not None for g in sql.grams)
+        shared._unnarrow_common_grams(conn, sql)
+        assert sql.grams[0] is None and sql.grams[1] is None     # y_ and _t: in half of the rows
+        assert sql.grams[2] == ["_y", "x_"] and sql.grams[3] == ["c#"]      # no trigram: kept
+        sql = shared._EntitySql.of(make_query(["c#title"], 5), shared.Who(), True)
+        shared._unnarrow_common_grams(conn, sql)
+        assert sql.grams[0] is not None                       # c# is rare
+        for entities in (["my_title"], ["my_title", "c#", "x_y"], ["y_title", "flamingo"]):
+            query = make_query(entities, 5)
+            got = shared.entity_rows(conn, query, shared.Who(), 5)
+            assert [(r.author, r.turn_id, r.hits) for r in got] == [
+                (r.author, r.turn_id, r.hits) for r in shared.scan_oracle(conn, query, shared.Who(), 5)], entities

@@ -211,3 +211,79 @@ def test_free_text_equal_scores_are_cut_as_the_oracle_cuts_them(share_db: ShareD
                 assert got.rows and [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in got.rows] == [
                     (r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in expected.rows], question
                 assert got.total == expected.total
+
+
+def test_the_probe_leaves_a_common_entity_out_and_finds_the_oracles_page(share_db: ShareDb,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several entities past the listed budget: the page comes from the rows holding two or three of
+    them (the probe), with the commonest (by its words' counts) left out of the conjunctions and
+    tested on the rows read; equal to the oracle with and without weights, folders and sources."""
+    rng = random.Random(11)
+    entities = ["flamingo", "payroll", "slugify_title", "100%", "缓存", "a_b", "cache"]
+    rows: list[Row] = []
+    for n in range(400):
+        def text() -> str:
+            held = [e for e in entities[:-1] if rng.random() < 0.15]
+            return " ".join(["cache"] * (rng.random() < 0.7) + held + ["x"])
+        rows.append(Row("box", f"r{n:04d}", f"s{n // 7}", FOLDERS[n % len(FOLDERS)], text(), text(),
+                        1_750_000_000_000 + rng.randint(0, 500) * 1000, rng.choice(["pi", "claude"])))
+    put(share_db, "alice", rows)
+    monkeypatch.setattr(shared, "SELECTIVE_ROWS", 20)
+    monkeypatch.setattr(shared, "COMMON_ESTIMATE", 150)      # cache (~280 rows) is known common, the others not
+    drops: list[tuple[str, ...]] = []
+    real: Callable[..., Any] = shared._rest_rows
+
+    def rest_rows(conn: Any, sql: Any, rest: Any, threshold: int, drop: Any = ()) -> Any:
+        drops.append(tuple(sql.entities[i] for i in drop))
+        return real(conn, sql, rest, threshold, drop)
+    monkeypatch.setattr(shared, "_rest_rows", rest_rows)
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        for chosen in (entities, entities[1:], [*entities[:3], "cache"]):
+            for limit, sources, cwd, weighted in ((5, None, None, False), (3, None, None, True),
+                                                  (10, ["pi"], "/work/proj", False)):
+                query = make_query(chosen, limit, sources, cwd)
+                if weighted:
+                    query = replace(query, weights=tuple(rng.randint(1, 3) for _ in chosen))
+                got = shared.entity_rows(conn, query, shared.Who(), limit)
+                assert got and _key(got) == _key(shared.scan_oracle(conn, query, shared.Who(), limit)), chosen
+    assert ("cache",) in drops, drops
+
+
+def test_rows_of_the_rest_found_with_an_entity_left_out_are_those_found_with_it(share_db: ShareDb) -> None:
+    """_rest_rows with ``drop``: every row reaching the threshold, as without it (the sets are those of
+    the others reaching the threshold less the dropped one's bound); a drop that alone reaches the
+    threshold is refused (no set would be needed)."""
+    rng = random.Random(5)
+    put(share_db, "alice", store_rows(rng, 300, "laptop"))
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        query = make_query(["cache", "flamingo", "payroll", "缓存", "a_b"], 5)
+        sql = shared._EntitySql.of(query, shared.Who(), shared.has_grams(conn))
+        rest = list(range(5))
+        for threshold in (4, 5, 7):
+            full = {tuple(r) for r in shared._rest_rows(conn, sql, rest, threshold)}
+            left_out = {tuple(r) for r in shared._rest_rows(conn, sql, rest, threshold, [0])}
+            assert full == left_out and (threshold > 5 or full), threshold
+        with pytest.raises(ValueError):
+            shared._rest_rows(conn, sql, rest, 3, [0])
+
+
+def test_an_entity_whose_words_are_common_is_not_counted(share_db: ShareDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guess from the words' counts (word_docs): a single word's count, none for a piece of a word;
+    an entity guessed past COMMON_ESTIMATE is not counted and the page is still the oracle's."""
+    put(share_db, "alice", [Row("box", f"k{n}", "s", "/w", "cache flamingo" if n < 3 else "cache", "x",
+                                1_750_000_000_000 + n) for n in range(40)])
+    counted: list[list[str]] = []
+    real: Callable[..., Any] = shared._selective
+
+    def selective(conn: Any, sql: Any, indexable: Any) -> Any:
+        counted.append([sql.entities[i] for i in indexable])
+        return real(conn, sql, indexable)
+    monkeypatch.setattr(shared, "_selective", selective)
+    monkeypatch.setattr(shared, "COMMON_ESTIMATE", 10)
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        query = make_query(["cache", "flamingo", "lamin"], 5)
+        sql = shared._EntitySql.of(query, shared.Who(), shared.has_grams(conn))
+        assert shared._estimates(conn, sql, [0, 1, 2]) == {0: 40, 1: 3, 2: -1}
+        got = shared.entity_rows(conn, query, shared.Who(), 5)
+        assert _key(got) == _key(shared.scan_oracle(conn, query, shared.Who(), 5))
+    assert counted == [["flamingo", "lamin"]]

@@ -23,12 +23,22 @@ def write_claude(base: Path, session: str, cwd: Path, turns: list[Turn], minute:
                       "cwd": str(cwd), "message": {"role": "user", "content": prompt}})
         for c, (name, tool_input) in enumerate(calls):
             # a Write's result line as Claude Code writes it: the file before it (``_originalFile``) or
-            # created; ``_noResult``: none (a sync between the call and its result)
+            # created; ``_noResult``: none (a sync between the call and its result); an Edit's result only
+            # with ``_originalFile``
             tool_input = dict(tool_input)
             original, no_result = tool_input.pop("_originalFile", None), tool_input.pop("_noResult", False)
             lines.append({"type": "assistant", "sessionId": session, "uuid": f"{session}-a{k}-{c}", "timestamp": at,
                           "cwd": str(cwd), "message": {"role": "assistant", "model": "m", "content": [
                               {"type": "tool_use", "id": f"toolu_{k}_{c}", "name": name, "input": tool_input}]}})
+            if name == "Edit" and original is not None and not no_result:
+                # an Edit's result as Claude Code writes it: the file before it, the texts of the call
+                lines.append({"type": "user", "sessionId": session, "uuid": f"{session}-r{k}-{c}", "timestamp": at,
+                              "cwd": str(cwd), "message": {"role": "user", "content": [
+                                  {"tool_use_id": f"toolu_{k}_{c}", "type": "tool_result", "content": "ok"}]},
+                              "toolUseResult": {"filePath": tool_input.get("file_path"),
+                                                "oldString": tool_input.get("old_string"),
+                                                "newString": tool_input.get("new_string"), "originalFile": original,
+                                                "structuredPatch": [], "userModified": False, "replaceAll": False}})
             if name == "Write" and not no_result:
                 lines.append({"type": "user", "sessionId": session, "uuid": f"{session}-r{k}-{c}", "timestamp": at,
                               "cwd": str(cwd), "message": {"role": "user", "content": [

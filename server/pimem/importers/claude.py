@@ -62,6 +62,7 @@ import dataclasses
 import re
 from typing import Any
 
+from pimem import editspans
 from pimem.importers.base import (
     BadState,
     Chunk,
@@ -98,7 +99,9 @@ FILES = ClaudeFiles()
 # 6: an empty user message does not keep the assistant text after it from opening the conversation.
 # 7: the line diff of an edit keeps indentation (a line it reindented is its own) and compares the
 # lines next to the change (pimem.editspans).
-RULES_VERSION = 7
+# 8: the lines an edit kept next to the lines it added are stored with its spans (pimem.editspans
+# ``context_of``, store layout 9).
+RULES_VERSION = 8
 
 # tool name -> (the input key of its path, what it does to the file)
 FILE_TOOLS: dict[str, tuple[str, FileAction]] = {
@@ -110,6 +113,10 @@ _CONVERSATION = re.compile(rb'"type"\s*:\s*"(?:user|assistant|queued_command)"')
 _TOOL_RESULT_LINE = re.compile(rb'"toolUseResult"\s*:')
 # the result of a Write: says what the file held before (``originalFile``) or that it was created
 _WRITE_RESULT = re.compile(rb'"toolUseResult"\s*:\s*\{\s*"type"\s*:\s*"(?:update|create)"')
+# the result of an Edit: the file before it (``originalFile``) says which lines were next to the replaced text
+_EDIT_RESULT = re.compile(rb'"toolUseResult"\s*:\s*\{\s*"filePath"\s*:[^\n]*"originalFile"\s*:\s*"')
+# a larger Edit result line (the file it holds is past the bound rule, twice with the patch) is not parsed
+EDIT_RESULT_MAX_BYTES = 4 * editspans.MAX_CALL_BYTES
 
 # Prefixes of user-role text that the client wrote, not the person (formats.md 1.5).
 CLIENT_MARKUP_PREFIXES = (
@@ -312,11 +319,12 @@ class ClaudeParser(TranscriptParser):
 
     def wants(self, line: Line) -> bool:
         # Tool-result lines (most of a file's bytes) have a top-level toolUseResult: never a prompt; only
-        # a Write's result is read (what the file held before it).
+        # a Write's result is read (what the file held before it), and an Edit's within EDIT_RESULT_MAX_BYTES.
         if line.data is None:
             return False
         if _TOOL_RESULT_LINE.search(line.data) is not None:
-            return _WRITE_RESULT.search(line.data) is not None
+            return _WRITE_RESULT.search(line.data) is not None or (
+                len(line.data) <= EDIT_RESULT_MAX_BYTES and _EDIT_RESULT.search(line.data) is not None)
         return _CONVERSATION.search(line.data) is not None
 
     def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
@@ -350,8 +358,12 @@ class ClaudeParser(TranscriptParser):
         if message is None:
             return
         if kind == "user":
-            if "toolUseResult" in record:   # a Write's result (wants): not a user line of the conversation
-                self._write_result(record, message, chunk)
+            if "toolUseResult" in record:   # a Write's or Edit's result (wants): not a user line of the conversation
+                result = as_dict(record.get("toolUseResult")) or {}
+                if "oldString" in result:
+                    self._edit_result(result, message, chunk)
+                else:
+                    self._write_result(record, message, chunk)
                 return
             if is_empty_message(message):
                 return   # carries nothing (converters write "" prompts): no prompt, opens nothing, closes nothing
@@ -404,6 +416,36 @@ class ClaudeParser(TranscriptParser):
         if path is not None and content is not None:
             chunk.add_reply(self._current, "", [], (), [EditCall(path, "Write", call_id, old, content, whole=True,
                                                                   amends=True)])
+
+    def _edit_result(self, result: dict[str, Any], message: dict[str, Any], chunk: Chunk) -> None:
+        """An ``Edit``'s result gives the file before it (``originalFile``): the lines right before and
+        after the text it replaced (pimem.editspans.kept_around), the context of the lines it added at the
+        edges of its new text. Given to the call in this parse; a call stored by an earlier parse (a live
+        sync between the two lines) is amended: the edit again, with them. Not for ``replace_all`` (the
+        text replaced at several places) nor a replaced text the file does not hold once."""
+        original, old, new = (_text(result.get(key)) for key in ("originalFile", "oldString", "newString"))
+        block = next((b for b in map(as_dict, as_list(message.get("content")))
+                      if b is not None and b.get("type") == "tool_result"), None)
+        call_id = nonempty_str((block or {}).get("tool_use_id"))
+        path = nonempty_str(result.get("filePath"))
+        if (original is None or not old or new is None or path is None or call_id is None
+                or self._current is None or result.get("replaceAll") is True):
+            return
+        start = original.find(old)
+        if start < 0 or original.find(old, start + 1) >= 0:
+            return
+        kept_before, kept_after = editspans.kept_around(original, start, start + len(old))
+        if not (kept_before or kept_after):
+            return
+        delta = chunk.turns.get(self._current)
+        if delta is not None:
+            for position, edit in enumerate(delta.edits):
+                if edit.call_id == call_id and edit.tool == "Edit" and edit.old == old and edit.new == new:
+                    delta.replace_edit(position, dataclasses.replace(edit, kept_before=kept_before,
+                                                                     kept_after=kept_after))
+                    return
+        chunk.add_reply(self._current, "", [], (), [EditCall(path, "Edit", call_id, old, new, amends=True,
+                                                              kept_before=kept_before, kept_after=kept_after)])
 
     def _opening(self, model: str | None) -> bool:
         """Assistant text before any user line opens the conversation: a turn with an empty user text."""

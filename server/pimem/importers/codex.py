@@ -90,7 +90,9 @@ FILES = CodexFiles()
 # the turn before (was lost).
 # 7: the line diff of an edit keeps indentation (a line it reindented is its own) and compares the
 # lines next to the change (pimem.editspans).
-RULES_VERSION = 7
+# 8: the lines an edit kept next to the lines it added are stored with its spans (pimem.editspans
+# ``context_of``, store layout 9).
+RULES_VERSION = 8
 
 # Codex file tools with a path argument (besides apply_patch), and what they do to the file.
 PATH_TOOLS: dict[str, FileAction] = {"read_file": "read", "view_image": "read"}

@@ -65,7 +65,9 @@ FILES = CopilotCliFiles()
 
 # 2: edit spans (the text edit calls wrote, pimem.editspans). 3: the line diff of an edit keeps
 # indentation (a line it reindented is its own) and compares the lines next to the change (pimem.editspans).
-RULES_VERSION = 3
+# 4: the lines an edit kept next to the lines it added are stored with its spans (pimem.editspans
+# ``context_of``, store layout 9).
+RULES_VERSION = 4
 
 # Tool name -> (argument keys that may hold its path, what it does to the file). Copilot CLI's own tools
 # (view/create/edit/str_replace_editor) and the Copilot Chat agent's (read_file, create_file, …).

@@ -58,7 +58,9 @@ from pimem.textutil import as_dict, as_list, clean_text, nonempty_str, number_to
 # says the file did not exist replaced nothing.
 # 4: the line diff of an edit keeps indentation (a line it reindented is its own) and compares the
 # lines next to the change (pimem.editspans).
-RULES_VERSION = 4
+# 5: the lines an edit kept next to the lines it added are stored with its spans (pimem.editspans
+# ``context_of``, store layout 9).
+RULES_VERSION = 5
 
 _RECORD_MAX_BYTES = 8 * 1024 * 1024   # one message or part of the older JSON tree
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit", "multiedit": "edit"}

@@ -42,6 +42,7 @@ Transcripts are every ``.jsonl`` file under the sessions folder (:data:`FILES`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -80,7 +81,9 @@ FILES = TranscriptFiles()   # every .jsonl file
 # claims only the lines it added (EditCall.before).
 # 5: the line diff of an edit keeps indentation (a line it reindented is its own) and compares the
 # lines next to the change (pimem.editspans).
-RULES_VERSION = 5
+# 6: the lines an edit kept next to the lines it added are stored with its spans (pimem.editspans
+# ``context_of``, store layout 9).
+RULES_VERSION = 6
 
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit"}
 
@@ -185,6 +188,41 @@ def _call_edits(name: str | None, arguments: dict[str, Any], call_id: str | None
     return calls
 
 
+def kept_in_patch(patch: str, old: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The lines an ``edit`` kept right before and after the text ``old`` it replaced (at most
+    pimem.editspans.CONTEXT_LINES non-blank lines a side, nearest last / first), read from its result's
+    unified diff: the old side of the one hunk holding ``old``'s lines whole, its context lines (`` ``)
+    next to them, up to a line the call removed. Nothing when ``old`` is not whole lines of one hunk, or
+    is there twice."""
+    wanted = editspans.split_lines(old)
+    if not wanted or len(patch) > READ_RESULT_MAX_BYTES:
+        return (), ()
+    hunks: list[list[tuple[str, str]]] = []
+    for line in editspans.split_lines(patch):
+        if line.startswith("@@"):
+            hunks.append([])
+        elif hunks and line[:1] in (" ", "-") and not line.startswith("--- "):
+            hunks[-1].append((line[:1], line[1:]))
+        elif hunks and not line:   # a blank context line written without its space
+            hunks[-1].append((" ", ""))
+    found = [(hunk, i) for hunk in hunks for i in range(len(hunk) - len(wanted) + 1)
+             if hunk[i][1] == wanted[0] and [text for _, text in hunk[i:i + len(wanted)]] == wanted]
+    if len(found) != 1:
+        return (), ()
+    hunk, at = found[0]
+
+    def kept(indexes: range) -> list[str]:
+        lines: list[str] = []
+        for i in indexes:
+            tag, text = hunk[i]
+            if tag != " " or len(lines) == editspans.CONTEXT_LINES:
+                break
+            if editspans.normalize(text):
+                lines.append(text)
+        return lines
+    return (tuple(reversed(kept(range(at - 1, -1, -1)))), tuple(kept(range(at + len(wanted), len(hunk)))))
+
+
 def _is_line_hash(value: Any) -> bool:
     """A value pimem.editspans.line_hash can give (a signed 64-bit integer)."""
     return type(value) is int and -(1 << 63) <= value < (1 << 63)
@@ -234,6 +272,9 @@ class PiParser(TranscriptParser):
             if isinstance(v, str) and _storable(k, MAX_CALL_ID_CHARS) and _storable(v, MAX_PATH_CHARS)
         } if isinstance(reads, dict) else {}
         self._known: dict[str, tuple[str, list[int] | str]] = {}
+        # this parse's ``edit`` calls awaiting their results: call id -> turn (the result's patch gives the
+        # lines next to each replaced text; not saved: a result parsed in a later sync than its call gives none)
+        self._edits: dict[str, str] = {}
         for key, value in (list(known.items())[-MAX_KNOWN_FILES:] if isinstance(known, dict) else ()):
             if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) \
                     and isinstance(value[1], list) and len(value[1]) <= editspans.MAX_CALL_LINES \
@@ -274,22 +315,24 @@ class PiParser(TranscriptParser):
         match = _NODE_HEAD.match(line.head)
         if match is None:
             return True
-        # a tool result is parsed only when it answers a read of a whole file in this turn
-        return bool(self._reads) and self._awaited(line.head, match.end()) is not None \
+        # a tool result is parsed only when it answers a read of a whole file in this turn, or an edit
+        return bool(self._reads or self._edits) and self._awaited(line.head, match.end()) is not None \
             and len(line.data) <= READ_RESULT_MAX_BYTES
 
     def _awaited(self, head: bytes, at: int) -> str | None:
-        """The call id of a tool result (its head) when it answers a read this turn awaits."""
+        """The call id of a tool result (its head) when it answers a read this turn awaits, or an edit."""
         found = _RESULT_ID.match(head, at)
         call_id = found.group(1).decode("utf-8", "replace") if found is not None else None
-        return call_id if call_id in self._reads else None
+        return call_id if call_id in self._reads or call_id in self._edits else None
 
     def skip(self, line: Line, chunk: Chunk) -> None:
         match = _NODE_HEAD.match(line.head)
         if match is None or not self._have_header:
             return
-        if self._reads:   # a read's result too large to parse: the file existed, its lines are not known
-            self._reads.pop(self._awaited(line.head, match.end()) or "", None)
+        if self._reads or self._edits:   # a read's result too large to parse: the file existed, its lines
+            awaited = self._awaited(line.head, match.end()) or ""   # are not known
+            self._reads.pop(awaited, None)
+            self._edits.pop(awaited, None)
         entry_id = match.group(1).decode("utf-8", "replace")
         parent = match.group(2).decode("utf-8", "replace") if match.group(2) else None
         self._record_node(entry_id, self._parent_anchor(parent, True), chunk)
@@ -351,6 +394,9 @@ class PiParser(TranscriptParser):
             path = self._reads.pop(call_id, None) if call_id is not None else None
             if path is not None:
                 self._read_result(path, anchor, message)
+            turn = self._edits.pop(call_id, None) if call_id is not None else None
+            if turn is not None and call_id is not None:
+                self._edit_result(call_id, turn, message, chunk)
         self._record_node(entry_id, anchor, chunk)
 
     # -- what a turn's reads showed ---------------------------------------------------------------
@@ -403,11 +449,32 @@ class PiParser(TranscriptParser):
             elif found:
                 self._known.pop(key, None)
                 changed.add(key)
+                if call_id is not None and _storable(call_id, MAX_CALL_ID_CHARS):
+                    self._edits.pop(call_id, None)
+                    self._edits[call_id] = turn
+                    while len(self._edits) > MAX_PENDING_READS:
+                        del self._edits[next(iter(self._edits))]
             calls.extend(found)
         if changed and self._reads:
             for call_id in [call_id for call_id, key in self._reads.items() if key in changed]:
                 del self._reads[call_id]
         return calls
+
+    def _edit_result(self, call_id: str, turn: str, message: dict[str, Any], chunk: Chunk) -> None:
+        """An ``edit``'s result: its ``details.patch`` (a unified diff with a few lines of context) gives
+        the lines of the file right before and after each replaced text (:func:`kept_in_patch`), given to
+        the call's blocks still in this parse."""
+        details = as_dict(message.get("details"))
+        patch = details.get("patch") if details is not None else None
+        delta = chunk.turns.get(turn)
+        if message.get("isError") is True or not isinstance(patch, str) or delta is None:
+            return
+        for position, edit in enumerate(delta.edits):
+            if edit.call_id == call_id and edit.tool == "edit" and edit.old:
+                kept_before, kept_after = kept_in_patch(patch, edit.old)
+                if kept_before or kept_after:
+                    delta.replace_edit(position, dataclasses.replace(edit, kept_before=kept_before,
+                                                                     kept_after=kept_after))
 
     def _read_result(self, path: str, turn: str, message: dict[str, Any]) -> None:
         """A read's result: the hashes of the file's lines, when it is the whole file's text."""

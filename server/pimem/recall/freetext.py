@@ -117,6 +117,7 @@ class Candidate:
     stop: bool = False   # a stop word (searched only when nothing else is left)
     written: str | None = None   # the word as written, when ``term`` is its stem (the word index stems itself)
     prose: bool = False  # a part of a word that reads as prose here (``get-together``; ``YouTube`` in a question)
+    said: bool = False   # a stop word that is a word of the question here (a time the person said: said_times)
 
     @property
     def key(self) -> str:
@@ -216,6 +217,16 @@ _COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _LETTERS = re.compile(r"[^\W\d_]+")
 # What code and errors have and questions do not: brackets, operators, a leading ``Name:`` (``KeyError: 'x'``).
 _CODE_MARKS = re.compile(r"[(){}\[\]<>=;`|\\]|->|::|^\s*[\w.]+:(?:\s|$)")
+# Times of the day, the week and the year are English stop words (en.txt, "when it was"): in "last Saturday",
+# "this weekend" they say when the question's now was, which the conversation does not hold. Said without a
+# deictic word before them ("on Saturday mornings", "Sunday mass", "the 'Summer Nights' festival", "in the
+# evening") they are what the person said, and a word of the question (in a sentence; plurals too). A time
+# word right after an anchored one is anchored too ("last Saturday morning").
+_TIMES = frozenset(("afternoon", "autumn", "evening", "fall", "friday", "monday", "morning", "night", "saturday",
+                    "spring", "summer", "sunday", "thursday", "tuesday", "wednesday", "weekend", "winter"))
+_DEICTIC = frozenset(("last", "this", "next", "past", "coming", "previous", "that", "these", "those", "yesterday",
+                      "today", "tonight", "tomorrow"))
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
 SENTENCE_WORDS = 4          # a sentence has at least this many words,
 SENTENCE_STOP_WORDS = 2     # this many of them stop words (what, did, I, my, the)
 
@@ -229,6 +240,25 @@ def _reads_as_sentence(text: str) -> bool:
     words = [word.strip(_EDGE + "?!\"'") for word in line.split()]
     words = [word for word in words if word]
     return len(words) >= SENTENCE_WORDS and sum(1 for word in words if _is_stop(word)) >= SENTENCE_STOP_WORDS
+
+
+def said_times(text: str) -> frozenset[str]:
+    """The time words of ``text`` (lower case, as written) that are words of the question: not anchored to
+    the question's now by a deictic word before them (see ``_TIMES``)."""
+    said: set[str] = set()
+    anchored = False
+    previous = ""
+    for match in _LATIN_WORD.finditer(text):
+        word = match.group(0).lower()
+        single = word[:-1] if word.endswith("s") and word[:-1] in _TIMES else word
+        if single in _TIMES:
+            anchored = previous in _DEICTIC or anchored
+            if not anchored:
+                said.add(word)
+        else:
+            anchored = False
+        previous = word
+    return frozenset(said)
 
 
 def _prose_word(word: str, sentence: bool) -> bool:
@@ -248,6 +278,7 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
     japanese = bool(_KANA.search(text))
     sentence = _reads_as_sentence(text)
     found: list[Candidate] = []
+    said = said_times(text) if sentence else frozenset()
     for chunk in _SPLIT.split(text):
         for piece in _CJK_OR_NOT.findall(chunk):
             if _CJK_RUN.fullmatch(piece):
@@ -258,6 +289,9 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
             if not any(char.isalnum() for char in word) or len(word) > MAX_TERM_CHARS:
                 continue
             parts = [part for part in _identifier_parts(word) if len(part) >= 3 or not part.isascii()]
+            if word.lower() in said:   # a time of day, week or year the person said: a word here
+                found.append(Candidate(stem(word), None, _shape_prior(word), written=word, said=True))
+                continue
             if _is_stop(word, sentence) or (parts and all(_is_stop(part, sentence) for part in parts)):
                 found.append(Candidate(word, None, 0, stop=True))   # a stop word, or made of them (avons-nous)
                 continue
@@ -268,7 +302,8 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
     for candidate in found:
         distinct.setdefault(candidate.key, candidate)
     everything = list(distinct.values())
-    meaningful = [c for c in everything if not c.stop and not _is_stop(c.term, sentence) and not _noise(c.term)]
+    meaningful = [c for c in everything
+                  if not c.stop and (c.said or not _is_stop(c.term, sentence)) and not _noise(c.term)]
     if meaningful:
         return meaningful
     return [c for c in everything if not (len(c.term) == 1 and c.term.isascii())] or everything

@@ -61,6 +61,7 @@ from pimem.recall.query import RecallQuery
 from pimem.recall.rows import RecallRow
 from pimem.recall.semantics import score
 from pimem.share.schema import short_grams
+from pimem.words import tokens_many
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -154,6 +155,28 @@ def has_grams(conn: Conn) -> bool:
     return bool(row and row[0])
 
 
+COMMON_GRAMS_ROWS = 10 * SELECTIVE_ROWS   # grams the planner expects in more rows narrow too little
+
+
+def _unnarrow_common_grams(conn: Conn, sql: _EntitySql) -> None:
+    """Read an entity pg_trgm narrows without its grams when the planner expects them in more than
+    COMMON_GRAMS_ROWS rows (``slugify_title``'s ``y_``, ``_t``: a tenth of the rows at 2M): their bitmap,
+    built in every conjunction holding the entity, cost more than pg_trgm's (70 against 25 ms) and
+    removed few rows. The planner's estimate (from ANALYZE's most common elements, which members
+    cannot read in ``pg_stats`` under row-level security, but the planner uses) only picks the path."""
+    for i, grams in enumerate(sql.grams):
+        if grams is None or not trigram_indexable(sql.entities[i]):
+            continue
+        plan = conn.execute("EXPLAIN (FORMAT JSON) SELECT 1 FROM pimem.turns WHERE grams @> %s::text[]", [grams],
+                            prepare=False).fetchone()
+        try:
+            rows = float(plan[0][0]["Plan"]["Plan Rows"]) if plan else 0.0
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+        if rows > COMMON_GRAMS_ROWS:
+            sql.grams[i] = None
+
+
 def _narrowing_grams(entity: str) -> list[str]:
     """The entity's grams without the characters its pairs already hold (``缓存``: ``{缓存}``, not also
     ``缓`` and ``存``): the same rows, and the planner's estimate (a product over the grams) stays near."""
@@ -182,6 +205,7 @@ class _EntitySql:
     where: list[str]
     where_params: list[object]
     grams: list[list[str] | None]      # the grams narrowing each entity (None: pg_trgm's, or nothing)
+    grams_store: bool = False          # a layout-4+ store (its grams, and its words' counts)
 
     @classmethod
     def of(cls, query: RecallQuery, who: Who, grams: bool = False) -> _EntitySql:
@@ -196,7 +220,8 @@ class _EntitySql:
             params.extend([pattern, pattern])
         where, where_params = _filters(query, who)
         narrowing = [_narrowing_grams(e) or None if grams else None for e in entities]
-        return cls(entities, weights, patterns, "(" + " + ".join(terms) + ")", params, where, where_params, narrowing)
+        return cls(entities, weights, patterns, "(" + " + ".join(terms) + ")", params, where, where_params, narrowing,
+                   grams)
 
     def indexable(self, i: int) -> bool:
         """Whether an index narrows entity ``i``'s rows (pg_trgm, or the grams)."""
@@ -237,11 +262,17 @@ def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[R
     (``锁``, ``缓存``, ``a_b``) reads the whole table. So the page is first found without them
     (:func:`_pruned`): the rows of the selective entities are listed and scored in full; every other
     row holds only the others, so its score is at most their bound; when the page's last row scores
-    more, the page is final, and otherwise the rows holding the others are read newest first until no
-    unread row can enter the page. Past SCAN_ROWS rows, the rows holding the others are all read
-    (:func:`_rest_rows`), scored on the others only (the listed entities are not in them) and kept when
-    they reach the page. All give the answer of :func:`scan_oracle`."""
-    return _pruned(conn, _EntitySql.of(query, who, has_grams(conn)), query, wanted)
+    more, the page is final. With several others, the rows holding two or three of them are read first
+    through their conjunctions (:func:`_probe`; the commonest left out of them and tested on the rows
+    read); when they fill the page above what fewer can score, it is final. Otherwise the rows holding
+    the others are read newest first until no unread row can enter the page. Past SCAN_ROWS rows, the
+    rows holding the others are all read (:func:`_rest_rows`), scored on the others only (the listed
+    entities are not in them) and kept when they reach the page. All give the answer of
+    :func:`scan_oracle`. An entity whose words the store counts in more than COMMON_ESTIMATE rows is
+    not counted at all (:func:`_estimates`)."""
+    sql = _EntitySql.of(query, who, has_grams(conn))
+    _unnarrow_common_grams(conn, sql)
+    return _pruned(conn, sql, query, wanted)
 
 
 class _Page:
@@ -294,7 +325,11 @@ class _Page:
 
 def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> list[RecallRow]:
     page = _Page(conn, query, wanted)
-    listed = _selective(conn, sql, [i for i in range(len(sql.entities)) if sql.indexable(i)])
+    indexable = [i for i in range(len(sql.entities)) if sql.indexable(i)]
+    estimates = _estimates(conn, sql, indexable)
+    # An entity whose words are in many rows is not counted (its bitmap alone costs tens of ms at
+    # millions of rows): it goes to the rest, where any entity may be (the guess only picks the path).
+    listed = _selective(conn, sql, [i for i in indexable if estimates[i] <= COMMON_ESTIMATE])
     rest = [i for i in range(len(sql.entities)) if i not in listed]
     if listed:
         # Every row holding a listed entity, read and scored once (one row may hold several of them).
@@ -305,6 +340,11 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
     kept = page.kept()
     if not rest or (len(kept) == wanted and kept[-1].hits > bound):
         return kept
+    if len(rest) > 1:
+        probed = _probe(conn, sql, rest, page, estimates)
+        if probed is not None:
+            return probed
+        kept = page.kept()
     indexed = all(sql.indexable(i) for i in rest)
     # With several indexed entities in the rest, the scan ends early only on a page of rows holding them
     # all (the bound): it only fills the page, and their conjunctions (_rest_rows) do the rest.
@@ -343,6 +383,63 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
     return page.kept()
 
 
+COMMON_ESTIMATE = SELECTIVE_ROWS   # an entity whose words are in more rows is not counted (_estimates)
+
+
+def _estimates(conn: Conn, sql: _EntitySql, indexable: Sequence[int]) -> dict[int, int]:
+    """A cheap guess of each indexable entity's rows: the fewest rows holding one of its words (the word
+    index's tokens, :func:`pimem.words.tokens_many`; ``pimem.word_docs`` keeps their counts, one lookup
+    for all), or -1 when one of them is in no row (a piece of a word: no guess). Words are not
+    substrings (``cach`` is also the stem of ``caching``), so a guess only orders the entities and
+    skips counting the very common ones; no answer depends on it. Read on a layout-4+ store only (the
+    grams say the counts are there)."""
+    if not indexable or not sql.grams_store:
+        return {i: -1 for i in indexable}
+    words = tokens_many([sql.entities[i] for i in indexable])
+    counts = {str(word): int(docs) for word, docs in conn.execute(
+        "SELECT word, docs FROM pimem.word_docs WHERE word = ANY(%s)",
+        [sorted({w for ws in words for w in ws})], prepare=False)}
+    return {i: min((counts.get(w, -1) for w in ws), default=-1) if all(w in counts for w in ws) else -1
+            for i, ws in zip(indexable, words, strict=True)}
+
+
+def _probe(conn: Conn, sql: _EntitySql, rest: Sequence[int], page: _Page,
+           estimates: dict[int, int]) -> list[RecallRow] | None:
+    """The page from the rows holding several of the ``rest`` entities, when they fill it: the final
+    page, or None (nothing decided; the rows read stay in ``page``).
+
+    Level ``n``: every row whose score on the rest exceeds what any ``n - 1`` of them can score
+    (``threshold``), read through conjunctions (:func:`_rest_rows`) and scored. A row not read then
+    holds a listed entity (scored in full already) or scores below ``threshold``; so when the page is
+    full and its last row reaches ``threshold``, no unread row can enter it. The levels go down from 3
+    (with five or more of the rest; else from 2). At each, the entities no index narrows and then the
+    commonest (known common by :func:`_estimates`) are left out of the conjunctions while the others
+    must still hold two of them together (``drop``: tested on each row read, never read through their
+    index: at millions of rows a common entity's bitmap costs more than the rows it would remove)."""
+    bounds = sorted((3 * sql.weights[i] for i in rest), reverse=True)
+    top = 3 if len(rest) >= 5 else 2
+    for level in range(top, 1, -1):
+        threshold = sum(bounds[:level - 1]) + 1
+        kept = page.kept()
+        if len(kept) == page.wanted:
+            threshold = max(threshold, kept[-1].hits)
+        drop: list[int] = []
+        for i in sorted(rest, key=lambda i: (sql.indexable(i), -estimates.get(i, -1))):
+            if sql.indexable(i) and estimates.get(i, -1) <= COMMON_ESTIMATE:
+                break
+            kept_in = [j for j in rest if j != i and j not in drop]
+            left = threshold - sum(3 * sql.weights[j] for j in [*drop, i])
+            if len(kept_in) >= 2 and left > max(3 * sql.weights[j] for j in kept_in):
+                drop.append(i)
+        if not all(sql.indexable(i) for i in rest if i not in drop):
+            return None
+        page.add(_rest_rows(conn, sql, rest, threshold, drop))
+        kept = page.kept()
+        if len(kept) == page.wanted and kept[-1].hits >= threshold:
+            return kept
+    return None
+
+
 def _selective(conn: Conn, sql: _EntitySql, indexable: Sequence[int]) -> list[int]:
     """The entities of ``indexable`` held by at most SELECTIVE_ROWS rows (with the filters), counted up to
     that by one statement. An entity narrowed by its grams is counted on them alone (no text read: a
@@ -362,7 +459,8 @@ def _selective(conn: Conn, sql: _EntitySql, indexable: Sequence[int]) -> list[in
     return [int(i) for i, n in counts if int(n) <= SELECTIVE_ROWS]
 
 
-def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int) -> list[tuple[Any, ...]]:
+def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int,
+               drop: Sequence[int] = ()) -> list[tuple[Any, ...]]:
     """Every row holding one of the ``rest`` entities whose score on them reaches ``threshold`` (the
     page's last score: a row below it cannot enter). For a row holding no listed entity that is its
     whole score; a listed row's is already known (and higher). PostgreSQL reads every such row, but
@@ -370,13 +468,20 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int)
 
     A row reaching ``threshold`` holds one of the smallest sets of the rest that can (:func:`_sufficient`);
     when every one of the rest has trigrams, the condition is their conjunctions, which pg_trgm answers by
-    intersecting its lists before any row is read (with a trigram-less one, every row is read anyway)."""
-    bounds = [(i, 3 * sql.weights[i]) for i in rest]
-    sets = _sufficient(bounds, threshold)
+    intersecting its lists before any row is read (with a trigram-less one, every row is read anyway).
+
+    ``drop``: entities of the rest left out of the sets (scored on each row read, not read through
+    their index): the sets are then those of the others reaching ``threshold`` less the dropped ones'
+    bounds, which must stay positive (a row reaching ``threshold`` holds such a set)."""
+    dropped = sum(3 * sql.weights[i] for i in drop)
+    bounds = [(i, 3 * sql.weights[i]) for i in rest if i not in drop]
+    if drop and threshold - dropped < 1:
+        raise ValueError("the dropped entities alone reach the threshold")
+    sets = _sufficient(bounds, threshold - dropped)
     if not sets:
         return []       # the rest together cannot reach the page
     # Too many sets: those of a lower threshold (fewer, smaller) hold every row reaching this one too.
-    lower = threshold
+    lower = threshold - dropped
     while len(sets) > _MAX_CONJUNCTIONS and lower > 1:
         lower -= 1
         sets = _sufficient(bounds, lower)
@@ -387,7 +492,7 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int)
     # OFFSET 0 keeps the score computed once per row (not again in the outer WHERE).
     scored = f"SELECT * FROM (SELECT {_KEY_COLUMNS}, ({score}) AS score FROM pimem.turns WHERE {{}} OFFSET 0) s " \
              "WHERE score >= %s"
-    if all(sql.indexable(i) for i in rest) and len(sets) <= _MAX_CONJUNCTIONS:
+    if all(sql.indexable(i) for i, _ in bounds) and len(sets) <= _MAX_CONJUNCTIONS:
         # One query per set, each planned alone (its indexes intersected, only its own LIKEs rechecked);
         # a row holding several sets comes back several times with one score (_Page.add keeps one).
         parts: list[str] = []
@@ -397,9 +502,24 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int)
             parts.append(scored.format(" AND ".join([*(c for c, _ in conditions), *sql.where])))
             params.extend([*score_params, *(v for _, values in conditions for v in values), *sql.where_params,
                            threshold])
-        return conn.execute(" UNION ALL ".join(parts), params, prepare=False).fetchall()
-    where, params = sql.matching(rest)
-    return conn.execute(scored.format(where), [*score_params, *params, threshold], prepare=False).fetchall()
+        return _run(conn, " UNION ALL ".join(parts), params)
+    where, params = sql.matching([i for i, _ in bounds])
+    return _run(conn, scored.format(where), [*score_params, *params, threshold])
+
+
+ENTITY_WORK_MEM_KB = 64 * 1024    # the conjunctions' at least (that transaction only)
+
+
+def _run(conn: Conn, statement: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+    """An entity statement reading many rows: never prepared; in its transaction no JIT (compiling its
+    expressions costs tens of ms, more than it saves on these statements) and work memory enough that
+    a common entity's bitmap stays exact (in 4 MB, past ~100,000 rows, it goes lossy: every row of its
+    pages then tested)."""
+    with conn.transaction():
+        conn.execute("SET LOCAL jit = off")
+        conn.execute("SELECT set_config('work_mem', greatest(setting::bigint, %s)::text || 'kB', true) "
+                     "FROM pg_settings WHERE name = 'work_mem'", [ENTITY_WORK_MEM_KB])
+        return conn.execute(statement, params, prepare=False).fetchall()
 
 
 _MAX_CONJUNCTIONS = 28    # the pairs of 8 entities
@@ -608,8 +728,11 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
             # One process: the parallel plan (partial aggregates, a sort, a merge) costs more than its
             # workers save on the postings, and takes cores from the other members' queries. Memory
             # for the groups (tens of thousands of docs) without spilling to disk (a server that
-            # gives more keeps its own).
+            # gives more keeps its own). No JIT: at millions of rows the planner's cost passes its
+            # threshold and compiling the statement's ~80 expressions took 60 ms of a 4 s question
+            # (nothing gained back: the time is the postings' heap pages).
             conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            conn.execute("SET LOCAL jit = off")
             conn.execute("SELECT set_config('work_mem', greatest(setting::bigint, %s)::text || 'kB', true) "
                          "FROM pg_settings WHERE name = 'work_mem'", [TEXT_WORK_MEM_KB])
             found = conn.execute(sql, params).fetchall()

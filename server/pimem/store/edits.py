@@ -1,4 +1,4 @@
-"""``pimem_edit_*`` (layouts 7 and 8): the lines each edit tool call wrote and replaced, per file (issue 23).
+"""``pimem_edit_*`` (layouts 7 to 9): the lines each edit tool call wrote and replaced, per file (issue 23).
 
 Written by the sync in the same transaction as the turn rows (pimem.sync.ingest), from the importers'
 edit calls turned into lines by pimem.editspans; read by pimem.lineblame. Three tables:
@@ -15,6 +15,11 @@ edit calls turned into lines by pimem.editspans; read by pimem.lineblame. Three 
 Layout 8 adds ``pimem_edit_lines_by_hash``, the added lines by hash across files: whether a line was
 also written in another file (an idiom, attributed only in a block: pimem.lineblame rule 3) is two
 seeks per line, whatever the store's size.
+
+Layout 9 adds ``pimem_edit_context``: the lines a call kept next to each block of lines it added
+(pimem.editspans ``context_of``: at most ``CONTEXT_LINES`` on each side of a block), keyed as the line
+rows, so the lines of the current text that were a call's neighbours are found by hash too (pimem.lineblame
+rule 2: they place a line between them). Never attributed: they were in the file before the call.
 
 Rows of a turn parsed again from its start are replaced, as its touches are.
 """
@@ -54,6 +59,18 @@ CREATE TABLE IF NOT EXISTS pimem_edit_lines (
 CREATE INDEX IF NOT EXISTS pimem_edit_lines_by_span ON pimem_edit_lines (span_id);
 """
 
+# layout 9: the lines a call kept next to the lines it added (pos: index among the call's non-blank new lines)
+EDITS_CONTEXT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pimem_edit_context (
+  path_id INTEGER NOT NULL,
+  hash    INTEGER NOT NULL,
+  span_id INTEGER NOT NULL,
+  pos     INTEGER NOT NULL,
+  PRIMARY KEY (path_id, hash, span_id, pos)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS pimem_edit_context_by_span ON pimem_edit_context (span_id);
+"""
+
 # layout 8: the added lines by hash, across files (pimem.lineblame: a line some call also wrote in another
 # file is an idiom, which alone names no write)
 EDITS_BY_HASH_SCHEMA = """
@@ -73,7 +90,8 @@ class SpanRow:
     whole: bool
     added: list[tuple[int, int]]     # (position, hash)
     removed: list[int]               # hashes
-    amends: bool = False             # replaces the whole-file span of the same turn, call and file
+    amends: bool = False             # replaces the span of the same turn, call and file (an Edit's: any)
+    context: Sequence[tuple[int, int]] = ()   # (index, hash): lines the call kept next to its added ones
 
 
 def _path_ids(conn: sqlite3.Connection, paths: Iterable[str]) -> dict[str, int]:
@@ -94,12 +112,14 @@ def put_spans(conn: sqlite3.Connection, spans: Sequence[SpanRow]) -> None:
     for span in spans:
         path_id = ids[span.path]
         if span.amends and span.call_id is not None:
-            # the same write stored by an earlier parse, before its result said what the file held
+            # the same call stored by an earlier parse, before its result said what the file held (a
+            # Write's lines before it, an Edit's lines next to the text it replaced)
             stale = [row[0] for row in conn.execute(
-                "SELECT span_id FROM pimem_edit_spans WHERE path_id = ? AND turn_id = ? AND call_id = ? AND whole = 1",
-                (path_id, span.turn_id, span.call_id))]
+                "SELECT span_id FROM pimem_edit_spans WHERE path_id = ? AND turn_id = ? AND call_id = ? "
+                "AND (whole = 1 OR ? = 0)", (path_id, span.turn_id, span.call_id, int(span.whole)))]
             for span_id in stale:
                 conn.execute("DELETE FROM pimem_edit_lines WHERE span_id = ?", (span_id,))
+                conn.execute("DELETE FROM pimem_edit_context WHERE span_id = ?", (span_id,))
                 conn.execute("DELETE FROM pimem_edit_spans WHERE span_id = ?", (span_id,))
         cursor = conn.execute("INSERT INTO pimem_edit_spans (path_id, turn_id, ts, tool, call_id, whole) "
                               "VALUES (?, ?, ?, ?, ?, ?)", (path_id, span.turn_id, span.ts, span.tool, span.call_id,
@@ -109,6 +129,9 @@ def put_spans(conn: sqlite3.Connection, spans: Sequence[SpanRow]) -> None:
         rows.extend((path_id, digest, span_id, -1 - k) for k, digest in enumerate(span.removed))
         conn.executemany("INSERT OR IGNORE INTO pimem_edit_lines (path_id, hash, span_id, pos) VALUES (?, ?, ?, ?)",
                          rows)
+        if span.context:
+            conn.executemany("INSERT OR IGNORE INTO pimem_edit_context (path_id, hash, span_id, pos) "
+                             "VALUES (?, ?, ?, ?)", [(path_id, digest, span_id, pos) for pos, digest in span.context])
 
 
 def clear_spans(conn: sqlite3.Connection, turn_ids: Sequence[str]) -> None:
@@ -121,6 +144,7 @@ def clear_spans(conn: sqlite3.Connection, turn_ids: Sequence[str]) -> None:
         for ids in chunks(span_ids):
             marks = placeholders(len(ids))
             conn.execute(f"DELETE FROM pimem_edit_lines WHERE span_id IN ({marks})", ids)
+            conn.execute(f"DELETE FROM pimem_edit_context WHERE span_id IN ({marks})", ids)
             conn.execute(f"DELETE FROM pimem_edit_spans WHERE span_id IN ({marks})", ids)
 
 
@@ -153,6 +177,22 @@ def line_rows(conn: sqlite3.Connection, file_id: int, hashes: Sequence[int],
         for spans in chunks(list(span_ids)):
             found.extend(conn.execute(sql + f" AND span_id IN ({placeholders(len(spans))})",
                                       [file_id, *batch, *spans]))
+    return found
+
+
+def context_rows(conn: sqlite3.Connection, file_id: int, hashes: Sequence[int] | None) -> list[tuple[int, int, int]]:
+    """(hash, span id, index) of the context lines (layout 9) of these line hashes in one file (every one of
+    the file's when None: one range of the primary key). A store whose layout predates the table (a reader
+    of a store not migrated yet) has none."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pimem_edit_context'"
+                    ).fetchone() is None:
+        return []
+    if hashes is None:
+        return list(conn.execute("SELECT hash, span_id, pos FROM pimem_edit_context WHERE path_id = ?", (file_id,)))
+    found: list[tuple[int, int, int]] = []
+    for batch in chunks(list(hashes)):
+        found.extend(conn.execute(f"SELECT hash, span_id, pos FROM pimem_edit_context WHERE path_id = ? "
+                                  f"AND hash IN ({placeholders(len(batch))})", [file_id, *batch]))
     return found
 
 

@@ -32,13 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pimem import __version__
-from pimem.store.edits import EDITS_BY_HASH_SCHEMA, EDITS_SCHEMA
+from pimem.store.edits import EDITS_BY_HASH_SCHEMA, EDITS_CONTEXT_SCHEMA, EDITS_SCHEMA
 from pimem.store.failures import StoreError
 from pimem.store.meta import STORE_ID, get_meta, new_store_id, set_meta
 from pimem.store.touches import TOUCHES_SCHEMA
 
 BASE_LAYOUT = 3            # the tables below; what pimem 0.1.0 called schema_version "3"
-LAYOUT = 8                 # the layout this pimem writes
+LAYOUT = 9                 # the layout this pimem writes
 MIN_READER_LAYOUT = 3      # the oldest layout whose pimem can read what this one writes
 LEGACY_SCHEMA_VERSION = "3"
 
@@ -226,10 +226,20 @@ def _layout_7_to_8(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _layout_8_to_9(conn: sqlite3.Connection) -> None:
+    """The lines each edit call kept next to the lines it added (pimem.store.edits ``pimem_edit_context``):
+    they place a call's line between its neighbours (pimem.lineblame rule 2). Filled by parsing the
+    transcripts again: the importers' rules versions rose with it (pimem.sync.rules). Older readers
+    ignore the table (MIN_READER_LAYOUT stays 3); older writers refuse a newer layout, so no span is
+    written without its context."""
+    for statement in _split_sql(EDITS_CONTEXT_SCHEMA):
+        conn.execute(statement)
+
+
 # MIGRATIONS[n] brings a store from layout n to n + 1, inside the caller's transaction.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _layout_3_to_4, 4: _layout_4_to_5,
                                                                 5: _layout_5_to_6, 6: _layout_6_to_7,
-                                                                7: _layout_7_to_8}
+                                                                7: _layout_7_to_8, 8: _layout_8_to_9}
 
 
 @dataclass(frozen=True)
@@ -369,6 +379,8 @@ def hide_pimem_tables(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TEMP VIEW pimem_edit_spans AS SELECT NULL AS span_id, NULL AS path_id, NULL AS turn_id, "
                  "NULL AS ts, NULL AS tool, NULL AS call_id, NULL AS whole WHERE 0")
     conn.execute("CREATE TEMP VIEW pimem_edit_lines AS SELECT NULL AS path_id, NULL AS hash, NULL AS span_id, "
+                 "NULL AS pos WHERE 0")
+    conn.execute("CREATE TEMP VIEW pimem_edit_context AS SELECT NULL AS path_id, NULL AS hash, NULL AS span_id, "
                  "NULL AS pos WHERE 0")
 
 

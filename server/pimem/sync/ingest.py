@@ -309,7 +309,7 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRo
         if edit.before is not None:
             span = editspans.span_against(edit.before, edit.new)
         else:
-            span = editspans.span_of(edit.old, edit.new)
+            span = editspans.span_of(edit.old, edit.new, edit.kept_before, edit.kept_after)
         # a whole-file write over content the transcript gives is an edit of the whole file: the lines it
         # kept keep their writer; over unknown content it replaces what earlier calls wrote (pimem.lineblame)
         whole = edit.whole and edit.old is None and edit.before is None
@@ -320,7 +320,7 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRo
             continue
         call_id = None if edit.call_id is None else storable_id(edit.call_id)
         rows.append(SpanRow(path, turn_id, ts, edit.tool, call_id, whole, span.added, span.removed,
-                            edit.amends))
+                            edit.amends, span.context))
     return rows
 
 
