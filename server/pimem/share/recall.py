@@ -834,6 +834,14 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
         params.append(idf[token])
     wanted = pool_size(query)
     session_order = 'author COLLATE "C", machine COLLATE "C", session_id COLLATE "C"'
+    checked_sql = _checked_bits([value(token) for token in checked], columns[0], element, params)
+    # A candidate's docs with the query's agents only: a local session has one agent, but a member may
+    # write one conversation's rows under several, and the oracle (and local recall) reads only the
+    # rows the filter keeps (the others would lengthen the conversation's typed text).
+    of_sources = ""
+    if query.sources is not None:
+        of_sources = " WHERE t.source = ANY(%s)"
+        params.append(sorted(query.sources))
     sql = (
         f"WITH raw AS ({' UNION ALL '.join(branches)}), "
         "post AS (SELECT author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint AS ms, "
@@ -855,10 +863,9 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
         # grouped by doc, the groups without a candidate doc dropped.
         "cdocs AS (SELECT c.n, t.author, t.machine, t.session_id, t.doc_key, "
         "(extract(epoch from t.ts) * 1000)::bigint AS ms, t.user_chars, t.reply_chars, t.cwd, "
-        f"CASE WHEN c.n <= {ranking.CHECKED_SESSIONS} THEN "
-        f"{_checked_bits([value(token) for token in checked], columns[0], element, params)} ELSE 0 END AS cm "
+        f"CASE WHEN c.n <= {ranking.CHECKED_SESSIONS} THEN {checked_sql} ELSE 0 END AS cm "
         f"FROM cand c JOIN {table} t ON t.author = c.author AND t.machine = c.machine "
-        "AND t.session_id = c.session_id), "
+        f"AND t.session_id = c.session_id{of_sources}), "
         "docs AS (SELECT max(n) AS n, author, machine, max(session_id) AS session_id, doc_key, max(ms) AS ms, "
         "max(user_chars) AS user_chars, max(reply_chars) AS reply_chars, max(cwd) AS cwd, bit_or(um) AS um, "
         "bit_or(rm) AS rm, bit_or(cm) AS cm FROM (SELECT n, author, machine, session_id, doc_key, ms, user_chars, "
