@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from pimem.share import schema
 from pimem.share.db import apply_init
 from share.pgserver import PgServer, running_server
 
@@ -46,4 +48,15 @@ def share_db(pg_server: PgServer) -> ShareDb:
     dbname = pg_server.new_database()
     db = ShareDb(pg_server, dbname)
     apply_init(db.admin, members=MEMBERS)
+    return db
+
+
+def share_db_at_layout(pg_server: PgServer, layout: int) -> ShareDb:
+    """A new database as a pimem of shared layout ``layout`` set it up (its migrations up to there, its
+    meta rows, the team role and the members): what a migration test starts from."""
+    db = ShareDb(pg_server, pg_server.new_database())
+    with psycopg.connect(db.admin, autocommit=True) as conn:
+        conn.execute(("".join(schema.MIGRATIONS[n]() for n in range(layout)) + "INSERT INTO pimem.pimem_share_meta "
+                      f"VALUES ('layout', '{layout}'), ('min_reader_layout', '1');").encode())
+        conn.execute(schema.roles_sql(members=MEMBERS).encode())
     return db

@@ -22,7 +22,7 @@ from pimem.share.db import apply_init, read_layout
 from pimem.share.push import push
 from pimem.share.schema import row_grams, short_grams
 from pimem.share.state import ShareConfig
-from share.conftest import MEMBERS, ShareDb
+from share.conftest import MEMBERS, ShareDb, share_db_at_layout
 from share.local import Turn, write
 from share.pgserver import PgServer
 from share.test_recall import Row, put
@@ -225,12 +225,7 @@ def test_a_members_grams_touch_only_their_rows_and_make_no_row_match(share_db: S
 
 
 def test_migration_from_layout_3_computes_the_grams_and_keeps_the_pages(pg_server: PgServer) -> None:
-    dbname = pg_server.new_database()
-    db = ShareDb(pg_server, dbname)
-    with psycopg.connect(db.admin, autocommit=True) as conn:   # a store set up by a layout-3 pimem
-        conn.execute(("".join(schema.MIGRATIONS[n]() for n in range(3)) + "INSERT INTO pimem.pimem_share_meta "
-                      "VALUES ('layout', '3'), ('min_reader_layout', '1');").encode())
-        conn.execute(schema.roles_sql(members=MEMBERS).encode())
+    db = share_db_at_layout(pg_server, 3)   # a store set up by a layout-3 pimem
     rng = random.Random(9)
     put(db, "alice", _mixed_rows(rng, 150, "laptop"))
     put(db, "bob", _mixed_rows(rng, 150, "desk"))
@@ -254,12 +249,7 @@ def test_migration_from_layout_3_computes_the_grams_and_keeps_the_pages(pg_serve
 def test_migration_from_layout_4_keeps_the_grams_and_the_pages(pg_server: PgServer) -> None:
     """Layout 4's generated column becomes the push's (its values kept, no rewrite), the database still
     filling a row written without them; the word GINs of turns, which no layout-3 reader uses, are gone."""
-    dbname = pg_server.new_database()
-    db = ShareDb(pg_server, dbname)
-    with psycopg.connect(db.admin, autocommit=True) as conn:   # a store set up by a layout-4 pimem
-        conn.execute(("".join(schema.MIGRATIONS[n]() for n in range(4)) + "INSERT INTO pimem.pimem_share_meta "
-                      "VALUES ('layout', '4'), ('min_reader_layout', '1');").encode())
-        conn.execute(schema.roles_sql(members=MEMBERS).encode())
+    db = share_db_at_layout(pg_server, 4)   # a store set up by a layout-4 pimem
     rng = random.Random(10)
     put(db, "alice", _mixed_rows(rng, 150, "laptop"))
     put(db, "bob", _mixed_rows(rng, 150, "desk"))

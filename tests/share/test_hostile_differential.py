@@ -37,13 +37,12 @@ from pimem.recall import make_query, ranking
 from pimem.recall.freetext import _shortlist, candidates
 from pimem.recall.semantics import page_of, ranked_limit, recall_scan
 from pimem.share import recall as shared
-from pimem.share import schema
 from pimem.share.push import apply_forget, push
 from pimem.share.schema import row_grams
 from pimem.share.scope import recall_scoped
 from pimem.share.state import ShareConfig, open_state, save_config
 from pimem.words import tokens_many
-from share.conftest import MEMBERS, ShareDb
+from share.conftest import ShareDb, share_db_at_layout
 from share.local import Turn, write
 from share.pgserver import PgServer
 from share.test_recall import Row, put
@@ -398,11 +397,7 @@ def test_multi_row_statements_keep_the_postings_equal_to_a_fresh_computation(sha
     statements on a store set up at layout 5 (its insert trigger grouped on the text keys) leave the very
     same ids, postings and counts."""
     statements(share_db)
-    older = ShareDb(pg_server, pg_server.new_database())
-    with psycopg.connect(older.admin, autocommit=True) as conn:
-        conn.execute(("".join(schema.MIGRATIONS[n]() for n in range(5)) + "INSERT INTO pimem.pimem_share_meta "
-                      "VALUES ('layout', '5'), ('min_reader_layout', '1');").encode())
-        conn.execute(schema.roles_sql(members=MEMBERS).encode())
+    older = share_db_at_layout(pg_server, 5)
     statements(older)
     assert snapshot(older)[1:] == snapshot(share_db)[1:]
 

@@ -19,7 +19,7 @@ from pimem.share import recall as shared
 from pimem.share import schema
 from pimem.share.db import apply_init, read_layout
 from pimem.share.push import apply_forget, push
-from share.conftest import MEMBERS, ShareDb
+from share.conftest import MEMBERS, ShareDb, share_db_at_layout
 from share.local import write
 from share.pgserver import PgServer
 from share.test_recall import Row, put
@@ -184,12 +184,7 @@ def test_migration_from_layout_5_keeps_the_postings_and_numbers_new_rows_alike(p
                                                                                share_db: ShareDb) -> None:
     """Layout 6 replaces the insert trigger's body only: the rows a layout-5 store holds stay as they are,
     and the migrated store's trigger is a fresh store's (rows inserted after it get the same arrays)."""
-    dbname = pg_server.new_database()
-    db = ShareDb(pg_server, dbname)
-    with psycopg.connect(db.admin, autocommit=True) as conn:   # a store set up by a layout-5 pimem
-        conn.execute(("".join(schema.MIGRATIONS[n]() for n in range(5)) + "INSERT INTO pimem.pimem_share_meta "
-                      "VALUES ('layout', '5'), ('min_reader_layout', '1');").encode())
-        conn.execute(schema.roles_sql(members=MEMBERS).encode())
+    db = share_db_at_layout(pg_server, 5)   # a store set up by a layout-5 pimem
     rng = random.Random(6)
     words = ["flamingo", "cache", "retry", "deploy", "the", "emily", "boston", "lag", "postgres", "invalidation"]
 
