@@ -35,6 +35,14 @@ def _session(conn: sqlite3.Connection, session_id: str, turns: list[tuple[str, s
         index.build_pending(conn)
 
 
+def _ordinary_sessions(conn: sqlite3.Connection, first_hour: int) -> None:
+    """Twenty one-turn sessions of ordinary turns (a user text of some 50 characters), an hour apart from
+    ``first_hour`` hours after START: what gives the index its average length and the words their idf."""
+    for number in range(20):
+        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
+                 start=START + (number + first_hour) * 3_600_000)
+
+
 def ask(conn: sqlite3.Connection, text: str, limit: int = 10, offset: int = 0, **filters: object) -> list[str]:
     found = parse_text(text)
     base = make_query([c.term for c in found[:8]], limit, filters.get("sources"), filters.get("cwd"), offset)
@@ -209,9 +217,7 @@ def test_the_turn_that_holds_the_whole_question_beats_a_short_one_with_one_word(
     _session(conn, "pi:answer", [(f"{filler}. My sister Emily opened a bakery in Portland last spring, {filler}",
                                   "That is great news.")])
     _session(conn, "pi:short", [("Emily, hi", "Hello!")])
-    for number in range(20):   # ordinary turns: an average user text of some 50 characters
-        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
-                 start=START + (number + 1) * 3_600_000)
+    _ordinary_sessions(conn, first_hour=1)
     assert ask(conn, "Where does my sister Emily run her bakery in Portland?")[0] == "pi:answer"
 
 
@@ -221,9 +227,7 @@ def test_coverage_by_a_reply_counts_less_than_what_the_person_typed(conn: sqlite
     # person typed identifies the turn, so a word only the reply holds counts REPLY_WEIGHT of its weight.
     _session(conn, "pi:typed", [("we saw a flamingo near the zeppelin at the fair", "Sounds fun.")])
     _session(conn, "pi:replied", [("we saw a flamingo at the fair", "A zeppelin? A quasar!")])
-    for number in range(20):
-        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
-                 start=START + (number + 1) * 3_600_000)
+    _ordinary_sessions(conn, first_hour=1)
     assert ask(conn, "flamingo zeppelin quasar")[:2] == ["pi:typed", "pi:replied"]
 
 
@@ -236,9 +240,7 @@ def test_the_words_said_together_beat_the_same_words_scattered(conn: sqlite3.Con
     said, scattered = said_and_scattered()
     _session(conn, "pi:scattered", [(scattered, "Oregon is lovely in spring.")])
     _session(conn, "pi:said", [(said, "Noted.")], start=START + 3_600_000)
-    for number in range(20):
-        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
-                 start=START + (number + 2) * 3_600_000)
+    _ordinary_sessions(conn, first_hour=2)
     question = QUESTION
     assert ask(conn, question)[:2] == ["pi:said", "pi:scattered"]
     monkeypatch.setattr(ranking, "PASSAGE_SHARE", 0.0)   # the ranking without the passages
@@ -256,9 +258,7 @@ def test_a_fact_said_in_passing_in_a_long_message_beats_a_short_text_with_one_wo
                                 f"{filler}", "Noted.")])
     _session(conn, "pi:short", [("graduation gifts?", "A watch, maybe.")])
     _session(conn, "pi:other", [("which degree is best", "Depends.")], start=START + 1_000)
-    for number in range(20):   # ordinary turns: an average user text of some 50 characters
-        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
-                 start=START + (number + 2) * 3_600_000)
+    _ordinary_sessions(conn, first_hour=2)
     question = "What degree did I graduate with?"
     assert ask(conn, question)[:2] == ["pi:said", "pi:short"]
     monkeypatch.setattr(ranking, "USER_B", ranking.B)   # what the person typed normalised as a reply is
@@ -283,9 +283,7 @@ def test_a_code_keyword_in_a_question_is_one_of_its_words(conn: sqlite3.Connecti
     _session(conn, "pi:said", [("I signed up for an evening pottery class with my neighbour, it starts soon, "
                                 "what should I bring along on the first day?", "An apron and a towel.")],
              start=START + 1_000)
-    for number in range(20):   # ordinary turns: an average user text of some 50 characters
-        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
-                 start=START + (number + 2) * 3_600_000)
+    _ordinary_sessions(conn, first_hour=2)
     assert ask(conn, "Which day of the week is my pottery class?")[:2] == ["pi:said", "pi:short"]
 
 
@@ -296,9 +294,7 @@ def test_a_time_the_person_said_is_searched_and_a_time_of_the_question_is_not(co
     _session(conn, "pi:said", [("On Saturday mornings I wake up at six and drive to the farmers market before it "
                                 "gets crowded, what should I buy for a soup?", "Leeks and potatoes.")],
              start=START + 1_000)
-    for number in range(20):   # ordinary turns: an average user text of some 50 characters
-        _session(conn, f"pi:noise{number}", [(f"the weather was fine on day {number} of the trip", "Good.")],
-                 start=START + (number + 2) * 3_600_000)
+    _ordinary_sessions(conn, first_hour=2)
     assert ask(conn, "What time do I wake up on Saturday mornings?")[:2] == ["pi:said", "pi:short"]
     # "last Saturday" is when the question's now was: not searched, so the short text holding "wake" stays first.
     assert ask(conn, "Did I wake up early last Saturday?")[:2] == ["pi:short", "pi:said"]
