@@ -1436,6 +1436,43 @@ def test_a_line_a_call_also_kept_elsewhere_is_not_placed_by_its_context(tmp_path
     assert _blame(db, path, moved) == {0: ("exact", "totals"), 1: ("exact", "totals"), 2: ("exact", "totals")}
 
 
+def test_a_line_placed_where_the_copy_its_call_kept_cannot_be_is_the_calls(tmp_path: Path, project: Path) -> None:
+    """The call kept a ``return result;`` two lines before the lines it added and wrote one at their end.
+    The copy it kept still sits before the line it kept after it; the other copy sits right before the
+    line the call kept after its lines, away from the lines it kept before them: that one is the call's
+    (the exception above is for a line whose neighbours could be the kept copy's)."""
+    path = project / "cart.ts"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("totals", [("Edit", {
+        "file_path": str(path), "old_string": "  }\n",
+        "new_string": "  const a = one();\n  const b = two();\n  return result;\n",
+        "_originalFile": "  return result;\n    result += it.price;\n  }\n  let result = 0;\n"
+                         "  for (const it of items) {\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = ("  return result;\n    result += it.price;\n  const a = one();\n  const b = two();\n  person_line();\n"
+           "  return result;\n  let result = 0;\n  for (const it of items) {\n")
+    assert _blame(db, path, now) == {2: ("exact", "totals"), 3: ("exact", "totals"), 5: ("exact", "totals")}
+
+
+def test_a_removed_write_placed_by_the_lines_its_call_kept_is_back(tmp_path: Path, project: Path) -> None:
+    """A later call removed a copy of ``return result;``: the store does not say which, the most recent
+    write is taken as removed. The call's copy, still between the two lines it kept next to it, is the
+    call's (the removed copy was another one); alone, away from them, it stays unattributed."""
+    path = project / "cart.ts"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("totals", [("Edit", {"file_path": str(path), "old_string": "  stale();\n",
+                              "new_string": "  return result;\n",
+                              "_originalFile": "  let a = compute(1);\n  stale();\n  let result = 0;\n"})]),
+        ("drop", [("Edit", {"file_path": str(path), "old_string": "  return result;\n}\n", "new_string": "}\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = "  let a = compute(1);\n  return result;\n  let result = 0;\n}\n"
+    assert _blame(db, path, now) == {1: ("exact", "totals")}
+    assert _blame(db, path, "  let a = compute(1);\n  person_line();\n  return result;\n  let result = 1;\n}\n") == {}
+
+
 def test_a_line_placed_on_one_side_with_its_copy_on_the_other_is_not_attributed(
         tmp_path: Path, project: Path) -> None:
     """The call added one ``}`` next to a ``}``: which of the two it added is the diff's convention (its own

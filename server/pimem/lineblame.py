@@ -32,7 +32,9 @@ lines each edit call added and removed, looked up by hash.
    unchanged lines, or the file's lines next to the replaced text where the call's result shows them);
    a non-trivial kept line places, a trivial one (``}``) only with the non-trivial kept line beyond it;
    the most recent such call wins; not by a call that also kept a copy of the line further than
-   ``CONTEXT_LINES`` from it (the line may be that kept copy, its lines moved away), not when
+   ``CONTEXT_LINES`` from it when a neighbour of the line is a line the call kept next to that copy
+   (the line may be that kept copy, its lines moved away: seed 25; a line away from the copy's kept
+   neighbours is the call's: docs/benchmarks.md round 9), not when
    the line is placed on one side only, a copy of it is on the other and the call wrote one copy (which
    of the two it added is the diff's convention), and not when the line and its placing neighbours occur
    in the same order elsewhere in the file (which copy is not known). This is what tells which of
@@ -53,8 +55,11 @@ lines each edit call added and removed, looked up by hash.
    idiom; a person's ``}`` + ``return result;`` matches any call that wrote those two), or is itself
    :data:`REVIVED_RUN` lines long with such a line in it: the line is back next to the call's own
    lines, in its order (a person's revert, ``git checkout``; or the later call removed another copy, a
-   ``}`` of the same call). Which removed writes are back is decided before any line is matched, so no
-   line is made exact by one that is not. Alone such a line stays unattributed (a line typed back).
+   ``}`` of the same call); or, for a non-trivial line, when a non-trivial line the call kept right
+   before (after) the lines it added is right before (after) it (its context, as *placed* above: the
+   later call removed another copy; round 9). Which removed writes are back is decided before any line
+   is matched, so no line is made exact by one that is not. Alone such a line stays unattributed (a
+   line typed back).
 3. *Line* / *moved*: otherwise a non-trivial line is attributed to its most recent live write, but
    only when the file holds one copy of the line (of two copies outside any block, which one is a
    person's is not known, even when the call wrote two: a person may have deleted one of the agent's
@@ -430,7 +435,8 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         return not idioms_seen[digest]
 
     if revived:
-        revived = _accepted(rows_of, candidates, revived, distinct, info.trivial)
+        revived = _accepted(rows_of, candidates, revived, distinct, info.trivial,
+                            kept if kept else None)
     # the candidates of rows_of[k] at around[k + RUN_CAP + 1]: padded so that no lookup checks bounds
     around = [empty] * (RUN_CAP + 1) + [candidates.get(i, empty) | revived[i] if i in revived
                                         else candidates.get(i, empty) for i in rows_of] + [empty] * (RUN_CAP + 1)
@@ -449,6 +455,10 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
 
     def neighbour(k: int) -> set[tuple[int, int]]:
         return around[k + pad] if k >= -pad else empty
+
+    def next_to_kept(k: int, s: int, q: int) -> bool:
+        """Whether a neighbour of rows_of[k] is a line call ``s`` kept next to its index ``q``."""
+        return any((s, q + d) in kept_around[k + pad + d] or (s, q + d) in weak_around[k + pad + d] for d in (-1, 1))
 
     def run(k: int, s: int, p: int) -> int:
         """The capped length of the run of call ``s`` through line ``rows_of[k]`` at position ``p``."""
@@ -483,11 +493,12 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         placed: list[int] = []
         if not exact and kept:
             # between the lines the call kept next to it (rule 2's context): the line is where the call put it
-            # (not by a call that also kept a copy of the line elsewhere than right next to it: this may
-            # be the copy it kept)
+            # (not by a call that also kept a copy of the line elsewhere than right next to it, when a
+            # neighbour of the line is one the call kept next to that copy: this may be the copy it kept)
             kept_here = kept_around[k + pad]
             exact = [(s, p) for s, p in mine if (kept_side(k, s, p, -1) or kept_side(k, s, p, 1))
-                     and not any(t == s and abs(q - p) > editspans.CONTEXT_LINES for t, q in kept_here)]
+                     and not any(t == s and abs(q - p) > editspans.CONTEXT_LINES and next_to_kept(k, s, q)
+                                 for t, q in kept_here)]
             if exact:
                 best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: order[c[0]])
                 s, p = best
@@ -574,20 +585,29 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
 
 def _accepted(rows_of: list[int], candidates: dict[int, set[tuple[int, int]]],
               revived: dict[int, set[tuple[int, int]]], distinct: Callable[[int], bool],
-              trivial: Callable[[int], bool]) -> dict[int, set[tuple[int, int]]]:
-    """Of the removed writes of each line, those a run says are back (:func:`_anchored`), decided before
-    any line is matched, so that no line is made exact by a removed write next to it that is not back."""
+              trivial: Callable[[int], bool], kept: dict[int, set[tuple[int, int]]] | None = None,
+              ) -> dict[int, set[tuple[int, int]]]:
+    """Of the removed writes of each line, those a run says are back (:func:`_anchored`), or those the
+    call's kept lines place (``kept``: a non-trivial line it kept right before or after it, rule 2's
+    context), decided before any line is matched, so that no line is made exact by a removed write next
+    to it that is not back."""
     empty: set[tuple[int, int]] = set()
     every = [candidates.get(i, empty) | revived[i] if i in revived else candidates.get(i, empty) for i in rows_of]
 
     def neighbour(k: int) -> set[tuple[int, int]]:
         return every[k] if 0 <= k < len(every) else empty
 
+    def placed(k: int, s: int, p: int) -> bool:
+        return kept is not None and ((k > 0 and (s, p - 1) in kept.get(rows_of[k - 1], empty))
+                                     or (k + 1 < len(rows_of) and (s, p + 1) in kept.get(rows_of[k + 1], empty)))
+
     accepted: dict[int, set[tuple[int, int]]] = {}
     for k, i in enumerate(rows_of):
         if i in revived:
-            back = {(s, p) for s, p in revived[i] if ((s, p - 1) in neighbour(k - 1) or (s, p + 1) in neighbour(k + 1))
-                    and _anchored(k, (s, p), rows_of, neighbour, revived, distinct, trivial)}
+            back = {(s, p) for s, p in revived[i]
+                    if (((s, p - 1) in neighbour(k - 1) or (s, p + 1) in neighbour(k + 1))
+                        and _anchored(k, (s, p), rows_of, neighbour, revived, distinct, trivial))
+                    or placed(k, s, p)}
             if back:
                 accepted[i] = back
     return accepted
