@@ -1,0 +1,122 @@
+"""Hostile transcripts against the context lines of edits (store layout 9, issue 23 round 8): a tool
+result that answers no call of its turn, or another file's call, or says other texts than its call; a
+patch of many repeated lines; a turn of many edits and their results. The standard: bad input loses
+nothing and adds nothing, bounded work (counted as line events of the importer, not timed)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.edits import Turn, write_claude
+from support.sync import sync
+
+BEFORE = "setup_logging(level)\nstale_line()\nshutdown(server)\n"
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    return folder
+
+
+def _spans(db: Path) -> list[tuple[Any, ...]]:
+    """(path, turn, call, added hashes, context rows) of every span."""
+    conn = sqlite3.connect(db)
+    try:
+        return sorted((path, turn, call, tuple(sorted(
+            row[0] for row in conn.execute("SELECT hash FROM pimem_edit_lines WHERE span_id = ? AND pos >= 0",
+                                           (span_id,)))),
+            conn.execute("SELECT count(*) FROM pimem_edit_context WHERE span_id = ?", (span_id,)).fetchone()[0])
+            for span_id, path, turn, call in conn.execute(
+                "SELECT s.span_id, f.path, s.turn_id, s.call_id FROM pimem_edit_spans s "
+                "JOIN pimem_edit_files f USING (path_id)"))
+    finally:
+        conn.close()
+
+
+def _claude_call(base: Path, project: Path, path: str, *more: Turn) -> None:
+    """A Claude Code transcript of one Edit, synced before its result (written by the test)."""
+    write_claude(base, "s1", project, [("parse it", [("Edit", {
+        "file_path": path, "old_string": "stale_line()\n", "new_string": "value = parse(data)\n",
+        "_noResult": True})]), *more])
+
+
+def _transcript(base: Path) -> Path:
+    return next((base / "claude").rglob("*.jsonl"))
+
+
+def _edit_result(session: str, call_id: str, path: str, old: str, new: str, original: str,
+                 uuid: str = "x-result") -> dict[str, Any]:
+    return {"type": "user", "sessionId": session, "uuid": uuid, "timestamp": "2026-11-01T10:00:30.000Z",
+            "message": {"role": "user", "content": [{"tool_use_id": call_id, "type": "tool_result", "content": "ok"}]},
+            "toolUseResult": {"filePath": path, "oldString": old, "newString": new, "originalFile": original,
+                              "structuredPatch": [], "userModified": False, "replaceAll": False}}
+
+
+def _append(transcript: Path, *records: dict[str, Any]) -> None:
+    with transcript.open("a", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record) + "\n")
+
+
+def test_a_claude_edit_result_that_answers_no_stored_call_stores_no_span(tmp_path: Path, project: Path) -> None:
+    """A result whose tool_use_id names no call (or a call of an earlier turn: Claude Code writes a
+    result right after its call) says nothing any call wrote: no span, not a second one."""
+    path = str(project / "a.py")
+    base = tmp_path / "agents"
+    _claude_call(base, project, path, ("something else", []))
+    db = tmp_path / "m.db"
+    sync(base, db)
+    stored = _spans(db)
+    assert len(stored) == 1
+    # a result of no call, then one of the first turn's call read while the second turn is open
+    # and a Write's result of no call
+    write_result = {**_edit_result("s1", "toolu_nowhere_2", path, "", "", "", "x-r3"), "toolUseResult": {
+        "type": "update", "filePath": path, "content": "invented_line()\n", "originalFile": BEFORE}}
+    _append(_transcript(base),
+            _edit_result("s1", "toolu_nowhere", path, "stale_line()\n", "invented_line()\n", BEFORE, "x-r1"),
+            _edit_result("s1", "toolu_0_0", path, "stale_line()\n", "value = parse(data)\n", BEFORE, "x-r2"),
+            write_result)
+    sync(base, db)
+    assert _spans(db) == stored
+
+
+def test_a_claude_edit_result_with_other_texts_than_its_stored_call_leaves_the_call(
+        tmp_path: Path, project: Path) -> None:
+    """A result read in a later sync amends its call only with what the call wrote: a result saying
+    other texts (or another file) than the stored call leaves the call as it was."""
+    path = str(project / "a.py")
+    base = tmp_path / "agents"
+    _claude_call(base, project, path)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    stored = _spans(db)
+    _append(_transcript(base),
+            _edit_result("s1", "toolu_0_0", path, "stale_line()\n", "invented_line()\n", BEFORE, "x-r1"),
+            _edit_result("s1", "toolu_0_0", str(project / "b.py"), "stale_line()\n", "value = parse(data)\n",
+                         BEFORE, "x-r2"))
+    sync(base, db)
+    assert _spans(db) == stored
+
+
+def test_a_claude_edit_result_twice_and_resynced_keeps_one_span_and_its_context(
+        tmp_path: Path, project: Path) -> None:
+    path = str(project / "a.py")
+    base = tmp_path / "agents"
+    _claude_call(base, project, path)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    result = _edit_result("s1", "toolu_0_0", path, "stale_line()\n", "value = parse(data)\n", BEFORE)
+    _append(_transcript(base), result)
+    sync(base, db)
+    once = _spans(db)
+    assert len(once) == 1 and once[0][4] == 2
+    _append(_transcript(base), {**result, "uuid": "x-again"})
+    sync(base, db)
+    assert _spans(db) == once
