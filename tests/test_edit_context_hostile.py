@@ -7,12 +7,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
 
-from support.edits import Turn, write_claude
+from pimem import editspans
+from pimem.importers import base as importers_base
+from pimem.importers import claude, pi
+from support.edits import Turn, write_claude, write_pi
 from support.sync import sync
 
 BEFORE = "setup_logging(level)\nstale_line()\nshutdown(server)\n"
@@ -120,3 +127,84 @@ def test_a_claude_edit_result_twice_and_resynced_keeps_one_span_and_its_context(
     _append(_transcript(base), {**result, "uuid": "x-again"})
     sync(base, db)
     assert _spans(db) == once
+
+
+def test_a_claude_edit_result_of_another_files_call_gives_it_no_context(tmp_path: Path, project: Path) -> None:
+    """In one parse: a result naming the call but another file's originalFile gives the call no context."""
+    path = str(project / "a.py")
+    base = tmp_path / "agents"
+    _claude_call(base, project, path)
+    _append(_transcript(base), _edit_result("s1", "toolu_0_0", str(project / "b.py"), "stale_line()\n",
+                                            "value = parse(data)\n", BEFORE))
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert [row[4] for row in _spans(db)] == [0]
+
+
+class _TooMuch(Exception):
+    pass
+
+
+def _line_events(files: tuple[str, ...], run: Callable[[], object], limit: int) -> int:
+    """The line events ``run`` makes in the code of these files (its work there), past ``limit``: _TooMuch."""
+    count = 0
+
+    def local(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal count
+        if event == "line":
+            count += 1
+            if count > limit:
+                raise _TooMuch
+        return local
+
+    def trace(frame: FrameType, event: str, arg: object) -> Any:
+        return local if frame.f_code.co_filename in files else None
+
+    sys.settrace(trace)
+    threading.settrace(trace)   # the sync of the tests runs in a thread (support.sync)
+    try:
+        run()
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+    return count
+
+
+def test_a_pi_patch_of_repeated_lines_is_read_in_bounded_work() -> None:
+    """A patch of 50,000 ``}`` and a replaced text of 2,000: looking for the text in the patch is not
+    50,000 × 2,000 comparisons."""
+    patch = "@@ -1,50000 +1,50000 @@\n" + " }\n" * 50_000
+    old = "}\n" * editspans.MAX_CALL_LINES
+    events = _line_events((pi.__file__,), lambda: pi.kept_in_patch(patch, old), limit=5_000_000)
+    assert events < 2_000_000
+    # the text there once still gives its neighbours
+    assert pi.kept_in_patch(" a()\n b()\n-gone()\n c()\n d()\n".replace(" a", "@@ -1 +1 @@\n a"),
+                            "gone()\n") == (("a()", "b()"), ("c()", "d()"))
+
+
+def _work(source: str, tmp_path: Path, project: Path, count: int) -> int:
+    """The line events of the importer parsing one turn of ``count`` edits, each with its result."""
+    base = tmp_path / f"{source}{count}"
+    calls = []
+    for c in range(count):
+        old, new = f"stale_{c}()\n", f"value_{c} = parse(data)\n"
+        original = f"setup_{c}()\n{old}shutdown_{c}()\n"
+        if source == "claude":
+            calls.append(("Edit", {"file_path": str(project / "a.py"), "old_string": old, "new_string": new,
+                                   "_originalFile": original}))
+        else:
+            patch = f"@@ -1,3 +1,3 @@\n setup_{c}()\n-stale_{c}()\n+value_{c} = parse(data)\n shutdown_{c}()\n"
+            calls.append(("edit", {"path": "a.py", "edits": [{"oldText": old, "newText": new}],
+                                   "_result": "ok", "_details": {"patch": patch}}))
+    (write_claude if source == "claude" else write_pi)(base, "s1", project, [("many edits", calls)])
+    module = claude if source == "claude" else pi
+    return _line_events((module.__file__, importers_base.__file__),
+                        lambda: sync(base, tmp_path / f"{source}{count}.db"), limit=50_000_000)
+
+
+@pytest.mark.parametrize("source", ["claude", "pi"])
+def test_the_results_of_a_turns_many_edits_are_matched_in_linear_work(
+        tmp_path: Path, project: Path, source: str) -> None:
+    """Each result finds its call without looking at every edit of its turn (a turn may hold thousands)."""
+    small, large = (_work(source, tmp_path, project, count) for count in (400, 1600))
+    assert large < 5 * small, (small, large)

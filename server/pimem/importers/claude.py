@@ -439,8 +439,9 @@ class ClaudeParser(TranscriptParser):
             return
         delta = chunk.turns.get(self._current)
         if delta is not None:
-            for position, edit in enumerate(delta.edits):
-                if edit.call_id == call_id and edit.tool == "Edit" and edit.old == old and edit.new == new:
+            for position in delta.edits_of(call_id):
+                edit = delta.edits[position]
+                if edit.tool == "Edit" and edit.path == path and edit.old == old and edit.new == new:
                     delta.replace_edit(position, dataclasses.replace(edit, kept_before=kept_before,
                                                                      kept_after=kept_after))
                     return
