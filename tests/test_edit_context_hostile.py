@@ -6,9 +6,11 @@ nothing and adds nothing, bounded work (counted as line events of the importer, 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -19,6 +21,7 @@ import pytest
 from pimem import editspans
 from pimem.importers import base as importers_base
 from pimem.importers import claude, pi
+from pimem.jsonl import Line
 from support.edits import Turn, write_claude, write_pi
 from support.sync import sync
 
@@ -208,3 +211,26 @@ def test_the_results_of_a_turns_many_edits_are_matched_in_linear_work(
     """Each result finds its call without looking at every edit of its turn (a turn may hold thousands)."""
     small, large = (_work(source, tmp_path, project, count) for count in (400, 1600))
     assert large < 5 * small, (small, large)
+
+
+def _cpu(run: Callable[[], object]) -> float:
+    """The least CPU time of five runs."""
+    best = float("inf")
+    for _ in range(5):
+        start = time.process_time()
+        run()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def test_whether_a_claude_line_is_an_edit_result_is_decided_in_linear_work() -> None:
+    """A line of 256 KiB repeating the head of an Edit result (and no ``originalFile``): deciding whether
+    to parse it costs a few scans of the line (against one scan for the same text, same run), not one
+    scan per repeat."""
+    data = b'{"type":"user","toolUseResult":{"filePath":' * (256 * 1024 // 44)
+    assert len(data) <= claude.EDIT_RESULT_MAX_BYTES
+    line = Line(1, 0, len(data) + 1, data, data[:64])
+    parser = claude.ClaudeParser.__new__(claude.ClaudeParser)
+    assert parser.wants(line) is False
+    reference = _cpu(lambda: re.search(rb'"originalFile"\s*:\s*"', data))
+    assert _cpu(lambda: parser.wants(line)) < 50 * reference + 0.01
