@@ -234,3 +234,77 @@ def test_whether_a_claude_line_is_an_edit_result_is_decided_in_linear_work() -> 
     assert parser.wants(line) is False
     reference = _cpu(lambda: re.search(rb'"originalFile"\s*:\s*"', data))
     assert _cpu(lambda: parser.wants(line)) < 50 * reference + 0.01
+
+
+PI_PATCH = ("--- a.py\n+++ a.py\n@@ -1,3 +1,3 @@\n setup_logging(level)\n-stale_line()\n+value = parse(data)\n"
+            " shutdown(server)\n")
+
+
+def _context_rows(db: Path) -> list[tuple[Any, ...]]:
+    """Every context row as what it says (ids aside): file, turn, call, hash, index."""
+    conn = sqlite3.connect(db)
+    try:
+        return sorted(conn.execute(
+            "SELECT f.path, s.turn_id, s.call_id, c.hash, c.pos FROM pimem_edit_context c "
+            "JOIN pimem_edit_spans s USING (span_id) JOIN pimem_edit_files f ON f.path_id = s.path_id"))
+    finally:
+        conn.close()
+
+
+def _with_results(base: Path, project: Path) -> None:
+    path = str(project / "a.py")
+    write_claude(base, "s1", project, [("parse it", [("Edit", {
+        "file_path": path, "old_string": "stale_line()\n", "new_string": "value = parse(data)\n",
+        "_originalFile": BEFORE})])])
+    write_pi(base, "p1", project, [("parse it", [("edit", {
+        "path": "b.py", "edits": [{"oldText": "stale_line()\n", "newText": "value = parse(data)\n"}],
+        "_result": "ok", "_details": {"patch": PI_PATCH}})])])
+
+
+def test_a_layout_8_store_is_migrated_and_parsed_again_to_the_context_of_a_fresh_import(
+        tmp_path: Path, project: Path) -> None:
+    from pimem.importers import RULES_VERSIONS
+    from pimem.store import connect, set_meta, transaction
+    from pimem.sync.rules import META_KEY
+    base = tmp_path / "agents"
+    _with_results(base, project)
+    fresh, old = tmp_path / "fresh.db", tmp_path / "old.db"
+    sync(base, fresh)
+    sync(base, old)
+    expected = _context_rows(fresh)
+    assert {row[0] for row in expected} == {str(project / "a.py"), str(project / "b.py")}
+    conn = connect(old)
+    with transaction(conn):   # what layout 8 and the previous rules left
+        conn.execute("DROP TABLE pimem_edit_context")
+        set_meta(conn, "layout", "8")
+        set_meta(conn, META_KEY, json.dumps({source: version - 1 for source, version in RULES_VERSIONS.items()}))
+    conn.close()
+    sync(base, old)
+    assert _context_rows(old) == expected and _spans(old) == _spans(fresh)
+    sync(base, old)
+    assert _context_rows(old) == expected
+
+
+def test_a_renamed_transcript_keeps_one_span_and_one_context_per_call(tmp_path: Path, project: Path) -> None:
+    base = tmp_path / "agents"
+    _with_results(base, project)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    spans, context = _spans(db), _context_rows(db)
+    for transcript in [_transcript(base), *(base / "pi").rglob("*.jsonl")]:
+        transcript.rename(transcript.with_name("renamed-" + transcript.name))
+    sync(base, db)
+    assert _spans(db) == spans and _context_rows(db) == context
+
+
+def test_a_claude_edit_result_before_its_call_adds_no_second_span(tmp_path: Path, project: Path) -> None:
+    path = str(project / "a.py")
+    base = tmp_path / "agents"
+    _claude_call(base, project, path)
+    transcript = _transcript(base)
+    lines = transcript.read_text(encoding="utf-8").splitlines(keepends=True)
+    result = json.dumps(_edit_result("s1", "toolu_0_0", path, "stale_line()\n", "value = parse(data)\n", BEFORE))
+    transcript.write_text("".join([lines[0], result + "\n", *lines[1:]]), encoding="utf-8")
+    db = tmp_path / "m.db"
+    sync(base, db)
+    assert len(_spans(db)) == 1
