@@ -22,6 +22,9 @@ rows, so the lines of the current text that were a call's neighbours are found b
 rule 2: they place a line between them). Never attributed: they were in the file before the call.
 
 Rows of a turn parsed again from its start are replaced, as its touches are.
+A span marked ``amends`` (a call's result read after the call was stored) replaces that call's
+whole-file span, else its span of the same lines; one that replaces nothing is not stored (a result
+of no call, of another turn or file, or saying other texts than its call).
 """
 
 from __future__ import annotations
