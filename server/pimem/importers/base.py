@@ -123,6 +123,9 @@ class TurnDelta:
     # whole-file writes without ``old``, by call id, in order (see unanswered_write); _seen: edits indexed
     _unanswered: dict[str, deque[int]] = field(default_factory=dict, repr=False, compare=False)
     _seen: int = field(default=0, repr=False, compare=False)
+    # positions in ``edits`` by call id (see edits_of); _indexed: edits indexed
+    _by_call: dict[str, list[int]] = field(default_factory=dict, repr=False, compare=False)
+    _indexed: int = field(default=0, repr=False, compare=False)
 
     def add_once(self, kind: str, items: list[Any], item: Any) -> None:
         """Append ``item`` to ``items`` (this delta's ``kind`` list) unless it holds it already."""
@@ -146,6 +149,17 @@ class TurnDelta:
                 return waiting[0]
             waiting.popleft()
         return None
+
+    def edits_of(self, call_id: str) -> list[int]:
+        """The positions in ``edits`` of this call's edits, in order: a call's result finds them in time
+        linear in the turn's edits over all its results (a turn may hold thousands of edits, each answered
+        by its result). ``replace_edit`` keeps a call's edits where they are."""
+        for position in range(self._indexed, len(self.edits)):
+            found = self.edits[position].call_id
+            if found is not None:
+                self._by_call.setdefault(found, []).append(position)
+        self._indexed = len(self.edits)
+        return self._by_call.get(call_id, [])
 
     def replace_edit(self, index: int, edit: EditCall) -> None:
         """Replace ``edits[index]`` (a call amended by a later record)."""

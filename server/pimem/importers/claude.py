@@ -114,7 +114,10 @@ _TOOL_RESULT_LINE = re.compile(rb'"toolUseResult"\s*:')
 # the result of a Write: says what the file held before (``originalFile``) or that it was created
 _WRITE_RESULT = re.compile(rb'"toolUseResult"\s*:\s*\{\s*"type"\s*:\s*"(?:update|create)"')
 # the result of an Edit: the file before it (``originalFile``) says which lines were next to the replaced text
-_EDIT_RESULT = re.compile(rb'"toolUseResult"\s*:\s*\{\s*"filePath"\s*:[^\n]*"originalFile"\s*:\s*"')
+# (its head, then its file after it: two searches, each one scan of the line, where one pattern with
+# ``[^\n]*`` between would scan the rest of the line again from each repeat of the head)
+_EDIT_RESULT = re.compile(rb'"toolUseResult"\s*:\s*\{\s*"filePath"\s*:')
+_ORIGINAL_FILE = re.compile(rb'"originalFile"\s*:\s*"')
 # a larger Edit result line (the file it holds is past the bound rule, twice with the patch) is not parsed
 EDIT_RESULT_MAX_BYTES = 4 * editspans.MAX_CALL_BYTES
 
@@ -293,6 +296,12 @@ def queued_prompt(attachment: dict[str, Any]) -> str | None:
     return strip_system_reminders(prompt).strip() if isinstance(prompt, str) else None
 
 
+def _is_edit_result(data: bytes) -> bool:
+    """Whether a tool-result line is an Edit's result with the file before it (``originalFile``)."""
+    head = _EDIT_RESULT.search(data)
+    return head is not None and _ORIGINAL_FILE.search(data, head.end()) is not None
+
+
 class ClaudeParser(TranscriptParser):
     source = "claude"
     interesting = _CONVERSATION
@@ -324,7 +333,7 @@ class ClaudeParser(TranscriptParser):
             return False
         if _TOOL_RESULT_LINE.search(line.data) is not None:
             return _WRITE_RESULT.search(line.data) is not None or (
-                len(line.data) <= EDIT_RESULT_MAX_BYTES and _EDIT_RESULT.search(line.data) is not None)
+                len(line.data) <= EDIT_RESULT_MAX_BYTES and _is_edit_result(line.data))
         return _CONVERSATION.search(line.data) is not None
 
     def feed(self, record: Any, line_number: int, chunk: Chunk) -> None:
@@ -439,8 +448,9 @@ class ClaudeParser(TranscriptParser):
             return
         delta = chunk.turns.get(self._current)
         if delta is not None:
-            for position, edit in enumerate(delta.edits):
-                if edit.call_id == call_id and edit.tool == "Edit" and edit.old == old and edit.new == new:
+            for position in delta.edits_of(call_id):
+                edit = delta.edits[position]
+                if edit.tool == "Edit" and edit.path == path and edit.old == old and edit.new == new:
                     delta.replace_edit(position, dataclasses.replace(edit, kept_before=kept_before,
                                                                      kept_after=kept_after))
                     return

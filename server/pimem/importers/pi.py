@@ -193,34 +193,67 @@ def kept_in_patch(patch: str, old: str) -> tuple[tuple[str, ...], tuple[str, ...
     pimem.editspans.CONTEXT_LINES non-blank lines a side, nearest last / first), read from its result's
     unified diff: the old side of the one hunk holding ``old``'s lines whole, its context lines (`` ``)
     next to them, up to a line the call removed. Nothing when ``old`` is not whole lines of one hunk, or
-    is there twice."""
-    wanted = editspans.split_lines(old)
-    if not wanted or len(patch) > READ_RESULT_MAX_BYTES:
-        return (), ()
-    hunks: list[list[tuple[str, str]]] = []
-    for line in editspans.split_lines(patch):
-        if line.startswith("@@"):
-            hunks.append([])
-        elif hunks and line[:1] in (" ", "-") and not line.startswith("--- "):
-            hunks[-1].append((line[:1], line[1:]))
-        elif hunks and not line:   # a blank context line written without its space
-            hunks[-1].append((" ", ""))
-    found = [(hunk, i) for hunk in hunks for i in range(len(hunk) - len(wanted) + 1)
-             if hunk[i][1] == wanted[0] and [text for _, text in hunk[i:i + len(wanted)]] == wanted]
-    if len(found) != 1:
-        return (), ()
-    hunk, at = found[0]
+    is there twice (:class:`_Patch`)."""
+    return _Patch(patch).kept(old)
 
-    def kept(indexes: range) -> list[str]:
-        lines: list[str] = []
-        for i in indexes:
-            tag, text = hunk[i]
-            if tag != " " or len(lines) == editspans.CONTEXT_LINES:
-                break
-            if editspans.normalize(text):
-                lines.append(text)
-        return lines
-    return (tuple(reversed(kept(range(at - 1, -1, -1)))), tuple(kept(range(at + len(wanted), len(hunk)))))
+
+class _Patch:
+    """The old side of an ``edit`` result's hunks, read once for all the blocks of its call. Looking
+    for the blocks' texts in it compares at most pimem.editspans.MAX_DIFF_WORK lines in all (a patch of
+    thousands of ``}`` and a text of as many: past it, nothing is kept)."""
+
+    def __init__(self, patch: str) -> None:
+        self.lines: list[tuple[int, str, str]] = []   # (hunk, tag, text)
+        self.starts: dict[str, list[int]] = {}        # text -> its positions in lines
+        self.work = editspans.MAX_DIFF_WORK
+        if len(patch) > READ_RESULT_MAX_BYTES:
+            return
+        hunk = -1
+        for line in editspans.split_lines(patch):
+            if line.startswith("@@"):
+                hunk += 1
+            elif hunk >= 0 and line[:1] in (" ", "-") and not line.startswith("--- "):
+                self._add(hunk, line[:1], line[1:])
+            elif hunk >= 0 and not line:   # a blank context line written without its space
+                self._add(hunk, " ", "")
+
+    def _add(self, hunk: int, tag: str, text: str) -> None:
+        self.starts.setdefault(text, []).append(len(self.lines))
+        self.lines.append((hunk, tag, text))
+
+    def kept(self, old: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        wanted = editspans.split_lines(old)
+        found: list[int] = []
+        for at in self.starts.get(wanted[0], ()) if wanted else ():
+            end = at + len(wanted)
+            self.work -= 1
+            if end > len(self.lines) or self.lines[end - 1][0] != self.lines[at][0]:
+                continue   # not whole in one hunk
+            same = 1
+            while same < len(wanted) and self.lines[at + same][2] == wanted[same]:
+                same += 1
+            self.work -= same
+            if self.work < 0:
+                return (), ()
+            if same == len(wanted):
+                found.append(at)
+                if len(found) > 1:
+                    return (), ()
+        if len(found) != 1:
+            return (), ()
+        at, hunk = found[0], self.lines[found[0]][0]
+
+        def kept(indexes: range) -> list[str]:
+            lines: list[str] = []
+            for i in indexes:
+                part, tag, text = self.lines[i]
+                if part != hunk or tag != " " or len(lines) == editspans.CONTEXT_LINES:
+                    break
+                if editspans.normalize(text):
+                    lines.append(text)
+            return lines
+        return (tuple(reversed(kept(range(at - 1, -1, -1)))),
+                tuple(kept(range(at + len(wanted), len(self.lines)))))
 
 
 def _is_line_hash(value: Any) -> bool:
@@ -469,9 +502,11 @@ class PiParser(TranscriptParser):
         delta = chunk.turns.get(turn)
         if message.get("isError") is True or not isinstance(patch, str) or delta is None:
             return
-        for position, edit in enumerate(delta.edits):
-            if edit.call_id == call_id and edit.tool == "edit" and edit.old:
-                kept_before, kept_after = kept_in_patch(patch, edit.old)
+        parsed = _Patch(patch)
+        for position in delta.edits_of(call_id):
+            edit = delta.edits[position]
+            if edit.tool == "edit" and edit.old:
+                kept_before, kept_after = parsed.kept(edit.old)
                 if kept_before or kept_after:
                     delta.replace_edit(position, dataclasses.replace(edit, kept_before=kept_before,
                                                                      kept_after=kept_after))

@@ -22,6 +22,9 @@ rows, so the lines of the current text that were a call's neighbours are found b
 rule 2: they place a line between them). Never attributed: they were in the file before the call.
 
 Rows of a turn parsed again from its start are replaced, as its touches are.
+A span marked ``amends`` (a call's result read after the call was stored) replaces that call's
+whole-file span, else its span of the same lines; one that replaces nothing is not stored (a result
+of no call, of another turn or file, or saying other texts than its call).
 """
 
 from __future__ import annotations
@@ -111,12 +114,25 @@ def put_spans(conn: sqlite3.Connection, spans: Sequence[SpanRow]) -> None:
     ids = _path_ids(conn, (span.path for span in spans))
     for span in spans:
         path_id = ids[span.path]
-        if span.amends and span.call_id is not None:
+        rows = [(digest, pos) for pos, digest in span.added]
+        rows.extend((digest, -1 - k) for k, digest in enumerate(span.removed))
+        if span.amends:
             # the same call stored by an earlier parse, before its result said what the file held (a
-            # Write's lines before it, an Edit's lines next to the text it replaced)
-            stale = [row[0] for row in conn.execute(
-                "SELECT span_id FROM pimem_edit_spans WHERE path_id = ? AND turn_id = ? AND call_id = ? "
-                "AND (whole = 1 OR ? = 0)", (path_id, span.turn_id, span.call_id, int(span.whole)))]
+            # Write's lines before it, an Edit's lines next to the text it replaced): its whole-file span,
+            # else its span of the same lines (the result read again). A result that amends no stored
+            # call (of another turn, file or call, or saying other texts than the call) stores nothing.
+            stale = [span_id for span_id, whole in conn.execute(
+                "SELECT span_id, whole FROM pimem_edit_spans WHERE path_id = ? AND turn_id = ? AND call_id = ? "
+                "AND tool = ?", (path_id, span.turn_id, span.call_id, span.tool)) if whole]
+            if not stale:
+                lines = set(rows)
+                stale = [span_id for span_id, in conn.execute(
+                    "SELECT span_id FROM pimem_edit_spans WHERE path_id = ? AND turn_id = ? AND call_id = ? "
+                    "AND tool = ? AND whole = 0", (path_id, span.turn_id, span.call_id, span.tool))
+                    if lines == set(conn.execute("SELECT hash, pos FROM pimem_edit_lines WHERE span_id = ?",
+                                                 (span_id,)))][:1]
+            if not stale:
+                continue
             for span_id in stale:
                 conn.execute("DELETE FROM pimem_edit_lines WHERE span_id = ?", (span_id,))
                 conn.execute("DELETE FROM pimem_edit_context WHERE span_id = ?", (span_id,))
@@ -125,10 +141,8 @@ def put_spans(conn: sqlite3.Connection, spans: Sequence[SpanRow]) -> None:
                               "VALUES (?, ?, ?, ?, ?, ?)", (path_id, span.turn_id, span.ts, span.tool, span.call_id,
                                                             int(span.whole)))
         span_id = cursor.lastrowid
-        rows = [(path_id, digest, span_id, pos) for pos, digest in span.added]
-        rows.extend((path_id, digest, span_id, -1 - k) for k, digest in enumerate(span.removed))
         conn.executemany("INSERT OR IGNORE INTO pimem_edit_lines (path_id, hash, span_id, pos) VALUES (?, ?, ?, ?)",
-                         rows)
+                         [(path_id, digest, span_id, pos) for digest, pos in rows])
         if span.context:
             conn.executemany("INSERT OR IGNORE INTO pimem_edit_context (path_id, hash, span_id, pos) "
                              "VALUES (?, ?, ?, ?)", [(path_id, digest, span_id, pos) for pos, digest in span.context])
