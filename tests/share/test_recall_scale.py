@@ -143,50 +143,6 @@ def test_free_text_past_its_budgets_equals_the_budgeted_oracle(share_db: ShareDb
     assert differs >= 3    # the budgets changed the answers: the comparison is not the unbudgeted one's
 
 
-def test_free_text_reads_a_common_words_newest_postings_from_a_time_range(share_db: ShareDb,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """Layout 7: a word past the read budget is read from a time range holding its newest postings
-    (turn_words_ts), the range guessed from the time histogram and widened until it holds them. A word
-    common in old rows and rare in new ones makes the first guess too short: the page still equals the
-    budgeted oracle's, with filters (agents, folder, mine) and without, and a range was used."""
-    rng = random.Random(7)
-    others = ["flamingo", "postgres", "replica", "lag", "deploy", "retry", "timeout", "emily", "boston"]
-    times = rng.sample(range(2_000), 400)              # distinct times, rows written in no time order
-    for author, machine in (("alice", "laptop"), ("bob", "box")):
-        rows = []
-        for n in range(200):
-            ts = times[n + (author == "bob") * 200]
-            old = ts < 1_200
-            def text(old: bool = old) -> str:
-                words = rng.choices(others, k=rng.randint(0, 5))
-                if rng.random() < (0.9 if old else 0.15):
-                    words.append("cache")
-                return " ".join(words)
-            rows.append(Row(machine, f"{machine}{n}", f"s{n // 4}", FOLDERS[n % 3], text(), text(),
-                            1_750_000_000_000 + ts * 1000, rng.choice(["pi", "claude"])))
-        put(share_db, author, rows)
-    with psycopg.connect(share_db.admin, autocommit=True) as conn:
-        conn.execute("ANALYZE pimem.turn_words")       # the histogram the ranges are guessed from
-    ranges: list[dict[tuple[str, int], Any]] = []
-    newest_ranges = shared._newest_ranges
-    monkeypatch.setattr(shared, "_newest_ranges", lambda *args: ranges.append(newest_ranges(*args)) or ranges[-1])
-    monkeypatch.setattr(ranking, "READ_BUDGET", 40)
-    shared._STATS.clear()
-    with psycopg.connect(share_db.conninfo("alice"), autocommit=True) as conn:
-        assert shared.store_stats(conn, "ranges").ts_bounds
-        for question in ["cache", "flamingo cache", "cache retry timeout"]:
-            qwords = ranking.query_words(_shortlist(candidates(question)))
-            for query, who in ((make_query(["x"], 10), shared.Who()),
-                               (replace(make_query(["x"], 10), sources=frozenset({"pi"})), shared.Who()),
-                               (replace(make_query(["x"], 10), cwd="/work/proj"), shared.Who()),
-                               (make_query(["x"], 10), shared.Who(mine=True))):
-                got = shared.text_page(conn, qwords, query, who, "ranges")
-                expected = shared.text_oracle(conn, qwords, query, who, "ranges", budgeted=True)
-                assert got.rows and [(r.author, r.turn_id, r.hits, tuple(r.matched)) for r in got.rows] == [
-                    (r.author, r.turn_id, r.hits, tuple(r.matched)) for r in expected.rows], (question, query, who)
-    assert sum(len(found) for found in ranges) >= 8     # the ranges were read, not every posting
-
-
 def test_rows_read_on_the_rest_keep_their_whole_score(share_db: ShareDb, monkeypatch: pytest.MonkeyPatch) -> None:
     """A listed row is read again by the rest's scan, scored there on the rest only: its whole score stays."""
     monkeypatch.setattr(shared, "_SCAN_BATCH", 2)

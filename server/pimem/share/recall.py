@@ -572,8 +572,6 @@ class Stats:
     sessions: int
     word_docs: bool = False    # the store keeps its words' counts (layout 2: pimem.word_docs)
     turn_words: bool = False   # ... and its narrow postings, words as ids (layout 3: pimem.turn_words)
-    ts_bounds: tuple[Any, ...] = ()   # turn_words.ts's histogram (equal shares of rows, oldest first) when
-                                      # turn_words is indexed by time (layout 7: turn_words_ts)
 
 
 _STATS: dict[str, tuple[float, Stats]] = {}
@@ -603,17 +601,9 @@ def store_stats(conn: Conn, key: str) -> Stats:
     if rows > STATS_SAMPLED and counted:
         docs, sessions = rows, sessions * rows // counted
     kept = conn.execute("SELECT to_regclass('pimem.word_docs') IS NOT NULL, "
-                        "to_regclass('pimem.turn_words') IS NOT NULL, "
-                        "to_regclass('pimem.turn_words_ts') IS NOT NULL").fetchone()
-    bounds: tuple[Any, ...] = ()
-    if kept and kept[2]:
-        # The planner's statistics (readable by members: turn_words has no row-level security). Only a
-        # guess of where a time range starts: a stale histogram costs a wider range, never an answer.
-        histogram = conn.execute("SELECT histogram_bounds::text::timestamptz[] FROM pg_stats WHERE schemaname = "
-                                 "'pimem' AND tablename = 'turn_words' AND attname = 'ts'").fetchone()
-        bounds = tuple(histogram[0]) if histogram is not None and histogram[0] else ()
+                        "to_regclass('pimem.turn_words') IS NOT NULL").fetchone()
     stats = Stats(docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0), sessions,
-                  bool(kept and kept[0]), bool(kept and kept[1]), bounds)
+                  bool(kept and kept[0]), bool(kept and kept[1]))
     with _STATS_LOCK:
         _STATS[key] = (now, stats)
     return stats
@@ -732,10 +722,8 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
         return SharedTextPage([], 0, searched_words(qwords, df, idfs(df, stats)))
     allowed: list[str] = []       # paths normpath changes (_UNNORMAL_PATH) that are in the folder
     decided: set[str] = set()
-    since = _newest_ranges(conn, read, df, stats, query, who, ids) if stats.turn_words and stats.ts_bounds else {}
     while True:
-        sql, params = _text_sql(read, checked, df, stats, query, who, allowed, ids if stats.turn_words else None,
-                                since)
+        sql, params = _text_sql(read, checked, df, stats, query, who, allowed, ids if stats.turn_words else None)
         with conn.transaction():
             # One process: the parallel plan (partial aggregates, a sort, a merge) costs more than its
             # workers save on the postings, and takes cores from the other members' queries. Memory
@@ -786,46 +774,8 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
                          lambda page: _page_rows(conn, page), lambda keys: _user_texts(conn, keys))
 
 
-def _newest_ranges(conn: Conn, read: Sequence[str], df: dict[str, int], stats: Stats, query: RecallQuery, who: Who,
-                   ids: dict[str, int]) -> dict[tuple[str, int], Any]:
-    """For each read word past ranking.READ_BUDGET and column (0 user text, 1 reply), a time from which
-    its postings the query's filters keep are at least READ_BUDGET (layout 7: ``turn_words_ts``): its
-    newest READ_BUDGET postings are then those of that range, and the statement reads the range's only
-    (the word's bitmap intersected with the range's) instead of every posting's row. A range is guessed
-    from the time histogram (the share of rows the word's postings need, with a margin), checked by a
-    count that stops at READ_BUDGET (with no filter, from the two bitmaps alone: no row is visited on
-    an all-visible page), and doubled until the check holds; a pair without a range that holds is read
-    whole, as before. Ties at the range's start are in the range: the same answer as reading everything."""
-    where, filter_params = _filters(query, who)
-    extra = "".join(" AND " + clause for clause in where)
-    bounds = stats.ts_bounds
-    since: dict[tuple[str, int], Any] = {}
-    for token in read:
-        if df[token] <= ranking.READ_BUDGET:
-            continue
-        for c, column in enumerate(("user_ids", "reply_ids")):
-            held = conn.execute(f"SELECT count(*) FROM pimem.turn_words WHERE {column} @> %s::integer[]",
-                                [[ids[token]]]).fetchone()
-            postings = int(held[0]) if held is not None else 0
-            if postings <= ranking.READ_BUDGET:
-                continue                   # every posting is read: no range needed
-            share = min(1.0, 1.25 * ranking.READ_BUDGET / postings)
-            while share < 1.0:
-                start = bounds[max(0, min(len(bounds) - 1, int((len(bounds) - 1) * (1.0 - share))))]
-                found = conn.execute(
-                    f"SELECT count(*) FROM (SELECT FROM pimem.turn_words WHERE {column} @> %s::integer[] "
-                    f"AND ts >= %s{extra} LIMIT {ranking.READ_BUDGET}) r",
-                    [[ids[token]], start, *filter_params]).fetchone()
-                if found is not None and int(found[0]) >= ranking.READ_BUDGET:
-                    since[(token, c)] = start
-                    break
-                share *= 2
-    return since
-
-
 def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], stats: Stats, query: RecallQuery,
-              who: Who, allowed: Sequence[str], ids: dict[str, int] | None = None,
-              since: dict[tuple[str, int], Any] | None = None) -> tuple[str, list[object]]:
+              who: Who, allowed: Sequence[str], ids: dict[str, int] | None = None) -> tuple[str, list[object]]:
     """The statement behind :func:`text_page`: :func:`rank_docs`'s first pass and candidates in SQL.
 
     * ``raw``: the postings, per read word and column, from the GIN index (``@>`` on one element, no
@@ -848,9 +798,7 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
 
     With ``ids`` (layout 3: every read and checked word's ``word_docs`` id), the postings and the
     candidates' docs are read from the narrow ``pimem.turn_words`` (``user_ids``/``reply_ids``), never
-    from ``pimem.turns``: the same rows, the same answer, fewer and smaller heap pages. ``since``
-    (:func:`_newest_ranges`) bounds a word's postings in a column to a time range holding its newest
-    READ_BUDGET."""
+    from ``pimem.turns``: the same rows, the same answer, fewer and smaller heap pages."""
     idf = idfs(df, stats)
     table = "pimem.turns" if ids is None else "pimem.turn_words"
     columns = ("user_words", "reply_words") if ids is None else ("user_ids", "reply_ids")
@@ -867,13 +815,10 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
     params: list[object] = []
     for i, token in enumerate(read):
         limit = f" ORDER BY ts DESC LIMIT {ranking.READ_BUDGET}" if df[token] > ranking.READ_BUDGET else ""
-        for c, (column, user_bit, reply_bit) in enumerate(((columns[0], 1 << i, 0), (columns[1], 0, 1 << i))):
-            start = (since or {}).get((token, c))
-            recent = "" if start is None else " AND ts >= %s"
+        for column, user_bit, reply_bit in ((columns[0], 1 << i, 0), (columns[1], 0, 1 << i)):
             branches.append(f"(SELECT author, machine, session_id, doc_key, ts{cwd}, {user_bit}::bigint AS um, "
-                            f"{reply_bit}::bigint AS rm FROM {table} WHERE {column} @> %s::{element}{recent}"
-                            f"{extra}{limit})")
-            params.extend([value(token), *([] if start is None else [start]), *filter_params])
+                            f"{reply_bit}::bigint AS rm FROM {table} WHERE {column} @> %s::{element}{extra}{limit})")
+            params.extend([value(token), *filter_params])
     ok = ""
     if folder:
         ok = " WHERE NOT (cwd ~ %s) OR cwd = ANY(%s::text[])"

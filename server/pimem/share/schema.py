@@ -38,9 +38,6 @@ Everything lives in the PostgreSQL schema ``pimem`` (docs/share.md has the colum
   postings from ``turn_words`` since layout 3; the columns stay (the triggers count and number them).
 * Layout 6 changes how the insert trigger numbers ``turn_words``' ids (the statement's rows numbered, not
   grouped on their text keys): the same rows, for less of the server's CPU per pushed turn.
-* Layout 7 indexes ``turn_words`` by time (``turn_words_ts``, a btree on ``ts``): free text reads a word
-  past the read budget by its newest postings, and with this index only those of a recent time range
-  (a bitmap of the word's postings and one of the range, intersected), not every posting's row.
 * ``pimem.forgotten``: a person's forget tombstones (``pimem share forget``): every machine of that
   person skips what they cover, and the rows they cover are deleted.
 * ``pimem.pimem_share_meta``: ``layout``, ``min_reader_layout``, ``layout_written_by``, as in the local
@@ -60,7 +57,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SCHEMA = "pimem"
-LAYOUT = 7                 # the shared layout this pimem writes
+LAYOUT = 6                 # the shared layout this pimem writes
 MIN_READER_LAYOUT = 1      # the oldest layout whose pimem reads what this one writes
 DEFAULT_GROUP = "pimem_team"
 
@@ -350,15 +347,6 @@ def _layout_5_to_6() -> str:
     return _count_words_3(_turn_words_insert_6())
 
 
-def _layout_6_to_7() -> str:
-    # One index added (a read of turn_words' ts column and a sort: ~20 s at 2M rows); no row rewritten.
-    tw = f"{SCHEMA}.turn_words"
-    return f"""
-CREATE INDEX IF NOT EXISTS turn_words_ts ON {tw} (ts);
-ANALYZE {tw};
-"""
-
-
 def _layout_4_to_5() -> str:
     t = f"{SCHEMA}.turns"
     return _count_words_3(_turn_words_insert_5()) + f"""
@@ -389,11 +377,9 @@ DROP INDEX IF EXISTS {SCHEMA}.turns_reply_words;
 # Layout 3 (turn_words, word ids) only adds too, and so does layout 4 (turns.grams, generated). Layout 5
 # (grams written by the push, the word GINs of turns dropped) is read by every pimem alike: a layout-1 or
 # -2 pimem's free text reads turns.user_words without an index then (slowly, the same answers). Layout 6
-# changes the insert trigger's body only (the same rows, computed for less of the server's CPU). Layout 7
-# adds an index only (turn_words_ts): an older pimem reads it as before.
+# changes the insert trigger's body only (the same rows, computed for less of the server's CPU).
 MIGRATIONS: dict[int, Callable[[], str]] = {0: _layout_0_to_1, 1: _layout_1_to_2, 2: _layout_2_to_3,
-                                            3: _layout_3_to_4, 4: _layout_4_to_5, 5: _layout_5_to_6,
-                                            6: _layout_6_to_7}
+                                            3: _layout_3_to_4, 4: _layout_4_to_5, 5: _layout_5_to_6}
 
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_.-]{0,62}")
 
