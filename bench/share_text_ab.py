@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", required=True, help="the commit whose text_page is measured against this tree's")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--expected", type=Path,
+                        help="the budgeted oracle's pages, read from this file when it exists, else written to it "
+                             "(the oracle scans every row: minutes at 2M rows; its pages depend on the rows only)")
     args = parser.parse_args(argv)
 
     sides: dict[str, Any] = {"new": shared, "old": base_module(args.base)}
@@ -123,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
         questions = [query_words(_shortlist(list(candidates(q)))) for q in QUESTIONS]
         for module in sides.values():
             module.store_stats(pg, "ab")      # read once per process, as in use (a minute's cache)
-        expected = [key(shared.text_oracle(pg, qwords, query, who, "ab", budgeted=True)) for qwords in questions]
+        if args.expected is not None and args.expected.exists():
+            expected = [[tuple(tuple(x) if isinstance(x, list) else x for x in row) for row in page]
+                        for page in json.loads(args.expected.read_text(encoding="utf-8"))]
+        else:
+            expected = [key(shared.text_oracle(pg, qwords, query, who, "ab", budgeted=True)) for qwords in questions]
+            if args.expected is not None:
+                args.expected.write_text(json.dumps(expected) + "\n", encoding="utf-8")
         for qwords in questions:              # warm-up: both once
             for module in sides.values():
                 module.text_page(pg, qwords, query, module.Who(), "ab")
