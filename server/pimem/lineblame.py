@@ -44,8 +44,8 @@ lines each edit call added and removed, looked up by hash.
    the calls of the nearest non-trivial lines and of the lines next to them that placed it, so that a
    window answers as the whole file does; past :data:`TRIVIAL_FOLLOWED` rows of the line in the file,
    through those near calls' rows only, in a window and in the whole file alike: a far later call's
-   removal of a ``}`` is then not seen, round 7's way). A blank line goes with the next non-blank line when that line is exact
-   and the call wrote blank lines right before it; else it is never attributed. Two refinements,
+   removal of a ``}`` is then not seen, round 7's way). A blank line goes with the next non-blank line
+   when that line is exact and the call wrote blank lines right before it; else it is never attributed. Two refinements,
    order-aware: a run of at most :data:`RUN_CAP` lines whose lines occur in the same order at another
    place of the file too (``return result;`` + ``}``: a person's identical block, or the call's own copy
    in a longer run there) names no write, since which copy the call wrote is not known (decided on the
