@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -1561,6 +1562,98 @@ def test_the_current_line_answers_as_the_whole_file_does(tmp_path: Path, seed: i
     for line in range(len(text.splitlines())):
         alone.update(_blame(db, path, text, start_line=line, end_line=line + 1))
     assert alone == whole
+
+
+def test_past_the_trivial_cap_a_brace_is_followed_through_its_near_calls_only_in_the_whole_file_too(
+        tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A later call far away removed a "}": followed through every call's rows, it removed the most recent
+    write of one (the first call's), and that "}" is not attributed (its call's other line has two copies:
+    not revived). Past TRIVIAL_FOLLOWED only the near calls' rows are read, the far removal is not seen and
+    the first call's "}" is attributed: in a window and in the whole file alike (the cost of the cap)."""
+    path = project / "a.go"
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [
+        ("add it", [("Edit", {"file_path": str(path), "old_string": "marker_a()\n",
+                              "new_string": "shared = compute(data)\n}\n"})]),
+        ("drop it", [("Edit", {"file_path": str(path), "old_string": "stale_b()\n}\n",
+                               "new_string": "fresh_b = other(data)\n"})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    # more distinct lines than WHOLE_FILE_READ: the whole file reads the file's rows in one range
+    text = ("shared = compute(data)\nperson_x()\n" + "".join(f"person_{k}(x)\n" for k in range(250))
+            + "setup(data)\nshared = compute(data)\n}\n" + "".join(f"later_{k}(x)\n" for k in range(250))
+            + "fresh_b = other(data)\n")
+    brace = text.splitlines().index("}")
+    assert len(set(text.splitlines())) > lineblame.WHOLE_FILE_READ
+    assert brace not in _blame(db, path, text)
+    monkeypatch.setattr(lineblame, "TRIVIAL_FOLLOWED", 0)
+    whole = _blame(db, path, text)
+    assert whole[brace] == ("exact", "add it")
+    alone = {}
+    for line in range(brace - 6, brace + 7):
+        alone.update(_blame(db, path, text, start_line=line, end_line=line + 1))
+    assert alone == {line: found for line, found in whole.items() if brace - 6 <= line <= brace + 6}
+
+
+def _brace_calls(folder: Path, project: Path, calls: int) -> tuple[Path, Path, str]:
+    """``calls`` edits of one file, each adding a block that ends in two "}" (bench/blame/results.py
+    brace-calls)."""
+    path = project / "a.go"
+    edits: list[tuple[str, dict[str, object]]] = []
+    text = ""
+    for k in range(calls):
+        block = f"marker_{k}()\nfunc f_{k}() {{\n  if x_{k} {{\n    body_{k}()\n  }}\n}}\n"
+        edits.append(("Edit", {"file_path": str(path), "old_string": f"marker_{k}()\n", "new_string": block}))
+        text += block
+    base = folder / "agents"
+    write_claude(base, "s1", project, [("write them", edits)])
+    db = folder / "m.db"
+    sync(base, db)
+    return db, path, text
+
+
+def _rows_read(monkeypatch: pytest.MonkeyPatch, run: Callable[[], object]) -> int:
+    """The edit rows (and context rows) lineblame reads from the store while ``run`` runs."""
+    read = [0]
+
+    def counting(read_rows: Callable[..., list[tuple[int, int, int]]]) -> Callable[..., list[tuple[int, int, int]]]:
+        def counted(*args: Any, **kwargs: Any) -> list[tuple[int, int, int]]:
+            found = read_rows(*args, **kwargs)
+            read[0] += len(found)
+            return found
+        return counted
+
+    for name in ("line_rows", "file_rows", "context_rows"):
+        monkeypatch.setattr(lineblame, name, counting(getattr(lineblame, name)))
+    run()
+    monkeypatch.undo()
+    return read[0]
+
+
+def test_a_current_line_request_on_a_brace_reads_rows_bounded_by_the_request(
+        tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round q7's defect: a "}" was followed through every call's rows of it, so a current-line request
+    read rows in proportion to the calls that wrote a "}" in the file. Past TRIVIAL_FOLLOWED rows of it,
+    only its near calls' rows are read: the same count at 200 and 400 calls, and the same answer as the
+    whole file."""
+    read = []
+    for calls in (200, 400):
+        folder = tmp_path / str(calls)
+        folder.mkdir()
+        db, path, text = _brace_calls(folder, project, calls)
+        lines = text.splitlines()
+        at = lines.index("}", len(lines) // 2)
+        alone: dict[int, tuple[str, str]] = {}
+
+        def request(db: Path = db, path: Path = path, text: str = text, at: int = at,
+                    alone: dict[int, tuple[str, str]] = alone) -> None:
+            alone.update(_blame(db, path, text, start_line=at, end_line=at + 1))
+        read.append(_rows_read(monkeypatch, request))
+        whole = _blame(db, path, text)
+        assert alone == {at: whole[at]}
+        assert whole[at][0] == "exact"
+    assert read[1] == read[0] and read[0] < 100
+    assert lineblame.TRIVIAL_FOLLOWED < 2 * 200   # both sizes past the cap
 
 
 def test_a_kept_brace_places_a_line_only_with_the_line_beyond_it(tmp_path: Path, project: Path) -> None:

@@ -8,8 +8,8 @@ Shapes (``--shape``):
   head-line   one Claude line of N KiB repeating the head of an Edit result (no ``originalFile``): CPU of
               deciding whether to parse it (ClaudeParser.wants); quadratic before round q7
   brace-calls N calls each added a block ending in ``}`` to one file: CPU of one current-line request on a
-              ``}`` (rule 2 follows a trivial line through every call's rows of it since round 8: it
-              grows with the calls, not bounded by the request; measured, not changed in round q7)
+              ``}`` (rule 2 followed a trivial line through every call's rows of it from round 8: it grew
+              with the calls; since round 10, past TRIVIAL_FOLLOWED rows, its near calls' rows only)
   pi-patch    a Pi patch of N lines of ``}`` and a replaced text of 2,000 ``}``: CPU of finding the text's
               neighbours in the patch (kept_in_patch); N × 2,000 comparisons before round q7
 

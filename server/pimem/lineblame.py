@@ -42,8 +42,10 @@ lines each edit call added and removed, looked up by hash.
    Trivial lines (``}``, ``else:``, lone brackets, very short lines: pimem.editspans.is_trivial) are
    attributed only these ways (their writes followed through every call's rows of them, their candidates
    the calls of the nearest non-trivial lines and of the lines next to them that placed it, so that a
-   window answers as the whole file does). A blank line goes with the next non-blank line when that line is exact
-   and the call wrote blank lines right before it; else it is never attributed. Two refinements,
+   window answers as the whole file does; past :data:`TRIVIAL_FOLLOWED` rows of the line in the file,
+   through those near calls' rows only, in a window and in the whole file alike: a far later call's
+   removal of a ``}`` is then not seen, round 7's way). A blank line goes with the next non-blank line
+   when that line is exact and the call wrote blank lines right before it; else it is never attributed. Two refinements,
    order-aware: a run of at most :data:`RUN_CAP` lines whose lines occur in the same order at another
    place of the file too (``return result;`` + ``}``: a person's identical block, or the call's own copy
    in a longer run there) names no write, since which copy the call wrote is not known (decided on the
@@ -96,7 +98,8 @@ agent edit later undone outside any conversation but written again by hand; call
 
 Cost: one lookup of the requested lines' hashes (plus 2 × :data:`RUN_CAP` + 1 non-blank lines around
 them) in the file's rows and in its context rows, and two index seeks for each line attributed alone
-(rule 3's idioms), so a current-line request reads a handful of rows whatever the history's size
+(rule 3's idioms), and for a trivial line the rows of it (at most :data:`TRIVIAL_FOLLOWED`, else its near
+calls' only), so a current-line request reads a handful of rows whatever the history's size
 (0.35 ms of CPU at 1M turns: docs/benchmarks.md); the text's hashes are kept per process for the last texts seen
 (:func:`_text_info`), and so is the index of its lines that rule 2's copied runs are looked up in (built
 the first time an exact line with copies in the file is met: ~1 ms for 5,000 lines). A whole file
@@ -128,6 +131,7 @@ from pimem.store.edits import (
     created_file,
     file_rows,
     line_rows,
+    more_rows_than,
     path_id,
     span_infos,
     whole_spans,
@@ -141,6 +145,9 @@ RUN_CAP = 4                       # runs are compared up to this many lines (and
 REVIVED_RUN = 3                   # removed lines back in their call's order, none of its lines live: this many
 MAX_CANDIDATES = 64               # the most recent live writes of one line that runs are looked for in
 WHOLE_FILE_READ = 400             # more distinct lines than this: the file's rows are read in one range
+# a trivial line ("}") with more rows than this in the file (writes and removals of it by all calls) is
+# followed through its near calls' rows only, not through every call's: a current-line request stays bounded
+TRIVIAL_FOLLOWED = 256
 MAX_TEXT_BYTES = 8 * 1024 * 1024  # the largest text attributed
 MAX_RANGE_LINES = 20_000          # the most lines of one request
 PROMPT_CHARS = 200
@@ -699,16 +706,42 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
     if not wanted:
         return set()
     weak = {info.hash(i) for i in trivial}
-    if not whole:
-        rows = line_rows(conn, file_id, sorted(weak))
+    if whole:   # every row of these hashes was read: counted here as the window counts them in the store
+        written = Counter(digest for digest, _, _ in rows if digest in weak)
+        crowded = {digest for digest, count in written.items() if count > TRIVIAL_FOLLOWED}
+    else:
+        crowded = {digest for digest in weak if more_rows_than(conn, file_id, digest, TRIVIAL_FOLLOWED)}
+        rows = line_rows(conn, file_id, sorted(weak - crowded))
+        if crowded:   # only the near calls' rows of them (bounded by the calls, not by the file's history)
+            rows += line_rows(conn, file_id, sorted(crowded), sorted(wanted))
         order.update(_orders(conn, {span for _, span, _ in rows} - set(order), known))
     gone: dict[int, list[tuple[int, int]]] = {}
-    found, unconfirmed = _live([row for row in rows if row[0] in weak], order, resets, created,
-                               gone)
+    found, unconfirmed = _live([row for row in rows if row[0] in weak and row[0] not in crowded], order, resets,
+                               created, gone)
+    # a crowded line: its writes followed through its near calls' rows only (TRIVIAL_FOLLOWED), the same
+    # in a window and in the whole file
+    by_span: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
+    if crowded:
+        for row in rows:
+            if row[0] in crowded:
+                by_span.setdefault(row[0], {}).setdefault(row[1], []).append(row)
+    followed: dict[tuple[int, frozenset[int]], tuple[dict[int, list[tuple[int, int]]],
+                                                      dict[int, list[tuple[int, int]]]]] = {}
     for i in trivial:
         near = before[i] | after[i]
-        candidates[i] = _indexed(i, [(s, p) for s, p in found.get(info.hash(i), []) if s in near], blank_before)
-        removed = [(s, p >> 1) for s, p in gone.get(info.hash(i), ()) if s in near]
+        digest = info.hash(i)
+        writes, removals = found, gone
+        if digest in crowded:
+            key = (digest, frozenset(near))
+            if key not in followed:
+                mine: dict[int, list[tuple[int, int]]] = {}
+                near_rows = [row for s in sorted(near) for row in by_span.get(digest, {}).get(s, ())]
+                live_near, unconfirmed_near = _live(near_rows, order, resets, created, mine)
+                unconfirmed |= unconfirmed_near
+                followed[key] = (live_near, mine)
+            writes, removals = followed[key]
+        candidates[i] = _indexed(i, [(s, p) for s, p in writes.get(digest, []) if s in near], blank_before)
+        removed = [(s, p >> 1) for s, p in removals.get(digest, ()) if s in near]
         if removed:
             revived[i] = set(removed)
     return unconfirmed

@@ -194,6 +194,13 @@ def line_rows(conn: sqlite3.Connection, file_id: int, hashes: Sequence[int],
     return found
 
 
+def more_rows_than(conn: sqlite3.Connection, file_id: int, digest: int, limit: int) -> bool:
+    """Whether one file has more than ``limit`` rows of one line hash (at most ``limit`` + 1 steps of the
+    primary key, however many there are)."""
+    return conn.execute("SELECT 1 FROM pimem_edit_lines WHERE path_id = ? AND hash = ? LIMIT 1 OFFSET ?",
+                        (file_id, digest, limit)).fetchone() is not None
+
+
 def context_rows(conn: sqlite3.Connection, file_id: int, hashes: Sequence[int] | None) -> list[tuple[int, int, int]]:
     """(hash, span id, index) of the context lines (layout 9) of these line hashes in one file (every one of
     the file's when None: one range of the primary key). A store whose layout predates the table (a reader
