@@ -25,7 +25,7 @@ from pimem.importers.pi import edit_calls as pi_edits
 from pimem.lineblame import attribute_lines, line_history
 from pimem.store import connect, set_meta, transaction
 from pimem.sync.rules import META_KEY
-from support.edits import write_claude, write_codex, write_pi
+from support.edits import brace_block_edits, write_claude, write_codex, write_pi
 from support.history import SAMPLES
 from support.sync import sync
 
@@ -1599,12 +1599,7 @@ def _brace_calls(folder: Path, project: Path, calls: int) -> tuple[Path, Path, s
     """``calls`` edits of one file, each adding a block that ends in two "}" (bench/blame/results.py
     brace-calls)."""
     path = project / "a.go"
-    edits: list[tuple[str, dict[str, object]]] = []
-    text = ""
-    for k in range(calls):
-        block = f"marker_{k}()\nfunc f_{k}() {{\n  if x_{k} {{\n    body_{k}()\n  }}\n}}\n"
-        edits.append(("Edit", {"file_path": str(path), "old_string": f"marker_{k}()\n", "new_string": block}))
-        text += block
+    edits, text = brace_block_edits(path, calls)
     base = folder / "agents"
     write_claude(base, "s1", project, [("write them", edits)])
     db = folder / "m.db"

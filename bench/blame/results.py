@@ -62,18 +62,13 @@ def _brace_calls(size: int, work: Path) -> float:
     """The least CPU of five current-line requests, each on another ``}`` (the text's hashes read first)."""
     from pimem.lineblame import attribute_lines
     from pimem.store import connect
-    from support.edits import write_claude
+    from support.edits import brace_block_edits, write_claude
     from support.sync import sync
 
     project = work / "proj"
     project.mkdir()
     path = project / "a.go"
-    calls: list[tuple[str, dict[str, object]]] = []
-    text = ""
-    for k in range(size):
-        block = f"marker_{k}()\nfunc f_{k}() {{\n  if x_{k} {{\n    body_{k}()\n  }}\n}}\n"
-        calls.append(("Edit", {"file_path": str(path), "old_string": f"marker_{k}()\n", "new_string": block}))
-        text += block
+    calls, text = brace_block_edits(path, size)
     write_claude(work / "agents", "s1", project, [("write them", calls)])
     sync(work / "agents", work / "m.db")
     conn = connect(work / "m.db", create=False, for_writing=False)

@@ -109,3 +109,16 @@ def write_codex(base: Path, session: str, cwd: Path, turns: list[tuple[str, list
         "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
 
 
+
+
+def brace_block_edits(path: Path, calls: int) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+    """``calls`` Claude Code edits of ``path``, each adding a block that ends in two "}", and the file they
+    leave: what makes a file hold many calls' writes of one trivial line (bench/blame/results.py
+    brace-calls, tests/test_lineblame.py)."""
+    edits: list[tuple[str, dict[str, Any]]] = []
+    text = ""
+    for k in range(calls):
+        block = f"marker_{k}()\nfunc f_{k}() {{\n  if x_{k} {{\n    body_{k}()\n  }}\n}}\n"
+        edits.append(("Edit", {"file_path": str(path), "old_string": f"marker_{k}()\n", "new_string": block}))
+        text += block
+    return edits, text
