@@ -205,3 +205,21 @@ def test_migration_from_layout_5_keeps_the_postings_and_numbers_new_rows_alike(p
         assert conn.execute("SELECT * FROM pimem.turn_words ORDER BY doc_key").fetchall() == kept
     put(db, "bob", rows("desk", 60))
     assert _same(db) == 120
+
+
+def test_the_words_read_in_full_share_one_scan_and_a_common_word_keeps_its_own() -> None:
+    """The postings' time is their heap visits: the words read in full (every posting) are read by one
+    scan of the rows holding any of them in either column, so a row holding several is visited once; a
+    word past READ_BUDGET keeps a branch per column (its newest postings there)."""
+    stats = shared.Stats(1_000_000, 40.0, 300.0, 10_000, True, True)
+    ids = {"slugifi": 7, "titl": 8, "cach": 9}
+    query = make_query(["x"], 5)
+
+    def scans(read: list[str], df: dict[str, int]) -> int:
+        sql, params = shared._text_sql(read, [], df, stats, query, shared.Who(), [], ids)
+        assert sql.count("%s") == len(params)
+        return sql.split(" post AS ")[0].count("FROM pimem.turn_words WHERE")
+
+    assert scans(["slugifi", "titl"], {"slugifi": 20_000, "titl": 20_000}) == 1
+    assert scans(["slugifi", "cach"], {"slugifi": 20_000, "cach": ranking.READ_BUDGET + 1}) == 3
+    assert scans(["cach"], {"cach": ranking.READ_BUDGET + 1}) == 2
