@@ -205,3 +205,53 @@ def test_migration_from_layout_5_keeps_the_postings_and_numbers_new_rows_alike(p
         assert conn.execute("SELECT * FROM pimem.turn_words ORDER BY doc_key").fetchall() == kept
     put(db, "bob", rows("desk", 60))
     assert _same(db) == 120
+
+
+def test_the_words_read_in_full_share_one_scan_and_a_common_word_keeps_its_own() -> None:
+    """The postings' time is their heap visits: the words read in full (every posting) are read by one
+    scan of the rows holding any of them in either column, so a row holding several is visited once; a
+    word past READ_BUDGET keeps a branch per column (its newest postings there). Only when turn_words
+    is larger than the shared buffers: a store they hold keeps a branch per (word, column)."""
+    stats = shared.Stats(1_000_000, 40.0, 300.0, 10_000, True, True, True)
+    ids = {"slugifi": 7, "titl": 8, "cach": 9}
+    query = make_query(["x"], 5)
+
+    def scans(read: list[str], df: dict[str, int]) -> int:
+        sql, params = shared._text_sql(read, [], df, stats, query, shared.Who(), [], ids)
+        assert sql.count("%s") == len(params)
+        return sql.split(" post AS ")[0].count("FROM pimem.turn_words WHERE")
+
+    assert scans(["slugifi", "titl"], {"slugifi": 20_000, "titl": 20_000}) == 1
+    assert scans(["slugifi", "cach"], {"slugifi": 20_000, "cach": ranking.READ_BUDGET + 1}) == 3
+    assert scans(["cach"], {"cach": ranking.READ_BUDGET + 1}) == 2
+    stats = replace(stats, beyond_buffers=False)
+    assert scans(["slugifi", "titl"], {"slugifi": 20_000, "titl": 20_000}) == 4
+
+
+def test_one_scan_of_the_words_read_in_full_gives_the_oracles_pages(share_db: ShareDb,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-scan statement (turn_words beyond the shared buffers, forced here) and the per-(word,
+    column) one give the budgeted oracle's pages: rows holding several read words, in either or both
+    columns, with folders and filters."""
+    rng = random.Random(24)
+    words = ["flamingo", "cache", "retry", "deploy", "emily", "boston", "lag", "postgres", "invalidation"]
+    for author, machine in (("alice", "laptop"), ("bob", "box")):
+        put(share_db, author, [Row(machine, f"{machine}{n}", f"s{n // 4}", rng.choice(["/work/proj", "/home/a"]),
+                                   " ".join(rng.choices(words, k=rng.randint(1, 6))),
+                                   " ".join(rng.choices(words, k=rng.randint(0, 12))), 1_750_000_000_000 + n * 1000,
+                                   rng.choice(["pi", "claude"])) for n in range(120)])
+    stats_of = shared.store_stats
+    for beyond in (True, False):
+        monkeypatch.setattr(shared, "store_stats", lambda conn, key, b=beyond: replace(stats_of(conn, key),
+                                                                                      beyond_buffers=b))
+        with psycopg.connect(share_db.conninfo("alice"), autocommit=True) as conn:
+            assert shared.store_stats(conn, "one-scan").turn_words
+            for question in ["flamingo deploy lag", "postgres cache invalidation", "emily boston retry"]:
+                qwords = ranking.query_words(_shortlist(candidates(question)))
+                for query in (make_query(["x"], 10), make_query(["x"], 10, None, "/work/proj")):
+                    for who in (shared.Who(), shared.Who(mine=True)):
+                        got = shared.text_page(conn, qwords, query, who, "one-scan")
+                        want = shared.text_oracle(conn, qwords, query, who, "one-scan", budgeted=True)
+                        assert got.rows and [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched))
+                                             for r in got.rows] == [
+                            (r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in want.rows], question

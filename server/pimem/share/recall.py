@@ -572,6 +572,7 @@ class Stats:
     sessions: int
     word_docs: bool = False    # the store keeps its words' counts (layout 2: pimem.word_docs)
     turn_words: bool = False   # ... and its narrow postings, words as ids (layout 3: pimem.turn_words)
+    beyond_buffers: bool = False   # turn_words is larger than the server's shared buffers (see _text_sql)
 
 
 _STATS: dict[str, tuple[float, Stats]] = {}
@@ -601,9 +602,12 @@ def store_stats(conn: Conn, key: str) -> Stats:
     if rows > STATS_SAMPLED and counted:
         docs, sessions = rows, sessions * rows // counted
     kept = conn.execute("SELECT to_regclass('pimem.word_docs') IS NOT NULL, "
-                        "to_regclass('pimem.turn_words') IS NOT NULL").fetchone()
+                        "to_regclass('pimem.turn_words') IS NOT NULL, "
+                        "coalesce((SELECT relpages FROM pg_class WHERE oid = to_regclass('pimem.turn_words')), 0)"
+                        "::bigint * current_setting('block_size')::bigint "
+                        "> pg_size_bytes(current_setting('shared_buffers'))").fetchone()
     stats = Stats(docs, max(float(row[1] or 1.0), 1.0), max(float(row[2] or 1.0), 1.0), sessions,
-                  bool(kept and kept[0]), bool(kept and kept[1]))
+                  bool(kept and kept[0]), bool(kept and kept[1]), bool(kept and kept[2]))
     with _STATS_LOCK:
         _STATS[key] = (now, stats)
     return stats
@@ -780,7 +784,10 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
 
     * ``raw``: the postings, per read word and column, from the GIN index (``@>`` on one element, no
       recheck; the word arrays are never read), a word past the read budget by its newest
-      READ_BUDGET postings; each tagged with its word's bit (``um`` user text, ``rm`` reply).
+      READ_BUDGET postings; each tagged with its word's bit (``um`` user text, ``rm`` reply). With
+      ``ids`` and turn_words beyond the shared buffers, the words read in full come from one scan
+      instead (``&&`` on either column), each row's bits from its id arrays (inline, on the page the
+      scan visits anyway): one heap visit per row.
     * ``post``: one row per doc, its bits OR-ed.
     * ``scored``: :func:`first_score` as one float expression: the weights are parameters (the floats
       Python computed) added in the same order, so the sums are the same floats; the best
@@ -813,7 +820,27 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
     cwd = ", cwd" if folder else ""
     branches: list[str] = []
     params: list[object] = []
+    # Layout 3, turn_words larger than the shared buffers: the words read in full, all in one scan of the
+    # rows holding any of them in either column, each row's bits from its (inline) id arrays: a row
+    # holding several read words, or one in both columns, is one heap visit, not one per posting (at 2M
+    # rows the heap pages read from outside the buffers are the statement's time). A store the buffers
+    # hold keeps a branch per (word, column): there the bits' array checks cost more than the visits
+    # saved (docs/benchmarks.md, s11-text). The words past READ_BUDGET keep their own branches (their
+    # newest postings per column).
+    whole = [i for i, token in enumerate(read)
+             if ids is not None and stats.beyond_buffers and df[token] <= ranking.READ_BUDGET]
+    if whole:
+        bits = {column: " | ".join(f"CASE WHEN {column} @> %s::{element} THEN {1 << i}::bigint ELSE 0::bigint END"
+                                   for i in whole) for column in columns}
+        branches.append(f"(SELECT author, machine, session_id, doc_key, ts{cwd}, {bits[columns[0]]} AS um, "
+                        f"{bits[columns[1]]} AS rm FROM {table} WHERE ({columns[0]} && %s::{element} OR "
+                        f"{columns[1]} && %s::{element}){extra})")
+        any_of = [value(read[i])[0] for i in whole]
+        params.extend([*(value(read[i]) for i in whole), *(value(read[i]) for i in whole), any_of, any_of,
+                       *filter_params])
     for i, token in enumerate(read):
+        if i in whole:
+            continue
         limit = f" ORDER BY ts DESC LIMIT {ranking.READ_BUDGET}" if df[token] > ranking.READ_BUDGET else ""
         for column, user_bit, reply_bit in ((columns[0], 1 << i, 0), (columns[1], 0, 1 << i)):
             branches.append(f"(SELECT author, machine, session_id, doc_key, ts{cwd}, {user_bit}::bigint AS um, "
