@@ -23,7 +23,8 @@ What it does, on the store ``bench/share_recall.py --data DIR`` loaded (its serv
 3. drops the schema again (``--keep`` keeps it). Nothing of ``pimem``'s own schema is changed.
 
 The lists' write cost (one b-tree entry per common word of each column of every pushed turn) is
-``bench/share_push.py --lists N``.
+``bench/share_push.py --lists N``; ``--merge-cost N`` measures instead the server's CPU to merge the newest
+N rows' common postings into arrays in one statement (the lists kept off the push path), and stops there.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -175,6 +177,54 @@ def build(admin: str, schema: str, words: dict[str, tuple[int, int]]) -> dict[st
             "fillS": round(filled, 1), "buildS": round(built, 1)}
 
 
+def _backend_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def merge_cost(admin: str, schema: str, rows: int) -> dict[str, object]:
+    """The lists kept off the push path instead: the newest ``rows`` rows of ``turn_words`` taken as a tail
+    pushed since the last merge, and every posting of a word past READ_BUDGET in them merged in one statement
+    into arrays, a row per (word, column), in time order (a logged table, TOAST-compressed): the server's CPU
+    (the backend's own) per row and per posting, against reading the tail alone."""
+    t = f"{schema}.merged"
+    arrays = ", ".join(f"array_agg({a} ORDER BY ts DESC) AS {a}" for a in _ARRAYS)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.tail AS SELECT * FROM pimem.turn_words ORDER BY ts DESC LIMIT %s", [rows])
+        conn.execute(f"CREATE TABLE {schema}.common AS SELECT id FROM pimem.word_docs WHERE docs > %s",
+                     [ranking.READ_BUDGET])
+        conn.execute(f"VACUUM ANALYZE {schema}.tail")
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        pid = int(row[0])
+        found: dict[str, object] = {"rows": rows}
+        for label in ("read", "merge", "read", "merge"):
+            conn.execute(f"DROP TABLE IF EXISTS {t}")
+            pairs = (f"SELECT c.id AS word, {{reply}} AS reply, r.* FROM {schema}.tail r, unnest(r.{{column}}) u(id) "
+                     f"JOIN {schema}.common c ON c.id = u.id")
+            both = (pairs.format(reply="false", column="user_ids") + " UNION ALL "
+                    + pairs.format(reply="true", column="reply_ids"))
+            before = _backend_cpu(pid)
+            if label == "read":
+                conn.execute(f"SELECT count(*) FROM {schema}.tail WHERE cardinality(user_ids) + cardinality(reply_ids) "
+                             ">= 0")
+            else:
+                conn.execute(f"CREATE TABLE {t} AS SELECT word, reply, max(ts) AS ts_max, count(*) AS n, {arrays} "
+                             f"FROM ({both}) p GROUP BY word, reply")
+            spent = _backend_cpu(pid) - before
+            found.setdefault(f"{label}S", []).append(round(spent, 2))     # type: ignore[union-attr]
+        total = conn.execute(f"SELECT sum(n), count(*), pg_total_relation_size('{t}') FROM {t}").fetchone()
+        assert total is not None
+        found.update({"postings": int(total[0]), "lists": int(total[1]), "bytes": int(total[2])})
+        merge = min(found["mergeS"])                                       # type: ignore[type-var]
+        found["mergeMsPerRow"] = round(1000 * merge / rows, 3)
+        found["mergeUsPerPosting"] = round(1e6 * merge / int(total[0]), 2)
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, required=True, help="a folder bench/share_recall.py --data loaded")
@@ -184,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--schema", default="pimem_lab", help="the scratch schema (dropped and made again)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch schema afterwards")
+    parser.add_argument("--merge-cost", type=int, default=0, metavar="N",
+                        help="only: the server's CPU to merge the common words' postings of the newest N rows into "
+                             "arrays in one statement (the lists kept off the push path); no A/B")
     parser.add_argument("--chunks", action="store_true",
                         help=f"the postings as arrays, a row per word, column and {CHUNK:,} postings in time order")
     args = parser.parse_args(argv)
@@ -192,6 +245,13 @@ def main(argv: list[str] | None = None) -> int:
 
     with share_text_ab.loaded_server(args.data) as (server, loaded):
         admin = server.conninfo(dbname=loaded["dbname"])
+        if args.merge_cost:
+            try:
+                print(json.dumps({"mergeCost": merge_cost(admin, args.schema, args.merge_cost)}, indent=2))
+            finally:
+                with psycopg.connect(admin, autocommit=True) as conn:
+                    conn.execute(f"DROP SCHEMA IF EXISTS {args.schema} CASCADE")
+            return 0
         words = common_read_words(args.data)
         lists = ((build_chunks if args.chunks else build)(admin, args.schema, words) if words else {"words": {}})
         print(json.dumps({"lists": lists}, indent=2))
