@@ -97,5 +97,7 @@ def load(path: Path, questions: Sequence[dict[str, Any]]) -> list[dict[str, Any]
     document = json.loads(path.read_text(encoding="utf-8"))
     proxy = document["questions"]
     check(questions, proxy)
-    return [{"question_id": item["id"], "question": item["question"], "question_type": document.get("type", "proxy"),
-             "answer_session_ids": [item["answer_session_id"]]} for item in proxy]
+    return [{"question_id": item["id"], "question": item["question"],
+             "question_type": f"from {item.get('source_type', 'dev')}",
+             "answer_session_ids": [item["answer_session_id"]]}
+            for item in proxy]
