@@ -144,3 +144,14 @@ def test_a_proxy_file_touching_the_held_out_set_or_a_session_twice_is_refused(sl
             proxy.check(questions, [bad])
     with pytest.raises(SystemExit):
         proxy.check(questions, [good, {**good, "id": "p1"}])             # two questions on one session
+
+
+def test_the_copies_of_an_answer_session_are_the_sessions_with_the_very_same_turns() -> None:
+    _, proxy = _proxy_modules()
+    said = [{"role": "user", "content": "I adopted a cat named Tibblewick."}, {"role": "assistant", "content": "Nice."}]
+    other = [{"role": "user", "content": "I adopted a cat named Tibblewick."}, {"role": "assistant", "content": "Ok."}]
+    question = {"haystack_session_ids": ["answer_a", "a", "b"],
+                "haystack_dates": ["2023/05/01 (Mon) 08:00", "2023/05/09 (Tue) 09:00", "2023/05/02 (Tue) 08:00"],
+                "haystack_sessions": [said, [dict(t) for t in said], other]}
+    # The same turns under another id and date are a copy; one reply apart is not.
+    assert proxy.copies([question], ["answer_a", "b"]) == {"answer_a": ["a"], "b": []}

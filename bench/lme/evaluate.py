@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,7 @@ class Outcome:
     ms: float
     pages: int
     first_page_ms: float | None
+    rank_or_copy: int | None = None   # a proxy question: the rank of its answer or of an identical copy of it
 
 
 @dataclass
@@ -263,7 +264,9 @@ def ask(rank: Ranker, questions: Sequence[dict[str, Any]]) -> list[Outcome]:
         ms = (time.perf_counter() - started) * 1000
         outcomes.append(Outcome(question["question_id"], question["question_type"],
                                 rank_of(answer.conversations, question["answer_session_ids"]), ms, answer.pages,
-                                answer.first_page_ms))
+                                answer.first_page_ms,
+                                rank_of(answer.conversations,
+                                        [*question["answer_session_ids"], *question.get("answer_copies", [])])))
     return outcomes
 
 
@@ -355,7 +358,11 @@ def main(args: argparse.Namespace) -> int:
             rank(chosen[0]["question"] if chosen else "warm up")   # warm: caches, lazy imports
             outcomes = ask(rank, chosen)
             results[name] = summarize(outcomes, halves=True)
-            per_question[name] = [{"id": o.question_id, "rank": o.rank, "ms": round(o.ms, 2), "pages": o.pages}
+            if args.questions is not None:   # the answer or a session identical to it (proxy.copies)
+                copies = [replace(o, rank=o.rank_or_copy, question_type="copies count") for o in outcomes]
+                results[name]["answer or a copy"] = summarize(copies)["all"]
+            per_question[name] = [{"id": o.question_id, "rank": o.rank, "ms": round(o.ms, 2), "pages": o.pages,
+                                   **({"rankOrCopy": o.rank_or_copy} if args.questions is not None else {})}
                                   for o in outcomes]
         for close in closers:
             close()

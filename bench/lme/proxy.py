@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,13 +91,29 @@ def check(questions: Sequence[dict[str, Any]], proxy: Sequence[dict[str, Any]]) 
         seen.add(item["answer_session_id"])
 
 
+def copies(questions: Sequence[dict[str, Any]], sessions: Iterable[str]) -> dict[str, list[str]]:
+    """Per session, the other haystack sessions with the very same turns (LongMemEval-S holds many answer
+    sessions twice, under another id and date: which copy a ranker puts first is a coin toss)."""
+    def key(turns: Sequence[dict[str, str]]) -> str:
+        return hashlib.sha1(json.dumps([(t["role"], t["content"]) for t in turns]).encode()).hexdigest()
+
+    by_key: dict[str, list[str]] = {}
+    of_session: dict[str, str] = {}
+    for session in data.unique_sessions(questions):
+        digest = key(session.turns)
+        by_key.setdefault(digest, []).append(session.lme_id)
+        of_session[session.lme_id] = digest
+    return {s: [other for other in by_key[of_session[s]] if other != s] for s in sessions}
+
+
 def load(path: Path, questions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The proxy file's questions in the harness's shape (``question_id``, ``question``, ``question_type``,
-    ``answer_session_ids``), checked by :func:`check`."""
+    ``answer_session_ids``; ``answer_copies``: sessions identical to the answer), checked by :func:`check`."""
     document = json.loads(path.read_text(encoding="utf-8"))
     proxy = document["questions"]
     check(questions, proxy)
+    same = copies(questions, [item["answer_session_id"] for item in proxy])
     return [{"question_id": item["id"], "question": item["question"],
              "question_type": f"from {item.get('source_type', 'dev')}",
-             "answer_session_ids": [item["answer_session_id"]]}
+             "answer_session_ids": [item["answer_session_id"]], "answer_copies": same[item["answer_session_id"]]}
             for item in proxy]
