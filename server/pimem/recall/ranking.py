@@ -25,7 +25,9 @@ what the person wants back is the conversation where that came up. So:
    the best passage of what the person typed (the question's words near one another in one user text,
    read at query time: :func:`passage_score`), and that rank is fused in too (:data:`PASSAGE_SHARE`). A
    fact said in passing sits in one sentence of a long message about something else, which the length
-   normalisation of 3. dilutes and word presence cannot tell from the same words strewn apart.
+   normalisation of 3. dilutes and word presence cannot tell from the same words strewn apart. When the
+   question asks for a number or a time (:mod:`pimem.recall.answers`), a word of that kind counts in the
+   passage as one more query word (:data:`ANSWER_WEIGHT`).
 6. **Answer**: one row per conversation, its best turn (with the words it matched), paged by conversation.
 
 Filters (sources, folder) apply to sessions before they compete. Turns not in the word index yet (the
@@ -540,7 +542,7 @@ def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[
     # the bound cannot beat what was found.
     read = [doc for bounds in bounded.values() for _, doc in bounds]
     placed: dict[D, dict[str, list[int]]] = {}
-    weights = {**idf, words.ANSWER: extra} if extra else idf
+    scored = {**idf, words.ANSWER: extra} if extra else idf
     if read:
         texts = user_texts(read)
         pick = (lambda word: answers.is_answer(asks, word)) if extra else None
@@ -551,7 +553,7 @@ def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[
             if bound <= value:
                 break
             if doc in placed:
-                value = max(value, passage_score(placed[doc], weights, PASSAGE_SIGMA))
+                value = max(value, passage_score(placed[doc], scored, PASSAGE_SIGMA))
         best[conversation] = value
     by_passage = sorted(range(len(head)), key=lambda i: -best[head[i]])   # ties: head's order
     added = [0.0] * len(head)
