@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Experiment (issue 21, round 14): the kind of answer a question asks for, in the passage step. A question
+"""Experiment (issue 21, round 14): the kind of answer a question asks for, in the passage step (kept for number and
+time as pimem/recall/answers.py; the ``name`` kind here measured and not kept). A question
 about a fact said in passing often asks for a number, an amount or a time ("How many tomato plants did I put
 in?", "When did I rearrange my living room furniture?"), and the sentence that answers it holds one next to the
 question's words ("I just planted 12 new tomato saplings today"), where the rivals about the same topic hold
 none. Here the passage step (``ranking.passage_bonus``) counts such an expression as one more query word, of
 weight ``--weight`` × the query words' smallest idf, when the question asks for that kind: ``number`` (*how
 many / much / long / often / old / far*: digits and number words) or ``time`` (*when*, *what time / date /
-day*: digits, number words, months, weekdays and the day words *today*, *yesterday*, *ago*, ...).
+day*: digits, number words, months, weekdays and the day words *today*, *yesterday*, *ago*, ...); with
+``--kinds name,number,time`` also ``name`` (*where*, *who*, *which*, *name of*: a capitalised word not at a
+sentence's start). Only ASCII texts are searched for such words here.
 
 Patches the ranking in this process only and runs ``lme_user_evidence.py``'s measurement (dev, its proxies and
 a proxy file), so the options are those of that script plus ``--weight`` and ``--kinds``:
@@ -55,7 +58,25 @@ KIND_TOKEN = "\x00kind"
 ASKED: dict[str, Any] = {"kind": None, "weight": 1.0, "kinds": ("number", "time")}
 
 
+_ASKS_NAME = re.compile(r"^\W*(where|who|which)\b|\bname of\b|\bwhat(?:'s| is) the name\b", re.I)
+
+
+def name_spots(text: str) -> list[int]:
+    """Offsets (in _ASCII_WORD tokens) of capitalised words not at a sentence's start, nor *I*."""
+    spots = []
+    for offset, match in enumerate(words._ASCII_WORD.finditer(text)):
+        word = match.group(0)
+        if not (word[0].isupper() and word not in ("I", "Im")):
+            continue
+        before = text[:match.start()].rstrip()
+        if before and before[-1] not in ".!?\n\"'(":
+            spots.append(offset)
+    return spots
+
+
 def asked_kind(question: str) -> str | None:
+    if "name" in ASKED["kinds"] and _ASKS_NAME.search(question):
+        return "name"
     if "time" in ASKED["kinds"] and _ASKS_TIME.search(question):
         return "time"
     if "number" in ASKED["kinds"] and _ASKS_NUMBER.search(question):
@@ -94,8 +115,11 @@ def passage_bonus(head: Sequence[Any], held: Callable[[Any], Iterable[tuple[Any,
     texts = user_texts(read) if read else {}
     placed = dict(zip(texts, words.positions(list(texts.values()), frozenset(idf)), strict=True))
     for doc, text in texts.items():
-        spots = [i for i, word in enumerate(words._ASCII_WORD.findall(text[:words.POSITIONS_CHARS].lower()))
-                 if kind_of(word, kind)] if text.isascii() else []
+        if kind == "name":
+            spots = name_spots(text[:words.POSITIONS_CHARS]) if text.isascii() else []
+        else:
+            spots = [i for i, word in enumerate(words._ASCII_WORD.findall(text[:words.POSITIONS_CHARS].lower()))
+                     if kind_of(word, kind)] if text.isascii() else []
         if spots:
             placed[doc] = {**placed[doc], KIND_TOKEN: spots}
     for conversation, docs in docs_of.items():
