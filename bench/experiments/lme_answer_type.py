@@ -9,7 +9,8 @@ weight ``--weight`` × the query words' smallest idf, when the question asks for
 many / much / long / often / old / far*: digits and number words) or ``time`` (*when*, *what time / date /
 day*: digits, number words, months, weekdays and the day words *today*, *yesterday*, *ago*, ...); with
 ``--kinds name,number,time`` also ``name`` (*where*, *who*, *which*, *name of*: a capitalised word not at a
-sentence's start). Only ASCII texts are searched for such words here.
+sentence's start). ``--self W``: in a first-person question, *I*, *my*, *me*, *we*, *our* ... near the words count
+too, weight W × the smallest idf (measured, not kept). Only ASCII texts are searched for such words here.
 
 Patches the ranking in this process only and runs ``lme_user_evidence.py``'s measurement (dev, its proxies and
 a proxy file), so the options are those of that script plus ``--weight`` and ``--kinds``:
@@ -55,7 +56,10 @@ _ASKS_TIME = re.compile(r"^\W*when\b|\bwhat (time|date|day|year|month)\b|\bwhich
 _DIGIT = re.compile(r"\d")
 KIND_TOKEN = "\x00kind"
 
-ASKED: dict[str, Any] = {"kind": None, "weight": 1.0, "kinds": ("number", "time")}
+ASKED: dict[str, Any] = {"kind": None, "weight": 1.0, "kinds": ("number", "time"), "self": 0.0, "personal": False}
+SELF_TOKEN = "\x00self"
+SELF_WORDS = frozenset(("i", "my", "me", "mine", "myself", "we", "our", "us"))
+_ASKS_SELF = re.compile(r"\b(I|my|me|mine|myself)\b")
 
 
 _ASKS_NAME = re.compile(r"^\W*(where|who|which)\b|\bname of\b|\bwhat(?:'s| is) the name\b", re.I)
@@ -97,10 +101,11 @@ def passage_bonus(head: Sequence[Any], held: Callable[[Any], Iterable[tuple[Any,
                   idf: dict[str, float], user_texts: Callable[[list[Any]], dict[Any, str]],
                   _asks: str = "") -> list[float]:
     kind = ASKED["kind"]   # the experiment's own kinds (the product's ``asks`` is ignored here)
-    if kind is None or not idf:
+    personal = ASKED["personal"] and ASKED["self"] > 0
+    if (kind is None and not personal) or not idf:
         return _original(head, held, idf, user_texts)
     extra = ASKED["weight"] * min(idf.values())
-    weights = {**idf, KIND_TOKEN: extra}
+    weights = {**idf, KIND_TOKEN: extra, SELF_TOKEN: ASKED["self"] * min(idf.values())}
     docs_of: dict[Any, list[Any]] = {}
     best: dict[Any, float] = {}
     for conversation in head:
@@ -115,6 +120,13 @@ def passage_bonus(head: Sequence[Any], held: Callable[[Any], Iterable[tuple[Any,
     texts = user_texts(read) if read else {}
     placed = dict(zip(texts, words.positions(list(texts.values()), frozenset(idf)), strict=True))
     for doc, text in texts.items():
+        if personal and text.isascii():
+            mine = [i for i, word in enumerate(words._ASCII_WORD.findall(text[:words.POSITIONS_CHARS].lower()))
+                    if word in SELF_WORDS]
+            if mine:
+                placed[doc] = {**placed[doc], SELF_TOKEN: mine}
+        if kind is None:
+            continue
         if kind == "name":
             spots = name_spots(text[:words.POSITIONS_CHARS]) if text.isascii() else []
         else:
@@ -136,7 +148,8 @@ def passage_bonus(head: Sequence[Any], held: Callable[[Any], Iterable[tuple[Any,
 
 def main() -> int:
     argv = sys.argv[1:]
-    for flag, key, cast in (("--weight", "weight", float), ("--kinds", "kinds", lambda v: tuple(v.split(",")))):
+    for flag, key, cast in (("--weight", "weight", float), ("--kinds", "kinds", lambda v: tuple(v.split(","))),
+                            ("--self", "self", float)):
         if flag in argv:
             at = argv.index(flag)
             ASKED[key] = cast(argv[at + 1])
@@ -149,6 +162,7 @@ def main() -> int:
 
         def run(text: str) -> list[str]:
             ASKED["kind"] = asked_kind(text)
+            ASKED["personal"] = bool(_ASKS_SELF.search(text))
             return ask(text)
 
         return run
