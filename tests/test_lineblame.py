@@ -897,9 +897,12 @@ def test_a_pi_write_whose_turn_does_not_show_the_whole_file_before_it_stays_unco
     assert _blame(db, project / "person.py", REWRITTEN) == {}
 
 
-def test_a_pi_read_in_an_earlier_turn_shows_the_file_existed_not_what_it_held(tmp_path: Path, project: Path) -> None:
-    """A person may edit the file between turns: a read of an earlier turn makes the write no creation, but
-    its text is not the file the write replaced."""
+def test_a_pi_write_over_a_file_its_session_read_in_an_earlier_turn_claims_the_run_it_added(
+        tmp_path: Path, project: Path) -> None:
+    """A person may edit the file between turns, so a read of an earlier turn is not the file the write
+    replaced; but a line the write holds that the read did not is the write's or a line a person added
+    since. Two consecutive such lines are claimed (round 11: the write's run); a lone one stays unconfirmed,
+    and so does a line the person moved since (the read held it: no new line)."""
     base = tmp_path / "agents"
     write_pi(base, "pi1", project, [
         ("look at the loader", [("read", {"path": "person.py", "_result": PERSON})]),
@@ -907,7 +910,20 @@ def test_a_pi_read_in_an_earlier_turn_shows_the_file_existed_not_what_it_held(tm
     ])
     db = tmp_path / "m.db"
     sync(base, db)
-    assert _blame(db, project / "person.py", REWRITTEN) == {}
+    assert _blame(db, project / "person.py", REWRITTEN) == {3: ("exact", "tidy the loader"),
+                                                              4: ("exact", "tidy the loader")}
+    assert _blame(db, project / "person.py", REWRITTEN, start_line=4, end_line=5) == {4: ("exact", "tidy the loader")}
+    # one line added, and the person's last line moved to the top since the read: neither is claimed
+    lone = ("    return checked_rows(rows)\n    rows = drop_duplicates(rows)\ndef load(path):\n"
+            "    with open(path) as handle:\n        rows = parse_rows(handle)\n")
+    base = tmp_path / "agents2"
+    write_pi(base, "pi1", project, [
+        ("look at the loader", [("read", {"path": "person.py", "_result": PERSON})]),
+        ("tidy the loader", [("write", {"path": "person.py", "content": lone, "_result": "ok"})]),
+    ])
+    db = tmp_path / "m2.db"
+    sync(base, db)
+    assert _blame(db, project / "person.py", lone) == {}
 
 
 def test_a_read_and_the_write_synced_apart_give_what_one_sync_gives(tmp_path: Path, project: Path) -> None:
@@ -948,8 +964,8 @@ def test_span_against_the_lines_a_file_held() -> None:
 
 
 def test_what_pi_reads_showed_is_bounded_in_the_parser_state(tmp_path: Path, project: Path) -> None:
-    """The state carries the line hashes of at most MAX_KNOWN_FILES files a turn read (the latest), none of
-    a read past the bound rule, and nothing of a turn that is over."""
+    """The state carries the line hashes of at most MAX_KNOWN_FILES files the session read (the latest), none
+    of a read past the bound rule."""
     from pimem.importers.base import Chunk, feed_line
     from pimem.importers.pi import MAX_KNOWN_FILES, PiParser
     from pimem.jsonl import LineReader
@@ -971,9 +987,9 @@ def test_what_pi_reads_showed_is_bounded_in_the_parser_state(tmp_path: Path, pro
     assert sorted(known) == sorted(str(project / f"f{k}.py") for k in range(12 - MAX_KNOWN_FILES, 12))
     assert all(lines == [editspans.line_hash(f"value_{k}=compute({k})")]
                for k in range(12) for key, (_, lines) in known.items() if key.endswith(f"/f{k}.py"))
-    # a new turn forgets them
+    # a new turn keeps them (round 11: a write of a later turn uses what the session saw), still bounded
     write_pi(base, "pi1", project, [("read them", reads), ("next", [])])
-    assert state_after()["known"] == {} and state_after()["reads"] == {}
+    assert state_after()["known"] == known and state_after()["reads"] == {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1684,3 +1700,68 @@ def test_an_edit_result_line_past_the_bound_is_not_parsed(tmp_path: Path, projec
     _claude_edit(base, project, path, _originalFile="# filler\n" + BEFORE_EDIT)
     sync(base, tmp_path / "small.db")
     assert _blame(tmp_path / "small.db", path, "# filler\n" + AFTER_EDIT) == {2: ("exact", "parse it")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Round 11: what a Pi session saw of a file, kept across its turns (a write of a later turn)
+# ---------------------------------------------------------------------------------------------
+
+SMALL = "import os\n\ndef run(data):\n    stale_line()\n    return data\n"
+SMALL_EDITED = "import os\n\ndef run(data):\n    value = parse(data)\n    return data\n"
+SMALL_DIFF = ("  1 import os\n  2 \n  3 def run(data):\n- 4     stale_line()\n+ 4     value = parse(data)\n"
+              "  5     return data")
+SMALL_PATCH = ("--- a.py\n+++ a.py\n@@ -1,5 +1,5 @@\n import os\n \n def run(data):\n-    stale_line()\n"
+               "+    value = parse(data)\n     return data\n")
+SMALL_WRITTEN = ("import os\n\ndef run(data):\n    value = parse(data)\n    log_value(value)\n    check_value(value)\n"
+                 "    return data\n")
+
+
+def test_a_pi_edit_result_shows_the_whole_file_only_without_a_left_out_line() -> None:
+    from pimem.importers.pi import shown_whole
+    assert shown_whole(SMALL_DIFF) == SMALL_EDITED
+    # Pi's marker of lines left out (before, between, after the changes): not the whole file
+    assert shown_whole("    ...\n  6     stale()\n+ 7     new()\n  8     end()") is None
+    assert shown_whole(SMALL_DIFF + "\n    ...") is None
+    # nothing changed, or not a diff of this shape
+    assert shown_whole("  1 import os") is None
+    assert shown_whole("import os\n+ 2 x = 1") is None
+
+
+def test_a_pi_edit_patch_applies_to_what_the_session_saw_or_not_at_all() -> None:
+    from pimem.importers.pi import patched
+    keys = editspans.line_keys
+    assert patched(keys(SMALL), SMALL_PATCH) == keys(SMALL_EDITED)
+    # more lines around the hunk: it is found where its old side is
+    longer = "# header\n" + SMALL + "def other():\n    pass\n"
+    assert patched(keys(longer), SMALL_PATCH.replace("@@ -1,5 +1,5 @@", "@@ -2,5 +2,5 @@")) == keys(
+        "# header\n" + SMALL_EDITED + "def other():\n    pass\n")
+    # the file changed since it was seen (the old side is not there), or it is there twice: unknown
+    assert patched(keys(SMALL.replace("stale_line()", "changed_by_hand()")), SMALL_PATCH) is None
+    assert patched(keys(SMALL + SMALL), SMALL_PATCH) is None
+    # a hunk whose counts the lines do not fill
+    assert patched(keys(SMALL), SMALL_PATCH.replace("@@ -1,5 +1,5 @@", "@@ -1,7 +1,7 @@")) is None
+
+
+@pytest.mark.parametrize("evidence", ["diff", "patch"])
+def test_a_pi_write_over_a_file_an_earlier_edit_of_the_session_showed_claims_the_run_it_added(
+        tmp_path: Path, project: Path, evidence: str) -> None:
+    """An edit's result shows what the file holds after it: its display diff when it leaves no line out,
+    else its patch applied to what the session saw before (here a read of the turn before). A write of a
+    later turn then claims the run it added to that; the edit's line keeps its writer."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    details = {"patch": SMALL_PATCH, "diff": SMALL_DIFF if evidence == "diff" else "    ...\n" + SMALL_DIFF}
+    turns: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [
+        ("parse it", [("edit", {"path": "a.py",
+                                "edits": [{"oldText": "stale_line()", "newText": "value = parse(data)"}],
+                                "_result": "Successfully replaced 1 block(s) in a.py.", "_details": details})]),
+        ("log it", [("write", {"path": "a.py", "content": SMALL_WRITTEN, "_result": "ok"})]),
+    ]
+    if evidence == "patch":
+        turns.insert(0, ("look", [("read", {"path": "a.py", "_result": SMALL})]))
+    write_pi(base, "p1", project, turns)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    found = _blame(db, path, SMALL_WRITTEN)
+    assert found[4] == ("exact", "log it") and found[5] == ("exact", "log it")
+    assert found.get(3, ("", "parse it"))[1] == "parse it" and set(found) <= {3, 4, 5}

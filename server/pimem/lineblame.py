@@ -12,7 +12,9 @@ lines each edit call added and removed, looked up by hash.
    cancels the most recent live write of it, and a call that added it adds one. A whole-file write
    whose transcript gives what the file held before (Claude Code's ``Write`` result, a created file,
    a Pi ``write`` after a read of the whole file in its turn: pimem.importers.pi) is stored as the line
-   diff of the two, an edit like any other. A whole-file write over content
+   diff of the two, an edit like any other. A Pi ``write`` over a file its session saw in an earlier turn
+   is stored as two spans of the call: the runs of lines it added to that view (its own: an edit after
+   the write; pimem.editspans.span_since) and the rest as a write over unknown content. A whole-file write over content
    the transcript does not give (Pi ``write``, a ``Write`` whose result was not seen) keeps the
    earlier live writes of the lines it repeats (up to as many copies as it wrote: it kept them),
    forgets the earlier writes of every other line, and claims the lines no earlier call wrote only
