@@ -1765,3 +1765,24 @@ def test_a_pi_write_over_a_file_an_earlier_edit_of_the_session_showed_claims_the
     found = _blame(db, path, SMALL_WRITTEN)
     assert found[4] == ("exact", "log it") and found[5] == ("exact", "log it")
     assert found.get(3, ("", "parse it"))[1] == "parse it" and set(found) <= {3, 4, 5}
+
+
+def test_a_run_of_braces_next_to_the_line_its_call_kept_is_the_calls_though_copied_elsewhere(
+        tmp_path: Path, project: Path) -> None:
+    """The call wrote ``}`` + ``}`` right before a line it kept; the file has another ``}`` + ``}`` (a
+    person's, or code's). Alone the run is copied elsewhere and names no write (rule 2), but with the line
+    the call kept after it, it is found once: both braces are the call's (round 11; seed 95's ``cart.ts``),
+    in the whole file and in a current-line request alike. The other copy stays unattributed."""
+    path = project / "cart.ts"
+    base = tmp_path / "agents"
+    original = ("export interface Item {\n  sku: string;\n}\nfunction check(x: number) {\n  if (x) {\n"
+                "    report(x);\n  }\n}\n")
+    write_claude(base, "s1", project, [("close the blocks", [("Edit", {
+        "file_path": str(path), "old_string": "export interface Item {\n",
+        "new_string": "}\n}\nexport interface Item {\n", "_originalFile": original})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = "}\n}\n" + original
+    assert _blame(db, path, now) == {0: ("exact", "close the blocks"), 1: ("exact", "close the blocks")}
+    assert _blame(db, path, now, start_line=0, end_line=1) == {0: ("exact", "close the blocks")}
+    assert _blame(db, path, now, start_line=8, end_line=10) == {}

@@ -43,7 +43,8 @@ lines each edit call added and removed, looked up by hash.
    several copies of a line, or which ``}``, a call wrote.
    Trivial lines (``}``, ``else:``, lone brackets, very short lines: pimem.editspans.is_trivial) are
    attributed only these ways (their writes followed through every call's rows of them, their candidates
-   the calls of the nearest non-trivial lines and of the lines next to them that placed it, so that a
+   the calls that wrote the nearest non-trivial lines or kept them next to lines they added, and of the
+   lines next to them that placed it, so that a
    window answers as the whole file does; past :data:`TRIVIAL_FOLLOWED` rows of the line in the file,
    through those near calls' rows only, in a window and in the whole file alike: a far later call's
    removal of a ``}`` is then not seen, round 7's way). A blank line goes with the next non-blank line
@@ -51,7 +52,10 @@ lines each edit call added and removed, looked up by hash.
    order-aware: a run of at most :data:`RUN_CAP` lines whose lines occur in the same order at another
    place of the file too (``return result;`` + ``}``: a person's identical block, or the call's own copy
    in a longer run there) names no write, since which copy the call wrote is not known (decided on the
-   whole text, so a current-line request answers as the whole file does); and a write that a later
+   whole text, so a current-line request answers as the whole file does), unless the run with the
+   non-trivial line its call kept right before (after) it, sitting there, occurs once (round 11: ``}`` +
+   ``}`` before the line the call kept after them is the call's, a ``}`` + ``}`` elsewhere is not); and
+   a write that a later
    call's removal cancelled (the store says that call removed one copy of the line, not which one: the
    most recent write is taken, 1.) is *revived* where the line sits at its place in a run of the call
    that wrote it, when that run reaches, within :data:`RUN_CAP` lines, a line of that call still live
@@ -465,6 +469,10 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     def neighbour(k: int) -> set[tuple[int, int]]:
         return around[k + pad] if k >= -pad else empty
 
+    def kept_at(k: int, s: int, q: int) -> bool:
+        """Whether rows_of[k] is a non-trivial line call ``s`` kept at its index ``q`` (its context)."""
+        return k >= -pad and (s, q) in kept_around[k + pad]
+
     def next_to_kept(k: int, s: int, q: int) -> bool:
         """Whether a neighbour of rows_of[k] is a line call ``s`` kept next to its index ``q``."""
         return any((s, q + d) in kept_around[k + pad + d] or (s, q + d) in weak_around[k + pad + d] for d in (-1, 1))
@@ -528,7 +536,8 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                     continue
             else:
                 best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
-                if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info):
+                if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info,
+                                                                        kept_at):
                     continue
             s, p = picked[i] = best
             if k > 0 and picked.get(rows_of[k - 1]) == (s, p - 1):
@@ -645,11 +654,15 @@ def _anchored(k: int, best: tuple[int, int], rows_of: list[int],
 
 
 def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
-                neighbour: Callable[[int], set[tuple[int, int]]], info: _TextInfo) -> bool:
+                neighbour: Callable[[int], set[tuple[int, int]]], info: _TextInfo,
+                kept_at: Callable[[int, int, int], bool]) -> bool:
     """Whether the exact run of call ``best[0]`` through line ``rows_of[k]`` is short (at most RUN_CAP
     lines) and its lines occur in the same order at another place of the text: which copy the call
     wrote is not known (a person's identical ``return result;`` / ``}``, or the call's own copy in a
-    longer run elsewhere), so neither names it. Decided on the whole text, whatever the range asked."""
+    longer run elsewhere), so neither names it. With the non-trivial line the call kept right before
+    (after) the run, where that line is right before (after) it here (its context, layout 9): the copy
+    between the call's run and the line it kept next to it is the call's (round 11). Decided on the
+    whole text, whatever the range asked."""
     s, p = best
     back = 0
     while back <= RUN_CAP and (s, p - back - 1) in neighbour(k - back - 1):
@@ -659,7 +672,12 @@ def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
         ahead += 1
     if back + ahead + 1 > RUN_CAP:
         return False
-    return info.elsewhere(rows_of[k - back:k + ahead + 1])
+    low, high = k - back, k + ahead
+    if low > 0 and kept_at(low - 1, s, p - back - 1):
+        low -= 1
+    if high + 1 < len(rows_of) and kept_at(high + 1, s, p + ahead + 1):
+        high += 1
+    return info.elsewhere(rows_of[low:high + 1])
 
 
 def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[int, int, int]],
@@ -686,17 +704,19 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
     before: dict[int, set[int]] = {}
     after: dict[int, set[int]] = {}
     last: set[int] = set()
+    # the calls that wrote the nearest non-trivial line on each side, or kept it next to lines they added
+    # (round 11: "}" + "}" + a line the call kept after them: the first "}" is in the call's run too)
     for i in rows_of:
         if i in trivial:
             before[i] = last
         else:
-            last = {s for s, _ in candidates.get(i, ())}
+            last = {s for s, _ in candidates.get(i, ())} | {s for s, _ in kept.get(i, ())}
     last = set()
     for i in reversed(rows_of):
         if i in trivial:
             after[i] = last
         else:
-            last = {s for s, _ in candidates.get(i, ())}
+            last = {s for s, _ in candidates.get(i, ())} | {s for s, _ in kept.get(i, ())}
     for k, i in enumerate(rows_of):
         if i in trivial:
             for j in (rows_of[k - 1] if k > 0 else None, rows_of[k + 1] if k + 1 < len(rows_of) else None):
