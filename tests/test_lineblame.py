@@ -387,6 +387,36 @@ def test_git_blame_rules_out_lines_committed_before_the_edit(tmp_path: Path, pro
     assert not line_history(conn, str(outside / "a.py"), FUNCTION).git_used
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_dating_a_brace_before_its_edit_rules_it_out_only_when_git_dates_a_copy_after(
+        tmp_path: Path, project: Path) -> None:
+    """The call (10:00) wrote ``  check();`` + ``}`` into a file committed at 09:00; the person then deleted
+    the file's own ``}`` below it. Git's diff of the file sees ``check();`` added and every ``}`` as it was,
+    so it dates the call's ``}`` at 09:00, and no ``}`` at or after the call: its date says nothing of the
+    call (round 11), the ``}`` stays the call's. A person's ``}`` not committed yet is a copy git dates after
+    the call: the call's ``}`` is then taken as older, as before."""
+    path = project / "a.ts"
+    committed = "function a() {\n  runA();\n}\nfunction b() {\n  runB();\n}\n"
+    path.write_text(committed, encoding="utf-8")
+    _git(project, "init", "-q", when="2026-11-01T09:00:00Z")
+    _git(project, "add", "a.ts", when="2026-11-01T09:00:00Z")
+    _git(project, "commit", "-q", "-m", "start", when="2026-11-01T09:00:00Z")
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("check a", [("Edit", {
+        "file_path": str(path), "old_string": "  runA();\n", "new_string": "  runA();\n  check();\n}\n",
+        "_originalFile": committed})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = "function a() {\n  runA();\n  check();\n}\nfunction b() {\n  runB();\n}\n"
+    conn = connect(db, create=False, for_writing=False)
+    found = line_history(conn, str(path), now)
+    assert found.git_used and [line.line for line in found.lines] == [2, 3]
+    assert [line.line for line in line_history(conn, str(path), now, 3, 4).lines] == [3]
+    with_copy = now + "}\n"   # a person's "}" not committed yet
+    assert [line.line for line in line_history(conn, str(path), with_copy).lines] == [2]
+    assert [line.line for line in line_history(conn, str(path), with_copy, git=False).lines] == [2, 3]
+
+
 # ---------------------------------------------------------------------------------------------
 # The wire view and the CLI
 # ---------------------------------------------------------------------------------------------

@@ -86,7 +86,9 @@ lines each edit call added and removed, looked up by hash.
    the call (the order is broken); ``line`` otherwise.
 4. *Git* (optional): when the file is in a git repository, ``git blame --porcelain`` of the text
    sent names each line's commit; a line committed more than :data:`GIT_SLACK_MS` before the call's
-   turn existed before it, so that call did not write it and the line is not attributed. Lines not
+   turn existed before it, so that call did not write it and the line is not attributed; but not a
+   trivial line or one with copies in the file when git dates no copy of it at or after the call (round
+   11: git's diff matched the call's copy to an older identical line, by its own convention). Lines not
    committed yet, and files outside git, are kept as matched; but an unconfirmed line (1.) is
    attributed only when its commit is more than :data:`GIT_SLACK_MS` after the write (precision
    first: nothing says a line committed later was not there before the write), and so is its commit
@@ -224,6 +226,7 @@ class _TextInfo:
         # a walk over every copy of its first line, which made a whole file of many short runs
         # quadratic)
         self._runs: dict[int, dict[int, list[int]]] = {}
+        self._where: dict[str, list[int]] | None = None   # a line with copies -> where they are (when asked)
 
     def elsewhere(self, lines: list[int]) -> bool:
         """Whether the non-blank lines ``lines`` (consecutive among the non-blank lines) occur, in the same
@@ -242,6 +245,17 @@ class _TextInfo:
         # (the starts under one hash are those of this run but for a collision: two looks find another)
         return any(rank != first and [normalized[non_blank[rank + k]] for k in range(size)] == wanted
                    for rank in runs.get(hash(tuple(wanted)), ()))
+
+    def copies(self, line: int) -> list[int]:
+        """The other lines of the text whose normalized line is ``line``'s, in order."""
+        if self.counts[self.normalized[line]] < 2:
+            return []
+        if self._where is None:
+            self._where = {}
+            for at, normalized in enumerate(self.normalized):
+                if normalized and self.counts[normalized] > 1:
+                    self._where.setdefault(normalized, []).append(at)
+        return [at for at in self._where.get(self.normalized[line], ()) if at != line]
 
     def hash(self, line: int) -> int:
         found = self._hashes.get(line)
@@ -332,12 +346,16 @@ def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int
         if times is not None:
             git_used = True
             confirming: list[int] = []
+            older: list[int] = []
             for line in list(chosen):
                 committed, written = times.get(line), spans[chosen[line][1]].ts
                 if committed is not None and committed < written - GIT_SLACK_MS:
-                    del chosen[line]
+                    older.append(line)
                 elif line in unconfirmed and committed is not None and committed > written + GIT_SLACK_MS:
                     confirming.append(line)
+            for line in older:
+                if not _swapped_by_git(path, text, digest, info, line, spans[chosen[line][1]].ts, times):
+                    del chosen[line]
             if confirming and GIT_BLAME_MATCH:
                 moved = _git_times(path, text, digest, first, last, GIT_BLAME_MATCH)
                 confirming = [line for line in confirming if moved is not None and (moved.get(line) or 0)
@@ -912,6 +930,28 @@ def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, Sp
             continue
         found.append(LineAttribution(line, confidence, *common, start if start >= 0 else None))
     return found
+
+
+def _swapped_by_git(path: str, text: str, digest: bytes, info: _TextInfo, line: int, written: int,
+                    times: dict[int, int | None]) -> bool:
+    """Whether git's date of ``line``, older than the call that wrote it, says nothing of that call (rule
+    4, round 11): the line is trivial or has copies in the file, and git dates no copy of it in the file
+    at or after the call (within GIT_SLACK_MS; a copy not committed yet counts as after). The call's
+    commit added a copy of the line; git's diff, matching identical lines by its own convention, gave
+    that copy an older commit and this one's date to another line. Where git dates another copy after
+    the call, this one is taken as older than the call (a person's ``return result;`` next to the
+    call's)."""
+    normalized = info.normalized[line]
+    copies = info.copies(line)
+    if not copies and not info.trivial(line):
+        return False
+    if copies and not all(copy in times for copy in copies):
+        found = _git_times(path, text, digest, copies[0] + 1, copies[-1] + 1)
+        if found is None:
+            return False
+        times = {**times, **found}
+    return bool(normalized) and not any(times.get(copy) is None or (times[copy] or 0) >= written - GIT_SLACK_MS
+                                        for copy in copies)
 
 
 def _git_times(path: str, text: str, digest: bytes, first: int, last: int, match: tuple[str, ...] = (),
