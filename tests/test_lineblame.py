@@ -1816,3 +1816,31 @@ def test_a_run_of_braces_next_to_the_line_its_call_kept_is_the_calls_though_copi
     assert _blame(db, path, now) == {0: ("exact", "close the blocks"), 1: ("exact", "close the blocks")}
     assert _blame(db, path, now, start_line=0, end_line=1) == {0: ("exact", "close the blocks")}
     assert _blame(db, path, now, start_line=8, end_line=10) == {}
+
+
+def test_a_removed_run_one_line_away_from_its_calls_live_line_is_back(tmp_path: Path, project: Path) -> None:
+    """The first call wrote four lines; a later call replaced the last two; the person put them back (a
+    revert) and rewrote the second line. The two lines back are a run of the first call whose next line
+    on one side, one line away (the line the person rewrote), is the call's own line still live, where
+    the call's order puts it: they are back (round 11; seed 91's ``report.py``). Two lines typed back
+    alone, away from any line of the call, are not."""
+    path = project / "loader.py"
+    base = tmp_path / "agents"
+    written = ("def load(path):\n    rows = read_rows(path)\n    rows = drop_empty(rows)\n"
+               "    return checked(rows)\n")
+    write_claude(base, "s1", project, [
+        ("write the loader", [("Write", {"file_path": str(path), "content": written})]),
+        ("simplify", [("Edit", {"file_path": str(path), "old_string": "    rows = drop_empty(rows)\n"
+                                "    return checked(rows)\n", "new_string": "    return rows\n",
+                                "_originalFile": written})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = ("def load(path):\n    rows = read_rows(path, strict=True)\n    rows = drop_empty(rows)\n"
+           "    return checked(rows)\n")
+    found = _blame(db, path, now)
+    assert found[2] == ("exact", "write the loader") and found[3] == ("exact", "write the loader")
+    assert 1 not in found
+    assert _blame(db, path, now, start_line=3, end_line=4) == {3: ("exact", "write the loader")}
+    alone = "def other():\n    pass\n\n\n# moved here\n    rows = drop_empty(rows)\n    return checked(rows)\n"
+    assert _blame(db, path, alone) == {}

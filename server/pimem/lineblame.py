@@ -61,7 +61,9 @@ lines each edit call added and removed, looked up by hash.
    that wrote it, when that run reaches, within :data:`RUN_CAP` lines, a line of that call still live
    (for a trivial line, a live line that names a write alone: not trivial, one copy in the file, no
    idiom; a person's ``}`` + ``return result;`` matches any call that wrote those two), or is itself
-   :data:`REVIVED_RUN` lines long with such a line in it: the line is back next to the call's own
+   :data:`REVIVED_RUN` lines long with such a line in it, or is two lines long with such a line of the
+   call one line beyond its end, where the call's order puts it (round 11: the line between, the call's,
+   rewritten by a person since): the line is back next to the call's own
    lines, in its order (a person's revert, ``git checkout``; or the later call removed another copy, a
    ``}`` of the same call); or, for a non-trivial line, when a non-trivial line the call kept right
    before (after) the lines it added is right before (after) it (its context, as *placed* above: the
@@ -660,15 +662,29 @@ def _anchored(k: int, best: tuple[int, int], rows_of: list[int],
     s, p = best
     weak = trivial(rows_of[k])
     lines = [rows_of[k]]
+    ends: list[tuple[int, int]] = []   # (side, how far the run goes on it + 1)
     for step in (-1, 1):
-        for d in range(1, RUN_CAP + 1):
-            if (s, p + step * d) not in neighbour(k + step * d):
-                break
+        d = 1
+        while d <= RUN_CAP and (s, p + step * d) in neighbour(k + step * d):
             j = rows_of[k + step * d]
             if (s, p + step * d) not in revived.get(j, ()) and (not weak or distinct(j)):
                 return True
             lines.append(j)
-    return len(lines) >= REVIVED_RUN and any(distinct(j) for j in lines)
+            d += 1
+        ends.append((step, d))
+    if len(lines) >= REVIVED_RUN and any(distinct(j) for j in lines):
+        return True
+    if len(lines) < 2:
+        return False
+    # round 11: a run of two, one line away from a live line of the call where the call's order puts it
+    # (the line between them one the call wrote and a person rewrote since)
+    for step, d in ends:
+        at = k + step * (d + 1)
+        if d <= RUN_CAP and 0 <= at < len(rows_of) and (s, p + step * (d + 1)) in neighbour(at) \
+                and (s, p + step * (d + 1)) not in revived.get(rows_of[at], ()) \
+                and (not weak or distinct(rows_of[at])):
+            return True
+    return False
 
 
 def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
