@@ -1844,3 +1844,37 @@ def test_a_removed_run_one_line_away_from_its_calls_live_line_is_back(tmp_path: 
     assert _blame(db, path, now, start_line=3, end_line=4) == {3: ("exact", "write the loader")}
     alone = "def other():\n    pass\n\n\n# moved here\n    rows = drop_empty(rows)\n    return checked(rows)\n"
     assert _blame(db, path, alone) == {}
+
+
+def test_a_later_call_that_placed_the_line_beats_an_earlier_run_of_lines_that_name_no_write(
+        tmp_path: Path, project: Path) -> None:
+    """The first call wrote ``return result;`` + ``total15`` + ``return result;``; the person deleted its
+    ``total15`` and moved the rest; a later call wrote ``total15`` again right after a line it kept. Now
+    ``total15`` + ``return result;`` is a run of the first call, but its other line names no write alone
+    (another copy is in the file): the later call that placed the line there wrote it (round 11; seed 75's
+    ``cart.ts``). A run with a line that names its call alone still wins."""
+    path = project / "cart.ts"
+    base = tmp_path / "agents"
+    total = "const total15 = items.reduce((s, it) => s + it.price15, 0);\n"
+    original = ("export interface Item {\n  sku: string;\n}\nexport function total(items: Item[]): number {\n"
+                "  return result;\n}\n")
+    moved = ("export interface Item {\n  sku: string;\n}\nexport function total(items: Item[]): number {\n"
+             "return result;\nreturn result;\n  return result;\n}\n")
+    write_claude(base, "s1", project, [
+        ("first", [("Edit", {"file_path": str(path), "old_string": "  sku: string;\n}\n",
+                             "new_string": "  sku: string;\n}\nreturn result;\n" + total + "return result;\n",
+                             "_originalFile": original})]),
+        ("again", [("Edit", {"file_path": str(path), "old_string": "export function total(items: Item[]): number {\n",
+                             "new_string": "export function total(items: Item[]): number {\n" + total,
+                             "_originalFile": moved})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = ("export interface Item {\n  sku: string;\n}\nexport function total(items: Item[]): number {\n" + total
+           + "return result;\n  return result;\n}\n")
+    found = _blame(db, path, now)
+    assert found[4] == ("exact", "again")
+    assert _blame(db, path, now, start_line=4, end_line=5) == {4: ("exact", "again")}
+    # the first call's run with a line only it wrote: the run wins
+    distinct = now.replace("return result;\n  return result;", "return result;\n  return 0;")
+    assert _blame(db, path, distinct)[4] == ("exact", "first")

@@ -33,7 +33,9 @@ lines each edit call added and removed, looked up by hash.
    right before (after) the lines it added: its context (pimem.editspans ``context_of``: the call's own
    unchanged lines, or the file's lines next to the replaced text where the call's result shows them);
    a non-trivial kept line places, a trivial one (``}``) only with the non-trivial kept line beyond it;
-   the most recent such call wins; not by a call that also kept a copy of the line further than
+   the most recent such call wins (and wins over the runs of older calls whose other lines name no
+   write alone, a ``return result;`` with copies, a ``}``: round 11, the line written again); not by a
+   call that also kept a copy of the line further than
    ``CONTEXT_LINES`` from it when a neighbour of the line is a line the call kept next to that copy
    (the line may be that kept copy, its lines moved away: seed 25; a line away from the copy's kept
    neighbours is the call's: docs/benchmarks.md round 9), not when
@@ -61,7 +63,7 @@ lines each edit call added and removed, looked up by hash.
    that wrote it, when that run reaches, within :data:`RUN_CAP` lines, a line of that call still live
    (for a trivial line, a live line that names a write alone: not trivial, one copy in the file, no
    idiom; a person's ``}`` + ``return result;`` matches any call that wrote those two), or is itself
-   :data:`REVIVED_RUN` lines long with such a line in it, or is two lines long with such a line of the
+   :data:`REVIVED_RUN` lines long with such a line in it, or is at least two lines long with such a line of the
    call one line beyond its end, where the call's order puts it (round 11: the line between, the call's,
    rewritten by a person since): the line is back next to the call's own
    lines, in its order (a person's revert, ``git checkout``; or the later call removed another copy, a
@@ -497,6 +499,16 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         """Whether a neighbour of rows_of[k] is a line call ``s`` kept next to its index ``q``."""
         return any((s, q + d) in kept_around[k + pad + d] or (s, q + d) in weak_around[k + pad + d] for d in (-1, 1))
 
+    def run_lines(k: int, s: int, p: int) -> list[int]:
+        """The other lines of the run of call ``s`` through rows_of[k] at position ``p`` (up to RUN_CAP a side)."""
+        found = []
+        for step in (-1, 1):
+            d = 1
+            while d <= RUN_CAP and (s, p + step * d) in neighbour(k + step * d):
+                found.append(rows_of[k + step * d])
+                d += 1
+        return found
+
     def run(k: int, s: int, p: int) -> int:
         """The capped length of the run of call ``s`` through line ``rows_of[k]`` at position ``p``."""
         back = 1
@@ -528,15 +540,23 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         else:
             exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
         placed: list[int] = []
-        if not exact and kept:
+        runs = exact
+        if kept and (not exact or (len(mine) > len(exact) and not any(
+                distinct(j) for s, p in exact for j in run_lines(k, s, p)))):
             # between the lines the call kept next to it (rule 2's context): the line is where the call put it
             # (not by a call that also kept a copy of the line elsewhere than right next to it, when a
-            # neighbour of the line is one the call kept next to that copy: this may be the copy it kept)
+            # neighbour of the line is one the call kept next to that copy: this may be the copy it kept).
+            # Round 11: also a call more recent than every run through the line, when those runs' other
+            # lines name no write alone (``return result;``, ``}``): it wrote the line again there
+            newest = max((order[t] for t, _ in exact), default=None)
             kept_here = kept_around[k + pad]
-            exact = [(s, p) for s, p in mine if (kept_side(k, s, p, -1) or kept_side(k, s, p, 1))
+            exact = [(s, p) for s, p in mine if (newest is None or order[s] > newest)
+                     and (kept_side(k, s, p, -1) or kept_side(k, s, p, 1))
                      and not any(t == s and abs(q - p) > editspans.CONTEXT_LINES and next_to_kept(k, s, q)
                                  for t, q in kept_here)]
-            if exact:
+            if not exact:
+                exact = runs
+            else:
                 best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: order[c[0]])
                 s, p = best
                 sides = [d for d in (-1, 1) if kept_side(k, s, p, d)]
@@ -548,7 +568,9 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                     # placed on one side, a copy of itself on the other, and the call wrote one: which of the
                     # two it added is the diff's convention (the call's diff of its texts and git's of the
                     # file may differ), not known
-                    continue
+                    if not runs:
+                        continue
+                    exact, placed = runs, []
         if exact:
             if placed:
                 # the line and its kept neighbours, found in the same order elsewhere: which copy is not known
