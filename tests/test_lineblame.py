@@ -1770,6 +1770,9 @@ def test_a_pi_edit_patch_applies_to_what_the_session_saw_or_not_at_all() -> None
     assert patched(keys(SMALL + SMALL), SMALL_PATCH) is None
     # a hunk whose counts the lines do not fill
     assert patched(keys(SMALL), SMALL_PATCH.replace("@@ -1,5 +1,5 @@", "@@ -1,7 +1,7 @@")) is None
+    # a hunk of 1,000 repeated lines over 1,999 of them: past MAX_DIFF_WORK comparisons, unknown (bounded work)
+    many = editspans.line_keys("x = 1\n" * 1999)
+    assert patched(many, "@@ -1,1000 +1,1000 @@\n" + " x = 1\n" * 1000) is None
 
 
 @pytest.mark.parametrize("evidence", ["diff", "patch"])
