@@ -519,6 +519,61 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
             ahead += 1
         return back + ahead - 1
 
+    def placed_write(k: int, i: int, mine: set[tuple[int, int]], runs: list[tuple[int, int]],
+                     ) -> tuple[int, int] | Literal[False] | None:
+        """The write rule 2's context says line ``i`` (rows_of[k]) is: between the lines the call kept next to
+        it, the line is where the call put it (the most recent such call; with ``runs``, only a call more
+        recent than every run through the line: round 11, the line written again). Not by a call that also
+        kept a copy of the line elsewhere than right next to it, when a neighbour of the line is one the call
+        kept next to that copy (this may be the copy it kept). False: placed, but which copy is the call's is
+        not known; None: not placed (the runs decide)."""
+        newest = max((order[t] for t, _ in runs), default=None)
+        kept_here = kept_around[k + pad]
+        found = [(s, p) for s, p in mine if (newest is None or order[s] > newest)
+                 and (kept_side(k, s, p, -1) or kept_side(k, s, p, 1))
+                 and not any(t == s and abs(q - p) > editspans.CONTEXT_LINES and next_to_kept(k, s, q)
+                             for t, q in kept_here)]
+        if not found:
+            return None
+        best = found[0] if len(found) == 1 else max(found, key=lambda c: order[c[0]])
+        s, p = best
+        sides = [d for d in (-1, 1) if kept_side(k, s, p, d)]
+        other = k - sides[0]
+        if len(sides) == 1 and 0 <= other < len(rows_of) and info.normalized[rows_of[other]] == info.normalized[i] \
+                and sum(1 for t, _ in mine if t == s) == 1:
+            # placed on one side, a copy of itself on the other, and the call wrote one: which of the two it
+            # added is the diff's convention (the call's diff of its texts and git's of the file may differ),
+            # not known (a run through the line still decides)
+            return None if runs else False
+        # the line and its kept neighbours, found in the same order elsewhere: which copy is not known
+        placed = [j for d in sides for j in kept_side(k, s, p, d)]
+        if info.counts[info.normalized[i]] > 1 and info.elsewhere(sorted([i, *placed])):
+            return False
+        return best
+
+    def exact_write(k: int, i: int, mine: set[tuple[int, int]]) -> tuple[int, int] | Literal[False] | None:
+        """The write an exact run through line ``i`` (rows_of[k]) or its call's kept lines (rule 2) say it is;
+        None when neither says one (the line may still be matched alone, rule 3); False when they do but
+        which copy is the call's is not known (the line is not attributed)."""
+        before, after = around[k + pad - 1], around[k + pad + 1]
+        if len(mine) == 1:   # one candidate write (most lines): no list, no ranking
+            for s, p in mine:
+                runs = [(s, p)] if (s, p - 1) in before or (s, p + 1) in after else []
+        else:
+            runs = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
+        # the kept lines decide when no run does, or (round 11) when the runs' other lines name no write alone
+        if kept and (not runs or (len(mine) > len(runs) and not any(
+                distinct(j) for s, p in runs for j in run_lines(k, s, p)))):
+            placed = placed_write(k, i, mine, runs)
+            if placed is not None:
+                return placed
+        if not runs:
+            return None
+        best = runs[0] if len(runs) == 1 else max(runs, key=lambda c: (run(k, *c), order[c[0]]))
+        if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info, kept_at):
+            return False
+        return best
+
     chosen: _Chosen = {}
     weak_lines: set[int] = set()
     writers: dict[int, set[int]] | None = None   # line hash -> the calls that ever wrote it (when needed)
@@ -532,55 +587,10 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         mine = around[k + pad]
         if not mine:      # no live write of the line (most lines of a large file): nothing to match
             continue
-        before, after = around[k + pad - 1], around[k + pad + 1]
-        if len(mine) == 1:   # one candidate write (most lines): no list, no ranking
-            for best in mine:
-                s, p = best
-                exact = [best] if (s, p - 1) in before or (s, p + 1) in after else []
-        else:
-            exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
-        placed: list[int] = []
-        runs = exact
-        if kept and (not exact or (len(mine) > len(exact) and not any(
-                distinct(j) for s, p in exact for j in run_lines(k, s, p)))):
-            # between the lines the call kept next to it (rule 2's context): the line is where the call put it
-            # (not by a call that also kept a copy of the line elsewhere than right next to it, when a
-            # neighbour of the line is one the call kept next to that copy: this may be the copy it kept).
-            # Round 11: also a call more recent than every run through the line, when those runs' other
-            # lines name no write alone (``return result;``, ``}``): it wrote the line again there
-            newest = max((order[t] for t, _ in exact), default=None)
-            kept_here = kept_around[k + pad]
-            exact = [(s, p) for s, p in mine if (newest is None or order[s] > newest)
-                     and (kept_side(k, s, p, -1) or kept_side(k, s, p, 1))
-                     and not any(t == s and abs(q - p) > editspans.CONTEXT_LINES and next_to_kept(k, s, q)
-                                 for t, q in kept_here)]
-            if not exact:
-                exact = runs
-            else:
-                best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: order[c[0]])
-                s, p = best
-                sides = [d for d in (-1, 1) if kept_side(k, s, p, d)]
-                placed = [j for d in sides for j in kept_side(k, s, p, d)]
-                other = k - sides[0]
-                if len(sides) == 1 and 0 <= other < len(rows_of) \
-                        and info.normalized[rows_of[other]] == info.normalized[i] \
-                        and sum(1 for t, _ in mine if t == s) == 1:
-                    # placed on one side, a copy of itself on the other, and the call wrote one: which of the
-                    # two it added is the diff's convention (the call's diff of its texts and git's of the
-                    # file may differ), not known
-                    if not runs:
-                        continue
-                    exact, placed = runs, []
-        if exact:
-            if placed:
-                # the line and its kept neighbours, found in the same order elsewhere: which copy is not known
-                if info.counts[info.normalized[i]] > 1 and info.elsewhere(sorted([i, *placed])):
-                    continue
-            else:
-                best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
-                if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info,
-                                                                        kept_at):
-                    continue
+        best = exact_write(k, i, mine)
+        if best is False:   # a run or the call's kept lines name writes, but not which copy is whose
+            continue
+        if best is not None:
             s, p = picked[i] = best
             if k > 0 and picked.get(rows_of[k - 1]) == (s, p - 1):
                 first = chosen[rows_of[k - 1]][2]
