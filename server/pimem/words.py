@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import Any
 
+from pimem.store.meta import has_object
 from pimem.store.schema import WORD_TOKENIZER
 
 WORDS_TABLE = "pimem_words"
@@ -307,7 +308,7 @@ _QUERY_FORMS = _Memo(_query_forms)
 
 
 def words_enabled(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'pimem_word_docs'").fetchone() is not None
+    return has_object(conn, "pimem_word_docs")
 
 
 def delete_all(conn: sqlite3.Connection) -> None:

@@ -41,6 +41,7 @@ from pimem.share.state import ShareConfig, get_meta, open_state, set_meta
 from pimem.store import connect as store_connect
 from pimem.store import parse_tool_names
 from pimem.store.batches import chunks, placeholders
+from pimem.store.meta import has_object
 from pimem.store.text import holds_undecodable, tolerating
 from pimem.textutil import clamp_ms
 from pimem.words import tokens_many
@@ -301,7 +302,7 @@ def _reset_if_other(state: sqlite3.Connection, store_id: str | None, config: Sha
 
 
 def _has_index_log(local: sqlite3.Connection) -> bool:
-    return local.execute("SELECT 1 FROM sqlite_master WHERE name = 'pimem_index_log'").fetchone() is not None
+    return has_object(local, "pimem_index_log")
 
 
 def push(db_path: Path, config: ShareConfig, *, progress: ProgressCallback | None = None,

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from pimem.store.batches import chunks, placeholders
+from pimem.store.meta import has_object
 
 EDITS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS pimem_edit_files (
@@ -205,8 +206,7 @@ def context_rows(conn: sqlite3.Connection, file_id: int, hashes: Sequence[int] |
     """(hash, span id, index) of the context lines (layout 9) of these line hashes in one file (every one of
     the file's when None: one range of the primary key). A store whose layout predates the table (a reader
     of a store not migrated yet) has none."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pimem_edit_context'"
-                    ).fetchone() is None:
+    if not has_object(conn, "pimem_edit_context"):
         return []
     if hashes is None:
         return list(conn.execute("SELECT hash, span_id, pos FROM pimem_edit_context WHERE path_id = ?", (file_id,)))
@@ -226,8 +226,7 @@ def written_elsewhere(conn: sqlite3.Connection, file_id: int, hashes: Iterable[i
     """The line hashes among ``hashes`` that some call added to a file other than ``file_id`` (two seeks
     of ``pimem_edit_lines_by_hash`` per hash). A store whose layout predates that index (a reader of a
     store not migrated yet) has none: the empty set, as before the rule."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'pimem_edit_lines_by_hash'"
-                    ).fetchone() is None:
+    if not has_object(conn, "pimem_edit_lines_by_hash", "index"):
         return set()
     found: set[int] = set()
     for batch in chunks(sorted(set(hashes))):

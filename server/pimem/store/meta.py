@@ -11,6 +11,12 @@ import uuid
 STORE_ID = "store_id"
 
 
+def has_object(conn: sqlite3.Connection, name: str, kind: str = "table") -> bool:
+    """Whether the store holds a table (or index, ``kind``) of this name: a reader of a store whose layout
+    predates it must do without."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?", (kind, name)).fetchone() is not None
+
+
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
     row = conn.execute("SELECT value FROM pimem_meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else str(row[0])

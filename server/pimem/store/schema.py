@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pimem import __version__
 from pimem.store.edits import EDITS_BY_HASH_SCHEMA, EDITS_CONTEXT_SCHEMA, EDITS_SCHEMA
 from pimem.store.failures import StoreError
-from pimem.store.meta import STORE_ID, get_meta, new_store_id, set_meta
+from pimem.store.meta import STORE_ID, get_meta, has_object, new_store_id, set_meta
 from pimem.store.touches import TOUCHES_SCHEMA
 
 BASE_LAYOUT = 3            # the tables below; what pimem 0.1.0 called schema_version "3"
@@ -259,9 +259,7 @@ class StoreLayout:
 
 
 def read_layout(conn: sqlite3.Connection) -> StoreLayout:
-    has_meta = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pimem_meta'").fetchone() is not None
-    if not has_meta:
+    if not has_object(conn, "pimem_meta"):
         return StoreLayout(None, 0, None)
     meta = dict(conn.execute("SELECT key, value FROM pimem_meta WHERE key IN "
                              "('layout', 'min_reader_layout', 'layout_written_by', 'schema_version')").fetchall())
