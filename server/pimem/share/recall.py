@@ -164,15 +164,22 @@ def _unnarrow_common_grams(conn: Conn, sql: _EntitySql) -> None:
     built in every conjunction holding the entity, cost more than pg_trgm's (70 against 25 ms) and
     removed few rows. The planner's estimate (from ANALYZE's most common elements, which members
     cannot read in ``pg_stats`` under row-level security, but the planner uses) only picks the path."""
-    for i, grams in enumerate(sql.grams):
-        if grams is None or not trigram_indexable(sql.entities[i]):
-            continue
-        plan = conn.execute("EXPLAIN (FORMAT JSON) SELECT 1 FROM pimem.turns WHERE grams @> %s::text[]", [grams],
-                            prepare=False).fetchone()
-        try:
-            rows = float(plan[0][0]["Plan"]["Plan Rows"]) if plan else 0.0
-        except (KeyError, IndexError, TypeError, ValueError):
-            continue
+    chosen = [i for i, grams in enumerate(sql.grams) if grams is not None and trigram_indexable(sql.entities[i])]
+    if not chosen:
+        return
+    # One EXPLAIN for all of them (a round trip each cost ~4 ms under load): an Append of their scans.
+    plan = conn.execute("EXPLAIN (FORMAT JSON) " + " UNION ALL ".join(
+        "SELECT 1 FROM pimem.turns WHERE grams @> %s::text[]" for _ in chosen), [sql.grams[i] for i in chosen],
+        prepare=False).fetchone()
+    try:
+        top = plan[0][0]["Plan"] if plan else {}
+        scans = top["Plans"] if len(chosen) > 1 else [top]
+        estimates = [float(scan["Plan Rows"]) for scan in scans]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return
+    if len(estimates) != len(chosen):
+        return
+    for i, rows in zip(chosen, estimates, strict=True):
         if rows > COMMON_GRAMS_ROWS:
             sql.grams[i] = None
 
