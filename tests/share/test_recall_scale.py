@@ -4,8 +4,6 @@ the whole query past a budget) equal to the plain oracle on every path, ties at 
 
 from __future__ import annotations
 
-import itertools
-import math
 import random
 from collections.abc import Callable
 from dataclasses import replace
@@ -289,26 +287,6 @@ def test_an_entity_whose_words_are_common_is_not_counted(share_db: ShareDb, monk
         got = shared.entity_rows(conn, query, shared.Who(), 5)
         assert _key(got) == _key(shared.scan_oracle(conn, query, shared.Who(), 5))
     assert counted == [["flamingo", "lamin"]]
-
-
-@pytest.mark.parametrize("members", range(2, 10))
-def test_the_pairs_conditions_cover_every_pair_and_only_rows_holding_two(members: int) -> None:
-    """_conjunctions: all pairs of equal weights as "one of a half and one of the other", then each half's
-    pairs: every pair in some condition's two groups, no entity twice in a condition (a row meeting one
-    holds two entities), each entity in about log2(n) + 1 conditions instead of n - 1."""
-    entities = list(range(10, 10 + members))
-    pairs = [tuple(p) for p in itertools.combinations(entities, 2)]
-    parts = shared._conjunctions(pairs)
-    for groups in parts:
-        flat = [i for group in groups for i in group]
-        assert len(groups) == 2 and len(flat) == len(set(flat))
-    covered = {frozenset((a, b)) for first, second in parts for a in first for b in second}
-    assert covered == {frozenset(p) for p in pairs}
-    uses = max(sum(i in group for groups in parts for group in groups) for i in entities)
-    assert uses <= math.ceil(math.log2(members)) + 1 and (members < 5 or uses < members - 1)
-    # Sets that are not every pair of equal weights: one condition each, as before.
-    assert shared._conjunctions([(1, 2), (1, 3)]) == [[[1], [2]], [[1], [3]]]
-    assert shared._conjunctions([(1, 2, 3)]) == [[[1], [2], [3]]]
 
 
 def test_entities_narrowed_by_their_rare_trigrams_answer_as_the_oracle(share_db: ShareDb,

@@ -333,18 +333,6 @@ class _EntitySql:
                     [grams, self.entities[i], self.entities[i]])
         return f"(grams @> %s::text[] AND ({_LIKE_EITHER}))", [grams, self.patterns[i], self.patterns[i]]
 
-    def matching_any(self, chosen: Sequence[int], conjunct: bool = False) -> tuple[str, list[object]]:
-        """The condition "holds one of the ``chosen`` entities" (no filters) and its parameters."""
-        if len(chosen) == 1:
-            return self.match(chosen[0], conjunct)
-        any_of: list[str] = []
-        params: list[object] = []
-        for i in chosen:
-            condition, values = self.match(i, conjunct)
-            any_of.append(condition)
-            params.extend(values)
-        return "(" + " OR ".join(any_of) + ")", params
-
     def matching(self, chosen: Sequence[int]) -> tuple[str, list[object]]:
         """The condition "holds one of the ``chosen`` entities", with the filters, and its parameters."""
         any_of: list[str] = []
@@ -604,8 +592,8 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int,
         # a row holding several sets comes back several times with one score (_Page.add keeps one).
         parts: list[str] = []
         params: list[object] = []
-        for groups in _conjunctions(sets):
-            conditions = [sql.matching_any(group, conjunct=True) for group in groups]
+        for chosen in sets:
+            conditions = [sql.match(i, conjunct=len(chosen) > 1) for i in chosen]
             parts.append(scored.format(" AND ".join([*(c for c, _ in conditions), *sql.where])))
             params.extend([*score_params, *(v for _, values in conditions for v in values), *sql.where_params,
                            threshold])
@@ -630,30 +618,6 @@ def _run(conn: Conn, statement: str, params: Sequence[object]) -> list[tuple[Any
 
 
 _MAX_CONJUNCTIONS = 28    # the pairs of 8 entities
-
-
-def _conjunctions(sets: Sequence[tuple[int, ...]]) -> list[list[list[int]]]:
-    """The statements' conditions for rows holding one of ``sets``: each a list of groups, a row holding one
-    entity of every group. Every pair of three or more entities (the sets of equal weights) is covered by
-    "one of a half and one of the other half", then each half's pairs (:func:`_pair_parts`): each entity's
-    bitmaps are built about log2(n) + 1 times instead of n - 1 (6 entities: 16 bitmaps in 5 statements
-    instead of 30 in 15). Any other sets: one condition each."""
-    members = sorted({i for chosen in sets for i in chosen})
-    if len(members) >= 3 and all(len(chosen) == 2 for chosen in sets) \
-            and len(sets) == len(members) * (len(members) - 1) // 2:
-        return _pair_parts(members)
-    return [[[i] for i in chosen] for chosen in sets]
-
-
-def _pair_parts(members: Sequence[int]) -> list[list[list[int]]]:
-    """Conjunctions covering every pair of ``members`` (see :func:`_conjunctions`)."""
-    if len(members) < 2:
-        return []
-    if len(members) == 2:
-        return [[[members[0]], [members[1]]]]
-    half = len(members) // 2
-    first, second = list(members[:half]), list(members[half:])
-    return [[first, second], *_pair_parts(first), *_pair_parts(second)]
 
 
 def _sufficient(bounds: Sequence[tuple[int, int]], threshold: int) -> list[tuple[int, ...]]:
