@@ -256,9 +256,10 @@ def _key(rows: Sequence[Any]) -> list[tuple[object, ...]]:
 PATHS = {
     "shipped": {},
     "small": {"SELECTIVE_ROWS": 6, "COMMON_ESTIMATE": 6, "SCAN_ROWS": 12, "INDEXED_SCAN_ROWS": 5,
-              "_SCAN_BATCH": 4, "COMMON_GRAMS_ROWS": 20},
+              "_SCAN_BATCH": 4, "COMMON_GRAMS_ROWS": 20, "RARE_TRIGRAM_SHARE": 1.0},
     "tiny": {"SELECTIVE_ROWS": 1, "COMMON_ESTIMATE": 0, "SCAN_ROWS": 3, "INDEXED_SCAN_ROWS": 1, "_SCAN_BATCH": 1,
-             "_MAX_CONJUNCTIONS": 2, "_PROBE_SETS": 2, "COMMON_GRAMS_ROWS": 0},
+             "_MAX_CONJUNCTIONS": 2, "_PROBE_SETS": 2, "COMMON_GRAMS_ROWS": 0, "RARE_TRIGRAM_SHARE": 1.0,
+             "RARE_TRIGRAMS": 1, "TIGHT_TRIGRAMS": 1, "TIGHT_COUNT": 1_000},
 }
 
 

@@ -287,3 +287,39 @@ def test_an_entity_whose_words_are_common_is_not_counted(share_db: ShareDb, monk
         got = shared.entity_rows(conn, query, shared.Who(), 5)
         assert _key(got) == _key(shared.scan_oracle(conn, query, shared.Who(), 5))
     assert counted == [["flamingo", "lamin"]]
+
+
+def test_entities_narrowed_by_their_rare_trigrams_answer_as_the_oracle(share_db: ShareDb,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """_narrow_trigrams: pg_trgm reads an entity's rare trigrams only (not ``ing``, in every row), and
+    strpos tests the entity on each row: a row holding its rare trigrams but not the entity (``mango
+    salami``, ``ayr payroll-free``...) is no match, on every path (conjunctions; listed and counted with
+    the tight rule)."""
+    rng = random.Random(11)
+    common = ["timing", "loading", "mango", "salami", "amid", "slugs", "gifts", "payday", "rolling", "titles"]
+    rare = ["flamingo", "flaming", "payroll", "payrolls", "slugify_title", "slugify", "zq_4417_x", "441 417"]
+
+    def text() -> str:
+        words = [rng.choice(common) for _ in range(rng.randint(1, 5))] + ["thing"]
+        return " ".join(words + [word for word in rare if rng.random() < 0.04])
+    rows = [Row("box", f"k{n:03d}", f"s{n // 4}", "/w", text(), text(), 1_750_000_000_000 + n * 1000)
+            for n in range(240)]
+    put(share_db, "alice", rows)
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        query = make_query(["flamingo", "payroll", "slugify_title", "zq_4417_x"], 5)
+        sql = shared._EntitySql.of(query, shared.Who(), shared.has_grams(conn))
+        monkeypatch.setattr(shared, "RARE_TRIGRAM_SHARE", 0.2)     # fla: flamingo and flaming, ~15 % of rows
+        shared._narrow_trigrams(conn, sql)
+        assert sql.trigrams[0] is not None and "ing" not in sql.trigrams[0], sql.trigrams
+        condition, values = sql.match(0, conjunct=True)
+        assert "strpos" in condition and "%ing%" not in values
+        for settings in ({}, {"RARE_TRIGRAM_SHARE": 1.0, "TIGHT_COUNT": 1_000, "SELECTIVE_ROWS": 80,
+                              "COMMON_ESTIMATE": 10_000},
+                         {"RARE_TRIGRAM_SHARE": 1.0, "RARE_TRIGRAMS": 1, "TIGHT_TRIGRAMS": 1, "TIGHT_COUNT": 1_000}):
+            for name, value in settings.items():
+                monkeypatch.setattr(shared, name, value)
+            for chosen in (query.entities, query.entities[:3], ["payroll", "flamingo"], ["zq_4417_x", "mango"]):
+                for limit in (3, 20):
+                    asked = make_query(list(chosen), limit)
+                    got = shared.entity_rows(conn, asked, shared.Who(), limit)
+                    assert _key(got) == _key(shared.scan_oracle(conn, asked, shared.Who(), limit)), (chosen, settings)
