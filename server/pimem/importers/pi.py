@@ -268,7 +268,8 @@ class _Patch:
 # ``formatDisplayDiff``): a kept (" "), added ("+") or removed ("-") line, its number padded, then its text;
 # or the marker of lines left out (" " and padding, "..."), which a numbered line never is
 _DIFF_LINE = re.compile(r"([ +-]) *[0-9]+ (.*)", re.DOTALL)
-_HUNK = re.compile(r"@@ -[0-9]+(?:,([0-9]+))? \+[0-9]+(?:,([0-9]+))? @@.*", re.DOTALL)
+# (counts of at most 9 digits: int() refuses more than 4,300, and a hunk is never longer than a result's bytes)
+_HUNK = re.compile(r"@@ -[0-9]+(?:,([0-9]{1,9}))? \+[0-9]+(?:,([0-9]{1,9}))? @@.*", re.DOTALL)
 
 
 def shown_whole(diff: str) -> str | None:
