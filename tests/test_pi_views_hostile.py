@@ -12,14 +12,16 @@ import pytest
 
 from pimem import editspans
 from pimem.importers.base import Chunk, feed_line
-from pimem.importers.pi import PiParser, patched
+from pimem.importers.pi import MAX_KNOWN_FILES, PiParser, patched
 from pimem.jsonl import LineReader
 from support.edits import write_pi
+from support.sync import sync
 
 SMALL = "import os\n\ndef run(data):\n    stale_line()\n    return data\n"
 SMALL_EDITED = "import os\n\ndef run(data):\n    value = parse(data)\n    return data\n"
 SMALL_PATCH = ("--- a.py\n+++ a.py\n@@ -1,5 +1,5 @@\n import os\n \n def run(data):\n-    stale_line()\n"
                "+    value = parse(data)\n     return data\n")
+EDIT = {"oldText": "stale_line()", "newText": "value = parse(data)"}
 SMALL_WRITTEN = ("import os\n\ndef run(data):\n    value = parse(data)\n    log_value(value)\n    check_value(value)\n"
                  "    return data\n")
 
@@ -62,7 +64,7 @@ def test_a_pi_edit_result_whose_patch_has_a_huge_hunk_count_is_no_broken_line(
     patch = SMALL_PATCH.replace("@@ -1,5 +1,5 @@", "@@ -1," + "9" * 5_000 + " +1,5 @@")
     write_pi(base, "p1", project, [
         ("look", [("read", {"path": "a.py", "_result": SMALL})]),
-        ("parse it", [("edit", {"path": "a.py", "edits": [{"oldText": "stale_line()", "newText": "value = parse(data)"}],
+        ("parse it", [("edit", {"path": "a.py", "edits": [EDIT],
                                 "_result": "Successfully replaced 1 block(s) in a.py.",
                                 "_details": {"patch": patch, "diff": "    ...\n"}})]),
     ])
@@ -72,3 +74,48 @@ def test_a_pi_edit_result_whose_patch_has_a_huge_hunk_count_is_no_broken_line(
         for line in LineReader(handle):
             feed_line(parser, line, chunk)
     assert chunk.bad_lines == 0
+
+
+def test_an_edit_whose_result_a_later_sync_reads_gives_what_one_import_gives(tmp_path: Path, project: Path) -> None:
+    """The session read a.py, edited it (its result's patch applies to the read: the session knows the file
+    after the edit), then a later turn wrote it. Synced at every line of the transcript, the rows must be
+    one import's: a sync between the edit call and its result must not lose what the session saw."""
+    base = tmp_path / "agents"
+    write_pi(base, "p1", project, [
+        ("look", [("read", {"path": "a.py", "_result": SMALL})]),
+        ("parse it", [("edit", {"path": "a.py", "edits": [EDIT],
+                                "_result": "Successfully replaced 1 block(s) in a.py.",
+                                "_details": {"patch": SMALL_PATCH, "diff": "    ...\n"}})]),
+        ("log it", [("write", {"path": "a.py", "content": SMALL_WRITTEN, "_result": "ok"})]),
+    ])
+    whole = tmp_path / "whole.db"
+    sync(base, whole)
+    expected = _span_rows(whole)
+    assert any(row[2] == "write" and not row[4] for row in expected)   # the write claimed its run
+    transcript = next((base / "pi").rglob("*.jsonl"))
+    lines = transcript.read_text(encoding="utf-8").splitlines(keepends=True)
+    pieces = tmp_path / "pieces.db"
+    for end in range(1, len(lines) + 1):
+        transcript.write_text("".join(lines[:end]), encoding="utf-8")
+        sync(base, pieces)
+    assert _span_rows(pieces) == expected
+
+
+def test_the_saved_state_keeps_the_views_of_few_awaited_edits_and_forgets_what_is_not_of_their_shape(
+        tmp_path: Path) -> None:
+    """A message of 20 edits of 20 files, each seen before, whose results a later sync reads: the state keeps
+    every awaited edit (MAX_PENDING_READS) but the views of the latest MAX_KNOWN_FILES only (each up to
+    MAX_CALL_LINES hashes). A state another tool wrote, with edits of other shapes, loads what is of its shape."""
+    text = "".join(f"line_{k} = compute({k})\n" for k in range(1_500))
+    parser = PiParser(str(tmp_path / "s.jsonl"), None)
+    for k in range(20):
+        parser._edits[f"call{k}"] = ("u0", f"/proj/f{k}.py", ("u0", text))
+    state = parser.state()
+    assert len(state["edits"]) == 20 and sum(v[2] is not None for v in state["edits"].values()) == MAX_KNOWN_FILES
+    again = PiParser(str(tmp_path / "s.jsonl"), state)
+    assert [key for key, (_, _, view) in again._edits.items() if view is not None] == [
+        f"call{k}" for k in range(20 - MAX_KNOWN_FILES, 20)]
+    odd = {"edits": {"a": ["u0", "/p.py", ["u0", ["x"]]], "b": "no", "c": ["u0", 5, None], "d": ["u0", "", None],
+                     "e" * 500: ["u0", "/p.py", None]}}
+    loaded = PiParser(str(tmp_path / "s.jsonl"), odd)._edits
+    assert loaded == {"a": ("u0", "/p.py", None), "d": ("u0", "", None)}
