@@ -27,7 +27,8 @@ from pimem.store import connect
 from support.edits import write_pi
 from support.sync import sync
 
-FILLER = ["garden", "soil", "water", "sunlight", "compost", "mulch", "seedling", "weeding", "trellis", "harvest", "basil", "pepper", "cucumber", "lettuce", "spinach", "carrot", "radish", "onion", "garlic", "squash"]
+FILLER = ["garden", "soil", "water", "sunlight", "compost", "mulch", "seedling", "weeding", "trellis", "harvest",
+          "basil", "pepper", "cucumber", "lettuce", "spinach", "carrot", "radish", "onion", "garlic", "squash"]
 
 
 def make_store(work: Path, sessions: int, turns: int, chars: int) -> Path:
