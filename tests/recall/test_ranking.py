@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -331,3 +332,21 @@ def test_the_words_that_answer_a_question_are_placed_in_its_passages() -> None:
     assert found == [{"seed": [6], words.ANSWER: [1, 2, 5]}, {words.ANSWER: [1, 8]}]
     assert words.positions(["I planted twelve seeds"], frozenset({"seed"})) == [{"seed": [3]}]
     assert not answers.is_answer("number", "march") and answers.is_answer("number", "twice")
+
+
+def test_the_texts_read_for_the_answers_word_alone_are_bounded_per_conversation() -> None:
+    # Round q8: a question that asks for a number, whose one word is in 500 user texts of each conversation
+    # and no number near it: every such text was read (×300 the reference's CPU where they are long). Of a
+    # conversation's texts with one query word, only the ANSWER_TEXTS of the best bound are read; texts
+    # holding two query words are read as before.
+    head = ["a", "b"]
+    held_docs = {c: [((c, k), [2.0]) for k in range(500)] + [((c, "both"), [2.0, 1.0])] for c in head}
+    asked_for: list[tuple[str, Any]] = []
+
+    def user_texts(docs: list[tuple[str, Any]]) -> dict[tuple[str, Any], str]:
+        asked_for.extend(docs)
+        return {doc: "tomato seeds" if doc[1] == "both" else "my tomato is red" for doc in docs}
+
+    ranking.passage_bonus(head, held_docs.__getitem__, {"tomato": 2.0, "seed": 1.0}, user_texts, "number")
+    assert len(asked_for) == len(head) * (ranking.ANSWER_TEXTS + 1)
+    assert {doc for doc in asked_for if doc[1] == "both"} == {("a", "both"), ("b", "both")}

@@ -268,7 +268,8 @@ class _Patch:
 # ``formatDisplayDiff``): a kept (" "), added ("+") or removed ("-") line, its number padded, then its text;
 # or the marker of lines left out (" " and padding, "..."), which a numbered line never is
 _DIFF_LINE = re.compile(r"([ +-]) *[0-9]+ (.*)", re.DOTALL)
-_HUNK = re.compile(r"@@ -[0-9]+(?:,([0-9]+))? \+[0-9]+(?:,([0-9]+))? @@.*", re.DOTALL)
+# (counts of at most 9 digits: int() refuses more than 4,300, and a hunk is never longer than a result's bytes)
+_HUNK = re.compile(r"@@ -[0-9]+(?:,([0-9]{1,9}))? \+[0-9]+(?:,([0-9]{1,9}))? @@.*", re.DOTALL)
 
 
 def shown_whole(diff: str) -> str | None:
@@ -368,9 +369,24 @@ def _file_name(path: str) -> str:
     return path[max(path.rfind("/"), path.rfind("\\")) + 1:]
 
 
+def _saved_view(seen: tuple[str, list[int] | str] | None) -> list[Any] | None:
+    """A view of a file as the parser state saves it: ``[turn, line hashes]`` (None past the bound rule)."""
+    lines = _keys(seen[1]) if seen is not None else None
+    return None if seen is None or lines is None else [seen[0], lines]
+
+
 def _keys(shown: list[int] | str) -> list[int] | None:
     """The hashes of the lines a read (or a write) showed (pimem.editspans.line_keys)."""
     return shown if isinstance(shown, list) else editspans.line_keys(shown)
+
+
+def _view(value: Any) -> tuple[str, list[int]] | None:
+    """A view of a file as the parser state saves it (``[turn, line hashes]``), or None if not of that shape."""
+    if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) \
+            and isinstance(value[1], list) and len(value[1]) <= editspans.MAX_CALL_LINES \
+            and all(_is_line_hash(h) for h in value[1]):
+        return value[0], value[1]
+    return None
 
 
 class PiParser(TranscriptParser):
@@ -404,14 +420,20 @@ class PiParser(TranscriptParser):
         self._known: dict[str, tuple[str, list[int] | str]] = {}
         # this parse's ``edit`` calls awaiting their results: call id -> (turn, file, what the session saw of
         # the file before the call). The result's patch gives the lines next to each replaced text, and what
-        # the file holds after the call (_edit_result); not saved: a result parsed in a later sync than its
-        # call gives neither
+        # the file holds after the call (_edit_result). Saved (round q8: a sync between a call and its result
+        # must not lose what the session saw), with the views of the latest MAX_KNOWN_FILES only; a result
+        # parsed in a later sync than its call still gives no context lines (its call is stored already)
         self._edits: dict[str, tuple[str, str, tuple[str, list[int] | str] | None]] = {}
         for key, value in (list(known.items())[-MAX_KNOWN_FILES:] if isinstance(known, dict) else ()):
-            if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) \
-                    and isinstance(value[1], list) and len(value[1]) <= editspans.MAX_CALL_LINES \
-                    and all(_is_line_hash(h) for h in value[1]) and _storable(key, MAX_PATH_CHARS):
-                self._known[key] = (value[0], value[1])
+            view = _view(value)
+            if view is not None and _storable(key, MAX_PATH_CHARS):
+                self._known[key] = view
+        edits = state.get("edits")
+        for call_id, value in (list(edits.items())[-MAX_PENDING_READS:] if isinstance(edits, dict) else ()):
+            if isinstance(value, list) and len(value) == 3 and _storable(call_id, MAX_CALL_ID_CHARS) \
+                    and isinstance(value[0], str) and isinstance(value[1], str) \
+                    and (value[1] == "" or _storable(value[1], MAX_PATH_CHARS)):
+                self._edits[call_id] = (value[0], value[1], _view(value[2]))
 
     # -- tree ---------------------------------------------------------------------------------
     def _anchor_of(self, entry_id: str | None) -> tuple[bool, str | None]:
@@ -674,6 +696,7 @@ class PiParser(TranscriptParser):
         return self._info
 
     def state(self) -> dict[str, Any]:
+        viewed = len(self._edits) - MAX_KNOWN_FILES   # the awaited edits whose views are saved: the latest
         for key, (turn, shown) in list(self._known.items()):   # hashed once, kept hashed
             lines = _keys(shown)
             if lines is None:
@@ -683,4 +706,6 @@ class PiParser(TranscriptParser):
         return {**self._info.to_state(), "header": self._have_header, "version": self._version,
                 "turns": self._turns, "previous": self._previous, "v1Turns": self._v1_count,
                 "reads": dict(self._reads),
-                "known": {key: [turn, shown] for key, (turn, shown) in self._known.items()}}
+                "known": {key: [turn, shown] for key, (turn, shown) in self._known.items()},
+                "edits": {call_id: [turn, key, _saved_view(seen) if k >= viewed else None]
+                          for k, (call_id, (turn, key, seen)) in enumerate(self._edits.items())}}

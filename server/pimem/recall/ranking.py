@@ -96,6 +96,9 @@ PASSAGE_SHARE = 0.5
 # one more query word in its passages, of ANSWER_WEIGHT × the query words' smallest idf: the sentence that
 # answers "how many tomato plants did I put in?" holds a number beside *tomato* and *plant*.
 ANSWER_WEIGHT = 1.0
+# Of a conversation's texts holding one query word, the passage step reads at most ANSWER_TEXTS (those of the
+# best bound) for the answer's word (round q8: a bounded cost where the word is in many long texts).
+ANSWER_TEXTS = 8
 S = TypeVar("S", bound=Hashable)   # a conversation's key (local: a session rowid; shared: author, machine, id)
 D = TypeVar("D", int, tuple[str, str, str])   # a turn's key (local: a doc rowid; shared: author, machine, key)
 
@@ -525,19 +528,27 @@ def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[
     best: dict[S, float] = {}
     bounded: dict[S, list[tuple[float, D]]] = {}
     for conversation in head:
-        floor, bounds = 0.0, []
+        floor = 0.0
+        bounds: list[tuple[float, D]] = []
+        singles: list[tuple[float, D]] = []
         for doc, weights in held(conversation):
             bound, top = extra, 0.0
             for weight in weights:
                 bound += weight
                 top = max(top, weight)
             floor = max(floor, top)
-            if len(weights) > 1 or (extra and weights):
+            if len(weights) > 1:
                 bounds.append((bound, doc))
+            elif extra and weights:
+                singles.append((bound, doc))
         best[conversation] = floor
         # Best bound first; equal bounds by key, last first (the order is not neutral: a text's passage can
-        # exceed its bound, as it counts query words whose postings were not read).
-        bounded[conversation] = sorted((item for item in bounds if item[0] > floor), reverse=True)
+        # exceed its bound, as it counts query words whose postings were not read). Of the texts with one
+        # query word (read for the answer's word only), the best ANSWER_TEXTS (round q8: all of them cost
+        # ×300 where that word is in thousands of long texts).
+        singles = sorted([item for item in singles if item[0] > floor], reverse=True)[:ANSWER_TEXTS]
+        bounds = [item for item in bounds if item[0] > floor] + singles
+        bounded[conversation] = sorted(bounds, reverse=True)
     # Those texts read and their words placed at once; then each conversation's, best bound first, until
     # the bound cannot beat what was found.
     read = [doc for bounds in bounded.values() for _, doc in bounds]
