@@ -355,3 +355,13 @@ def test_free_text_ranks_the_words_said_together_first_as_locally(share_db: Shar
         assert first_two() == ["said", "scattered"]
         monkeypatch.setattr(ranking, "PASSAGE_SHARE", 0.0)   # the ranking without the passages
         assert first_two() == ["scattered", "said"]
+
+
+def test_a_word_count_kept_from_before_the_store_shrank_weighs_nothing_less_than_zero() -> None:
+    # Round q8: the shared store's doc count of a word is kept per process, and members' rows forgotten since
+    # can leave it above the store's docs. BM25's idf then went negative, so a turn holding the word (or, in the
+    # passages, a number beside it) ranked below one without it. Such a count weighs as a word in every doc.
+    stats = shared.Stats(docs=100, avg_user=10.0, avg_reply=10.0, sessions=10)
+    weights = shared.idfs({"stale": 300, "everywhere": 100, "rare": 1}, stats)
+    assert weights["stale"] == weights["everywhere"] > 0
+    assert weights["rare"] > weights["everywhere"]
