@@ -171,10 +171,17 @@ def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_t
     put_many(conn, [IndexItem(turn_id, ts, user_text, reply_text, line, previous)], fts=fts)
 
 
+WordTexts = Callable[[list[str]], Callable[[], list[str]]]
+
+
 def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lambda: False,
-                  progress: Callable[[int, int], None] | None = None) -> int:
+                  progress: Callable[[int, int], None] | None = None, word_texts: WordTexts | None = None) -> int:
     """Write the postings of every pending doc, in batches sorted by key (each its own short
-    transaction). Returns how many docs were indexed; stops early when ``cancel()`` turns true."""
+    transaction). Returns how many docs were indexed; stops early when ``cancel()`` turns true.
+
+    ``word_texts(texts)``, when given, starts making :func:`pimem.words.word_texts` of ``texts``
+    elsewhere (the sync's worker processes) and returns the function that gives them: a batch's word
+    texts are then made while its trigram postings are written here."""
     fts = fts_enabled(conn)
     word_index = fts and words.words_enabled(conn)
     total = int(conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0])
@@ -192,6 +199,9 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
             if not rows:
                 break
             live = [(key, user, reply) for key, user, reply, _ in rows if user is not None]
+            made = None
+            if word_index and word_texts is not None and live:
+                made = word_texts([words.indexed(text or "") for _, user, reply in live for text in (user, reply)])
             if fts and live:
                 conn.executemany("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)",
                                  [(key, index_text(user)) for key, user, _ in live])
@@ -203,7 +213,8 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
                     new_store_id(conn)
             if word_index:
                 words.write_docs(conn, [words.WordDoc(key, int(session or 0), user, reply or "")
-                                        for key, user, reply, session in rows if user is not None])
+                                        for key, user, reply, session in rows if user is not None],
+                                 made=None if made is None else made())
                 conn.execute(f"DELETE FROM pimem_words_pending WHERE doc_key IN ({placeholders(len(rows))})",
                              [row[0] for row in rows])
             conn.execute(f"DELETE FROM pimem_pending WHERE doc_key IN ({placeholders(len(rows))})",
