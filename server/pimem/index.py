@@ -36,12 +36,13 @@ written on again is told apart from the one the lists were read on (:func:`log_e
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pimem import words
+from pimem import wordhelper, words
 from pimem.store import get_meta, set_meta, transaction
 from pimem.store.batches import chunks, placeholders
 from pimem.store.meta import STORE_ID, new_store_id
@@ -171,23 +172,35 @@ def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_t
     put_many(conn, [IndexItem(turn_id, ts, user_text, reply_text, line, previous)], fts=fts)
 
 
-WordTexts = Callable[[list[str]], Callable[[], list[str]]]
-
-
 def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lambda: False,
-                  progress: Callable[[int, int], None] | None = None, word_texts: WordTexts | None = None) -> int:
+                  progress: Callable[[int, int], None] | None = None) -> int:
     """Write the postings of every pending doc, in batches sorted by key (each its own short
     transaction). Returns how many docs were indexed; stops early when ``cancel()`` turns true.
-
-    ``word_texts(texts)``, when given, starts making :func:`pimem.words.word_texts` of ``texts``
-    elsewhere (the sync's worker processes) and returns the function that gives them: a batch's word
-    texts are then made while its trigram postings are written here."""
+    A large build has a batch's word texts made by a helper process while it writes the batch's
+    trigram postings (:mod:`pimem.wordhelper`)."""
     fts = fts_enabled(conn)
     word_index = fts and words.words_enabled(conn)
     total = int(conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0])
     if fts and total >= BULK_MIN_PENDING and not in_bulk(conn):
         with transaction(conn):
             set_bulk(conn, True)
+    with contextlib.ExitStack() as stack:
+        helper = stack.enter_context(wordhelper.WordHelper()) if word_index and wordhelper.wanted(total) else None
+        done = _build_batches(conn, cancel, progress, total, fts=fts, word_index=word_index, helper=helper)
+    if word_index:
+        _build_words_only(conn, cancel)
+    if done:
+        with transaction(conn):
+            _trim_log(conn)
+    if in_bulk(conn) and not conn.execute("SELECT 1 FROM pimem_pending LIMIT 1").fetchone():
+        with transaction(conn):
+            optimize(conn)
+            set_bulk(conn, False)
+    return done
+
+
+def _build_batches(conn: sqlite3.Connection, cancel: Callable[[], bool], progress: Callable[[int, int], None] | None,
+                   total: int, *, fts: bool, word_index: bool, helper: wordhelper.WordHelper | None) -> int:
     done = 0
     while not cancel():
         with transaction(conn):
@@ -199,9 +212,9 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
             if not rows:
                 break
             live = [(key, user, reply) for key, user, reply, _ in rows if user is not None]
-            made = None
-            if word_index and word_texts is not None and live:
-                made = word_texts([words.indexed(text or "") for _, user, reply in live for text in (user, reply)])
+            made = None   # the batch's word texts, made by the helper while the trigram postings are written
+            if word_index and helper is not None and live:
+                made = helper.start([words.indexed(text or "") for _, user, reply in live for text in (user, reply)])
             if fts and live:
                 conn.executemany("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)",
                                  [(key, index_text(user)) for key, user, _ in live])
@@ -222,15 +235,6 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
         done += len(rows)
         if progress is not None:
             progress(done, total)
-    if word_index:
-        _build_words_only(conn, cancel)
-    if done:
-        with transaction(conn):
-            _trim_log(conn)
-    if in_bulk(conn) and not conn.execute("SELECT 1 FROM pimem_pending LIMIT 1").fetchone():
-        with transaction(conn):
-            optimize(conn)
-            set_bulk(conn, False)
     return done
 
 

@@ -130,15 +130,20 @@ def indexed(text: str) -> str:
 def word_text(text: str) -> str:
     """``text`` as the word index sees it (see the module docstring): CJK cut into words, camelCase
     parts added at the end. Plain ASCII prose is returned as it is."""
+    body, tail = word_text_pieces(text)
+    return body + tail if tail else body
+
+
+def word_text_pieces(text: str) -> tuple[str, str]:
+    """:func:`word_text` in two pieces: ``text`` (its indexed part) with CJK cut into words (the very
+    object ``text`` when nothing was cut), and what is appended to it ("" or the identifier parts)."""
     text = indexed(text)
     if not text.isascii() and _CJK_ANY.search(text):   # isascii() is a flag: no scan of ASCII text
         text = _SCRIPT_RUN.sub(_cjk_words, text)
     # Most texts cannot hold an identifier (no "_"; no capital after a letter or digit: every _CAMEL
     # match has one), which a cheaper test shows first.
     parts = _identifier_parts(text) if "_" in text or _CAMEL_HINT.search(text) else []
-    if parts:
-        text = text + "\n" + " ".join(parts)
-    return text
+    return text, "\n" + " ".join(parts) if parts else ""
 
 
 @dataclass(frozen=True)
@@ -150,7 +155,7 @@ class WordDoc:
 
 
 def word_texts(texts: list[str]) -> list[str]:
-    """:func:`word_text` of each text: what the sync's worker processes make for an index batch."""
+    """:func:`word_text` of each text (what :mod:`pimem.wordhelper` makes for an index batch)."""
     return [word_text(text) for text in texts]
 
 

@@ -44,7 +44,7 @@ from pimem.paths import SourceRoots
 from pimem.store import connect, set_meta, transaction
 from pimem.store.files import FileState, Stamp, forget_files, load_stamps, load_stamps_for
 from pimem.sync.ingest import FileOutcome, import_files, with_saved_states
-from pimem.sync.pool import WorkerPool
+from pimem.sync.pool import run_pool
 from pimem.sync.progress import ProgressCallback, ProgressReporter
 from pimem.sync.rules import apply_rules_versions
 
@@ -112,33 +112,29 @@ def run_sync(request: SyncRequest, *, progress: ProgressCallback | None = None,
         todo.sort(key=lambda item: item[0].mtime_ns, reverse=True)
         reporter = ProgressReporter(progress, len(todo))
         reporter.report(0)
-        # The worker pool, when the files needed one, lives until the index is built: it makes the
-        # word index's texts of each batch while this process writes the one before.
-        with contextlib.ExitStack() as helpers:
-            outcomes, pool = _run_files(conn, request, todo, reporter, cancel, helpers)
-            for outcome in outcomes:
-                if outcome.parsed:
-                    stats.scanned_files += 1
-                if outcome.turns_changed:
-                    stats.turns += outcome.turns_changed
-                    stats.count_file(outcome.source)
-                    stats.changed_sources.add(outcome.source)
-                stats.issues.extend(outcome.issues)
-                if outcome.cancelled:
-                    stats.cancelled = True
-            if cancel.is_set():
+        outcomes = _run_files(conn, request, todo, reporter, cancel)
+        for outcome in outcomes:
+            if outcome.parsed:
+                stats.scanned_files += 1
+            if outcome.turns_changed:
+                stats.turns += outcome.turns_changed
+                stats.count_file(outcome.source)
+                stats.changed_sources.add(outcome.source)
+            stats.issues.extend(outcome.issues)
+            if outcome.cancelled:
                 stats.cancelled = True
-            if not stats.cancelled:
-                # Rows the Pi extension inserted get their docs: all drift on a full sync, the rows since
-                # the last one on a live update (which must stay fast on a large store).
-                with transaction(conn):
-                    added = index.reconcile(conn) if request.paths is None else index.catch_up(conn)
-                if added:
-                    log.info("%d turns written by another program join the index", added)
-            stats.stored_ms = int((time.monotonic() - started) * 1000)
-            # Every stored turn is already found by recall (pending docs are scanned); now index them.
-            index.build_pending(conn, cancel=cancel.is_set, progress=reporter.report_index,
-                                word_texts=None if pool is None or pool.broken else pool.word_texts)
+        if cancel.is_set():
+            stats.cancelled = True
+        if not stats.cancelled:
+            # Rows the Pi extension inserted get their docs: all drift on a full sync, the rows since
+            # the last one on a live update (which must stay fast on a large store).
+            with transaction(conn):
+                added = index.reconcile(conn) if request.paths is None else index.catch_up(conn)
+            if added:
+                log.info("%d turns written by another program join the index", added)
+        stats.stored_ms = int((time.monotonic() - started) * 1000)
+        # Every stored turn is already found by recall (pending docs are scanned); now index them.
+        index.build_pending(conn, cancel=cancel.is_set, progress=reporter.report_index)
         if cancel.is_set():
             stats.cancelled = True
         stats.duration_ms = int((time.monotonic() - started) * 1000)
@@ -181,13 +177,10 @@ def _forget_vanished(conn: sqlite3.Connection, unseen: list[Stamp]) -> None:
 
 
 def _run_files(conn: sqlite3.Connection, request: SyncRequest, todo: list[tuple[SourceFile, FileState | None]],
-               reporter: ProgressReporter, cancel: threading.Event,
-               helpers: contextlib.ExitStack) -> tuple[list[FileOutcome], WorkerPool | None]:
-    """Parse the files: in a pool of processes (left open in ``helpers``) when there is much to do."""
+               reporter: ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
     workers = request.workers if request.workers is not None else min(4, os.cpu_count() or 1)
     big = sum(f.size - (p.parsed_bytes if p else 0) for f, p in todo)
     if workers > 1 and len(todo) >= POOL_MIN_FILES and big >= POOL_MIN_BYTES:
-        pool = helpers.enter_context(WorkerPool(request.db_path, workers))
-        return pool.import_files(request.force, todo, reporter, cancel), pool
-    return import_files(conn, todo, force=request.force, cancel=cancel.is_set, parsed=reporter.report), None
+        return run_pool(request.db_path, request.force, todo, workers, reporter, cancel)
+    return import_files(conn, todo, force=request.force, cancel=cancel.is_set, parsed=reporter.report)
 

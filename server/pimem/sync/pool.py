@@ -9,10 +9,9 @@ import multiprocessing
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from pimem import words
 from pimem.discovery import SourceFile
 from pimem.store import StoreError, connect
 from pimem.store.files import FileState
@@ -70,41 +69,24 @@ def batches(todo: list[tuple[SourceFile, FileState | None]]) -> Iterator[list[So
         yield batch
 
 
-class WorkerPool:
-    """The sync's worker processes, kept until the index build after the parse is done: they parse the
-    files (:meth:`import_files`), then make the word index's texts (:func:`pimem.words.word_texts`) of
-    each index batch while this process writes the batch before it (:meth:`word_texts`), so that
-    :func:`pimem.words.word_text`'s Python work, ~1/6 of a first import's CPU, is off the single
-    writer's path (the two cores otherwise idle one of them during the build)."""
-
-    def __init__(self, db_path: str, workers: int) -> None:
-        context = multiprocessing.get_context("spawn")
-        self.cancel_event = context.Event()
-        self.db_path = db_path
-        self.workers = workers
-        self.broken = False
-        self.executor = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_worker_init,
-            initargs=(db_path, self.cancel_event))
-
-    def __enter__(self) -> WorkerPool:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.executor.shutdown(wait=True)
-
-    def import_files(self, force: bool, todo: list[tuple[SourceFile, FileState | None]],
-                     reporter: ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
-        """Import files in the worker processes. If the pool cannot work (it failed to start, a worker
-        died), the files it did not finish are imported in this process instead."""
-        outcomes: list[FileOutcome] = []
-        finished_paths: set[str] = set()
-        pool = self.executor
+def run_pool(db_path: str, force: bool, todo: list[tuple[SourceFile, FileState | None]], workers: int,
+              reporter: ProgressReporter, cancel: threading.Event) -> list[FileOutcome]:
+    """Import files in worker processes. If the pool cannot work (it failed to start, a worker
+    died), the files it did not finish are imported in this process instead."""
+    context = multiprocessing.get_context("spawn")
+    cancel_event = context.Event()
+    outcomes: list[FileOutcome] = []
+    finished_paths: set[str] = set()
+    broken = False
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_worker_init,
+        initargs=(db_path, cancel_event),
+    ) as pool:
         # A bounded window of submitted batches: waiting stays cheap and a cancel stops quickly.
         queue = batches(todo)
         pending: dict[concurrent.futures.Future[list[FileOutcome]], list[SourceFile]] = {}
         while True:
-            while not self.broken and not cancel.is_set() and len(pending) < 2 * self.workers:
+            while not broken and not cancel.is_set() and len(pending) < 2 * workers:
                 batch = next(queue, None)
                 if batch is None:
                     break
@@ -121,47 +103,29 @@ class WorkerPool:
                 except concurrent.futures.CancelledError:
                     continue
                 except concurrent.futures.process.BrokenProcessPool:
-                    self.broken = True
+                    broken = True
                     continue
                 except StoreError:  # the store cannot be used: stop every worker, then say so
-                    self.cancel_event.set()
+                    cancel_event.set()
                     for other in pending:
                         other.cancel()
                     raise
                 outcomes.extend(batch_outcomes)
                 finished_paths.update(outcome.path for outcome in batch_outcomes if not outcome.cancelled)
                 reporter.report(len(finished_paths))
-            if cancel.is_set() or self.broken:
-                self.cancel_event.set()
+            if cancel.is_set() or broken:
+                cancel_event.set()
                 for future in pending:
                     future.cancel()
-        if self.broken and not cancel.is_set():
-            log.warning("sync worker processes failed; importing the remaining files in this process")
-            conn = connect(self.db_path)
-            try:
-                rest = with_saved_states(conn, [f for f, _ in todo if f.key not in finished_paths])
-                done = len(finished_paths)
-                outcomes.extend(import_files(conn, rest, force=force, cancel=cancel.is_set,
-                                             parsed=lambda count: reporter.report(done + count)))
-            finally:
-                conn.close()
-        return outcomes
-
-    def word_texts(self, texts: list[str]) -> Callable[[], list[str]]:
-        """Start making :func:`pimem.words.word_texts` of ``texts`` in a worker; the function returned
-        gives them (made here instead when the pool cannot work)."""
-        if not self.broken:
-            try:
-                future = self.executor.submit(words.word_texts, texts)
-            except (concurrent.futures.process.BrokenProcessPool, RuntimeError):   # broken, or shut down
-                self.broken = True
-            else:
-                def result() -> list[str]:
-                    try:
-                        return future.result()
-                    except concurrent.futures.process.BrokenProcessPool:
-                        self.broken = True
-                        return words.word_texts(texts)
-                return result
-        return lambda: words.word_texts(texts)
+    if broken and not cancel.is_set():
+        log.warning("sync worker processes failed; importing the remaining files in this process")
+        conn = connect(db_path)
+        try:
+            rest = with_saved_states(conn, [f for f, _ in todo if f.key not in finished_paths])
+            done = len(finished_paths)
+            outcomes.extend(import_files(conn, rest, force=force, cancel=cancel.is_set,
+                                         parsed=lambda count: reporter.report(done + count)))
+        finally:
+            conn.close()
+    return outcomes
 
