@@ -118,7 +118,8 @@ def test_a_helper_that_fails_leaves_the_same_index(failing: type[_Counted], tmp_
     reference = _build(tmp_path / "a" / "memory.db", monkeypatch, helper=False)
     helped = _build(tmp_path / "b" / "memory.db", monkeypatch, helper=True, helper_class=failing)
     assert len(_Counted.made) == 1
-    assert _Counted.made[0].served == (0 if failing is _CannotStart else 1)
+    served = _Counted.made[0].served   # (a helper killed after its second request may have answered it)
+    assert served == 0 if failing is _CannotStart else 1 <= served < -(-len(TEXTS) // 7)
     assert _Counted.made[0].process is None
     assert helped == reference
 
