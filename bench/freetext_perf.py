@@ -27,7 +27,8 @@ import's cost of the word index; each against a reference measured in the same r
 * ``index``: the index build alone (``index.build_pending`` after ``index.rebuild``, in a fresh process)
   on a copy of an imported store, three ways, alternated: the trigram index only (the word index's
   tables dropped: the reference), both indexes by ``--before``'s code, both by ``--after``'s; CPU time
-  of the build. What the word index adds to an import, by revision, without the parse around it.
+  of the build (its word helper process's included, pimem/wordhelper.py) and wall time. What the word
+  index adds to an import, by revision, without the parse around it.
 
 Quote the machine and its load with the figures: this machine's speed varies from minute to minute,
 so compare within a run (docs/benchmarks.md).
@@ -277,7 +278,7 @@ def import_once(source: Path, home: Path, db: Path) -> dict[str, Any]:
 
 
 BUILD_SCRIPT = """
-import hashlib, json, sys, time
+import hashlib, json, resource, sys, time
 from pimem import index
 from pimem.store import connect, transaction
 conn = connect(sys.argv[1])
@@ -288,7 +289,9 @@ with transaction(conn):
         conn.execute("DROP TABLE pimem_word_docs")
 cpu, wall = time.process_time(), time.perf_counter()
 built = index.build_pending(conn)
-result = {"docs": built, "cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}
+helpers = resource.getrusage(resource.RUSAGE_CHILDREN)   # the build's helper process (r14-import), if any
+result = {"docs": built, "cpu": time.process_time() - cpu + helpers.ru_utime + helpers.ru_stime,
+          "helper_cpu": helpers.ru_utime + helpers.ru_stime, "wall": time.perf_counter() - wall}
 if sys.argv[2] == "both":   # every (word, doc, column) posting, to compare the revisions' word indexes
     conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, pimem_words, 'instance')")
     digest, postings = hashlib.sha256(), 0
@@ -326,24 +329,27 @@ def index_builds(args: argparse.Namespace) -> dict[str, Any]:
           f"copied per build; before = {args.before} ({before[1][:9]}), after = {args.after} ({after[1][:9]}); "
           f"{args.runs} runs each, alternated; load average {load_average()}")
     cpu: dict[str, list[float]] = {name: [] for name in ways}
+    walls: dict[str, list[float]] = {name: [] for name in ways}
     digests: dict[str, set[tuple[int, str]]] = {name: set() for name in ways}
     for number in range(args.runs):
         names = list(ways) if number % 2 == 0 else list(reversed(ways))
         for name in names:
             result = build_once(ways[name][0], args.store, work / "index.db", ways[name][1])
             cpu[name].append(result["cpu"])
+            walls[name].append(result["wall"])
             if "digest" in result:
                 digests[name].add((result["postings"], result["digest"]))
-            print(f"  run {number + 1} {name}: {result['cpu']:.2f} s CPU, {result['wall']:.1f} s, "
+            print(f"  run {number + 1} {name}: {result['cpu']:.2f} s CPU (helper process "
+                  f"{result.get('helper_cpu', 0):.2f}), {result['wall']:.1f} s, "
                   f"{result['docs']} docs, load average {load_average()}", flush=True)
     reference = statistics.median(cpu["trigram only"])
     print()
-    print("| index build | median CPU s | per run | / trigram only | the word index adds |")
-    print("|---|---|---|---|---|")
+    print("| index build | median CPU s | per run | / trigram only | the word index adds | median wall s |")
+    print("|---|---|---|---|---|---|")
     for name, values in cpu.items():
         median = statistics.median(values)
         print(f"| {name} | {median:.2f} | {', '.join(f'{value:.2f}' for value in values)} | "
-              f"{median / reference:.2f}× | {median - reference:+.2f} s |")
+              f"{median / reference:.2f}× | {median - reference:+.2f} s | {statistics.median(walls[name]):.1f} |")
     both = set().union(*(found for found in digests.values()))
     print()
     print(f"word index postings (word, doc, column) of every build by both revisions: "

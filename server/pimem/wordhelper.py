@@ -14,12 +14,14 @@ The texts it makes are those :func:`pimem.words.word_texts` makes in the caller:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import pickle
 import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -30,6 +32,17 @@ log = logging.getLogger("pimem.index")
 
 MIN_DOCS = 5_000   # a smaller build makes its word texts itself (the helper's start costs ~0.06 s CPU)
 _LENGTH = struct.Struct("<Q")
+
+
+PIPE_BYTES = 1 << 20   # Linux's largest pipe for a process without privileges (its default: 64 KB)
+
+
+def _widen(fd: int) -> None:
+    """Let the pipe hold :data:`PIPE_BYTES` (where the system allows it): a batch's texts are
+    megabytes, and through a 64 KB pipe each of them needs the helper scheduled every 64 KB, which a
+    loaded machine delays by milliseconds each time (a batch then waited on its texts for seconds)."""
+    with contextlib.suppress(AttributeError, OSError):   # not Linux, or a smaller limit: as it was
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)   # type: ignore[attr-defined]
 
 
 def wanted(pending: int) -> bool:
@@ -97,6 +110,10 @@ class WordHelper:
                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError as error:
             log.info("index build: no word helper process (%s); word texts made here", error)
+            return
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                _widen(stream.fileno())
 
     def __enter__(self) -> WordHelper:
         return self
@@ -120,27 +137,34 @@ class WordHelper:
 
     def start(self, texts: list[str]) -> Callable[[], list[str]]:
         """Send ``texts`` to the helper; the function returned gives their word texts (made here if the
-        helper cannot)."""
+        helper cannot). A thread sends the request and reads the answer: a batch's texts are megabytes,
+        a pipe holds 64 KB, and the build must not wait for the helper to be scheduled between every
+        64 KB of them (on a loaded machine that stalled the build for seconds)."""
         process = self.process
-        if process is not None and process.stdin is not None and process.stdout is not None:
-            answers = process.stdout
+        if process is None or process.stdin is None or process.stdout is None:
+            return lambda: words.word_texts(texts)
+        requests, answers = process.stdin, process.stdout
+        received: list[object] = []
+
+        def exchange() -> None:
             try:
-                _write(process.stdin, texts)
-            except (OSError, ValueError):
-                self._failed()
-            else:
-                def result() -> list[str]:
-                    try:
-                        made = _read(answers)
-                    except (OSError, ValueError, EOFError, pickle.UnpicklingError):
-                        made = None
-                    if isinstance(made, list) and len(made) == len(texts):
-                        self.served += 1
-                        return word_texts(texts, made)
-                    self._failed()
-                    return words.word_texts(texts)
-                return result
-        return lambda: words.word_texts(texts)
+                _write(requests, texts)
+                received.append(_read(answers))
+            except (OSError, ValueError, EOFError, pickle.UnpicklingError):
+                pass
+
+        exchanging = threading.Thread(target=exchange, name="pimem-word-helper", daemon=True)
+        exchanging.start()
+
+        def result() -> list[str]:
+            exchanging.join()
+            made = received[0] if received else None
+            if isinstance(made, list) and len(made) == len(texts):
+                self.served += 1
+                return word_texts(texts, made)
+            self._failed()
+            return words.word_texts(texts)
+        return result
 
     def _failed(self) -> None:
         log.warning("index build: the word helper process stopped; word texts made here")
