@@ -1,7 +1,9 @@
 """A helper process for a large index build: it makes each batch's word texts
-(:func:`pimem.words.word_texts`, Python regex and string work, ~1/6 of a first import's CPU) while the
-building process writes the batch's trigram postings, so that work leaves the single writer's path and
-a first import uses the second core during its index build (the parse uses both already).
+(:func:`pimem.words.word_texts`, Python regex and string work: ~1.1 s of the ~10 s CPU of a first
+import of 20,000 generated turns) while the building process writes the batch's trigram postings, so
+that work leaves the single writer's path and a first import uses a second core during its index
+build (the parse uses two already). It moves CPU time, it does not remove it (docs/benchmarks.md,
+r14-import).
 
 The helper is a plain interpreter that imports :mod:`pimem.words` only (~0.06 s of CPU, ~16 MB): it
 reads requests from its standard input (a list of texts, pickled, after its length) and answers each on
@@ -14,7 +16,6 @@ The texts it makes are those :func:`pimem.words.word_texts` makes in the caller:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import pickle
@@ -41,8 +42,12 @@ def _widen(fd: int) -> None:
     """Let the pipe hold :data:`PIPE_BYTES` (where the system allows it): a batch's texts are
     megabytes, and through a 64 KB pipe each of them needs the helper scheduled every 64 KB, which a
     loaded machine delays by milliseconds each time (a batch then waited on its texts for seconds)."""
+    try:
+        import fcntl
+    except ImportError:   # not a POSIX system: pipes as they are
+        return
     with contextlib.suppress(AttributeError, OSError):   # not Linux, or a smaller limit: as it was
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)   # type: ignore[attr-defined]
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
 
 def wanted(pending: int) -> bool:
@@ -66,7 +71,8 @@ def _read(stream: IO[bytes]) -> object | None:
     data = stream.read(size)
     if len(data) < size:
         return None
-    return pickle.loads(data)
+    value: object = pickle.loads(data)
+    return value
 
 
 Answer = list[tuple[str | None, str]]
