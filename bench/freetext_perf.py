@@ -21,7 +21,8 @@ import's cost of the word index; each against a reference measured in the same r
   words of pending turns (this code), with those words forgotten before every query (what every query
   paid before), and with no lag (the reference).
 * ``import``: ``pimem sync`` of the corpus into a fresh store by two revisions (``--before``: the
-  commit before the word index was merged; ``--after``), alternated, ``--runs`` each; CPU time (user
+  commit before the word index was merged; ``--after``; ``--also``: a third, e.g. main against a
+  branch), rotated, ``--runs`` each; CPU time (user
   + system, the sync's workers included: steadier than wall time on a loaded machine) and wall time,
   peak RSS of the process tree, store size, and the word index's share of the store (``dbstat``).
 * ``index``: the index build alone (``index.build_pending`` after ``index.rebuild``, in a fresh process)
@@ -361,12 +362,15 @@ def import_pair(args: argparse.Namespace) -> dict[str, Any]:
     home = args.corpus / "home"
     work = args.work or args.corpus.parent / f"import-{args.corpus.name}"
     work.mkdir(parents=True, exist_ok=True)
-    sources = {name: archive_pimem(rev) for name, rev in (("before", args.before), ("after", args.after))}
-    print(f"- corpus {args.corpus}; before = {args.before} ({sources['before'][1][:9]}), after = {args.after} "
-          f"({sources['after'][1][:9]}); {args.runs} runs each, alternated; load average {load_average()}")
-    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    revisions = [("before", args.before), ("after", args.after)] + ([("also", args.also)] if args.also else [])
+    sources = {name: archive_pimem(rev) for name, rev in revisions}
+    print(f"- corpus {args.corpus}; " + ", ".join(f"{name} = {rev} ({sources[name][1][:9]})" for name, rev in revisions)
+          + f"; {args.runs} runs each, alternated; load average {load_average()}")
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in revisions}
     for number in range(args.runs):
-        for name in (("before", "after") if number % 2 == 0 else ("after", "before")):
+        names = [name for name, _ in revisions]
+        order = names[number % len(names):] + names[:number % len(names)]   # rotated: each goes first in turn
+        for name in (order if number % 2 == 0 else order[::-1]):
             result = import_once(sources[name][0], home, work / f"{name}.db")
             runs[name].append(result)
             print(f"  run {number + 1} {name}: {result['seconds']:.1f} s ({result['cpu_seconds']:.1f} s CPU), "
@@ -389,13 +393,23 @@ def import_pair(args: argparse.Namespace) -> dict[str, Any]:
     print()
     print("| | median CPU s | median wall s | peak RSS (tree) | store | word index |")
     print("|---|---|---|---|---|---|")
-    for name, seconds, cpu in (("before", before_s, before_cpu), ("after", after_s, after_cpu)):
+    for name in runs:
+        cpu = statistics.median(run["cpu_seconds"] for run in runs[name])
+        seconds = statistics.median(run["seconds"] for run in runs[name])
         print(f"| {name} | {cpu:.1f} | {seconds:.1f} | {max(run['peak_rss'] for run in runs[name]) / 1e6:.0f} MB | "
               f"{runs[name][0]['db_bytes'] / 1e6:.0f} MB | {runs[name][0]['word_bytes'] / 1e6:.0f} MB |")
     print()
     print(f"after / before: import CPU time {after_cpu / before_cpu:.2f}× (per pair: "
           f"{', '.join(f'{ratio:.2f}' for ratio in pairs)}), wall time {after_s / before_s:.2f}×, "
           f"store {after_db / before_db:.2f}×")
+    if args.also:
+        also_cpu = statistics.median(run["cpu_seconds"] for run in runs["also"])
+        also_s = statistics.median(run["seconds"] for run in runs["also"])
+        wall_pairs = [after["seconds"] / also["seconds"]
+                      for also, after in zip(runs["also"], runs["after"], strict=True)]
+        print(f"also ({args.also}) / before: CPU {also_cpu / before_cpu:.2f}×, wall {also_s / before_s:.2f}×; "
+              f"after / also: CPU {after_cpu / also_cpu:.2f}×, wall {after_s / also_s:.2f}× (per run: "
+              f"{', '.join(f'{ratio:.2f}' for ratio in wall_pairs)})")
     return {"runs": runs, "cpu_ratio": after_cpu / before_cpu, "wall_ratio": after_s / before_s,
             "pair_cpu_ratios": pairs, "store_ratio": after_db / before_db}
 
@@ -420,6 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command.add_argument("--runs", type=int, default=2)
     command.add_argument("--before", default="ec8da14^1", help="the revision before the word index")
     command.add_argument("--after", default="HEAD")
+    command.add_argument("--also", help="a third revision, in the same rotation (e.g. main, against a branch)")
     command.add_argument("--keep-after", type=Path, help="keep the after revision's last store here")
     command.add_argument("--results", type=Path, help="write the figures as JSON here")
     command = commands.add_parser("index")
