@@ -51,8 +51,20 @@ def _widen(fd: int) -> None:
 
 
 def wanted(pending: int) -> bool:
-    """Whether a build of ``pending`` docs is worth a helper (a second core, and enough docs)."""
-    return pending >= MIN_DOCS and (os.cpu_count() or 1) >= 2
+    """Whether a build of ``pending`` docs is worth a helper: enough docs, and a core to spare. The
+    helper costs CPU (its start, the texts through a pipe, and the same Python work made a little
+    slower by two processes sharing the caches): with a core idle it takes ~1 s off a 20,000-turn
+    import's wall time, on a machine whose cores are all busy it makes the import slower (measured on
+    2 cores: docs/benchmarks.md, r14-import). A core is taken to be idle when the 1-minute load
+    average (which counts this process) is below the number of cores."""
+    cores = os.cpu_count() or 1
+    if pending < MIN_DOCS or cores < 2:
+        return False
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):   # no load average (Windows): the cores alone decide
+        return True
+    return load < cores
 
 
 def _write(stream: IO[bytes], value: object) -> None:

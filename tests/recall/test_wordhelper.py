@@ -132,9 +132,16 @@ def test_answers_give_the_word_texts() -> None:
     assert made[0] == (None, "") and made[2][0] is None and made[2][1]
 
 
-def test_a_build_is_worth_a_helper_from_its_size() -> None:
-    assert not wordhelper.wanted(wordhelper.MIN_DOCS - 1)
-    assert wordhelper.wanted(wordhelper.MIN_DOCS) == ((os.cpu_count() or 1) >= 2)
+@pytest.mark.parametrize(("cores", "load", "pending", "wanted"), [
+    (2, 0.3, wordhelper.MIN_DOCS, True), (2, 0.3, wordhelper.MIN_DOCS - 1, False), (1, 0.0, 10**6, False),
+    (2, 1.9, 10**6, True), (2, 2.0, 10**6, False), (8, 5.0, 10**6, True), (4, 6.5, 10**6, False),
+])
+def test_a_build_has_a_helper_when_it_is_large_and_a_core_is_idle(cores: int, load: float, pending: int,
+                                                                   wanted: bool,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wordhelper.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(wordhelper.os, "getloadavg", lambda: (load, load, load))
+    assert wordhelper.wanted(pending) is wanted
 
 
 PARENT = textwrap.dedent("""
