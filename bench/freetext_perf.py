@@ -282,6 +282,12 @@ BUILD_SCRIPT = """
 import hashlib, json, resource, sys, time
 from pimem import index
 from pimem.store import connect, transaction
+if sys.argv[3] != "auto":   # the word helper (r14-import) forced on or off, whatever the load
+    try:
+        from pimem import wordhelper
+        wordhelper.wanted = lambda pending: sys.argv[3] == "on"
+    except ImportError:   # a revision without it
+        pass
 conn = connect(sys.argv[1])
 with transaction(conn):
     index.rebuild(conn)
@@ -306,13 +312,13 @@ print(json.dumps(result))
 """
 
 
-def build_once(source: Path, store: Path, copy: Path, mode: str) -> dict[str, Any]:
+def build_once(source: Path, store: Path, copy: Path, mode: str, helper: str = "auto") -> dict[str, Any]:
     remove_db(copy)
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as original, sqlite3.connect(copy) as target:
         original.backup(target)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])))
-    run = subprocess.run([sys.executable, "-c", BUILD_SCRIPT, str(copy), mode], env=env, capture_output=True,
-                         text=True)
+    run = subprocess.run([sys.executable, "-c", BUILD_SCRIPT, str(copy), mode, helper], env=env,
+                         capture_output=True, text=True)
     remove_db(copy)
     if run.returncode != 0:
         raise SystemExit(f"index build failed ({source}): {run.stderr[-2000:]}")
@@ -335,7 +341,7 @@ def index_builds(args: argparse.Namespace) -> dict[str, Any]:
     for number in range(args.runs):
         names = list(ways) if number % 2 == 0 else list(reversed(ways))
         for name in names:
-            result = build_once(ways[name][0], args.store, work / "index.db", ways[name][1])
+            result = build_once(ways[name][0], args.store, work / "index.db", ways[name][1], args.helper)
             cpu[name].append(result["cpu"])
             walls[name].append(result["wall"])
             if "digest" in result:
@@ -443,6 +449,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command.add_argument("--runs", type=int, default=2)
     command.add_argument("--before", default="73cdb56", help="the revision whose word index code is compared")
     command.add_argument("--after", default="HEAD")
+    command.add_argument("--helper", choices=("auto", "on", "off"), default="auto",
+                         help="the build's word helper process (where the revision has one): as the load "
+                              "decides, or forced")
     for sub in commands.choices.values():
         if not any(action.dest == "results" for action in sub._actions):
             sub.add_argument("--results", type=Path, help="write the figures as JSON here")
