@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
@@ -297,18 +297,100 @@ def parts() -> tuple[Part, ...]:
     )
 
 
-def part_costs(server: Any, turns: list[Turn], batch: int = 2_000) -> list[tuple[str, float, float]]:
+COMMON_SHARE = 60_000 / 2_000_000   # READ_BUDGET's share of the 2M-row store: a word past it is "common"
+
+
+def common_words(rows: list[tuple[object, ...]]) -> list[str]:
+    """The words of ``rows`` (as ``_rows`` makes them) held by more than COMMON_SHARE of them: at 2M rows,
+    the words free text reads by their newest postings when a question holds no rarer one."""
+    docs: dict[str, int] = {}
+    for row in rows:
+        for word in set(cast(list[str], row[11])) | set(cast(list[str], row[12])):
+            docs[word] = docs.get(word, 0) + 1
+    return sorted(word for word, count in docs.items() if count > COMMON_SHARE * len(rows))
+
+
+def lists_parts(words: list[str]) -> tuple[Part, ...]:
+    """The push now, and the push keeping the common ``words``' postings in time order (bench/share_text_lists.py's
+    prototype table, filled by the insert trigger in the same statement as ``turn_words``): one b-tree entry
+    per common word of each column of every pushed turn, the least any per-word list kept by the push writes;
+    and the same postings kept as arrays, one row per (common word, column) of each pushing statement."""
+    from pimem.share import schema
+
+    literal = "ARRAY[" + ", ".join("'" + word.replace("'", "''") + "'" for word in words) + "]::text[]"
+    insert = schema._turn_words_insert_6()
+    anchor = ")\n    INSERT INTO pimem.turn_words"
+    assert insert.count(anchor) == 1
+    posted = ("),\n    posted AS (INSERT INTO pimem.word_posts SELECT DISTINCT u.id, p.reply, r.ts, r.author, "
+              "r.machine, r.session_id, r.doc_key, r.source, r.cwd FROM pairs p JOIN up u ON u.word = p.word "
+              "JOIN pimem.common_words c ON c.word = p.word JOIN rows r ON r.n = p.n)"
+              "\n    INSERT INTO pimem.turn_words")
+    ddl = ("CREATE TABLE pimem.common_words (word text PRIMARY KEY)",
+           f"INSERT INTO pimem.common_words SELECT unnest({literal})",
+           "CREATE TABLE pimem.word_posts (word integer NOT NULL, reply boolean NOT NULL, ts timestamptz NOT NULL, "
+           "author text NOT NULL, machine text NOT NULL, session_id text NOT NULL, doc_key text NOT NULL, "
+           "source text NOT NULL, cwd text NOT NULL)",
+           "CREATE INDEX word_posts_time ON pimem.word_posts (word, reply, ts DESC) "
+           "INCLUDE (author, machine, session_id, doc_key, source, cwd)",
+           schema._count_words_3(insert.replace(anchor, posted)))
+    # The same postings as one row of arrays per (word, column) and pushing statement, in time order (a list
+    # made of the statements' chunks: one heap row and index entry per common word and statement, not per posting).
+    chunked = ("),\n    chunked AS (INSERT INTO pimem.word_chunks SELECT id, reply, max(ts), min(ts), count(*), "
+               "array_agg(ts), array_agg(author), array_agg(machine), array_agg(session_id), array_agg(doc_key), "
+               "array_agg(source), array_agg(cwd) FROM (SELECT q.id, q.reply, r.ts, r.author, r.machine, r.session_id, "
+               "r.doc_key, r.source, r.cwd FROM (SELECT DISTINCT p.n, p.reply, u.id FROM pairs p JOIN up u "
+               "ON u.word = p.word JOIN pimem.common_words c ON c.word = p.word) q JOIN rows r ON r.n = q.n "
+               "ORDER BY q.id, q.reply, r.ts DESC) o GROUP BY id, reply)"
+               "\n    INSERT INTO pimem.turn_words")
+    chunks = (*ddl[:2],
+              "CREATE TABLE pimem.word_chunks (word integer NOT NULL, reply boolean NOT NULL, ts_max timestamptz NOT "
+              "NULL, ts_min timestamptz NOT NULL, n integer NOT NULL, ts timestamptz[] NOT NULL, author text[] NOT "
+              "NULL, machine text[] NOT NULL, session_id text[] NOT NULL, doc_key text[] NOT NULL, source text[] NOT "
+              "NULL, cwd text[] NOT NULL)",
+              "CREATE INDEX word_chunks_time ON pimem.word_chunks (word, reply, ts_max DESC)",
+              schema._count_words_3(insert.replace(anchor, chunked)))
+    # Leaner: one pushing statement is one member's rows from one machine, so author and machine are a chunk's
+    # own columns; the arrays hold ts, session and doc key only (the folder and agent filters would read the
+    # rows, or fall back to turn_words).
+    lean = ("),\n    chunked AS (INSERT INTO pimem.word_chunks SELECT id, reply, max(ts), min(ts), count(*), "
+            "array_agg(ts), author, machine, array_agg(session_id), array_agg(doc_key) FROM (SELECT q.id, q.reply, "
+            "r.ts, r.author, r.machine, r.session_id, r.doc_key FROM (SELECT DISTINCT p.n, p.reply, u.id FROM pairs p "
+            "JOIN up u ON u.word = p.word JOIN pimem.common_words c ON c.word = p.word) q JOIN rows r ON r.n = q.n "
+            "ORDER BY q.id, q.reply, r.author, r.machine, r.ts DESC) o GROUP BY id, reply, author, machine)"
+            "\n    INSERT INTO pimem.turn_words")
+    lean_chunks = (*ddl[:2],
+                   "CREATE TABLE pimem.word_chunks (word integer NOT NULL, reply boolean NOT NULL, ts_max timestamptz "
+                   "NOT NULL, ts_min timestamptz NOT NULL, n integer NOT NULL, ts timestamptz[] NOT NULL, author text "
+                   "NOT NULL, machine text NOT NULL, session_id text[] NOT NULL, doc_key text[] NOT NULL)",
+                   "CREATE INDEX word_chunks_time ON pimem.word_chunks (word, reply, ts_max DESC)",
+                   schema._count_words_3(insert.replace(anchor, lean)))
+    return (("the push now (layout 6)", (), (), True),
+            ("+ the same postings as arrays of time, session and doc key only", lean_chunks, (), True),
+            (f"+ the postings of the {len(words)} common words in time order (a covering b-tree)", ddl, (), True),
+            ("+ the same postings as arrays, a row per common word, column and statement", chunks, (), True))
+
+
+def lists_postings(turns: list[Turn]) -> float:
+    """The common words' postings per turn (distinct words of each column): what the lists add per turn."""
+    rows = _rows(turns)
+    common = set(common_words(rows))
+    return sum(len(set(cast(list[str], row[11])) & common) + len(set(cast(list[str], row[12])) & common)
+               for row in rows) / max(len(rows), 1)
+
+
+def part_costs(server: Any, turns: list[Turn], batch: int = 2_000,
+               chosen: tuple[Part, ...] | None = None) -> list[tuple[str, float, float]]:
     """The push's write path on the real schema (triggers, row-level security, as member ``alice``: binary
-    COPY into its staging table, the upsert, ``batch`` rows a transaction), one part removed at a time, on
-    a fresh store each: the pushing backend's CPU per turn, and the admin's to clean every GIN pending list
-    afterwards (work deferred, not saved)."""
+    COPY into its staging table, the upsert, ``batch`` rows a transaction), one part removed at a time
+    (``chosen``: these parts instead), on a fresh store each: the pushing backend's CPU per turn, and the
+    admin's to clean every GIN pending list afterwards (work deferred, not saved)."""
     from pimem.share import push as pushing
 
     rows = _rows(turns)
     gins = ("SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'pimem' AND a.amname = 'gin'")
     found = []
-    for label, ddl, settings, send_grams in parts():
+    for label, ddl, settings, send_grams in chosen or parts():
         dbname = server.new_database()
         admin = server.conninfo(dbname=dbname)
         apply_init(admin, members=("alice",))
@@ -511,6 +593,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tail", type=int, default=0, metavar="N",
                         help="also: the server's CPU per turn for N turns pushed into an unindexed tail and "
                              "merged into turns in bulk afterwards, against the push as it is")
+    parser.add_argument("--lists", type=int, default=0, metavar="N",
+                        help="also: the server's CPU per turn for the push's write path of N turns with and "
+                             "without the common words' postings kept in time order (--runs rounds, alternated)")
     parser.add_argument("--levers", type=int, default=0, metavar="N",
                         help="also: the server's CPU per turn for N turns under each lever (COPY format, "
                              "staging, TOAST compression, GIN pending lists, indexes built afterwards)")
@@ -518,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
 
     extra = "".join(f" --{name} {value}" for name, value in (("indexes", args.indexes), ("parts", args.parts),
                                                            ("pending", args.pending), ("levers", args.levers),
-                                                           ("tail", args.tail))
+                                                           ("tail", args.tail), ("lists", args.lists))
                     if value)
     print(f"`nice -n 10 .venv/bin/python bench/share_push.py --turns {args.turns} --runs {args.runs}{extra}`  ")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at start; PostgreSQL: Debian, "
@@ -569,6 +654,13 @@ def main(argv: list[str] | None = None) -> int:
             pending = pending_cost(server, turns[:args.pending]) if args.pending else []
             levers = lever_costs(server.conninfo(dbname=dbname), turns[:args.levers]) if args.levers else []
             tails = tail_costs(server, turns[:args.tail]) if args.tail else []
+            lists: list[list[tuple[str, float, float]]] = []
+            if args.lists:
+                words = common_words(_rows(turns[:args.lists]))
+                both = lists_parts(words)
+                for run in range(args.runs):
+                    measured = part_costs(server, turns[:args.lists], chosen=both if run % 2 == 0 else both[::-1])
+                    lists.append(sorted(measured, key=lambda part: [p[0] for p in both].index(part[0])))
     med = statistics.median
     n = len(turns)
     print(f"corpus: {n:,} turns, {chars / n:,.0f} characters per turn; {held} held by the gate\n")
@@ -599,6 +691,16 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|")
         for label, pushed, deferred in parts:
             print(f"| {label} | {pushed * 1000:.3f} | {deferred * 1000:.3f} | {(pushed + deferred) * 1000:.3f} |")
+    if lists:
+        print(f"\nThe push's write path, {args.lists:,} turns (as `--parts`), with and without the common words' "
+              f"postings in time order; {args.runs} rounds alternated (server ms per turn, push + deferred):\n")
+        print("| store | each round | median |")
+        print("|---|---|---|")
+        for i, (label, _pushed, _deferred) in enumerate(lists[0]):
+            totals = [(found[i][1] + found[i][2]) * 1000 for found in lists]
+            print(f"| {label} | {' / '.join(f'{t:.3f}' for t in totals)} | {med(totals):.3f} |")
+        postings = lists_postings(turns[:args.lists])
+        print(f"\n{postings:.1f} postings of the common words per turn (user + reply)")
     if pending:
         print(f"\nRecall's index queries over {args.pending:,} turns in GIN pending lists (64MB limit, nothing "
               "merged), then after gin_clean_pending_list (medians of 15; the counts must be equal):\n")

@@ -94,3 +94,64 @@ def test_the_harness_end_to_end_on_the_synthetic_slice(shape: str, slice_file: P
         "hit1": 0, "hit5": 6, "found50": 6, "mrr": 0.5}
     ranks = {entry["id"]: entry["rank"] for entry in report["perQuestion"]["plugged_rank:rank"]}
     assert ranks == {f"synth_{n}": 2 for n in range(6)}
+    # A proxy question file (bench/lme/proxy.py): each question's answer is its one session; halves reported.
+    proxy_file = tmp_path / "proxy.json"
+    proxy_file.write_text(json.dumps({"questions": [
+        {"id": "p0", "question": "Where does my sister Emily live now, Qorvenna?",
+         "answer_session_id": "answer_synth_00",
+         "source_question_id": "synth_0", "source_type": "single-session-user"},
+        {"id": "p1", "question": "What is the long book we read in the club, Malvoreth?",
+         "answer_session_id": "answer_synth_02", "source_question_id": "synth_2", "source_type": "multi-session"}]}))
+    run("evaluate", "--data", str(slice_file), "--dir", str(corpus), "--ranker", "pimem", "--ranker", "bm25",
+        "--questions", str(proxy_file), "--results", str(results), cwd=tmp_path)
+    report = json.loads(results.read_text(encoding="utf-8"))
+    assert report["questions"] == 2 and report["set"] == str(proxy_file)
+    for ranker in ("pimem", "bm25"):
+        assert [report["results"][ranker][part]["hit1"] for part in ("all", "even half", "odd half")] == [2, 1, 1]
+    assert report["results"]["pimem"]["from multi-session"]["n"] == 1
+
+
+def _proxy_modules() -> tuple[Any, Any]:
+    sys.path.insert(0, str(LME))
+    try:
+        import data
+        import proxy
+    finally:
+        sys.path.remove(str(LME))
+    return data, proxy
+
+
+def test_the_proxy_reads_dev_evidence_turns_and_never_a_held_out_session(slice_file: Path) -> None:
+    data, proxy = _proxy_modules()
+    questions = data.load_questions(slice_file)
+    # The user evidence turns of the dev answer sessions; the assistant's fact is not a user turn.
+    assert sorted(item.session for item in proxy.evidence(questions)) == [f"answer_synth_{n:02d}" for n in range(5)]
+    # A session that also answers a held-out question is left out.
+    questions[0]["answer_session_ids"] = ["answer_synth_01"]
+    assert "answer_synth_01" not in {item.session for item in proxy.evidence(questions)}
+
+
+def test_a_proxy_file_touching_the_held_out_set_or_a_session_twice_is_refused(slice_file: Path) -> None:
+    data, proxy = _proxy_modules()
+    questions = data.load_questions(slice_file)
+    good = {"id": "p0", "question": "Where did Emily move?", "answer_session_id": "answer_synth_00",
+            "source_question_id": "synth_0"}
+    proxy.check(questions, [good])
+    for bad in ({**good, "source_question_id": "hold_000"},              # a held-out source question
+                {**good, "answer_session_id": "synth_29"},               # a held-out answer session
+                {**good, "answer_session_id": "answer_synth_01"}):       # not an answer of its source
+        with pytest.raises(SystemExit):
+            proxy.check(questions, [bad])
+    with pytest.raises(SystemExit):
+        proxy.check(questions, [good, {**good, "id": "p1"}])             # two questions on one session
+
+
+def test_the_copies_of_an_answer_session_are_the_sessions_with_the_very_same_turns() -> None:
+    _, proxy = _proxy_modules()
+    said = [{"role": "user", "content": "I adopted a cat named Tibblewick."}, {"role": "assistant", "content": "Nice."}]
+    other = [{"role": "user", "content": "I adopted a cat named Tibblewick."}, {"role": "assistant", "content": "Ok."}]
+    question = {"haystack_session_ids": ["answer_a", "a", "b"],
+                "haystack_dates": ["2023/05/01 (Mon) 08:00", "2023/05/09 (Tue) 09:00", "2023/05/02 (Tue) 08:00"],
+                "haystack_sessions": [said, [dict(t) for t in said], other]}
+    # The same turns under another id and date are a copy; one reply apart is not.
+    assert proxy.copies([question], ["answer_a", "b"]) == {"answer_a": ["a"], "b": []}

@@ -387,6 +387,36 @@ def test_git_blame_rules_out_lines_committed_before_the_edit(tmp_path: Path, pro
     assert not line_history(conn, str(outside / "a.py"), FUNCTION).git_used
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_dating_a_brace_before_its_edit_rules_it_out_only_when_git_dates_a_copy_after(
+        tmp_path: Path, project: Path) -> None:
+    """The call (10:00) wrote ``  check();`` + ``}`` into a file committed at 09:00; the person then deleted
+    the file's own ``}`` below it. Git's diff of the file sees ``check();`` added and every ``}`` as it was,
+    so it dates the call's ``}`` at 09:00, and no ``}`` at or after the call: its date says nothing of the
+    call (round 11), the ``}`` stays the call's. A person's ``}`` not committed yet is a copy git dates after
+    the call: the call's ``}`` is then taken as older, as before."""
+    path = project / "a.ts"
+    committed = "function a() {\n  runA();\n}\nfunction b() {\n  runB();\n}\n"
+    path.write_text(committed, encoding="utf-8")
+    _git(project, "init", "-q", when="2026-11-01T09:00:00Z")
+    _git(project, "add", "a.ts", when="2026-11-01T09:00:00Z")
+    _git(project, "commit", "-q", "-m", "start", when="2026-11-01T09:00:00Z")
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [("check a", [("Edit", {
+        "file_path": str(path), "old_string": "  runA();\n", "new_string": "  runA();\n  check();\n}\n",
+        "_originalFile": committed})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = "function a() {\n  runA();\n  check();\n}\nfunction b() {\n  runB();\n}\n"
+    conn = connect(db, create=False, for_writing=False)
+    found = line_history(conn, str(path), now)
+    assert found.git_used and [line.line for line in found.lines] == [2, 3]
+    assert [line.line for line in line_history(conn, str(path), now, 3, 4).lines] == [3]
+    with_copy = now + "}\n"   # a person's "}" not committed yet
+    assert [line.line for line in line_history(conn, str(path), with_copy).lines] == [2]
+    assert [line.line for line in line_history(conn, str(path), with_copy, git=False).lines] == [2, 3]
+
+
 # ---------------------------------------------------------------------------------------------
 # The wire view and the CLI
 # ---------------------------------------------------------------------------------------------
@@ -897,9 +927,12 @@ def test_a_pi_write_whose_turn_does_not_show_the_whole_file_before_it_stays_unco
     assert _blame(db, project / "person.py", REWRITTEN) == {}
 
 
-def test_a_pi_read_in_an_earlier_turn_shows_the_file_existed_not_what_it_held(tmp_path: Path, project: Path) -> None:
-    """A person may edit the file between turns: a read of an earlier turn makes the write no creation, but
-    its text is not the file the write replaced."""
+def test_a_pi_write_over_a_file_its_session_read_in_an_earlier_turn_claims_the_run_it_added(
+        tmp_path: Path, project: Path) -> None:
+    """A person may edit the file between turns, so a read of an earlier turn is not the file the write
+    replaced; but a line the write holds that the read did not is the write's or a line a person added
+    since. Two consecutive such lines are claimed (round 11: the write's run); a lone one stays unconfirmed,
+    and so does a line the person moved since (the read held it: no new line)."""
     base = tmp_path / "agents"
     write_pi(base, "pi1", project, [
         ("look at the loader", [("read", {"path": "person.py", "_result": PERSON})]),
@@ -907,7 +940,20 @@ def test_a_pi_read_in_an_earlier_turn_shows_the_file_existed_not_what_it_held(tm
     ])
     db = tmp_path / "m.db"
     sync(base, db)
-    assert _blame(db, project / "person.py", REWRITTEN) == {}
+    assert _blame(db, project / "person.py", REWRITTEN) == {3: ("exact", "tidy the loader"),
+                                                              4: ("exact", "tidy the loader")}
+    assert _blame(db, project / "person.py", REWRITTEN, start_line=4, end_line=5) == {4: ("exact", "tidy the loader")}
+    # one line added, and the person's last line moved to the top since the read: neither is claimed
+    lone = ("    return checked_rows(rows)\n    rows = drop_duplicates(rows)\ndef load(path):\n"
+            "    with open(path) as handle:\n        rows = parse_rows(handle)\n")
+    base = tmp_path / "agents2"
+    write_pi(base, "pi1", project, [
+        ("look at the loader", [("read", {"path": "person.py", "_result": PERSON})]),
+        ("tidy the loader", [("write", {"path": "person.py", "content": lone, "_result": "ok"})]),
+    ])
+    db = tmp_path / "m2.db"
+    sync(base, db)
+    assert _blame(db, project / "person.py", lone) == {}
 
 
 def test_a_read_and_the_write_synced_apart_give_what_one_sync_gives(tmp_path: Path, project: Path) -> None:
@@ -948,8 +994,8 @@ def test_span_against_the_lines_a_file_held() -> None:
 
 
 def test_what_pi_reads_showed_is_bounded_in_the_parser_state(tmp_path: Path, project: Path) -> None:
-    """The state carries the line hashes of at most MAX_KNOWN_FILES files a turn read (the latest), none of
-    a read past the bound rule, and nothing of a turn that is over."""
+    """The state carries the line hashes of at most MAX_KNOWN_FILES files the session read (the latest), none
+    of a read past the bound rule."""
     from pimem.importers.base import Chunk, feed_line
     from pimem.importers.pi import MAX_KNOWN_FILES, PiParser
     from pimem.jsonl import LineReader
@@ -971,9 +1017,9 @@ def test_what_pi_reads_showed_is_bounded_in_the_parser_state(tmp_path: Path, pro
     assert sorted(known) == sorted(str(project / f"f{k}.py") for k in range(12 - MAX_KNOWN_FILES, 12))
     assert all(lines == [editspans.line_hash(f"value_{k}=compute({k})")]
                for k in range(12) for key, (_, lines) in known.items() if key.endswith(f"/f{k}.py"))
-    # a new turn forgets them
+    # a new turn keeps them (round 11: a write of a later turn uses what the session saw), still bounded
     write_pi(base, "pi1", project, [("read them", reads), ("next", [])])
-    assert state_after()["known"] == {} and state_after()["reads"] == {}
+    assert state_after()["known"] == known and state_after()["reads"] == {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1684,3 +1730,154 @@ def test_an_edit_result_line_past_the_bound_is_not_parsed(tmp_path: Path, projec
     _claude_edit(base, project, path, _originalFile="# filler\n" + BEFORE_EDIT)
     sync(base, tmp_path / "small.db")
     assert _blame(tmp_path / "small.db", path, "# filler\n" + AFTER_EDIT) == {2: ("exact", "parse it")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Round 11: what a Pi session saw of a file, kept across its turns (a write of a later turn)
+# ---------------------------------------------------------------------------------------------
+
+SMALL = "import os\n\ndef run(data):\n    stale_line()\n    return data\n"
+SMALL_EDITED = "import os\n\ndef run(data):\n    value = parse(data)\n    return data\n"
+SMALL_DIFF = ("  1 import os\n  2 \n  3 def run(data):\n- 4     stale_line()\n+ 4     value = parse(data)\n"
+              "  5     return data")
+SMALL_PATCH = ("--- a.py\n+++ a.py\n@@ -1,5 +1,5 @@\n import os\n \n def run(data):\n-    stale_line()\n"
+               "+    value = parse(data)\n     return data\n")
+SMALL_WRITTEN = ("import os\n\ndef run(data):\n    value = parse(data)\n    log_value(value)\n    check_value(value)\n"
+                 "    return data\n")
+
+
+def test_a_pi_edit_result_shows_the_whole_file_only_without_a_left_out_line() -> None:
+    from pimem.importers.pi import shown_whole
+    assert shown_whole(SMALL_DIFF) == SMALL_EDITED
+    # Pi's marker of lines left out (before, between, after the changes): not the whole file
+    assert shown_whole("    ...\n  6     stale()\n+ 7     new()\n  8     end()") is None
+    assert shown_whole(SMALL_DIFF + "\n    ...") is None
+    # nothing changed, or not a diff of this shape
+    assert shown_whole("  1 import os") is None
+    assert shown_whole("import os\n+ 2 x = 1") is None
+
+
+def test_a_pi_edit_patch_applies_to_what_the_session_saw_or_not_at_all() -> None:
+    from pimem.importers.pi import patched
+    keys = editspans.line_keys
+    assert patched(keys(SMALL), SMALL_PATCH) == keys(SMALL_EDITED)
+    # more lines around the hunk: it is found where its old side is
+    longer = "# header\n" + SMALL + "def other():\n    pass\n"
+    assert patched(keys(longer), SMALL_PATCH.replace("@@ -1,5 +1,5 @@", "@@ -2,5 +2,5 @@")) == keys(
+        "# header\n" + SMALL_EDITED + "def other():\n    pass\n")
+    # the file changed since it was seen (the old side is not there), or it is there twice: unknown
+    assert patched(keys(SMALL.replace("stale_line()", "changed_by_hand()")), SMALL_PATCH) is None
+    assert patched(keys(SMALL + SMALL), SMALL_PATCH) is None
+    # a hunk whose counts the lines do not fill
+    assert patched(keys(SMALL), SMALL_PATCH.replace("@@ -1,5 +1,5 @@", "@@ -1,7 +1,7 @@")) is None
+    # a hunk of 1,000 repeated lines over 1,999 of them: past MAX_DIFF_WORK comparisons, unknown (bounded work)
+    many = editspans.line_keys("x = 1\n" * 1999)
+    assert patched(many, "@@ -1,1000 +1,1000 @@\n" + " x = 1\n" * 1000) is None
+
+
+@pytest.mark.parametrize("evidence", ["diff", "patch"])
+def test_a_pi_write_over_a_file_an_earlier_edit_of_the_session_showed_claims_the_run_it_added(
+        tmp_path: Path, project: Path, evidence: str) -> None:
+    """An edit's result shows what the file holds after it: its display diff when it leaves no line out,
+    else its patch applied to what the session saw before (here a read of the turn before). A write of a
+    later turn then claims the run it added to that; the edit's line keeps its writer."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    details = {"patch": SMALL_PATCH, "diff": SMALL_DIFF if evidence == "diff" else "    ...\n" + SMALL_DIFF}
+    turns: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [
+        ("parse it", [("edit", {"path": "a.py",
+                                "edits": [{"oldText": "stale_line()", "newText": "value = parse(data)"}],
+                                "_result": "Successfully replaced 1 block(s) in a.py.", "_details": details})]),
+        ("log it", [("write", {"path": "a.py", "content": SMALL_WRITTEN, "_result": "ok"})]),
+    ]
+    if evidence == "patch":
+        turns.insert(0, ("look", [("read", {"path": "a.py", "_result": SMALL})]))
+    write_pi(base, "p1", project, turns)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    found = _blame(db, path, SMALL_WRITTEN)
+    assert found[4] == ("exact", "log it") and found[5] == ("exact", "log it")
+    assert found.get(3, ("", "parse it"))[1] == "parse it" and set(found) <= {3, 4, 5}
+
+
+def test_a_run_of_braces_next_to_the_line_its_call_kept_is_the_calls_though_copied_elsewhere(
+        tmp_path: Path, project: Path) -> None:
+    """The call wrote ``}`` + ``}`` right before a line it kept; the file has another ``}`` + ``}`` (a
+    person's, or code's). Alone the run is copied elsewhere and names no write (rule 2), but with the line
+    the call kept after it, it is found once: both braces are the call's (round 11; seed 95's ``cart.ts``),
+    in the whole file and in a current-line request alike. The other copy stays unattributed."""
+    path = project / "cart.ts"
+    base = tmp_path / "agents"
+    original = ("export interface Item {\n  sku: string;\n}\nfunction check(x: number) {\n  if (x) {\n"
+                "    report(x);\n  }\n}\n")
+    write_claude(base, "s1", project, [("close the blocks", [("Edit", {
+        "file_path": str(path), "old_string": "export interface Item {\n",
+        "new_string": "}\n}\nexport interface Item {\n", "_originalFile": original})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = "}\n}\n" + original
+    assert _blame(db, path, now) == {0: ("exact", "close the blocks"), 1: ("exact", "close the blocks")}
+    assert _blame(db, path, now, start_line=0, end_line=1) == {0: ("exact", "close the blocks")}
+    assert _blame(db, path, now, start_line=8, end_line=10) == {}
+
+
+def test_a_removed_run_one_line_away_from_its_calls_live_line_is_back(tmp_path: Path, project: Path) -> None:
+    """The first call wrote four lines; a later call replaced the last two; the person put them back (a
+    revert) and rewrote the second line. The two lines back are a run of the first call whose next line
+    on one side, one line away (the line the person rewrote), is the call's own line still live, where
+    the call's order puts it: they are back (round 11; seed 91's ``report.py``). Two lines typed back
+    alone, away from any line of the call, are not."""
+    path = project / "loader.py"
+    base = tmp_path / "agents"
+    written = ("def load(path):\n    rows = read_rows(path)\n    rows = drop_empty(rows)\n"
+               "    return checked(rows)\n")
+    write_claude(base, "s1", project, [
+        ("write the loader", [("Write", {"file_path": str(path), "content": written})]),
+        ("simplify", [("Edit", {"file_path": str(path), "old_string": "    rows = drop_empty(rows)\n"
+                                "    return checked(rows)\n", "new_string": "    return rows\n",
+                                "_originalFile": written})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = ("def load(path):\n    rows = read_rows(path, strict=True)\n    rows = drop_empty(rows)\n"
+           "    return checked(rows)\n")
+    found = _blame(db, path, now)
+    assert found[2] == ("exact", "write the loader") and found[3] == ("exact", "write the loader")
+    assert 1 not in found
+    assert _blame(db, path, now, start_line=3, end_line=4) == {3: ("exact", "write the loader")}
+    alone = "def other():\n    pass\n\n\n# moved here\n    rows = drop_empty(rows)\n    return checked(rows)\n"
+    assert _blame(db, path, alone) == {}
+
+
+def test_a_later_call_that_placed_the_line_beats_an_earlier_run_of_lines_that_name_no_write(
+        tmp_path: Path, project: Path) -> None:
+    """The first call wrote ``return result;`` + ``total15`` + ``return result;``; the person deleted its
+    ``total15`` and moved the rest; a later call wrote ``total15`` again right after a line it kept. Now
+    ``total15`` + ``return result;`` is a run of the first call, but its other line names no write alone
+    (another copy is in the file): the later call that placed the line there wrote it (round 11; seed 75's
+    ``cart.ts``). A run with a line that names its call alone still wins."""
+    path = project / "cart.ts"
+    base = tmp_path / "agents"
+    total = "const total15 = items.reduce((s, it) => s + it.price15, 0);\n"
+    original = ("export interface Item {\n  sku: string;\n}\nexport function total(items: Item[]): number {\n"
+                "  return result;\n}\n")
+    moved = ("export interface Item {\n  sku: string;\n}\nexport function total(items: Item[]): number {\n"
+             "return result;\nreturn result;\n  return result;\n}\n")
+    write_claude(base, "s1", project, [
+        ("first", [("Edit", {"file_path": str(path), "old_string": "  sku: string;\n}\n",
+                             "new_string": "  sku: string;\n}\nreturn result;\n" + total + "return result;\n",
+                             "_originalFile": original})]),
+        ("again", [("Edit", {"file_path": str(path), "old_string": "export function total(items: Item[]): number {\n",
+                             "new_string": "export function total(items: Item[]): number {\n" + total,
+                             "_originalFile": moved})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = ("export interface Item {\n  sku: string;\n}\nexport function total(items: Item[]): number {\n" + total
+           + "return result;\n  return result;\n}\n")
+    found = _blame(db, path, now)
+    assert found[4] == ("exact", "again")
+    assert _blame(db, path, now, start_line=4, end_line=5) == {4: ("exact", "again")}
+    # the first call's run with a line only it wrote: the run wins
+    distinct = now.replace("return result;\n  return result;", "return result;\n  return 0;")
+    assert _blame(db, path, distinct)[4] == ("exact", "first")

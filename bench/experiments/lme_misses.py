@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE.parent / "lme"))
 sys.path.insert(0, str(HERE))
 
 import data  # noqa: E402
+import proxy  # noqa: E402
 from lme_ranking import apply_settings  # noqa: E402
 from lme_user_evidence import single_user, user_evidence  # noqa: E402
 
@@ -62,14 +63,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=Path("/work/data/lme/longmemeval_s_cleaned.json"))
     parser.add_argument("--dir", type=Path, required=True)
-    parser.add_argument("--base", type=Path, required=True, help="lme_user_evidence.py --bm25 --out file")
+    parser.add_argument("--base", type=Path, required=True,
+                        help="lme_user_evidence.py --bm25 --out file, or run.py evaluate --results file (pimem, bm25)")
+    parser.add_argument("--questions", type=Path,
+                        help="a proxy question file (bench/lme/proxy_ssu.json): its questions instead of dev's subsets")
     parser.add_argument("--subset", choices=("single-user", "user-evidence"), default="user-evidence")
     parser.add_argument("--all", action="store_true", help="every question of the subset, not only the misses")
     parser.add_argument("--set", action="append", default=[])
     args = parser.parse_args()
     apply_settings(args.set)
     base = json.loads(args.base.read_text(encoding="utf-8"))
-    dev, _ = data.split(data.load_questions(args.data))
+    if "perQuestion" in base:   # the harness's --results
+        base = {"ranks": {e["id"]: e["rank"] for e in base["perQuestion"]["pimem"]},
+                "bm25_ranks": {e["id"]: e["rank"] for e in base["perQuestion"]["bm25"]}}
+    questions = data.load_questions(args.data)
+    dev, _ = data.split(questions)
+    evidence_of: dict[str, str] = {}
+    if args.questions is not None:
+        # A proxy question's evidence is its one turn, read from the source question's haystack (dev only).
+        items = json.loads(args.questions.read_text(encoding="utf-8"))["questions"]
+        by_id = {q["question_id"]: q for q in dev}
+        for item in items:
+            source = by_id[item["source_question_id"]]
+            turns = source["haystack_sessions"][source["haystack_session_ids"].index(item["answer_session_id"])]
+            evidence_of[item["id"]] = turns[item["evidence_turn"]]["content"]
+        dev = proxy.load(args.questions, questions)
     mapping: dict[str, str] = json.loads((args.dir / "mapping.json").read_text(encoding="utf-8"))
     conn = connect(args.dir / "memory.db", create=False, for_writing=False)
     rowid_of = {str(sid): int(r) for r, sid in conn.execute("SELECT rowid, session_id FROM sessions")}
@@ -83,7 +101,7 @@ def main() -> int:
     ranking._top = _recording_top           # type: ignore[assignment]
     keep = single_user if args.subset == "single-user" else user_evidence
     for question in dev:
-        if not keep(question):
+        if args.questions is None and not keep(question):
             continue
         qid = question["question_id"]
         p, b = base["ranks"].get(qid), base["bm25_ranks"].get(qid)
@@ -97,10 +115,10 @@ def main() -> int:
         wanted: set[int] = set()
         for lme in question["answer_session_ids"]:
             wanted |= sessions_of_lme.get(lme, set())
-        evidence = " ".join(t["content"] for sid, turns in zip(question["haystack_session_ids"],
-                                                                 question["haystack_sessions"], strict=True)
-                            if sid in question["answer_session_ids"] for t in turns
-                            if t.get("has_answer") and t["role"] == "user")
+        evidence = evidence_of.get(qid) or " ".join(
+            t["content"] for sid, turns in zip(question["haystack_session_ids"], question["haystack_sessions"],
+                                               strict=True)
+            if sid in question["answer_session_ids"] for t in turns if t.get("has_answer") and t["role"] == "user")
         held = set(words.tokens(evidence))
         lower = evidence.lower()
         df = {w.token: ranking._doc_count(conn, store_key, w.token, docs, w.match) for w in qwords}

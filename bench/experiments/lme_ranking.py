@@ -68,7 +68,9 @@ def run(ask: Callable[[str], list[str]], dev: Sequence[dict[str, Any]]) -> list[
         seen = ask(question["question"])
         ms = (time.perf_counter() - started) * 1000
         outcomes.append(evaluate.Outcome(question["question_id"], question["question_type"],
-                                         evaluate.rank_of(seen, question["answer_session_ids"]), ms, 1, None))
+                                         evaluate.rank_of(seen, question["answer_session_ids"]), ms, 1, None,
+                                         evaluate.rank_of(seen, [*question["answer_session_ids"],
+                                                                 *question.get("answer_copies", [])])))
     return outcomes
 
 

@@ -34,6 +34,7 @@ sys.path.insert(0, str(HERE))
 
 import data  # noqa: E402
 import evaluate  # noqa: E402
+import proxy  # noqa: E402
 from lme_ranking import apply_settings, pimem_ranker, run  # noqa: E402
 
 
@@ -61,10 +62,11 @@ SUBSETS: dict[str, Callable[[dict[str, Any]], bool]] = {
     "all dev": lambda _q: True, "user-evidence": user_evidence, "single-user": single_user}
 
 
-def report(name: str, dev: Sequence[dict[str, Any]], outcomes: Sequence[evaluate.Outcome]) -> dict[str, Any]:
+def report(name: str, dev: Sequence[dict[str, Any]], outcomes: Sequence[evaluate.Outcome],
+           subsets: dict[str, Callable[[dict[str, Any]], bool]] = SUBSETS) -> dict[str, Any]:
     """Per subset: figures per type and the even / odd halves (by the question's index in dev)."""
     out: dict[str, Any] = {}
-    for subset, keep in SUBSETS.items():
+    for subset, keep in subsets.items():
         chosen = [(i, o) for i, (q, o) in enumerate(zip(dev, outcomes, strict=True)) if keep(q)]
         summary = evaluate.summarize([o for _, o in chosen])
         halves = {half: evaluate.summarize([o for i, o in chosen if i % 2 == parity])["all"]
@@ -87,29 +89,43 @@ def main() -> int:
     parser.add_argument("--no-pimem", action="store_true")
     parser.add_argument("--out", type=Path, help="every question's rank and the figures, as JSON")
     parser.add_argument("--compare", type=Path, help="another run's --out: the proxy questions whose rank moved")
+    parser.add_argument("--questions", type=Path,
+                        help="a hand-written proxy file (bench/lme/proxy_ssu.json), asked too (proxy-ssu)")
     args = parser.parse_args()
     apply_settings(args.set)
     dev, _ = data.split(data.load_questions(args.data))
     mapping: dict[str, str] = json.loads((args.dir / "mapping.json").read_text(encoding="utf-8"))
     results: dict[str, Any] = {"set": args.set}
+    extra = proxy.load(args.questions, data.load_questions(args.data)) if args.questions else []
+    only_proxy: dict[str, Callable[[dict[str, Any]], bool]] = {"proxy-ssu": lambda _q: True}
     if not args.no_pimem:
-        outcomes = run(pimem_ranker(args.dir / "memory.db", mapping), dev)
+        ranker = pimem_ranker(args.dir / "memory.db", mapping)
+        outcomes = run(ranker, dev)
         results["pimem"] = report("pimem " + " ".join(args.set), dev, outcomes)
         results["ranks"] = {o.question_id: o.rank for o in outcomes}
+        if extra:
+            outcomes = run(ranker, extra)
+            results["pimem"].update(report("pimem " + " ".join(args.set), extra, outcomes, only_proxy))
+            results["ranks"].update({o.question_id: o.rank for o in outcomes})
+            results["copy_ranks"] = {o.question_id: o.rank_or_copy for o in outcomes}
     if args.bm25:
         with tempfile.TemporaryDirectory() as scratch:
             evaluate.build_bm25(args.dir / "memory.db", mapping, Path(scratch) / "bm25.db")
             bm25 = evaluate.bm25_ranker(Path(scratch) / "bm25.db")
             outcomes = run(lambda text: bm25(text).conversations, dev)
-        results["bm25"] = report("bm25", dev, outcomes)
-        results["bm25_ranks"] = {o.question_id: o.rank for o in outcomes}
+            results["bm25"] = report("bm25", dev, outcomes)
+            results["bm25_ranks"] = {o.question_id: o.rank for o in outcomes}
+            if extra:
+                outcomes = run(lambda text: bm25(text).conversations, extra)
+                results["bm25"].update(report("bm25", extra, outcomes, only_proxy))
+                results["bm25_ranks"].update({o.question_id: o.rank for o in outcomes})
     if args.out:
         args.out.write_text(json.dumps(results), encoding="utf-8")
     if args.compare and "ranks" in results:
         other = json.loads(args.compare.read_text(encoding="utf-8"))["ranks"]
-        for question in dev:
+        for question in [*dev, *extra]:
             qid = question["question_id"]
-            if user_evidence(question) and other.get(qid) != results["ranks"][qid]:
+            if (qid.startswith("ssu-") or user_evidence(question)) and other.get(qid) != results["ranks"][qid]:
                 print(f"{qid}: {other.get(qid)} -> {results['ranks'][qid]}  {question['question'][:90]}")
     return 0
 

@@ -29,12 +29,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import data
+import proxy
 from writer import agent_env
 
 DEPTH = 50
@@ -59,6 +60,7 @@ class Outcome:
     ms: float
     pages: int
     first_page_ms: float | None
+    rank_or_copy: int | None = None   # a proxy question: the rank of its answer or of an identical copy of it
 
 
 @dataclass
@@ -262,17 +264,28 @@ def ask(rank: Ranker, questions: Sequence[dict[str, Any]]) -> list[Outcome]:
         ms = (time.perf_counter() - started) * 1000
         outcomes.append(Outcome(question["question_id"], question["question_type"],
                                 rank_of(answer.conversations, question["answer_session_ids"]), ms, answer.pages,
-                                answer.first_page_ms))
+                                answer.first_page_ms,
+                                rank_of(answer.conversations,
+                                        [*question["answer_session_ids"], *question.get("answer_copies", [])])))
     return outcomes
 
 
-def summarize(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
+def summarize(outcomes: Sequence[Outcome], halves: bool = False) -> dict[str, dict[str, Any]]:
+    """Figures over all questions and per type; with ``halves``, also over the even and the odd half (by the
+    question's index in the set), so that a change can be checked on both."""
     overall = Figures()
     by_type: dict[str, Figures] = {}
     for outcome in outcomes:
         overall.add(outcome)
         by_type.setdefault(outcome.question_type, Figures()).add(outcome)
-    return {"all": overall.as_json(), **{kind: by_type[kind].as_json() for kind in sorted(by_type)}}
+    summary = {"all": overall.as_json()}
+    if halves:
+        for name, parity in (("even half", 0), ("odd half", 1)):
+            half = Figures()
+            for outcome in outcomes[parity::2]:
+                half.add(outcome)
+            summary[name] = half.as_json()
+    return {**summary, **{kind: by_type[kind].as_json() for kind in sorted(by_type)}}
 
 
 def markdown(results: dict[str, dict[str, dict[str, Any]]]) -> str:
@@ -300,6 +313,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--holdout", action="store_true",
                         help="acceptance only: evaluate the held-out questions 1-100 instead of the dev set; "
                              "never tune on these figures")
+    parser.add_argument("--questions", type=Path,
+                        help="a proxy question file (bench/lme/proxy_ssu.json) instead of the dev set: each question's "
+                             "answer is its one session; held-out sources refused (bench/lme/proxy.py)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions of the set (quick runs)")
     parser.add_argument("--results", type=Path, help="write every figure and per-question rank as JSON here")
 
@@ -308,6 +324,10 @@ def main(args: argparse.Namespace) -> int:
     questions = data.load_questions(args.data)
     dev, holdout = data.split(questions)
     chosen = holdout if args.holdout else dev
+    if args.questions is not None:
+        if args.holdout:
+            raise SystemExit("--questions and --holdout: a proxy file is a dev set")
+        chosen = proxy.load(args.questions, questions)
     if args.limit > 0:
         chosen = chosen[:args.limit]
     directory: Path = args.dir
@@ -337,13 +357,18 @@ def main(args: argparse.Namespace) -> int:
                 raise SystemExit(f"--ranker {spec!r}: expected pimem, bm25 or module:function")
             rank(chosen[0]["question"] if chosen else "warm up")   # warm: caches, lazy imports
             outcomes = ask(rank, chosen)
-            results[name] = summarize(outcomes)
-            per_question[name] = [{"id": o.question_id, "rank": o.rank, "ms": round(o.ms, 2), "pages": o.pages}
+            results[name] = summarize(outcomes, halves=True)
+            if args.questions is not None:   # the answer or a session identical to it (proxy.copies)
+                copies = [replace(o, rank=o.rank_or_copy, question_type="copies count") for o in outcomes]
+                results[name]["answer or a copy"] = summarize(copies)["all"]
+            per_question[name] = [{"id": o.question_id, "rank": o.rank, "ms": round(o.ms, 2), "pages": o.pages,
+                                   **({"rankOrCopy": o.rank_or_copy} if args.questions is not None else {})}
                                   for o in outcomes]
         for close in closers:
             close()
     build = directory / "build.json"
-    report = {"set": "holdout (acceptance only)" if args.holdout else "dev", "questions": len(chosen),
+    report = {"set": "holdout (acceptance only)" if args.holdout else str(args.questions or "dev"),
+              "questions": len(chosen),
               "dir": str(directory), "build": json.loads(build.read_text()) if build.exists() else None,
               "revision": os.environ.get("PIMEM_REVISION", ""), "results": results}
     print(markdown(results))

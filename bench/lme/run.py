@@ -31,6 +31,7 @@ sys.path.insert(0, str(HERE))
 
 import data  # noqa: E402
 import evaluate  # noqa: E402
+import proxy  # noqa: E402
 import synthetic  # noqa: E402
 import writer  # noqa: E402
 
@@ -81,6 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     build_cmd.add_argument("--data", type=Path, required=True)
     build_cmd.add_argument("--shape", choices=writer.SHAPES, required=True)
     build_cmd.add_argument("--dir", type=Path, required=True, help="claude/, codex/, mapping.json, memory.db")
+    turns = commands.add_parser("proxy-turns", help="print dev evidence turns to write proxy questions from "
+                                "(bench/lme/proxy.py; held-out sessions refused)")
+    turns.add_argument("--data", type=Path, required=True)
+    turns.add_argument("--count", type=int, default=50)
+    turns.add_argument("--skip", type=int, default=0)
     evaluate.add_arguments(commands.add_parser("evaluate", help="ask the questions, report the metrics"))
     args = parser.parse_args(argv)
     if args.command == "prepare":
@@ -89,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out.write_text(json.dumps(synthetic.build(), ensure_ascii=False), encoding="utf-8")
     elif args.command == "describe":
         print(json.dumps(data.describe(data.load_questions(args.data)), indent=1))
+    elif args.command == "proxy-turns":
+        proxy.print_turns(data.load_questions(args.data), args.count, args.skip)
     elif args.command == "build":
         print(json.dumps(build(data.load_questions(args.data), args.dir, args.shape), indent=1))
     else:

@@ -5,7 +5,8 @@ Thirty sessions of everyday chat share filler sentences; the first ``len(FACTS)`
 a user message, with a word found nowhere else (the needle). The last fact is said by the assistant in
 the message that **opens** its session (the shape pimem lost before it kept opening assistant text).
 Questions, in file order: :data:`data.HOLDOUT_SIZE` held-out questions (the filler ones), one
-abstention question, then one dev question per fact, phrased as a user asks, needle verbatim.
+abstention question, then one dev question per fact, phrased as a user asks, needle verbatim. The fact's
+turn is marked ``has_answer`` as LongMemEval marks evidence turns (bench/lme/proxy.py reads the mark).
 """
 
 from __future__ import annotations
@@ -64,9 +65,10 @@ def build(seed: int = 7) -> list[dict[str, Any]]:
         if index < len(FACTS):
             kind, fact, _question = FACTS[index]
             if kind == "single-session-assistant":
-                turns.insert(0, {"role": "assistant", "content": fact})   # the session opens with it
+                # the session opens with it
+                turns.insert(0, {"role": "assistant", "content": fact, "has_answer": True})
             else:
-                turns.insert(2, {"role": "user", "content": fact})
+                turns.insert(2, {"role": "user", "content": fact, "has_answer": True})
                 turns.insert(3, {"role": "assistant", "content": rng.choice(REPLIES)})
         ids.append(session_id(index))
         dates.append(f"2023/05/{1 + index % 28:02d} (Mon) {8 + index % 12:02d}:{index % 60:02d}")

@@ -61,6 +61,7 @@ MAX_DIFF_WORK = 250_000      # old × new lines a call's line diff may compare (
                              # and pairs of equal lines its matcher may visit (past it: _counted)
 DIFF_CONTEXT = 8             # lines of the common head and tail the diff still compares
 CONTEXT_LINES = 2            # lines a call kept, stored on each side of each block of lines it added
+EARLIER_RUN = 2              # consecutive lines a write must add to an earlier turn's view of the file to claim them
 
 _SKIPPED_NAMES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "cargo.lock",
@@ -243,6 +244,42 @@ def span_against(before: Sequence[int], new: str) -> Span | None:
     new_keys = [_LONG_LINE if line == "\0" else line_hash(line) for line in new_lines]
     return _diff(before, new_keys, blanks, [key != _LONG_LINE for key in before],
                  before.__getitem__, new_keys.__getitem__, new_lines)
+
+
+def span_since(earlier: Sequence[int], new: str) -> tuple[Span, Span] | None:
+    """A whole-file write over a file its session last saw hold the lines ``earlier`` (:func:`line_keys`)
+    in an **earlier** turn (pimem.importers.pi): a person may have changed the file since, so the write is
+    not an edit of that view as :func:`span_against` makes it. Two spans, the call's lines split in two:
+    its *own* lines (second), those of its lines the view did not hold (beyond the view's count of the line:
+    a line a person moved since is no new line) that the diff of the view and the write adds in a run of
+    at least :data:`EARLIER_RUN` consecutive non-blank lines, with their context; and every other line it
+    wrote (first), to be stored as a write over unknown content (pimem.lineblame rule 1: the earlier
+    writers of the lines it repeats kept, the rest unconfirmed). A lone added line stays there: it is as
+    likely a line a person rewrote or added between the turns as the write's (docs/benchmarks.md, round
+    11). None past the bound rule."""
+    if not bounded(new) or len(earlier) >= MAX_CALL_LINES:
+        return None
+    new_lines, blanks, _ = _kept(new)
+    new_keys = [_LONG_LINE if line == "\0" else line_hash(line) for line in new_lines]
+    diff = _diff(earlier, new_keys, blanks, [key != _LONG_LINE for key in earlier],
+                 earlier.__getitem__, new_keys.__getitem__, new_lines)
+    beyond = Counter(new_keys)
+    beyond.subtract(Counter(earlier))
+    added: list[int] = []
+    for pos, digest in reversed(diff.added):   # of a line's copies the diff added, the last ones are new
+        if beyond[digest] > 0:
+            beyond[digest] -= 1
+            added.append(pos >> 1)
+    added.reverse()
+    taken = set(added)
+    own = [index for index in added
+           if any(all(k in taken for k in range(start, start + EARLIER_RUN))
+                  for start in range(index - EARLIER_RUN + 1, index + 1))]
+    mine = set(own)
+    kept = Span([(position(index, blanks[index]), new_keys[index]) for index in range(len(new_lines))
+                 if index not in mine and new_lines[index] != "\0"], [])
+    return kept, Span([(position(index, blanks[index]), new_keys[index]) for index in own],
+                      [], [(index, new_keys[index]) for index in context_of(own, len(new_lines))])
 
 
 def _diff(old_lines: Sequence[Hashable], new_lines: Sequence[Hashable], blanks: list[int], old_real: list[bool],

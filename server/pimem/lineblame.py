@@ -12,7 +12,9 @@ lines each edit call added and removed, looked up by hash.
    cancels the most recent live write of it, and a call that added it adds one. A whole-file write
    whose transcript gives what the file held before (Claude Code's ``Write`` result, a created file,
    a Pi ``write`` after a read of the whole file in its turn: pimem.importers.pi) is stored as the line
-   diff of the two, an edit like any other. A whole-file write over content
+   diff of the two, an edit like any other. A Pi ``write`` over a file its session saw in an earlier turn
+   is stored as two spans of the call: the runs of lines it added to that view (its own: an edit after
+   the write; pimem.editspans.span_since) and the rest as a write over unknown content. A whole-file write over content
    the transcript does not give (Pi ``write``, a ``Write`` whose result was not seen) keeps the
    earlier live writes of the lines it repeats (up to as many copies as it wrote: it kept them),
    forgets the earlier writes of every other line, and claims the lines no earlier call wrote only
@@ -31,7 +33,9 @@ lines each edit call added and removed, looked up by hash.
    right before (after) the lines it added: its context (pimem.editspans ``context_of``: the call's own
    unchanged lines, or the file's lines next to the replaced text where the call's result shows them);
    a non-trivial kept line places, a trivial one (``}``) only with the non-trivial kept line beyond it;
-   the most recent such call wins; not by a call that also kept a copy of the line further than
+   the most recent such call wins (and wins over the runs of older calls whose other lines name no
+   write alone, a ``return result;`` with copies, a ``}``: round 11, the line written again); not by a
+   call that also kept a copy of the line further than
    ``CONTEXT_LINES`` from it when a neighbour of the line is a line the call kept next to that copy
    (the line may be that kept copy, its lines moved away: seed 25; a line away from the copy's kept
    neighbours is the call's: docs/benchmarks.md round 9), not when
@@ -41,7 +45,8 @@ lines each edit call added and removed, looked up by hash.
    several copies of a line, or which ``}``, a call wrote.
    Trivial lines (``}``, ``else:``, lone brackets, very short lines: pimem.editspans.is_trivial) are
    attributed only these ways (their writes followed through every call's rows of them, their candidates
-   the calls of the nearest non-trivial lines and of the lines next to them that placed it, so that a
+   the calls that wrote the nearest non-trivial lines or kept them next to lines they added, and of the
+   lines next to them that placed it, so that a
    window answers as the whole file does; past :data:`TRIVIAL_FOLLOWED` rows of the line in the file,
    through those near calls' rows only, in a window and in the whole file alike: a far later call's
    removal of a ``}`` is then not seen, round 7's way). A blank line goes with the next non-blank line
@@ -49,13 +54,18 @@ lines each edit call added and removed, looked up by hash.
    order-aware: a run of at most :data:`RUN_CAP` lines whose lines occur in the same order at another
    place of the file too (``return result;`` + ``}``: a person's identical block, or the call's own copy
    in a longer run there) names no write, since which copy the call wrote is not known (decided on the
-   whole text, so a current-line request answers as the whole file does); and a write that a later
+   whole text, so a current-line request answers as the whole file does), unless the run with the
+   non-trivial line its call kept right before (after) it, sitting there, occurs once (round 11: ``}`` +
+   ``}`` before the line the call kept after them is the call's, a ``}`` + ``}`` elsewhere is not); and
+   a write that a later
    call's removal cancelled (the store says that call removed one copy of the line, not which one: the
    most recent write is taken, 1.) is *revived* where the line sits at its place in a run of the call
    that wrote it, when that run reaches, within :data:`RUN_CAP` lines, a line of that call still live
    (for a trivial line, a live line that names a write alone: not trivial, one copy in the file, no
    idiom; a person's ``}`` + ``return result;`` matches any call that wrote those two), or is itself
-   :data:`REVIVED_RUN` lines long with such a line in it: the line is back next to the call's own
+   :data:`REVIVED_RUN` lines long with such a line in it, or is at least two lines long with such a line of the
+   call one line beyond its end, where the call's order puts it (round 11: the line between, the call's,
+   rewritten by a person since): the line is back next to the call's own
    lines, in its order (a person's revert, ``git checkout``; or the later call removed another copy, a
    ``}`` of the same call); or, for a non-trivial line, when a non-trivial line the call kept right
    before (after) the lines it added is right before (after) it (its context, as *placed* above: the
@@ -80,7 +90,9 @@ lines each edit call added and removed, looked up by hash.
    the call (the order is broken); ``line`` otherwise.
 4. *Git* (optional): when the file is in a git repository, ``git blame --porcelain`` of the text
    sent names each line's commit; a line committed more than :data:`GIT_SLACK_MS` before the call's
-   turn existed before it, so that call did not write it and the line is not attributed. Lines not
+   turn existed before it, so that call did not write it and the line is not attributed; but not a
+   trivial line or one with copies in the file when git dates no copy of it at or after the call (round
+   11: git's diff matched the call's copy to an older identical line, by its own convention). Lines not
    committed yet, and files outside git, are kept as matched; but an unconfirmed line (1.) is
    attributed only when its commit is more than :data:`GIT_SLACK_MS` after the write (precision
    first: nothing says a line committed later was not there before the write), and so is its commit
@@ -218,6 +230,7 @@ class _TextInfo:
         # a walk over every copy of its first line, which made a whole file of many short runs
         # quadratic)
         self._runs: dict[int, dict[int, list[int]]] = {}
+        self._where: dict[str, list[int]] | None = None   # a line with copies -> where they are (when asked)
 
     def elsewhere(self, lines: list[int]) -> bool:
         """Whether the non-blank lines ``lines`` (consecutive among the non-blank lines) occur, in the same
@@ -236,6 +249,17 @@ class _TextInfo:
         # (the starts under one hash are those of this run but for a collision: two looks find another)
         return any(rank != first and [normalized[non_blank[rank + k]] for k in range(size)] == wanted
                    for rank in runs.get(hash(tuple(wanted)), ()))
+
+    def copies(self, line: int) -> list[int]:
+        """The other lines of the text whose normalized line is ``line``'s, in order."""
+        if self.counts[self.normalized[line]] < 2:
+            return []
+        if self._where is None:
+            self._where = {}
+            for at, normalized in enumerate(self.normalized):
+                if normalized and self.counts[normalized] > 1:
+                    self._where.setdefault(normalized, []).append(at)
+        return [at for at in self._where.get(self.normalized[line], ()) if at != line]
 
     def hash(self, line: int) -> int:
         found = self._hashes.get(line)
@@ -326,12 +350,16 @@ def line_history(conn: sqlite3.Connection, path: str, text: str, start_line: int
         if times is not None:
             git_used = True
             confirming: list[int] = []
+            older: list[int] = []
             for line in list(chosen):
                 committed, written = times.get(line), spans[chosen[line][1]].ts
                 if committed is not None and committed < written - GIT_SLACK_MS:
-                    del chosen[line]
+                    older.append(line)
                 elif line in unconfirmed and committed is not None and committed > written + GIT_SLACK_MS:
                     confirming.append(line)
+            for line in older:
+                if not _swapped_by_git(path, text, digest, info, line, spans[chosen[line][1]].ts, times):
+                    del chosen[line]
             if confirming and GIT_BLAME_MATCH:
                 moved = _git_times(path, text, digest, first, last, GIT_BLAME_MATCH)
                 confirming = [line for line in confirming if moved is not None and (moved.get(line) or 0)
@@ -463,9 +491,23 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
     def neighbour(k: int) -> set[tuple[int, int]]:
         return around[k + pad] if k >= -pad else empty
 
+    def kept_at(k: int, s: int, q: int) -> bool:
+        """Whether rows_of[k] is a non-trivial line call ``s`` kept at its index ``q`` (its context)."""
+        return k >= -pad and (s, q) in kept_around[k + pad]
+
     def next_to_kept(k: int, s: int, q: int) -> bool:
         """Whether a neighbour of rows_of[k] is a line call ``s`` kept next to its index ``q``."""
         return any((s, q + d) in kept_around[k + pad + d] or (s, q + d) in weak_around[k + pad + d] for d in (-1, 1))
+
+    def run_lines(k: int, s: int, p: int) -> list[int]:
+        """The other lines of the run of call ``s`` through rows_of[k] at position ``p`` (up to RUN_CAP a side)."""
+        found = []
+        for step in (-1, 1):
+            d = 1
+            while d <= RUN_CAP and (s, p + step * d) in neighbour(k + step * d):
+                found.append(rows_of[k + step * d])
+                d += 1
+        return found
 
     def run(k: int, s: int, p: int) -> int:
         """The capped length of the run of call ``s`` through line ``rows_of[k]`` at position ``p``."""
@@ -476,6 +518,61 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         while ahead < RUN_CAP and (s, p + ahead) in neighbour(k + ahead):
             ahead += 1
         return back + ahead - 1
+
+    def placed_write(k: int, i: int, mine: set[tuple[int, int]], runs: list[tuple[int, int]],
+                     ) -> tuple[int, int] | Literal[False] | None:
+        """The write rule 2's context says line ``i`` (rows_of[k]) is: between the lines the call kept next to
+        it, the line is where the call put it (the most recent such call; with ``runs``, only a call more
+        recent than every run through the line: round 11, the line written again). Not by a call that also
+        kept a copy of the line elsewhere than right next to it, when a neighbour of the line is one the call
+        kept next to that copy (this may be the copy it kept). False: placed, but which copy is the call's is
+        not known; None: not placed (the runs decide)."""
+        newest = max((order[t] for t, _ in runs), default=None)
+        kept_here = kept_around[k + pad]
+        found = [(s, p) for s, p in mine if (newest is None or order[s] > newest)
+                 and (kept_side(k, s, p, -1) or kept_side(k, s, p, 1))
+                 and not any(t == s and abs(q - p) > editspans.CONTEXT_LINES and next_to_kept(k, s, q)
+                             for t, q in kept_here)]
+        if not found:
+            return None
+        best = found[0] if len(found) == 1 else max(found, key=lambda c: order[c[0]])
+        s, p = best
+        sides = [d for d in (-1, 1) if kept_side(k, s, p, d)]
+        other = k - sides[0]
+        if len(sides) == 1 and 0 <= other < len(rows_of) and info.normalized[rows_of[other]] == info.normalized[i] \
+                and sum(1 for t, _ in mine if t == s) == 1:
+            # placed on one side, a copy of itself on the other, and the call wrote one: which of the two it
+            # added is the diff's convention (the call's diff of its texts and git's of the file may differ),
+            # not known (a run through the line still decides)
+            return None if runs else False
+        # the line and its kept neighbours, found in the same order elsewhere: which copy is not known
+        placed = [j for d in sides for j in kept_side(k, s, p, d)]
+        if info.counts[info.normalized[i]] > 1 and info.elsewhere(sorted([i, *placed])):
+            return False
+        return best
+
+    def exact_write(k: int, i: int, mine: set[tuple[int, int]]) -> tuple[int, int] | Literal[False] | None:
+        """The write an exact run through line ``i`` (rows_of[k]) or its call's kept lines (rule 2) say it is;
+        None when neither says one (the line may still be matched alone, rule 3); False when they do but
+        which copy is the call's is not known (the line is not attributed)."""
+        before, after = around[k + pad - 1], around[k + pad + 1]
+        if len(mine) == 1:   # one candidate write (most lines): no list, no ranking
+            for s, p in mine:
+                runs = [(s, p)] if (s, p - 1) in before or (s, p + 1) in after else []
+        else:
+            runs = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
+        # the kept lines decide when no run does, or (round 11) when the runs' other lines name no write alone
+        if kept and (not runs or (len(mine) > len(runs) and not any(
+                distinct(j) for s, p in runs for j in run_lines(k, s, p)))):
+            placed = placed_write(k, i, mine, runs)
+            if placed is not None:
+                return placed
+        if not runs:
+            return None
+        best = runs[0] if len(runs) == 1 else max(runs, key=lambda c: (run(k, *c), order[c[0]]))
+        if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info, kept_at):
+            return False
+        return best
 
     chosen: _Chosen = {}
     weak_lines: set[int] = set()
@@ -490,44 +587,10 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
         mine = around[k + pad]
         if not mine:      # no live write of the line (most lines of a large file): nothing to match
             continue
-        before, after = around[k + pad - 1], around[k + pad + 1]
-        if len(mine) == 1:   # one candidate write (most lines): no list, no ranking
-            for best in mine:
-                s, p = best
-                exact = [best] if (s, p - 1) in before or (s, p + 1) in after else []
-        else:
-            exact = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
-        placed: list[int] = []
-        if not exact and kept:
-            # between the lines the call kept next to it (rule 2's context): the line is where the call put it
-            # (not by a call that also kept a copy of the line elsewhere than right next to it, when a
-            # neighbour of the line is one the call kept next to that copy: this may be the copy it kept)
-            kept_here = kept_around[k + pad]
-            exact = [(s, p) for s, p in mine if (kept_side(k, s, p, -1) or kept_side(k, s, p, 1))
-                     and not any(t == s and abs(q - p) > editspans.CONTEXT_LINES and next_to_kept(k, s, q)
-                                 for t, q in kept_here)]
-            if exact:
-                best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: order[c[0]])
-                s, p = best
-                sides = [d for d in (-1, 1) if kept_side(k, s, p, d)]
-                placed = [j for d in sides for j in kept_side(k, s, p, d)]
-                other = k - sides[0]
-                if len(sides) == 1 and 0 <= other < len(rows_of) \
-                        and info.normalized[rows_of[other]] == info.normalized[i] \
-                        and sum(1 for t, _ in mine if t == s) == 1:
-                    # placed on one side, a copy of itself on the other, and the call wrote one: which of the
-                    # two it added is the diff's convention (the call's diff of its texts and git's of the
-                    # file may differ), not known
-                    continue
-        if exact:
-            if placed:
-                # the line and its kept neighbours, found in the same order elsewhere: which copy is not known
-                if info.counts[info.normalized[i]] > 1 and info.elsewhere(sorted([i, *placed])):
-                    continue
-            else:
-                best = exact[0] if len(exact) == 1 else max(exact, key=lambda c: (run(k, *c), order[c[0]]))
-                if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info):
-                    continue
+        best = exact_write(k, i, mine)
+        if best is False:   # a run or the call's kept lines name writes, but not which copy is whose
+            continue
+        if best is not None:
             s, p = picked[i] = best
             if k > 0 and picked.get(rows_of[k - 1]) == (s, p - 1):
                 first = chosen[rows_of[k - 1]][2]
@@ -631,23 +694,41 @@ def _anchored(k: int, best: tuple[int, int], rows_of: list[int],
     s, p = best
     weak = trivial(rows_of[k])
     lines = [rows_of[k]]
+    ends: list[tuple[int, int]] = []   # (side, how far the run goes on it + 1)
     for step in (-1, 1):
-        for d in range(1, RUN_CAP + 1):
-            if (s, p + step * d) not in neighbour(k + step * d):
-                break
+        d = 1
+        while d <= RUN_CAP and (s, p + step * d) in neighbour(k + step * d):
             j = rows_of[k + step * d]
             if (s, p + step * d) not in revived.get(j, ()) and (not weak or distinct(j)):
                 return True
             lines.append(j)
-    return len(lines) >= REVIVED_RUN and any(distinct(j) for j in lines)
+            d += 1
+        ends.append((step, d))
+    if len(lines) >= REVIVED_RUN and any(distinct(j) for j in lines):
+        return True
+    if len(lines) < 2:
+        return False
+    # round 11: a run of two, one line away from a live line of the call where the call's order puts it
+    # (the line between them one the call wrote and a person rewrote since)
+    for step, d in ends:
+        at = k + step * (d + 1)
+        if d <= RUN_CAP and 0 <= at < len(rows_of) and (s, p + step * (d + 1)) in neighbour(at) \
+                and (s, p + step * (d + 1)) not in revived.get(rows_of[at], ()) \
+                and (not weak or distinct(rows_of[at])):
+            return True
+    return False
 
 
 def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
-                neighbour: Callable[[int], set[tuple[int, int]]], info: _TextInfo) -> bool:
+                neighbour: Callable[[int], set[tuple[int, int]]], info: _TextInfo,
+                kept_at: Callable[[int, int, int], bool]) -> bool:
     """Whether the exact run of call ``best[0]`` through line ``rows_of[k]`` is short (at most RUN_CAP
     lines) and its lines occur in the same order at another place of the text: which copy the call
     wrote is not known (a person's identical ``return result;`` / ``}``, or the call's own copy in a
-    longer run elsewhere), so neither names it. Decided on the whole text, whatever the range asked."""
+    longer run elsewhere), so neither names it. With the non-trivial line the call kept right before
+    (after) the run, where that line is right before (after) it here (its context, layout 9): the copy
+    between the call's run and the line it kept next to it is the call's (round 11). Decided on the
+    whole text, whatever the range asked."""
     s, p = best
     back = 0
     while back <= RUN_CAP and (s, p - back - 1) in neighbour(k - back - 1):
@@ -657,7 +738,12 @@ def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
         ahead += 1
     if back + ahead + 1 > RUN_CAP:
         return False
-    return info.elsewhere(rows_of[k - back:k + ahead + 1])
+    low, high = k - back, k + ahead
+    if low > 0 and kept_at(low - 1, s, p - back - 1):
+        low -= 1
+    if high + 1 < len(rows_of) and kept_at(high + 1, s, p + ahead + 1):
+        high += 1
+    return info.elsewhere(rows_of[low:high + 1])
 
 
 def _indexed(line: int, found: list[tuple[int, int]], blank_before: set[tuple[int, int, int]],
@@ -684,17 +770,19 @@ def _trivial_candidates(conn: sqlite3.Connection, file_id: int, info: _TextInfo,
     before: dict[int, set[int]] = {}
     after: dict[int, set[int]] = {}
     last: set[int] = set()
+    # the calls that wrote the nearest non-trivial line on each side, or kept it next to lines they added
+    # (round 11: "}" + "}" + a line the call kept after them: the first "}" is in the call's run too)
     for i in rows_of:
         if i in trivial:
             before[i] = last
         else:
-            last = {s for s, _ in candidates.get(i, ())}
+            last = {s for s, _ in candidates.get(i, ())} | {s for s, _ in kept.get(i, ())}
     last = set()
     for i in reversed(rows_of):
         if i in trivial:
             after[i] = last
         else:
-            last = {s for s, _ in candidates.get(i, ())}
+            last = {s for s, _ in candidates.get(i, ())} | {s for s, _ in kept.get(i, ())}
     for k, i in enumerate(rows_of):
         if i in trivial:
             for j in (rows_of[k - 1] if k > 0 else None, rows_of[k + 1] if k + 1 < len(rows_of) else None):
@@ -890,6 +978,28 @@ def _attributions(conn: sqlite3.Connection, chosen: _Chosen, spans: dict[int, Sp
             continue
         found.append(LineAttribution(line, confidence, *common, start if start >= 0 else None))
     return found
+
+
+def _swapped_by_git(path: str, text: str, digest: bytes, info: _TextInfo, line: int, written: int,
+                    times: dict[int, int | None]) -> bool:
+    """Whether git's date of ``line``, older than the call that wrote it, says nothing of that call (rule
+    4, round 11): the line is trivial or has copies in the file, and git dates no copy of it in the file
+    at or after the call (within GIT_SLACK_MS; a copy not committed yet counts as after). The call's
+    commit added a copy of the line; git's diff, matching identical lines by its own convention, gave
+    that copy an older commit and this one's date to another line. Where git dates another copy after
+    the call, this one is taken as older than the call (a person's ``return result;`` next to the
+    call's)."""
+    normalized = info.normalized[line]
+    copies = info.copies(line)
+    if not copies and not info.trivial(line):
+        return False
+    if copies and not all(copy in times for copy in copies):
+        found = _git_times(path, text, digest, copies[0] + 1, copies[-1] + 1)
+        if found is None:
+            return False
+        times = {**times, **found}
+    return bool(normalized) and not any(times.get(copy) is None or (times[copy] or 0) >= written - GIT_SLACK_MS
+                                        for copy in copies)
 
 
 def _git_times(path: str, text: str, digest: bytes, first: int, last: int, match: tuple[str, ...] = (),

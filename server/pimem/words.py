@@ -206,6 +206,7 @@ def tokens(text: str) -> list[str]:
 
 _ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")   # unicode61's tokens of ASCII text (``_`` is a token character)
 POSITIONS_CHARS = 50_000   # a longer text's word positions are read from its start
+ANSWER = "#answer"   # positions()' key of the words ``answer`` picks (no index token holds a "#")
 
 
 class _Stems:
@@ -234,10 +235,12 @@ class _Stems:
 _STEMS = _Stems()
 
 
-def positions(texts: Sequence[str], wanted: frozenset[str]) -> list[dict[str, list[int]]]:
+def positions(texts: Sequence[str], wanted: frozenset[str],
+              answer: Callable[[str], bool] | None = None) -> list[dict[str, list[int]]]:
     """Where the index tokens ``wanted`` occur in each of ``texts``: token offsets as the word index counts
     them (FTS5's tokenizer and stemmer over :func:`word_text`'s text, without the identifier parts it adds
-    at the end), ascending, per token. Of each text's first :data:`POSITIONS_CHARS` characters."""
+    at the end), ascending, per token. Of each text's first :data:`POSITIONS_CHARS` characters. With
+    ``answer``, also where the words it picks (given lower case, unstemmed) are, under :data:`ANSWER`."""
     result: list[dict[str, list[int]]] = []
     seen_of: dict[int, list[str]] = {}
     for number, text in enumerate(texts):
@@ -246,10 +249,16 @@ def positions(texts: Sequence[str], wanted: frozenset[str]) -> list[dict[str, li
             seen_of[number] = _ASCII_WORD.findall(text.lower())
             result.append({})
         else:
-            result.append(_positions_by_fts(text, wanted))
+            result.append(_positions_by_fts(text, wanted, answer))
     if not seen_of:
         return result
     distinct = set().union(*seen_of.values())
+    if answer is not None:
+        picked = {word for word in distinct if answer(word)}
+        for number, seen in seen_of.items():
+            spots = list(compress(range(len(seen)), map(picked.__contains__, seen)))
+            if spots:
+                result[number][ANSWER] = spots
     # The words never seen that may stem to a wanted token, stemmed in one pass. Porter only rewrites a
     # word's end (at most an "e" added, "y" made "i"): a word whose stem is t starts with t but for its
     # last two letters, so the others cannot be one of ``wanted``.
@@ -270,7 +279,8 @@ def positions(texts: Sequence[str], wanted: frozenset[str]) -> list[dict[str, li
     return result
 
 
-def _positions_by_fts(text: str, wanted: frozenset[str]) -> dict[str, list[int]]:
+def _positions_by_fts(text: str, wanted: frozenset[str], answer: Callable[[str], bool] | None
+                      ) -> dict[str, list[int]]:
     if _CJK_ANY.search(text):
         text = _SCRIPT_RUN.sub(_cjk_words, text)
     mem = _tokenizer()
@@ -280,6 +290,13 @@ def _positions_by_fts(text: str, wanted: frozenset[str]) -> dict[str, list[int]]
     for term, offset in mem.execute("SELECT term, offset FROM qv ORDER BY offset"):
         if term in wanted:
             found.setdefault(str(term), []).append(int(offset))
+    if answer is not None:   # the words as written (``r``: no stemmer), at the same offsets
+        mem.execute("DELETE FROM r")
+        mem.execute("INSERT INTO r(rowid, x) VALUES (1, ?)", (text,))
+        spots = [int(offset) for term, offset in mem.execute("SELECT term, offset FROM rv ORDER BY offset")
+                 if answer(str(term))]
+        if spots:
+            found[ANSWER] = spots
     return found
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pimem import index, words
-from pimem.recall import make_query, ranking
+from pimem.recall import answers, make_query, ranking
 from pimem.recall.freetext import parse_text, recall_conversations
 from pimem.store import SessionRow, connect, get_meta, set_meta, transaction, upsert_session
 from pimem.store.schema import LAYOUT
@@ -298,3 +298,36 @@ def test_a_time_the_person_said_is_searched_and_a_time_of_the_question_is_not(co
     assert ask(conn, "What time do I wake up on Saturday mornings?")[:2] == ["pi:said", "pi:short"]
     # "last Saturday" is when the question's now was: not searched, so the short text holding "wake" stays first.
     assert ask(conn, "Did I wake up early last Saturday?")[:2] == ["pi:short", "pi:said"]
+
+
+def test_a_number_beside_the_question_words_answers_how_many(conn: sqlite3.Connection,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two conversations about the person's tomato plants; the question asks how many, and one of them says it
+    # ("I planted 12 ..."). Both best passages hold *tomato plants* side by side, so without the asked kind the
+    # other conversation, whose best turn holds the words in a shorter text, stays first; the number near them
+    # now counts as one more word of the question.
+    _session(conn, "pi:said", [("This spring I finally planted 12 tomato plants along the fence, what should I "
+                                "feed them in the first weeks?", "A balanced fertiliser."),
+                               ("tomato leaves curl", "Ok."), ("plants by the door", "Ok."),
+                               ("tomato soup recipe?", "Ok.")])
+    _session(conn, "pi:other", [("I keep my tomato plants on the balcony, do they need a bigger pot by now?",
+                                 "Too little sun.")], start=START + 1_000)
+    _ordinary_sessions(conn, first_hour=2)
+    question = "How many tomato plants did I put in?"
+    assert ask(conn, question)[:2] == ["pi:said", "pi:other"]
+    monkeypatch.setattr(ranking, "ANSWER_WEIGHT", 0.0)   # the asked kind not counted: the order of before
+    ranking._RANKED.clear()
+    assert ask(conn, question)[:2] == ["pi:other", "pi:said"]
+
+
+def test_the_words_that_answer_a_question_are_placed_in_its_passages() -> None:
+    # What a question asks for (pimem.recall.answers), and where such words are in a text, ASCII or not.
+    assert [answers.asked(q) for q in ("How many tomato plants did I put in?", "When did I get my smoker?",
+                                       "How many days ago did I attend the gala?", "What time do I wake up?",
+                                       "What is the name of my cat?")] == ["number", "time", "time", "time", ""]
+    time_word = lambda word: answers.is_answer("time", word)   # noqa: E731
+    found = words.positions(["On March 3rd I planted twelve seeds", "Le 3 mars j’ai semé douze graines today"],
+                            frozenset({"seed"}), time_word)
+    assert found == [{"seed": [6], words.ANSWER: [1, 2, 5]}, {words.ANSWER: [1, 8]}]
+    assert words.positions(["I planted twelve seeds"], frozenset({"seed"})) == [{"seed": [3]}]
+    assert not answers.is_answer("number", "march") and answers.is_answer("number", "twice")

@@ -68,7 +68,9 @@ class EditCall:
     later parse); this one, with ``old``, replaces it. ``before``: for a whole-file write whose transcript
     shows what the file held but not as the call's replaced text (a Pi ``read`` of the whole file earlier
     in the same turn), the hashes of those lines (pimem.editspans.line_keys): the write is then an edit of
-    the whole file, as with ``old``. ``kept_before`` / ``kept_after``: the file's lines next to the
+    the whole file, as with ``old``. ``earlier``: the same, when what the transcript shows is of an earlier
+    turn (the session's last view of the file: a person may have changed it since;
+    pimem.editspans.span_since). ``kept_before`` / ``kept_after``: the file's lines next to the
     replaced text, from the call's result (Claude Code's ``originalFile``): the context of the lines it
     added at the edges of ``new`` (pimem.editspans)."""
 
@@ -80,6 +82,7 @@ class EditCall:
     whole: bool = False
     amends: bool = False
     before: tuple[int, ...] | None = None
+    earlier: tuple[int, ...] | None = None
     kept_before: tuple[str, ...] = ()   # the file's lines right before / after the replaced text, where
     kept_after: tuple[str, ...] = ()    # the call's result says (pimem.editspans.kept_around)
 

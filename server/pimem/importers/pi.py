@@ -31,9 +31,14 @@ file…]`` notice; Pi 1.6.0 ``dist/core/tools/read.js``). So a ``write`` after a
 in the **same turn** (no ``offset``/``limit``; no ``edit`` of the file, and no ``bash`` command naming it,
 in between; not called in a message that also changes the file, whose results' order is not the calls')
 is an edit of the whole file: the call carries the hashes of the lines read
-(``EditCall.before``, pimem.editspans.line_keys; never the text) and claims only the lines it added. A
-read in an earlier turn says the file existed, not what it held when written (a person may have edited
-it since): pimem.lineblame's creation rule reads it from the file touches. Read results larger than
+(``EditCall.before``, pimem.editspans.line_keys; never the text) and claims only the lines it added. What
+the session saw of a file is kept across its turns (round 11): a whole read, a write, an ``edit`` whose
+result's display diff (``details.diff``) leaves no line out (:func:`shown_whole`), or whose ``patch``
+applies to what the session saw before it (:func:`patched`). A view of an earlier turn is not what the file
+held when written (a person may have edited it since): the write carries it as ``EditCall.earlier`` and
+claims only the runs of lines it added to it (pimem.editspans.span_since); the rest of its lines are a
+write over unknown content, and pimem.lineblame's creation rule reads from the file touches that the
+file existed. Read results larger than
 :data:`READ_RESULT_MAX_BYTES` are not parsed (most tool-result bytes are skipped unparsed, see
 :data:`_NODE_HEAD`).
 
@@ -83,7 +88,10 @@ FILES = TranscriptFiles()   # every .jsonl file
 # lines next to the change (pimem.editspans).
 # 6: the lines an edit kept next to the lines it added are stored with its spans (pimem.editspans
 # ``context_of``, store layout 9).
-RULES_VERSION = 6
+# 7: what the session saw of a file stays known across its turns (a read, a write, an edit's result that
+# shows the whole file or a patch applied to what it saw): a write over a file seen in an earlier turn
+# claims the lines it added to that view in a run (EditCall.earlier, pimem.editspans.span_since).
+RULES_VERSION = 7
 
 FILE_TOOLS: dict[str, FileAction] = {"read": "read", "write": "write", "edit": "edit"}
 
@@ -100,7 +108,7 @@ MAX_PATH_CHARS = 4_096      # PATH_MAX: files with longer paths are not remember
 _RESULT_ID = re.compile(rb',"toolCallId":"([^"\\]{1,%d})"' % MAX_CALL_ID_CHARS)
 READ_RESULT_MAX_BYTES = 4 * editspans.MAX_CALL_BYTES   # a larger result line is not parsed (JSON escapes)
 MAX_PENDING_READS = 32      # read calls whose results are awaited, kept per session
-MAX_KNOWN_FILES = 8         # files whose lines a turn's reads showed, kept per session (hashed in the state)
+MAX_KNOWN_FILES = 8         # files whose lines the session saw, kept per session (hashed in the state)
 # the notices Pi's read appends to a partial result
 _PARTIAL_READ = re.compile(r"\n\n\[(?:Showing lines \d+-\d+ of \d+|\d+ more lines in file)[^\]\n]*\]\s*\Z")
 V1_ID_PATTERN = "L[0-9]*"   # GLOB of the ids derived from positions in v1 files (f"L{line}")
@@ -256,6 +264,94 @@ class _Patch:
                 tuple(kept(range(at + len(wanted), len(self.lines)))))
 
 
+# a line of an ``edit`` result's ``details.diff`` (Pi's display diff: ``dist/core/tools/edit-diff.js``
+# ``formatDisplayDiff``): a kept (" "), added ("+") or removed ("-") line, its number padded, then its text;
+# or the marker of lines left out (" " and padding, "..."), which a numbered line never is
+_DIFF_LINE = re.compile(r"([ +-]) *[0-9]+ (.*)", re.DOTALL)
+_HUNK = re.compile(r"@@ -[0-9]+(?:,([0-9]+))? \+[0-9]+(?:,([0-9]+))? @@.*", re.DOTALL)
+
+
+def shown_whole(diff: str) -> str | None:
+    """The file after an ``edit``, when its result's display diff shows every line of it: Pi shows at most 4
+    unchanged lines at each end and 8 between two changes, and puts the marker ``...`` where it leaves
+    lines out (also before and after the window a large file's diff is made in). None when a line is left
+    out, a line is not of the diff's shape, nothing changed, or past the bound rule."""
+    if len(diff) > READ_RESULT_MAX_BYTES:
+        return None
+    kept: list[str] = []
+    changed = False
+    for line in editspans.split_lines(diff):
+        found = _DIFF_LINE.fullmatch(line)
+        if found is None:
+            return None    # a marker of lines left out, or not a diff of this shape
+        if found.group(1) != "-":
+            kept.append(found.group(2))
+        changed = changed or found.group(1) != " "
+    text = "".join(line + "\n" for line in kept)
+    return text if changed and editspans.bounded(text) else None
+
+
+def patched(seen: list[int] | None, patch: str) -> list[int] | None:
+    """The lines (:func:`pimem.editspans.line_keys`) a file holds after an ``edit`` whose result's unified
+    ``patch`` is applied to the lines it held before (``seen``): each hunk's old side (its kept and removed
+    non-blank lines) must occur once, in order after the previous hunk, and becomes its new side. None when
+    a hunk does not apply so (the file changed since it was seen, or a hunk of blank lines only), or past
+    pimem.editspans.MAX_DIFF_WORK lines compared."""
+    if seen is None or len(patch) > READ_RESULT_MAX_BYTES:
+        return None
+    hunks: list[tuple[list[str], list[str]]] = []
+    old_left = new_left = 0    # the lines of the current hunk still to read (its header's counts)
+    for line in editspans.split_lines(patch):
+        if old_left <= 0 and new_left <= 0:
+            header = _HUNK.fullmatch(line)
+            if header is not None:
+                old_left, new_left = (int(count) if count is not None else 1 for count in header.groups())
+                hunks.append(([], []))
+            continue
+        tag, text = (line[:1], line[1:]) if line else (" ", "")
+        if tag == "\\":   # "\ No newline at end of file"
+            continue
+        if tag not in (" ", "-", "+"):
+            return None
+        if tag != "+":
+            hunks[-1][0].append(text)
+            old_left -= 1
+        if tag != "-":
+            hunks[-1][1].append(text)
+            new_left -= 1
+    if old_left > 0 or new_left > 0:
+        return None
+    result = list(seen)
+    at, work = 0, editspans.MAX_DIFF_WORK
+    for old_side, new_side in hunks:
+        old_keys = editspans.line_keys("".join(text + "\n" for text in old_side))
+        new_keys = editspans.line_keys("".join(text + "\n" for text in new_side))
+        if not old_keys or new_keys is None:
+            return None
+        found = -1
+        for start in range(at, len(result) - len(old_keys) + 1):
+            work -= 1
+            if result[start] != old_keys[0]:
+                if work < 0:
+                    return None
+                continue
+            same = 1
+            while same < len(old_keys) and result[start + same] == old_keys[same]:
+                same += 1
+            work -= same
+            if work < 0:
+                return None
+            if same == len(old_keys):
+                if found >= 0:
+                    return None   # twice: which one the hunk is is not known
+                found = start
+        if found < 0:
+            return None
+        result[found:found + len(old_keys)] = new_keys
+        at = found + len(new_keys)
+    return result if hunks and len(result) < editspans.MAX_CALL_LINES else None
+
+
 def _is_line_hash(value: Any) -> bool:
     """A value pimem.editspans.line_hash can give (a signed 64-bit integer)."""
     return type(value) is int and -(1 << 63) <= value < (1 << 63)
@@ -296,8 +392,9 @@ class PiParser(TranscriptParser):
         # Anchors of the entries parsed in this run; older ones come from `lookup`.
         self._anchors: dict[str, str | None] = {}
         # This turn's reads of whole files: call id -> file (awaiting the result), and file -> (turn, what
-        # its read showed: the text while parsing, hashed only when a write of it comes or the state is
-        # saved, most reads being of files not written; the state keeps the lines' hashes, never the text)
+        # the session last saw it hold: a read, a write, an edit's result; the text while parsing, hashed
+        # only when a write of it comes or the state is saved, most reads being of files not written; the
+        # state keeps the lines' hashes, never the text)
         # (a state another tool wrote may hold anything: what is not of these shapes is forgotten)
         reads, known = state.get("reads"), state.get("known")
         self._reads: dict[str, str] = {
@@ -305,9 +402,11 @@ class PiParser(TranscriptParser):
             if isinstance(v, str) and _storable(k, MAX_CALL_ID_CHARS) and _storable(v, MAX_PATH_CHARS)
         } if isinstance(reads, dict) else {}
         self._known: dict[str, tuple[str, list[int] | str]] = {}
-        # this parse's ``edit`` calls awaiting their results: call id -> turn (the result's patch gives the
-        # lines next to each replaced text; not saved: a result parsed in a later sync than its call gives none)
-        self._edits: dict[str, str] = {}
+        # this parse's ``edit`` calls awaiting their results: call id -> (turn, file, what the session saw of
+        # the file before the call). The result's patch gives the lines next to each replaced text, and what
+        # the file holds after the call (_edit_result); not saved: a result parsed in a later sync than its
+        # call gives neither
+        self._edits: dict[str, tuple[str, str, tuple[str, list[int] | str] | None]] = {}
         for key, value in (list(known.items())[-MAX_KNOWN_FILES:] if isinstance(known, dict) else ()):
             if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) \
                     and isinstance(value[1], list) and len(value[1]) <= editspans.MAX_CALL_LINES \
@@ -409,8 +508,7 @@ class PiParser(TranscriptParser):
                 turn_id = storable_id(self._v1_turn_id(text) or entry_id)   # as its anchor names it
                 replaces = entry_id if turn_id != storable_id(entry_id) else None
                 chunk.start_turn(turn_id, ts, text, self._turns, line_number, replaces)
-                self._reads.clear()   # what a turn's reads showed is used in that turn only
-                self._known.clear()
+                self._reads.clear()   # a read awaited is of this turn (its result, of a later one, is not parsed)
                 self._turns += 1
                 self._record_node(entry_id, turn_id, chunk)
                 return
@@ -427,9 +525,9 @@ class PiParser(TranscriptParser):
             path = self._reads.pop(call_id, None) if call_id is not None else None
             if path is not None:
                 self._read_result(path, anchor, message)
-            turn = self._edits.pop(call_id, None) if call_id is not None else None
-            if turn is not None and call_id is not None:
-                self._edit_result(call_id, turn, message, chunk)
+            awaited = self._edits.pop(call_id, None) if call_id is not None else None
+            if awaited is not None and call_id is not None:
+                self._edit_result(call_id, awaited, message, chunk)
         self._record_node(entry_id, anchor, chunk)
 
     # -- what a turn's reads showed ---------------------------------------------------------------
@@ -449,11 +547,14 @@ class PiParser(TranscriptParser):
             path = nonempty_str(arguments.get("path"))
             if name == "bash":
                 command = arguments.get("command")
-                if isinstance(command, str) and (self._known or self._reads):
+                if isinstance(command, str) and (self._known or self._reads or self._edits):
                     named = {key for key in [*self._known, *self._reads.values()]
                              if _file_name(key) in command}
                     for key in named:
                         self._known.pop(key, None)
+                    for awaited, (at, key, _seen) in list(self._edits.items()):
+                        if key and _file_name(key) in command:   # its result may show the file before it
+                            self._edits[awaited] = (at, "", None)
                     changed |= named
                 continue
             if path is None:
@@ -470,21 +571,29 @@ class PiParser(TranscriptParser):
                         del self._reads[next(iter(self._reads))]
                 continue
             found = _call_edits(name, arguments, call_id)
+            if found:
+                # an earlier edit of the file in this message: its result no longer shows what the file holds
+                for awaited, (at, other, _seen) in list(self._edits.items()):
+                    if other == key:
+                        self._edits[awaited] = (at, "", None)
             if name == "write" and found:
                 known = self._known.pop(key, None)
-                before = _keys(known[1]) if known is not None and known[0] == turn else None
-                if before is not None:
+                seen = _keys(known[1]) if known is not None else None
+                if seen is not None and known is not None and known[0] == turn:
                     found = [EditCall(call.path, call.tool, call.call_id, None, call.new, whole=True,
-                                      before=tuple(before)) for call in found]
+                                      before=tuple(seen)) for call in found]
+                elif seen is not None:   # seen in an earlier turn: a person may have changed the file since
+                    found = [EditCall(call.path, call.tool, call.call_id, None, call.new, whole=True,
+                                      earlier=tuple(seen)) for call in found]
                 if editspans.bounded(found[-1].new):   # a second write of the file in the turn replaces this one's
                     self._remember(key, turn, found[-1].new)
                 changed.add(key)
             elif found:
-                self._known.pop(key, None)
+                seen_before = self._known.pop(key, None)
                 changed.add(key)
                 if call_id is not None and _storable(call_id, MAX_CALL_ID_CHARS):
                     self._edits.pop(call_id, None)
-                    self._edits[call_id] = turn
+                    self._edits[call_id] = (turn, key, seen_before)
                     while len(self._edits) > MAX_PENDING_READS:
                         del self._edits[next(iter(self._edits))]
             calls.extend(found)
@@ -493,14 +602,29 @@ class PiParser(TranscriptParser):
                 del self._reads[call_id]
         return calls
 
-    def _edit_result(self, call_id: str, turn: str, message: dict[str, Any], chunk: Chunk) -> None:
+    def _edit_result(self, call_id: str, awaited: tuple[str, str, tuple[str, list[int] | str] | None],
+                     message: dict[str, Any], chunk: Chunk) -> None:
         """An ``edit``'s result: its ``details.patch`` (a unified diff with a few lines of context) gives
         the lines of the file right before and after each replaced text (:func:`kept_in_patch`), given to
-        the call's blocks still in this parse."""
+        the call's blocks still in this parse; and what the file holds after the call, when its
+        ``details.diff`` shows every line of it (:func:`shown_whole`: a view of this turn), or when the
+        session knew what it held before and the patch applies to that (:func:`patched`: a view as old
+        as that one)."""
+        turn, key, seen = awaited
         details = as_dict(message.get("details"))
         patch = details.get("patch") if details is not None else None
+        diff = details.get("diff") if details is not None else None
+        if message.get("isError") is True or not isinstance(patch, str):
+            return
+        whole = shown_whole(diff) if isinstance(diff, str) and key else None
+        if whole is not None:
+            self._remember(key, turn, whole)
+        elif seen is not None and key:
+            after = patched(_keys(seen[1]), patch)
+            if after is not None:
+                self._remember(key, seen[0], after)
         delta = chunk.turns.get(turn)
-        if message.get("isError") is True or not isinstance(patch, str) or delta is None:
+        if delta is None:
             return
         parsed = _Patch(patch)
         for position in delta.edits_of(call_id):

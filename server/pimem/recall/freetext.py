@@ -42,6 +42,7 @@ from pimem.recall import (
     RecallError,
     RecallQuery,
     RecallRow,
+    answers,
     make_query,
     ranking,
     recall_page,
@@ -118,6 +119,7 @@ class Candidate:
     written: str | None = None   # the word as written, when ``term`` is its stem (the word index stems itself)
     prose: bool = False  # a part of a word that reads as prose here (``get-together``; ``YouTube`` in a question)
     said: bool = False   # a stop word that is a word of the question here (a time the person said: said_times)
+    asks: str = ""       # what the whole text asks for, when it reads as a question (pimem.recall.answers.asked)
 
     @property
     def key(self) -> str:
@@ -304,9 +306,9 @@ def candidates(text: str, segment: Segmenter = bigram_segments) -> list[Candidat
     everything = list(distinct.values())
     meaningful = [c for c in everything
                   if not c.stop and (c.said or not _is_stop(c.term, sentence)) and not _noise(c.term)]
-    if meaningful:
-        return meaningful
-    return [c for c in everything if not (len(c.term) == 1 and c.term.isascii())] or everything
+    chosen = meaningful or [c for c in everything if not (len(c.term) == 1 and c.term.isascii())] or everything
+    asks = answers.asked(text) if sentence else ""
+    return [replace(c, asks=asks) for c in chosen] if asks else chosen
 
 
 def word_at(line: str, column: int) -> str | None:

@@ -25,7 +25,9 @@ what the person wants back is the conversation where that came up. So:
    the best passage of what the person typed (the question's words near one another in one user text,
    read at query time: :func:`passage_score`), and that rank is fused in too (:data:`PASSAGE_SHARE`). A
    fact said in passing sits in one sentence of a long message about something else, which the length
-   normalisation of 3. dilutes and word presence cannot tell from the same words strewn apart.
+   normalisation of 3. dilutes and word presence cannot tell from the same words strewn apart. When the
+   question asks for a number or a time (:mod:`pimem.recall.answers`), a word of that kind counts in the
+   passage as one more query word (:data:`ANSWER_WEIGHT`).
 6. **Answer**: one row per conversation, its best turn (with the words it matched), paged by conversation.
 
 Filters (sources, folder) apply to sessions before they compete. Turns not in the word index yet (the
@@ -53,7 +55,7 @@ from typing import TypeVar, cast
 from pimem import words
 from pimem.jsonl import loads_text
 from pimem.paths import in_folder
-from pimem.recall import docmap, rankcache
+from pimem.recall import answers, docmap, rankcache
 from pimem.recall.query import RecallQuery
 from pimem.recall.rows import ROW_COLUMNS, RecallRow, make_row
 from pimem.store.batches import chunks, placeholders
@@ -86,10 +88,14 @@ COVERAGE = 2.0
 # to the word's nearest occurrence (σ = PASSAGE_SIGMA words). That ranking adds PASSAGE_SHARE / (RRF_K +
 # position) to their fused scores (the best turn's and the session's add up to 1). A fact said in passing
 # sits in one sentence of a long message, which BM25's length normalisation dilutes. (Measured on
-# LongMemEval dev: docs/benchmarks.md, "passages"; 30 sessions hold the first five conversations with room.)
-PASSAGE_SESSIONS = 30
+# LongMemEval dev: docs/benchmarks.md, "passages"; 50 sessions hold the first twenty conversations or so: round 14.)
+PASSAGE_SESSIONS = 50
 PASSAGE_SIGMA = 10.0
 PASSAGE_SHARE = 0.5
+# When the question asks for a number or a time (:mod:`pimem.recall.answers`), a word of that kind in the text is
+# one more query word in its passages, of ANSWER_WEIGHT × the query words' smallest idf: the sentence that
+# answers "how many tomato plants did I put in?" holds a number beside *tomato* and *plant*.
+ANSWER_WEIGHT = 1.0
 S = TypeVar("S", bound=Hashable)   # a conversation's key (local: a session rowid; shared: author, machine, id)
 D = TypeVar("D", int, tuple[str, str, str])   # a turn's key (local: a doc rowid; shared: author, machine, key)
 
@@ -99,6 +105,7 @@ class QueryWord:
     token: str                 # as the word index holds it (stemmed, folded)
     surface: str               # as the person wrote it (what a result says it matched)
     form: str = ""             # what a MATCH is given (unstemmed: FTS5 stems the query; words.query_forms)
+    asks: str = ""             # what the whole question asks for (pimem.recall.answers), the same on each word
 
     @property
     def match(self) -> str:
@@ -137,9 +144,10 @@ def _query_words(found: Iterable[object], skip: frozenset[str]) -> list[QueryWor
         term = str(getattr(candidate, "term", candidate))
         # The word as written (freetext's own stem() serves substring matching; Porter stems here).
         written = str(getattr(candidate, "written", None) or term)
+        asks = str(getattr(candidate, "asks", ""))
         for token, form in words.query_forms(written):
             if token not in seen and token not in skip:
-                seen[token] = QueryWord(token, term, form)
+                seen[token] = QueryWord(token, term, form, asks)
         if len(seen) >= MAX_QUERY_WORDS:
             break
     return list(seen.values())
@@ -239,7 +247,7 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     store_key = _store_key(conn)
     # Everything the list depends on: the store, the words (their order too: it orders float sums and
     # ties), the filters and the pool (which grows with a page beyond it).
-    key = (store_key, tuple((w.token, w.surface, w.form) for w in qwords), query.sources, query.cwd,
+    key = (store_key, tuple((w.token, w.surface, w.form, w.asks) for w in qwords), query.sources, query.cwd,
            _pool_size(query))
     ranked = _RANKED.get_or_make(conn, key, lambda: _ranked_without_gc(conn, qwords, query, store_key), _ranked_bytes)
     page = ranked.conversations[query.offset:query.offset + query.limit]
@@ -465,14 +473,20 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     for conversation in conversations:
         conversation.score = fused[conversation.session]
     conversations.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
-    _add_passages(conn, conversations, session_docs, {token: holds_user[token] for token in tokens}, idf)
+    _add_passages(conn, conversations, session_docs, {token: holds_user[token] for token in tokens}, idf,
+                  asked(qwords))
     searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
     return _Ranked(tuple(conversations), tuple(searched))
 
 
+def asked(qwords: Sequence[QueryWord]) -> str:
+    """What the question of ``qwords`` asks for (:mod:`pimem.recall.answers`), or ``""``."""
+    return next((w.asks for w in qwords if w.asks), "")
+
+
 def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
                   session_docs: dict[int, list[tuple[int, int, int]]], holds_user: dict[str, set[int]],
-                  idf: dict[str, float]) -> None:
+                  idf: dict[str, float], asks: str) -> None:
     """Rank the first PASSAGE_SESSIONS ``conversations`` (best first) by their best passage of what the
     person typed and add that ranking to their scores (:func:`passage_bonus`); the list is sorted again.
     The other conversations' scores are lower than all of these and do not move."""
@@ -491,31 +505,34 @@ def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
             "JOIN turns t ON t.turn_id = d.turn_id", (json.dumps(docs),)).fetchall()
         return {int(doc): str(text or "") for doc, text in rows}
 
-    for c, added in zip(head, passage_bonus([c.session for c in head], held, idf, user_texts), strict=True):
+    for c, added in zip(head, passage_bonus([c.session for c in head], held, idf, user_texts, asks), strict=True):
         c.score += added
     head.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
     conversations[:len(head)] = head
 
 
 def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[float]]]],
-                  idf: dict[str, float], user_texts: Callable[[list[D]], dict[D, str]]) -> list[float]:
+                  idf: dict[str, float], user_texts: Callable[[list[D]], dict[D, str]], asks: str = "") -> list[float]:
     """What each of ``head`` (the first PASSAGE_SESSIONS conversations, best first) gains from its best
     passage of what the person typed: PASSAGE_SHARE / (RRF_K + its rank by :func:`passage_score`; ties in
     ``head``'s order). ``held(conversation)`` gives each of its turns with the idf of every query word its
     user text holds; ``user_texts(turns)`` reads those texts. Only a text holding two query words or more
     is read (a text with one holds it at that word: its idf), and only while the sum of its words' idf (its
-    bound) can beat what its conversation already has. Local and shared ranking both use it."""
+    bound) can beat what its conversation already has. When the question asks for a number or a time
+    (``asks``), a word of that kind is one more query word (ANSWER_WEIGHT × the smallest idf), and a text with
+    one query word is read too. Local and shared ranking both use it."""
+    extra = ANSWER_WEIGHT * min(idf.values()) if asks and idf else 0.0
     best: dict[S, float] = {}
     bounded: dict[S, list[tuple[float, D]]] = {}
     for conversation in head:
         floor, bounds = 0.0, []
         for doc, weights in held(conversation):
-            bound, top = 0.0, 0.0
+            bound, top = extra, 0.0
             for weight in weights:
                 bound += weight
                 top = max(top, weight)
             floor = max(floor, top)
-            if len(weights) > 1:
+            if len(weights) > 1 or (extra and weights):
                 bounds.append((bound, doc))
         best[conversation] = floor
         # Best bound first; equal bounds by key, last first (the order is not neutral: a text's passage can
@@ -525,16 +542,18 @@ def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[
     # the bound cannot beat what was found.
     read = [doc for bounds in bounded.values() for _, doc in bounds]
     placed: dict[D, dict[str, list[int]]] = {}
+    scored = {**idf, words.ANSWER: extra} if extra else idf
     if read:
         texts = user_texts(read)
-        placed = dict(zip(texts, words.positions(list(texts.values()), frozenset(idf)), strict=True))
+        pick = (lambda word: answers.is_answer(asks, word)) if extra else None
+        placed = dict(zip(texts, words.positions(list(texts.values()), frozenset(idf), pick), strict=True))
     for conversation, bounds in bounded.items():
         value = best[conversation]
         for bound, doc in bounds:
             if bound <= value:
                 break
             if doc in placed:
-                value = max(value, passage_score(placed[doc], idf, PASSAGE_SIGMA))
+                value = max(value, passage_score(placed[doc], scored, PASSAGE_SIGMA))
         best[conversation] = value
     by_passage = sorted(range(len(head)), key=lambda i: -best[head[i]])   # ties: head's order
     added = [0.0] * len(head)

@@ -1088,8 +1088,8 @@ def rank_sessions(candidates: Sequence[Session], session_docs: dict[Session, lis
                 yield (info.session[0], info.session[1], info.order[3]), [
                     idf[token] for token in tokens
                     if token in info.user and (token in read_set or session in checked_sessions)]
-        for conversation, added in zip(head, ranking.passage_bonus([c[0] for c in head], held, idf, fetch_texts),
-                                       strict=True):
+        for conversation, added in zip(head, ranking.passage_bonus([c[0] for c in head], held, idf, fetch_texts,
+                                                                   ranking.asked(qwords)), strict=True):
             fused[conversation[0]] += added
         conversations[:len(head)] = sorted(head, key=lambda c: (-fused[c[0]], -c[2]))
     page = conversations[query.offset:query.offset + query.limit]

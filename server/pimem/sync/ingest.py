@@ -306,6 +306,17 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRo
         path = absolute_touch_path(edit.path, cwd)
         if path is None or editspans.skipped_path(path):
             continue
+        call_id = None if edit.call_id is None else storable_id(edit.call_id)
+        if edit.earlier is not None:
+            # over a file the session saw in an earlier turn: the lines it added to that view in a run are
+            # its own, a span after its write over unknown content (pimem.editspans.span_since)
+            split = editspans.span_since(edit.earlier, edit.new)
+            if split is not None:
+                rows.append(SpanRow(path, turn_id, ts, edit.tool, call_id, True, split[0].added, []))
+                if split[1].added:
+                    rows.append(SpanRow(path, turn_id, ts, edit.tool, call_id, False, split[1].added, [],
+                                        context=split[1].context))
+                continue
         if edit.before is not None:
             span = editspans.span_against(edit.before, edit.new)
         else:
@@ -318,7 +329,6 @@ def _span_rows(delta: TurnDelta, cwd: str, turn_id: str, ts: int) -> list[SpanRo
             span, whole = editspans.Span([], []), True
         if span is None or not (span.added or span.removed or whole):
             continue
-        call_id = None if edit.call_id is None else storable_id(edit.call_id)
         rows.append(SpanRow(path, turn_id, ts, edit.tool, call_id, whole, span.added, span.removed,
                             edit.amends, span.context))
     return rows

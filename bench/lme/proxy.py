@@ -1,0 +1,119 @@
+"""A hand-written dev proxy for LongMemEval's single-session-user questions (issue 21, round 14).
+
+LongMemEval-S's single-session-user questions ("What degree did I graduate with?") are all in the held-out
+set (the first 100 non-abstention questions). This module builds the material for a proxy of that kind from
+**dev questions only**: the evidence turns (``has_answer: true``, role ``user``) of the dev questions' answer
+sessions, one candidate session each, in a fixed order (by a hash of the session id, so the sample is spread
+over every question type and not chosen by a ranking). A person then writes, by hand, one short question per
+chosen turn, as the person who typed it would ask days later (``proxy_ssu.json`` beside this file); the
+harness asks those questions with the session as the answer (``run.py evaluate --questions FILE``).
+
+Refusals (:func:`check`): a proxy question whose source question is held out, or whose answer session is an
+answer session of a held-out question, is refused; the held-out questions' ids and answer sessions are used as
+that filter only, never printed.
+
+    python bench/lme/run.py proxy-turns --data DATA.json --count 200 [--skip 0]   # print the turns to read
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import data
+
+MAX_SHOWN = 2000          # characters of a turn printed (the median evidence turn is ~280)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    session: str           # the LME answer session id
+    source: str            # the dev question whose answer session it is
+    source_type: str
+    turns: list[tuple[int, str]]   # (turn index in the session, text) of its user evidence turns
+
+
+def _held_out(questions: Sequence[dict[str, Any]]) -> tuple[set[str], set[str]]:
+    _, holdout = data.split(questions)
+    return ({q["question_id"] for q in holdout},
+            {session for q in holdout for session in q["answer_session_ids"]})
+
+
+def evidence(questions: Sequence[dict[str, Any]]) -> Iterator[Evidence]:
+    """Every dev answer session holding a user evidence turn, once (its first dev question), in a fixed
+    pseudo-random order (sha1 of the session id); sessions that answer a held-out question are left out."""
+    dev, _ = data.split(questions)
+    _, held_sessions = _held_out(questions)
+    found: dict[str, Evidence] = {}
+    for question in dev:
+        answers = set(question["answer_session_ids"])
+        for session, turns in zip(question["haystack_session_ids"], question["haystack_sessions"], strict=True):
+            if session not in answers or session in found or session in held_sessions:
+                continue
+            typed = [(i, t["content"]) for i, t in enumerate(turns) if t.get("has_answer") and t["role"] == "user"]
+            if typed:
+                found[session] = Evidence(session, question["question_id"], question["question_type"], typed)
+    yield from sorted(found.values(), key=lambda e: hashlib.sha1(e.session.encode()).hexdigest())
+
+
+def print_turns(questions: Sequence[dict[str, Any]], count: int, skip: int) -> None:
+    for number, item in enumerate(evidence(questions)):
+        if number < skip:
+            continue
+        if number >= skip + count:
+            break
+        print(f"=== #{number} session {item.session} source {item.source} [{item.source_type}]")
+        for index, text in item.turns:
+            shown = text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + " [...]"
+            print(f"--- turn {index}: {shown}")
+        print()
+
+
+def check(questions: Sequence[dict[str, Any]], proxy: Sequence[dict[str, Any]]) -> None:
+    """Refuse a proxy file that touches the held-out set or breaks its own rules (one question per session,
+    the source a dev question whose answer sessions hold that session)."""
+    held_ids, held_sessions = _held_out(questions)
+    dev, _ = data.split(questions)
+    by_id = {q["question_id"]: q for q in dev}
+    seen: set[str] = set()
+    for item in proxy:
+        if item["source_question_id"] in held_ids or item["answer_session_id"] in held_sessions:
+            raise SystemExit(f"proxy question {item['id']}: refers to the held-out set, refused")
+        source = by_id.get(item["source_question_id"])
+        if source is None or item["answer_session_id"] not in source["answer_session_ids"]:
+            raise SystemExit(f"proxy question {item['id']}: its session is not an answer of a dev question")
+        if item["answer_session_id"] in seen:
+            raise SystemExit(f"proxy question {item['id']}: a second question on session {item['answer_session_id']}")
+        seen.add(item["answer_session_id"])
+
+
+def copies(questions: Sequence[dict[str, Any]], sessions: Iterable[str]) -> dict[str, list[str]]:
+    """Per session, the other haystack sessions with the very same turns (LongMemEval-S holds many answer
+    sessions twice, under another id and date: which copy a ranker puts first is a coin toss)."""
+    def key(turns: Sequence[dict[str, str]]) -> str:
+        return hashlib.sha1(json.dumps([(t["role"], t["content"]) for t in turns]).encode()).hexdigest()
+
+    by_key: dict[str, list[str]] = {}
+    of_session: dict[str, str] = {}
+    for session in data.unique_sessions(questions):
+        digest = key(session.turns)
+        by_key.setdefault(digest, []).append(session.lme_id)
+        of_session[session.lme_id] = digest
+    return {s: [other for other in by_key[of_session[s]] if other != s] for s in sessions}
+
+
+def load(path: Path, questions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The proxy file's questions in the harness's shape (``question_id``, ``question``, ``question_type``,
+    ``answer_session_ids``; ``answer_copies``: sessions identical to the answer), checked by :func:`check`."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    proxy = document["questions"]
+    check(questions, proxy)
+    same = copies(questions, [item["answer_session_id"] for item in proxy])
+    return [{"question_id": item["id"], "question": item["question"],
+             "question_type": f"from {item.get('source_type', 'dev')}",
+             "answer_session_ids": [item["answer_session_id"]], "answer_copies": same[item["answer_session_id"]]}
+            for item in proxy]
