@@ -21,13 +21,15 @@ import's cost of the word index; each against a reference measured in the same r
   words of pending turns (this code), with those words forgotten before every query (what every query
   paid before), and with no lag (the reference).
 * ``import``: ``pimem sync`` of the corpus into a fresh store by two revisions (``--before``: the
-  commit before the word index was merged; ``--after``), alternated, ``--runs`` each; CPU time (user
+  commit before the word index was merged; ``--after``; ``--also``: a third, e.g. main against a
+  branch), rotated, ``--runs`` each; CPU time (user
   + system, the sync's workers included: steadier than wall time on a loaded machine) and wall time,
   peak RSS of the process tree, store size, and the word index's share of the store (``dbstat``).
 * ``index``: the index build alone (``index.build_pending`` after ``index.rebuild``, in a fresh process)
   on a copy of an imported store, three ways, alternated: the trigram index only (the word index's
   tables dropped: the reference), both indexes by ``--before``'s code, both by ``--after``'s; CPU time
-  of the build. What the word index adds to an import, by revision, without the parse around it.
+  of the build (its word helper process's included, pimem/wordhelper.py) and wall time. What the word
+  index adds to an import, by revision, without the parse around it.
 
 Quote the machine and its load with the figures: this machine's speed varies from minute to minute,
 so compare within a run (docs/benchmarks.md).
@@ -277,9 +279,15 @@ def import_once(source: Path, home: Path, db: Path) -> dict[str, Any]:
 
 
 BUILD_SCRIPT = """
-import hashlib, json, sys, time
+import hashlib, json, resource, sys, time
 from pimem import index
 from pimem.store import connect, transaction
+if sys.argv[3] != "auto":   # the word helper (r14-import) forced on or off, whatever the load
+    try:
+        from pimem import wordhelper
+        wordhelper.wanted = lambda pending: sys.argv[3] == "on"
+    except ImportError:   # a revision without it
+        pass
 conn = connect(sys.argv[1])
 with transaction(conn):
     index.rebuild(conn)
@@ -288,7 +296,9 @@ with transaction(conn):
         conn.execute("DROP TABLE pimem_word_docs")
 cpu, wall = time.process_time(), time.perf_counter()
 built = index.build_pending(conn)
-result = {"docs": built, "cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}
+helpers = resource.getrusage(resource.RUSAGE_CHILDREN)   # the build's helper process (r14-import), if any
+result = {"docs": built, "cpu": time.process_time() - cpu + helpers.ru_utime + helpers.ru_stime,
+          "helper_cpu": helpers.ru_utime + helpers.ru_stime, "wall": time.perf_counter() - wall}
 if sys.argv[2] == "both":   # every (word, doc, column) posting, to compare the revisions' word indexes
     conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, pimem_words, 'instance')")
     digest, postings = hashlib.sha256(), 0
@@ -302,13 +312,13 @@ print(json.dumps(result))
 """
 
 
-def build_once(source: Path, store: Path, copy: Path, mode: str) -> dict[str, Any]:
+def build_once(source: Path, store: Path, copy: Path, mode: str, helper: str = "auto") -> dict[str, Any]:
     remove_db(copy)
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as original, sqlite3.connect(copy) as target:
         original.backup(target)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])))
-    run = subprocess.run([sys.executable, "-c", BUILD_SCRIPT, str(copy), mode], env=env, capture_output=True,
-                         text=True)
+    run = subprocess.run([sys.executable, "-c", BUILD_SCRIPT, str(copy), mode, helper], env=env,
+                         capture_output=True, text=True)
     remove_db(copy)
     if run.returncode != 0:
         raise SystemExit(f"index build failed ({source}): {run.stderr[-2000:]}")
@@ -326,24 +336,27 @@ def index_builds(args: argparse.Namespace) -> dict[str, Any]:
           f"copied per build; before = {args.before} ({before[1][:9]}), after = {args.after} ({after[1][:9]}); "
           f"{args.runs} runs each, alternated; load average {load_average()}")
     cpu: dict[str, list[float]] = {name: [] for name in ways}
+    walls: dict[str, list[float]] = {name: [] for name in ways}
     digests: dict[str, set[tuple[int, str]]] = {name: set() for name in ways}
     for number in range(args.runs):
         names = list(ways) if number % 2 == 0 else list(reversed(ways))
         for name in names:
-            result = build_once(ways[name][0], args.store, work / "index.db", ways[name][1])
+            result = build_once(ways[name][0], args.store, work / "index.db", ways[name][1], args.helper)
             cpu[name].append(result["cpu"])
+            walls[name].append(result["wall"])
             if "digest" in result:
                 digests[name].add((result["postings"], result["digest"]))
-            print(f"  run {number + 1} {name}: {result['cpu']:.2f} s CPU, {result['wall']:.1f} s, "
+            print(f"  run {number + 1} {name}: {result['cpu']:.2f} s CPU (helper process "
+                  f"{result.get('helper_cpu', 0):.2f}), {result['wall']:.1f} s, "
                   f"{result['docs']} docs, load average {load_average()}", flush=True)
     reference = statistics.median(cpu["trigram only"])
     print()
-    print("| index build | median CPU s | per run | / trigram only | the word index adds |")
-    print("|---|---|---|---|---|")
+    print("| index build | median CPU s | per run | / trigram only | the word index adds | median wall s |")
+    print("|---|---|---|---|---|---|")
     for name, values in cpu.items():
         median = statistics.median(values)
         print(f"| {name} | {median:.2f} | {', '.join(f'{value:.2f}' for value in values)} | "
-              f"{median / reference:.2f}× | {median - reference:+.2f} s |")
+              f"{median / reference:.2f}× | {median - reference:+.2f} s | {statistics.median(walls[name]):.1f} |")
     both = set().union(*(found for found in digests.values()))
     print()
     print(f"word index postings (word, doc, column) of every build by both revisions: "
@@ -355,12 +368,15 @@ def import_pair(args: argparse.Namespace) -> dict[str, Any]:
     home = args.corpus / "home"
     work = args.work or args.corpus.parent / f"import-{args.corpus.name}"
     work.mkdir(parents=True, exist_ok=True)
-    sources = {name: archive_pimem(rev) for name, rev in (("before", args.before), ("after", args.after))}
-    print(f"- corpus {args.corpus}; before = {args.before} ({sources['before'][1][:9]}), after = {args.after} "
-          f"({sources['after'][1][:9]}); {args.runs} runs each, alternated; load average {load_average()}")
-    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    revisions = [("before", args.before), ("after", args.after)] + ([("also", args.also)] if args.also else [])
+    sources = {name: archive_pimem(rev) for name, rev in revisions}
+    print(f"- corpus {args.corpus}; " + ", ".join(f"{name} = {rev} ({sources[name][1][:9]})" for name, rev in revisions)
+          + f"; {args.runs} runs each, alternated; load average {load_average()}")
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in revisions}
     for number in range(args.runs):
-        for name in (("before", "after") if number % 2 == 0 else ("after", "before")):
+        names = [name for name, _ in revisions]
+        order = names[number % len(names):] + names[:number % len(names)]   # rotated: each goes first in turn
+        for name in (order if number % 2 == 0 else order[::-1]):
             result = import_once(sources[name][0], home, work / f"{name}.db")
             runs[name].append(result)
             print(f"  run {number + 1} {name}: {result['seconds']:.1f} s ({result['cpu_seconds']:.1f} s CPU), "
@@ -383,13 +399,23 @@ def import_pair(args: argparse.Namespace) -> dict[str, Any]:
     print()
     print("| | median CPU s | median wall s | peak RSS (tree) | store | word index |")
     print("|---|---|---|---|---|---|")
-    for name, seconds, cpu in (("before", before_s, before_cpu), ("after", after_s, after_cpu)):
+    for name in runs:
+        cpu = statistics.median(run["cpu_seconds"] for run in runs[name])
+        seconds = statistics.median(run["seconds"] for run in runs[name])
         print(f"| {name} | {cpu:.1f} | {seconds:.1f} | {max(run['peak_rss'] for run in runs[name]) / 1e6:.0f} MB | "
               f"{runs[name][0]['db_bytes'] / 1e6:.0f} MB | {runs[name][0]['word_bytes'] / 1e6:.0f} MB |")
     print()
     print(f"after / before: import CPU time {after_cpu / before_cpu:.2f}× (per pair: "
           f"{', '.join(f'{ratio:.2f}' for ratio in pairs)}), wall time {after_s / before_s:.2f}×, "
           f"store {after_db / before_db:.2f}×")
+    if args.also:
+        also_cpu = statistics.median(run["cpu_seconds"] for run in runs["also"])
+        also_s = statistics.median(run["seconds"] for run in runs["also"])
+        wall_pairs = [after["seconds"] / also["seconds"]
+                      for also, after in zip(runs["also"], runs["after"], strict=True)]
+        print(f"also ({args.also}) / before: CPU {also_cpu / before_cpu:.2f}×, wall {also_s / before_s:.2f}×; "
+              f"after / also: CPU {after_cpu / also_cpu:.2f}×, wall {after_s / also_s:.2f}× (per run: "
+              f"{', '.join(f'{ratio:.2f}' for ratio in wall_pairs)})")
     return {"runs": runs, "cpu_ratio": after_cpu / before_cpu, "wall_ratio": after_s / before_s,
             "pair_cpu_ratios": pairs, "store_ratio": after_db / before_db}
 
@@ -414,6 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command.add_argument("--runs", type=int, default=2)
     command.add_argument("--before", default="ec8da14^1", help="the revision before the word index")
     command.add_argument("--after", default="HEAD")
+    command.add_argument("--also", help="a third revision, in the same rotation (e.g. main, against a branch)")
     command.add_argument("--keep-after", type=Path, help="keep the after revision's last store here")
     command.add_argument("--results", type=Path, help="write the figures as JSON here")
     command = commands.add_parser("index")
@@ -422,6 +449,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command.add_argument("--runs", type=int, default=2)
     command.add_argument("--before", default="73cdb56", help="the revision whose word index code is compared")
     command.add_argument("--after", default="HEAD")
+    command.add_argument("--helper", choices=("auto", "on", "off"), default="auto",
+                         help="the build's word helper process (where the revision has one): as the load "
+                              "decides, or forced")
     for sub in commands.choices.values():
         if not any(action.dest == "results" for action in sub._actions):
             sub.add_argument("--results", type=Path, help="write the figures as JSON here")

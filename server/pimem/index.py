@@ -36,12 +36,13 @@ written on again is told apart from the one the lists were read on (:func:`log_e
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pimem import words
+from pimem import wordhelper, words
 from pimem.store import get_meta, set_meta, transaction
 from pimem.store.batches import chunks, placeholders
 from pimem.store.meta import STORE_ID, new_store_id
@@ -174,13 +175,32 @@ def put(conn: sqlite3.Connection, turn_id: str, ts: int, user_text: str, reply_t
 def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lambda: False,
                   progress: Callable[[int, int], None] | None = None) -> int:
     """Write the postings of every pending doc, in batches sorted by key (each its own short
-    transaction). Returns how many docs were indexed; stops early when ``cancel()`` turns true."""
+    transaction). Returns how many docs were indexed; stops early when ``cancel()`` turns true.
+    A large build has a batch's word texts made by a helper process while it writes the batch's
+    trigram postings (:mod:`pimem.wordhelper`)."""
     fts = fts_enabled(conn)
     word_index = fts and words.words_enabled(conn)
     total = int(conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0])
     if fts and total >= BULK_MIN_PENDING and not in_bulk(conn):
         with transaction(conn):
             set_bulk(conn, True)
+    with contextlib.ExitStack() as stack:
+        helper = stack.enter_context(wordhelper.WordHelper()) if word_index and wordhelper.wanted(total) else None
+        done = _build_batches(conn, cancel, progress, total, fts=fts, word_index=word_index, helper=helper)
+    if word_index:
+        _build_words_only(conn, cancel)
+    if done:
+        with transaction(conn):
+            _trim_log(conn)
+    if in_bulk(conn) and not conn.execute("SELECT 1 FROM pimem_pending LIMIT 1").fetchone():
+        with transaction(conn):
+            optimize(conn)
+            set_bulk(conn, False)
+    return done
+
+
+def _build_batches(conn: sqlite3.Connection, cancel: Callable[[], bool], progress: Callable[[int, int], None] | None,
+                   total: int, *, fts: bool, word_index: bool, helper: wordhelper.WordHelper | None) -> int:
     done = 0
     while not cancel():
         with transaction(conn):
@@ -192,6 +212,9 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
             if not rows:
                 break
             live = [(key, user, reply) for key, user, reply, _ in rows if user is not None]
+            made = None   # the batch's word texts, made by the helper while the trigram postings are written
+            if word_index and helper is not None and live:
+                made = helper.start([words.indexed(text or "") for _, user, reply in live for text in (user, reply)])
             if fts and live:
                 conn.executemany("INSERT INTO pimem_fts_user(rowid, text) VALUES (?, ?)",
                                  [(key, index_text(user)) for key, user, _ in live])
@@ -203,7 +226,8 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
                     new_store_id(conn)
             if word_index:
                 words.write_docs(conn, [words.WordDoc(key, int(session or 0), user, reply or "")
-                                        for key, user, reply, session in rows if user is not None])
+                                        for key, user, reply, session in rows if user is not None],
+                                 made=None if made is None else made())
                 conn.execute(f"DELETE FROM pimem_words_pending WHERE doc_key IN ({placeholders(len(rows))})",
                              [row[0] for row in rows])
             conn.execute(f"DELETE FROM pimem_pending WHERE doc_key IN ({placeholders(len(rows))})",
@@ -211,15 +235,6 @@ def build_pending(conn: sqlite3.Connection, *, cancel: Callable[[], bool] = lamb
         done += len(rows)
         if progress is not None:
             progress(done, total)
-    if word_index:
-        _build_words_only(conn, cancel)
-    if done:
-        with transaction(conn):
-            _trim_log(conn)
-    if in_bulk(conn) and not conn.execute("SELECT 1 FROM pimem_pending LIMIT 1").fetchone():
-        with transaction(conn):
-            optimize(conn)
-            set_bulk(conn, False)
     return done
 
 

@@ -123,19 +123,28 @@ def _identifier_parts(text: str) -> list[str]:
     return [part for camel, _ in found for part in camel] + [part for _, snake in found for part in snake]
 
 
+def indexed(text: str) -> str:
+    """The part of ``text`` the word index holds (its first :data:`INDEXED_CHARS` characters)."""
+    return text[:INDEXED_CHARS] if len(text) > INDEXED_CHARS else text
+
+
 def word_text(text: str) -> str:
     """``text`` as the word index sees it (see the module docstring): CJK cut into words, camelCase
     parts added at the end. Plain ASCII prose is returned as it is."""
-    if len(text) > INDEXED_CHARS:
-        text = text[:INDEXED_CHARS]
+    body, tail = word_text_pieces(text)
+    return body + tail if tail else body
+
+
+def word_text_pieces(text: str) -> tuple[str, str]:
+    """:func:`word_text` in two pieces: ``text`` (its indexed part) with CJK cut into words (the very
+    object ``text`` when nothing was cut), and what is appended to it ("" or the identifier parts)."""
+    text = indexed(text)
     if not text.isascii() and _CJK_ANY.search(text):   # isascii() is a flag: no scan of ASCII text
         text = _SCRIPT_RUN.sub(_cjk_words, text)
     # Most texts cannot hold an identifier (no "_"; no capital after a letter or digit: every _CAMEL
     # match has one), which a cheaper test shows first.
     parts = _identifier_parts(text) if "_" in text or _CAMEL_HINT.search(text) else []
-    if parts:
-        text = text + "\n" + " ".join(parts)
-    return text
+    return text, "\n" + " ".join(parts) if parts else ""
 
 
 @dataclass(frozen=True)
@@ -146,13 +155,23 @@ class WordDoc:
     reply_text: str
 
 
-def write_docs(conn: sqlite3.Connection, docs: Iterable[WordDoc]) -> int:
-    """Write the words of ``docs`` (inside the caller's transaction). Returns how many."""
+def word_texts(texts: list[str]) -> list[str]:
+    """:func:`word_text` of each text (what :mod:`pimem.wordhelper` makes for an index batch)."""
+    return [word_text(text) for text in texts]
+
+
+def write_docs(conn: sqlite3.Connection, docs: Iterable[WordDoc], *, made: Sequence[str] | None = None) -> int:
+    """Write the words of ``docs`` (inside the caller's transaction). Returns how many. ``made``: their
+    word texts if already made (:func:`word_texts` of each doc's user text then reply text, in order)."""
     batch = list(docs)
     if not batch:
         return 0
+    if made is None:
+        made = word_texts([text for doc in batch for text in (doc.user_text, doc.reply_text)])
+    if len(made) != 2 * len(batch):
+        raise ValueError(f"{len(made)} word texts for {len(batch)} docs")
     conn.executemany(f"INSERT INTO {WORDS_TABLE}(rowid, user, reply) VALUES (?, ?, ?)",
-                     [(doc.doc_key, word_text(doc.user_text), word_text(doc.reply_text)) for doc in batch])
+                     [(doc.doc_key, made[2 * number], made[2 * number + 1]) for number, doc in enumerate(batch)])
     conn.executemany("INSERT OR REPLACE INTO pimem_word_docs(doc_key, session, user_chars, reply_chars) "
                      "VALUES (?, ?, ?, ?)",
                      [(doc.doc_key, doc.session, len(doc.user_text), len(doc.reply_text)) for doc in batch])
