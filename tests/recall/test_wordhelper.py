@@ -20,6 +20,7 @@ import pytest
 
 from pimem import index, wordhelper, words
 from pimem.store import SessionRow, connect, transaction, upsert_session
+from support.processes import alive
 
 from .test_word_text import SAMPLES, _generated
 
@@ -163,21 +164,12 @@ def test_the_helper_ends_with_the_process_that_started_it() -> None:
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
         deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(pid)
+        assert not alive(pid)
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
-        if pid and _alive(pid):   # this test failed: leave no process behind
+        if pid and alive(pid):   # this test failed: leave no process behind
             os.kill(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "\nState:\tZ" in status.read_text())   # a zombie counts as gone

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from support.processes import alive
+
 # A parent that starts the pool as pimem.sync.pool does (spawn, the same initializer) and prints the
 # pids of its workers once they run.
 PARENT = textwrap.dedent("""
@@ -28,15 +30,6 @@ PARENT = textwrap.dedent("""
 """)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    # A zombie (ended, not yet reaped by init) counts as gone.
-    return not (status.exists() and "\nState:\tZ" in status.read_text())
-
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_workers_end_when_their_parent_is_killed(tmp_path: Path) -> None:
@@ -45,13 +38,13 @@ def test_workers_end_when_their_parent_is_killed(tmp_path: Path) -> None:
     try:
         assert parent.stdout is not None
         workers = [int(pid) for pid in parent.stdout.readline().split()]
-        assert workers and all(_alive(pid) for pid in workers)
+        assert workers and all(alive(pid) for pid in workers)
         parent.send_signal(signal.SIGKILL)   # the parent only, not its process group
         parent.wait()
         deadline = time.monotonic() + 15
-        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not [pid for pid in workers if _alive(pid)]
+        assert not [pid for pid in workers if alive(pid)]
     finally:
         parent.kill()
         with contextlib.suppress(ProcessLookupError):   # whatever is left of its group (a failed run)
