@@ -3,6 +3,10 @@
 with their texts, for bench/experiments/semantic_rerank.py.
 
     python bench/experiments/lme_dump.py --data DATA.json --dir CORPUS_DIR --mapping mapping.json --out dump.jsonl
+    lme_dump.py --data DATA.json --dir CORPUS_DIR --questions bench/lme/proxy_ssu.json --out P.jsonl
+
+``--questions``: a proxy question file (bench/lme/proxy.py checks it and refuses held-out sources) instead
+of the dev set.
 """
 
 from __future__ import annotations
@@ -12,11 +16,15 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lme"))
+
+import data
+import proxy
+
 from pimem.recall import make_query
 from pimem.recall.freetext import MAX_TERMS, parse_text, recall_conversations
 from pimem.store import connect
 
-HOLDOUT = 100
 CUT = 3000
 
 
@@ -26,8 +34,10 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, required=True)
     parser.add_argument("--mapping", default="mapping.json")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--questions", type=Path, help="a proxy question file (bench/lme/proxy_ssu.json)")
     args = parser.parse_args()
-    questions = [q for q in json.loads(args.data.read_text()) if not q["question_id"].endswith("_abs")][HOLDOUT:]
+    everything = data.load_questions(args.data)
+    questions = proxy.load(args.questions, everything) if args.questions else data.split(everything)[0]
     mapping = json.loads((args.dir / args.mapping).read_text())
     conn = connect(args.dir / "memory.db", create=False, for_writing=False)
     with args.out.open("w", encoding="utf-8") as handle:
