@@ -401,12 +401,8 @@ def test_git_dating_a_brace_before_its_edit_rules_it_out_only_when_git_dates_a_c
     _git(project, "init", "-q", when="2026-11-01T09:00:00Z")
     _git(project, "add", "a.ts", when="2026-11-01T09:00:00Z")
     _git(project, "commit", "-q", "-m", "start", when="2026-11-01T09:00:00Z")
-    base = tmp_path / "agents"
-    write_claude(base, "s1", project, [("check a", [("Edit", {
-        "file_path": str(path), "old_string": "  runA();\n", "new_string": "  runA();\n  check();\n}\n",
-        "_originalFile": committed})])])
-    db = tmp_path / "m.db"
-    sync(base, db)
+    db = _edit_and_sync(tmp_path, project, path, "check a", old_string="  runA();\n",
+                        new_string="  runA();\n  check();\n}\n", _originalFile=committed)
     now = "function a() {\n  runA();\n  check();\n}\nfunction b() {\n  runB();\n}\n"
     conn = connect(db, create=False, for_writing=False)
     found = line_history(conn, str(path), now)
@@ -1111,12 +1107,8 @@ def test_a_short_run_whose_lines_occur_in_order_elsewhere_names_no_write(tmp_pat
     """A person's copy of two lines a call wrote next to each other: which copy is the call's is not
     known from two lines, but a longer run of the call's says where it wrote them."""
     path = project / "a.py"
-    base = tmp_path / "agents"
-    write_claude(base, "s1", project, [("parse it", [("Edit", {
-        "file_path": str(path), "old_string": "pass\n",
-        "new_string": "setup_logging(level)\nvalue = parse(data)\nreturn value\n"})])])
-    db = tmp_path / "m.db"
-    sync(base, db)
+    db = _edit_and_sync(tmp_path, project, path, "parse it", old_string="pass\n",
+                        new_string="setup_logging(level)\nvalue = parse(data)\nreturn value\n")
     text = "setup_logging(level)\nvalue = parse(data)\nreturn value\nother_thing()\nvalue = parse(data)\nreturn value\n"
     assert _blame(db, path, text) == {0: ("exact", "parse it"), 1: ("exact", "parse it"), 2: ("exact", "parse it")}
     # the current line answers as the whole file does
@@ -1317,12 +1309,8 @@ def test_a_calls_context_is_the_lines_it_kept_next_to_each_block_it_added() -> N
 
 def test_the_store_keeps_a_calls_context_and_forgets_it_with_the_call(tmp_path: Path, project: Path) -> None:
     path = project / "a.py"
-    base = tmp_path / "agents"
-    write_claude(base, "s1", project, [("parse it", [("Edit", {
-        "file_path": str(path), "old_string": "setup_logging(level)\nreturn value\n",
-        "new_string": "setup_logging(level)\nvalue = parse(data)\nreturn value\n"})])])
-    db = tmp_path / "m.db"
-    sync(base, db)
+    db = _edit_and_sync(tmp_path, project, path, "parse it", old_string="setup_logging(level)\nreturn value\n",
+                        new_string="setup_logging(level)\nvalue = parse(data)\nreturn value\n")
     conn = connect(db, create=False, for_writing=False)
     h = editspans.line_hash
     assert sorted(conn.execute("SELECT hash, pos FROM pimem_edit_context")) == sorted(
@@ -1340,12 +1328,8 @@ def test_a_copy_of_a_line_between_the_lines_its_call_kept_is_the_calls(tmp_path:
     """Of two copies of a line, the call's is the one between the lines it kept next to it (without
     context, neither copy names the call: which one a person wrote is not known)."""
     path = project / "a.py"
-    base = tmp_path / "agents"
-    write_claude(base, "s1", project, [("parse it", [("Edit", {
-        "file_path": str(path), "old_string": "setup_logging(level)\nshutdown(server)\n",
-        "new_string": "setup_logging(level)\nvalue = parse(data)\nshutdown(server)\n"})])])
-    db = tmp_path / "m.db"
-    sync(base, db)
+    db = _edit_and_sync(tmp_path, project, path, "parse it", old_string="setup_logging(level)\nshutdown(server)\n",
+                        new_string="setup_logging(level)\nvalue = parse(data)\nshutdown(server)\n")
     text = "import sys\nsetup_logging(level)\nvalue = parse(data)\nshutdown(server)\nhelper()\nvalue = parse(data)\n"
     assert _blame(db, path, text) == {2: ("exact", "parse it")}
     # the current line answers as the whole file does
@@ -1363,12 +1347,8 @@ def test_a_copy_of_a_line_between_the_lines_its_call_kept_is_the_calls(tmp_path:
 def test_a_brace_between_lines_its_call_kept_is_the_calls(tmp_path: Path, project: Path) -> None:
     """A trivial line (``}``) the call added alone is placed by the lines it kept next to it."""
     path = project / "a.ts"
-    base = tmp_path / "agents"
-    write_claude(base, "s1", project, [("close it", [("Edit", {
-        "file_path": str(path), "old_string": "    total += item.price;\nreturn total;\n",
-        "new_string": "    total += item.price;\n  }\nreturn total;\n"})])])
-    db = tmp_path / "m.db"
-    sync(base, db)
+    db = _edit_and_sync(tmp_path, project, path, "close it", old_string="    total += item.price;\nreturn total;\n",
+                        new_string="    total += item.price;\n  }\nreturn total;\n")
     text = "function sum(items) {\n  for (const item of items) {\n    total += item.price;\n  }\nreturn total;\n}\n"
     assert _blame(db, path, text) == {3: ("exact", "close it")}
     assert _blame(db, path, text, start_line=3, end_line=4) == {3: ("exact", "close it")}
@@ -1395,6 +1375,16 @@ def test_the_lines_next_to_the_replaced_text_are_read_from_the_file_before_it() 
     assert span is not None and span.context == [(-1, h("setup_logging(level)")), (1, h("shutdown(server)"))]
     # the call does not say what it replaced: nothing is next to it
     assert editspans.span_of(None, "value = parse(data)\n", ("a()",), ("b()",)).context == []
+
+
+def _edit_and_sync(tmp_path: Path, project: Path, path: Path, prompt: str, **call: Any) -> Path:
+    """One Claude Code session whose one turn (``prompt``) makes one ``Edit`` call of ``path`` (its
+    ``old_string``, ``new_string`` and any result field, e.g. ``_originalFile``), synced into a new store."""
+    base = tmp_path / "agents"
+    write_claude(base, "s1", project, [(prompt, [("Edit", {"file_path": str(path), **call})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    return db
 
 
 def _claude_edit(base: Path, project: Path, path: Path, **extra: Any) -> None:
@@ -1489,14 +1479,10 @@ def test_a_line_placed_where_the_copy_its_call_kept_cannot_be_is_the_calls(tmp_p
     line the call kept after its lines, away from the lines it kept before them: that one is the call's
     (the exception above is for a line whose neighbours could be the kept copy's)."""
     path = project / "cart.ts"
-    base = tmp_path / "agents"
-    write_claude(base, "s1", project, [("totals", [("Edit", {
-        "file_path": str(path), "old_string": "  }\n",
-        "new_string": "  const a = one();\n  const b = two();\n  return result;\n",
-        "_originalFile": "  return result;\n    result += it.price;\n  }\n  let result = 0;\n"
-                         "  for (const it of items) {\n"})])])
-    db = tmp_path / "m.db"
-    sync(base, db)
+    db = _edit_and_sync(tmp_path, project, path, "totals", old_string="  }\n",
+                        new_string="  const a = one();\n  const b = two();\n  return result;\n",
+                        _originalFile="  return result;\n    result += it.price;\n  }\n  let result = 0;\n"
+                                      "  for (const it of items) {\n")
     now = ("  return result;\n    result += it.price;\n  const a = one();\n  const b = two();\n  person_line();\n"
            "  return result;\n  let result = 0;\n  for (const it of items) {\n")
     assert _blame(db, path, now) == {2: ("exact", "totals"), 3: ("exact", "totals"), 5: ("exact", "totals")}
@@ -1701,12 +1687,9 @@ def test_a_kept_brace_places_a_line_only_with_the_line_beyond_it(tmp_path: Path,
     """The lines the call kept next to its line are "}": a "}" places nothing alone, but the kept "}"
     then the kept line beyond it, both still there, do."""
     path = project / "a.py"
-    base = tmp_path / "agents"
-    write_claude(base, "s1", project, [("parse it", [("Edit", {
-        "file_path": str(path), "old_string": "stale_line()\n", "new_string": "value = parse(data)\n",
-        "_originalFile": "setup_logging(level)\n}\nstale_line()\n}\nshutdown(server)\n"})])])
-    db = tmp_path / "m.db"
-    sync(base, db)
+    db = _edit_and_sync(tmp_path, project, path, "parse it", old_string="stale_line()\n",
+                        new_string="value = parse(data)\n",
+                        _originalFile="setup_logging(level)\n}\nstale_line()\n}\nshutdown(server)\n")
     text = "setup_logging(level)\n}\nvalue = parse(data)\n}\nshutdown(server)\nhelper()\nvalue = parse(data)\n"
     assert _blame(db, path, text) == {2: ("exact", "parse it")}
     assert _blame(db, path, text, start_line=2, end_line=3) == {2: ("exact", "parse it")}
