@@ -28,6 +28,14 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An empty project folder, whose files the agents of a test's transcripts edit."""
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
 def history(tmp_path: Path) -> Iterator[Path]:
     """A writable copy of the sample history and the legacy fixtures merged under one base."""
     yield copy_samples(tmp_path / "history", legacy=True)

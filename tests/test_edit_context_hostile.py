@@ -28,13 +28,6 @@ from support.sync import sync
 BEFORE = "setup_logging(level)\nstale_line()\nshutdown(server)\n"
 
 
-@pytest.fixture()
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "proj"
-    folder.mkdir()
-    return folder
-
-
 def _spans(db: Path) -> list[tuple[Any, ...]]:
     """(path, turn, call, added hashes, context rows) of every span."""
     conn = sqlite3.connect(db)

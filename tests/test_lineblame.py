@@ -43,13 +43,6 @@ def _blame(db: Path, path: Path, text: str, **kwargs: Any) -> dict[int, tuple[st
 FUNCTION = "def compute(values):\n    total = 0\n    for value in values:\n        total += value\n    return total\n"
 
 
-@pytest.fixture()
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "proj"
-    folder.mkdir()
-    return folder
-
-
 # ---------------------------------------------------------------------------------------------
 # Spans: the shared helper and the importers' calls
 # ---------------------------------------------------------------------------------------------

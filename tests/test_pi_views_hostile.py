@@ -8,8 +8,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pimem import editspans
 from pimem.importers.base import Chunk, feed_line
 from pimem.importers.pi import MAX_KNOWN_FILES, PiParser, patched
@@ -24,13 +22,6 @@ SMALL_PATCH = ("--- a.py\n+++ a.py\n@@ -1,5 +1,5 @@\n import os\n \n def run(dat
 EDIT = {"oldText": "stale_line()", "newText": "value = parse(data)"}
 SMALL_WRITTEN = ("import os\n\ndef run(data):\n    value = parse(data)\n    log_value(value)\n    check_value(value)\n"
                  "    return data\n")
-
-
-@pytest.fixture()
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "proj"
-    folder.mkdir()
-    return folder
 
 
 def _span_rows(db: Path) -> list[tuple[Any, ...]]:
