@@ -229,6 +229,15 @@ def _postings(conn: sqlite3.Connection, column: str, form: str, limit: int | Non
     return set(loads_text(found))
 
 
+def bm25_idf(count: int, docs: int) -> float:
+    """BM25's idf of a word held by ``count`` of ``docs`` docs (local and shared ranking alike). A count kept
+    from before the store shrank (the shared store's, after members' rows were forgotten) can exceed the docs:
+    it is taken as every doc, so no weight is negative (a turn holding the word would rank below one without)."""
+    docs = max(docs, 1)
+    count = min(count, docs)
+    return math.log(1 + (docs - count + 0.5) / (count + 0.5))
+
+
 def _norm(length: float, average: float, b: float) -> float:
     """BM25's length factor for a word present once, b the share of normalisation (USER_B for a user text)."""
     return (K1 + 1) / (1 + K1 * (1 - b + b * length / average))
@@ -344,7 +353,7 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     for user_tokens, reply_tokens, _session, _uc, _rc in pending.values():
         for token in user_tokens | reply_tokens:
             df[token] += 1
-    idf = {token: math.log(1 + (docs - count + 0.5) / (count + 0.5)) for token, count in df.items()}
+    idf = {token: bm25_idf(count, docs) for token, count in df.items()}
     indexed_df = {w.token: df[w.token] - sum(1 for u, r, *_ in pending.values() if w.token in u | r) for w in qwords}
     present = [w for w in qwords if indexed_df[w.token] > 0]
     present.sort(key=lambda w: df[w.token])

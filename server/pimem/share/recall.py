@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 import re
 import threading
 import time
@@ -1070,12 +1069,8 @@ def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], re
 
 
 def idfs(df: dict[str, int], stats: Stats) -> dict[str, float]:
-    """BM25's idf of each word, from its count and the store's size (as :mod:`pimem.recall.ranking`). A count
-    kept from before the store shrank (members' rows forgotten) can exceed its docs: it is taken as every doc,
-    so no weight is negative (a negative one would make a turn holding the word rank lower than one without it)."""
-    total_docs = max(stats.docs, 1)
-    return {token: math.log(1 + (total_docs - min(count, total_docs) + 0.5) / (min(count, total_docs) + 0.5))
-            for token, count in df.items()}
+    """BM25's idf of each word, from its count and the store's size (:func:`pimem.recall.ranking.bm25_idf`)."""
+    return {token: ranking.bm25_idf(count, stats.docs) for token, count in df.items()}
 
 
 def pool_size(query: RecallQuery) -> int:
