@@ -350,3 +350,17 @@ def test_the_texts_read_for_the_answers_word_alone_are_bounded_per_conversation(
     ranking.passage_bonus(head, held_docs.__getitem__, {"tomato": 2.0, "seed": 1.0}, user_texts, "number")
     assert len(asked_for) == len(head) * (ranking.ANSWER_TEXTS + 1)
     assert {doc for doc in asked_for if doc[1] == "both"} == {("a", "both"), ("b", "both")}
+
+
+def test_the_fused_head_weighs_coverage_and_the_three_ranks() -> None:
+    # Round 17's candidate (FUSED_HEAD, off): the head of three conversations, in the order before the passage
+    # step. The first leads the best-turn and session ranks; the third has the best passage and covers the
+    # question whole (coverage × 5.75 decides); the first covers more than the second, which the ranks alone
+    # would put ahead (below).
+    order = ranking.fused_head_order(turn=[3.0, 2.0, 1.0], session=[3.0, 2.0, 1.0], passage=[1.0, 2.0, 3.0],
+                                     coverage=[0.2, 0.1, 1.0])
+    assert order == [2, 0, 1]
+    # Without the coverage the ranks alone decide: the passage's weight (5.75) against turn and session's (4.15).
+    assert ranking.fused_head_order([3.0, 2.0, 1.0], [3.0, 2.0, 1.0], [1.0, 2.0, 3.0], [0.0, 0.0, 0.0]) == [2, 1, 0]
+    # Ties keep the head's order.
+    assert ranking.fused_head_order([1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [0.5, 0.5]) == [0, 1]
