@@ -23,7 +23,9 @@ what the person wants back is the conversation where that came up. So:
    conversation; a long reply mentions everything.
 5. **Passages**: the first :data:`PASSAGE_SESSIONS` conversations of that order are ranked once more, by
    the best passage of what the person typed (the question's words near one another in one user text,
-   read at query time: :func:`passage_score`), and that rank is fused in too (:data:`PASSAGE_SHARE`). A
+   read at query time: :func:`passage_score`), and they are ordered by a weighted sum of their ranks by best
+   turn, by session and by passage, and of their best turn's coverage (:data:`FUSED_HEAD`,
+   :func:`fused_head_order`; without it, the passage rank is fused in with :data:`PASSAGE_SHARE`). A
    fact said in passing sits in one sentence of a long message about something else, which the length
    normalisation of 3. dilutes and word presence cannot tell from the same words strewn apart. When the
    question asks for a number or a time (:mod:`pimem.recall.answers`), a word of that kind counts in the
@@ -99,11 +101,14 @@ ANSWER_WEIGHT = 1.0
 # Of a conversation's texts holding one query word, the passage step reads at most ANSWER_TEXTS (those of the
 # best bound) for the answer's word (round q8: a bounded cost where the word is in many long texts).
 ANSWER_TEXTS = 8
-# A candidate of round 15 (docs/benchmarks.md, "Round 17"), off: the first PASSAGE_SESSIONS conversations ordered by
-# a score instead of the passage step's reciprocal rank: FUSED_WEIGHTS · (rr(best turn), rr(session), rr(passage),
-# coverage), rr(x) = RRF_K / (RRF_K + 1 + the conversation's rank in the head by x), coverage the best turn's matched
-# words' share of the query's idf. The weights are the midpoints of round 15's out-of-fold fits.
-FUSED_HEAD = False
+# The passage step's order (FUSED_HEAD): the first PASSAGE_SESSIONS conversations ordered by a score instead of their
+# fused reciprocal ranks plus PASSAGE_SHARE of the passage rank: FUSED_WEIGHTS · (rr(best turn), rr(session),
+# rr(passage), coverage), rr(x) = RRF_K / (RRF_K + 1 + the conversation's rank in the head by x), coverage the best
+# turn's matched words' share of the query's idf (what a direct term adds to the turn score, which coverage already
+# multiplies: the turn that holds the whole question first). The weights are the midpoints of round 15's out-of-fold
+# fits; frozen before round 17's new proxy questions were written, and kept on them (docs/benchmarks.md, "Round 17").
+# PASSAGE_SHARE 0 still turns the passage step off; with FUSED_HEAD its value is not used otherwise.
+FUSED_HEAD = True
 FUSED_WEIGHTS = (1.5, 2.65, 5.75, 5.75)
 S = TypeVar("S", bound=Hashable)   # a conversation's key (local: a session rowid; shared: author, machine, id)
 D = TypeVar("D", int, tuple[str, str, str])   # a turn's key (local: a doc rowid; shared: author, machine, key)
@@ -526,10 +531,9 @@ def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
         return {int(doc): str(text or "") for doc, text in rows}
 
     if FUSED_HEAD and session_scores is not None:
-        passages = passage_best([c.session for c in head], held, idf, user_texts, asks)
-        coverage = [sum(idf.get(token, 0.0) for token in c.matched_tokens) / query_weight for c in head]
-        order = fused_head_order([c.best_turn_score for c in head], [session_scores[c.session] for c in head],
-                                 passages, coverage)
+        order = head_order([c.session for c in head], held, idf, user_texts, asks,
+                           [c.best_turn_score for c in head], [session_scores[c.session] for c in head],
+                           [c.matched_tokens for c in head], query_weight)
         top = head[0].score + 1.0   # the head stays above the rest, in its new order
         for position, i in enumerate(order):
             head[i].score = top + (len(head) - position)
@@ -547,6 +551,17 @@ def _rank_positions(values: Sequence[float]) -> list[int]:
     for position, i in enumerate(sorted(range(len(values)), key=lambda i: -values[i])):
         positions[i] = position
     return positions
+
+
+def head_order(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[float]]]], idf: dict[str, float],
+               user_texts: Callable[[list[D]], dict[D, str]], asks: str, turn: Sequence[float],
+               session: Sequence[float], matched: Sequence[Collection[str]], query_weight: float) -> list[int]:
+    """The passage step's order of ``head`` (FUSED_HEAD; local and shared ranking alike): each one's best passage
+    (:func:`passage_best`; ``held`` and ``user_texts`` as there), its best turn's coverage (the ``matched`` words'
+    idf over ``query_weight``), and :func:`fused_head_order` of those with ``turn`` and ``session`` scores."""
+    passages = passage_best(head, held, idf, user_texts, asks)
+    coverage = [sum(idf.get(token, 0.0) for token in words_of) / query_weight for words_of in matched]
+    return fused_head_order(turn, session, passages, coverage)
 
 
 def fused_head_order(turn: Sequence[float], session: Sequence[float], passage: Sequence[float],
