@@ -103,10 +103,10 @@ def test_the_harness_end_to_end_on_the_synthetic_slice(shape: str, slice_file: P
         {"id": "p1", "question": "What is the long book we read in the club, Malvoreth?",
          "answer_session_id": "answer_synth_02", "source_question_id": "synth_2", "source_type": "multi-session"}]}))
     run("evaluate", "--data", str(slice_file), "--dir", str(corpus), "--ranker", "pimem", "--ranker", "bm25",
-        "--questions", str(proxy_file), "--results", str(results), cwd=tmp_path)
+        "--ranker", "pimem-rrf", "--questions", str(proxy_file), "--results", str(results), cwd=tmp_path)
     report = json.loads(results.read_text(encoding="utf-8"))
     assert report["questions"] == 2 and report["set"] == str(proxy_file)
-    for ranker in ("pimem", "bm25"):
+    for ranker in ("pimem", "bm25", "pimem-rrf"):   # pimem-rrf: the passage head as before round 17
         assert [report["results"][ranker][part]["hit1"] for part in ("all", "even half", "odd half")] == [2, 1, 1]
     assert report["results"]["pimem"]["from multi-session"]["n"] == 1
 

@@ -93,7 +93,7 @@ def dump(args: argparse.Namespace) -> None:
     original = ranking._add_passages
 
     def hooked(conn_: Any, conversations: list[Any], session_docs: dict[int, list[tuple[int, int, int]]],
-               holds_user: dict[str, set[int]], idf: dict[str, float], asks: str) -> None:
+               holds_user: dict[str, set[int]], idf: dict[str, float], asks: str, *rest: Any) -> None:
         frame = sys._getframe(1).f_locals
         session_scores: dict[int, float] = frame["session_scores"]
         query_weight: float = frame["query_weight"]
@@ -103,7 +103,7 @@ def dump(args: argparse.Namespace) -> None:
                  "session": session_scores[c.session], "passage": passage[c.session],
                  "coverage": sum(idf.get(t, 0.0) for t in c.matched_tokens) / query_weight,
                  "rrf": before[c.session], "words": len(idf), "asks": bool(asks)} for c in conversations]
-        original(conn_, conversations, session_docs, holds_user, idf, asks)
+        original(conn_, conversations, session_docs, holds_user, idf, asks, *rest)
         after = {c.session: i for i, c in enumerate(conversations)}
         for row in rows:
             row["today"] = after[row["s"]]

@@ -10,6 +10,9 @@ time of the ranker's answer. Rankers (``--ranker``, repeatable):
   in process, or through a real ``pimem serve`` (``pimem/recall {text}``) with ``--via lsp``; pages of
   50 rows are read until 50 distinct conversations are seen or the rows end (at most offset + limit =
   1,000, the protocol's bound);
+* ``pimem-fused`` / ``pimem-rrf``: the same with ``pimem.recall.ranking.FUSED_HEAD`` on / off for its questions
+  (the passage head ordered by a weighted score, the default since round 17, or by the passage rank fused in
+  by reciprocal rank, as before; docs/benchmarks.md, "Round 17");
 * ``bm25``: the reference, plain SQLite FTS5 ``bm25()`` over one row per conversation (its user turns
   joined, read from the same store), English stop words removed, the other words OR-ed; built by the
   harness in a temporary database;
@@ -158,6 +161,21 @@ def pimem_in_process(store: Path, mapping: dict[str, str], keep_docs: bool = Fal
     return rank
 
 
+def with_fused_head(rank: Ranker, on: bool) -> Ranker:
+    """``rank`` with the ranking's FUSED_HEAD ``on`` (or off) while it answers (the kept lists are keyed by it)."""
+    from pimem.recall import ranking
+
+    def fused(question: str) -> RankerAnswer:
+        before = ranking.FUSED_HEAD
+        ranking.FUSED_HEAD = on
+        try:
+            return rank(question)
+        finally:
+            ranking.FUSED_HEAD = before
+
+    return fused
+
+
 def pimem_via_lsp(directory: Path, mapping: dict[str, str], env: dict[str, str]) -> tuple[Ranker, Callable[[], None]]:
     repo = Path(__file__).resolve().parent.parent.parent
     sys.path.append(str(repo / "tests"))
@@ -304,7 +322,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, required=True, help="longmemeval_s_cleaned.json (file order kept)")
     parser.add_argument("--dir", type=Path, required=True, help="a corpus built by `run.py build`")
     parser.add_argument("--ranker", action="append", default=None,
-                        help="pimem, bm25 or module:function (repeatable; default: pimem and bm25)")
+                        help="pimem, pimem-fused, pimem-rrf, bm25 or module:function "
+                             "(repeatable; default: pimem and bm25)")
     parser.add_argument("--via", choices=("inprocess", "lsp"), default="inprocess",
                         help="pimem ranker: in process (the CLI's service) or through a real `pimem serve`")
     parser.add_argument("--keep-docs", action="store_true",
@@ -346,6 +365,8 @@ def main(args: argparse.Namespace) -> int:
                 name = "pimem (lsp)"
             elif spec == "pimem":
                 rank = pimem_in_process(store, mapping, args.keep_docs)
+            elif spec in ("pimem-fused", "pimem-rrf"):
+                rank = with_fused_head(pimem_in_process(store, mapping, args.keep_docs), spec == "pimem-fused")
             elif spec == "bm25":
                 started = time.perf_counter()
                 build_bm25(store, mapping, Path(scratch) / "bm25.db")

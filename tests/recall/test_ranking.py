@@ -222,14 +222,21 @@ def test_the_turn_that_holds_the_whole_question_beats_a_short_one_with_one_word(
     assert ask(conn, "Where does my sister Emily run her bakery in Portland?")[0] == "pi:answer"
 
 
-def test_coverage_by_a_reply_counts_less_than_what_the_person_typed(conn: sqlite3.Connection) -> None:
+def test_coverage_by_a_reply_counts_less_than_what_the_person_typed(conn: sqlite3.Connection,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # The person typed two of the question's words in one conversation; in the other they typed one and the
     # reply holds the rest. Coverage that counted the reply's words whole put the reply first; what the
     # person typed identifies the turn, so a word only the reply holds counts REPLY_WEIGHT of its weight.
+    # That is the turn score's coverage, and the order before the passage head's (FUSED_HEAD off). The head's
+    # order adds the best turn's coverage of every word it matched, the reply's whole (round 15's candidate as
+    # frozen and kept in round 17), which puts the reply first here.
     _session(conn, "pi:typed", [("we saw a flamingo near the zeppelin at the fair", "Sounds fun.")])
     _session(conn, "pi:replied", [("we saw a flamingo at the fair", "A zeppelin? A quasar!")])
     _ordinary_sessions(conn, first_hour=1)
+    monkeypatch.setattr(ranking, "FUSED_HEAD", False)
     assert ask(conn, "flamingo zeppelin quasar")[:2] == ["pi:typed", "pi:replied"]
+    monkeypatch.setattr(ranking, "FUSED_HEAD", True)
+    assert ask(conn, "flamingo zeppelin quasar")[:2] == ["pi:replied", "pi:typed"]
 
 
 def test_the_words_said_together_beat_the_same_words_scattered(conn: sqlite3.Connection,
@@ -253,7 +260,10 @@ def test_a_fact_said_in_passing_in_a_long_message_beats_a_short_text_with_one_wo
         conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
     # The person said the fact in one sentence of a long message about something else; a two-word text holds
     # one of the question's words. With b 0.75 on what the person typed, length buried the message under the
-    # short text (turn and session alike); USER_B 0.5 normalises a user text by its length less.
+    # short text (turn and session alike); USER_B 0.5 normalises a user text by its length less. (Checked on the
+    # order before the passage head's, FUSED_HEAD off: the head's order weighs coverage directly, and the message
+    # holding both words then comes first whatever USER_B is.)
+    monkeypatch.setattr(ranking, "FUSED_HEAD", False)
     filler = " ".join(["we talked about the weather and the traffic on the way home"] * 2)
     _session(conn, "pi:said", [(f"{filler}. By the way, I graduated with a degree in Business Administration. "
                                 f"{filler}", "Noted.")])
@@ -350,3 +360,34 @@ def test_the_texts_read_for_the_answers_word_alone_are_bounded_per_conversation(
     ranking.passage_bonus(head, held_docs.__getitem__, {"tomato": 2.0, "seed": 1.0}, user_texts, "number")
     assert len(asked_for) == len(head) * (ranking.ANSWER_TEXTS + 1)
     assert {doc for doc in asked_for if doc[1] == "both"} == {("a", "both"), ("b", "both")}
+
+
+def test_the_fused_head_weighs_coverage_and_the_three_ranks() -> None:
+    # Round 17's candidate (FUSED_HEAD, off): the head of three conversations, in the order before the passage
+    # step. The first leads the best-turn and session ranks; the third has the best passage and covers the
+    # question whole (coverage × 5.75 decides); the first covers more than the second, which the ranks alone
+    # would put ahead (below).
+    order = ranking.fused_head_order(turn=[3.0, 2.0, 1.0], session=[3.0, 2.0, 1.0], passage=[1.0, 2.0, 3.0],
+                                     coverage=[0.2, 0.1, 1.0])
+    assert order == [2, 0, 1]
+    # Without the coverage the ranks alone decide: the passage's weight (5.75) against turn and session's (4.15).
+    assert ranking.fused_head_order([3.0, 2.0, 1.0], [3.0, 2.0, 1.0], [1.0, 2.0, 3.0], [0.0, 0.0, 0.0]) == [2, 1, 0]
+    # Ties keep the head's order.
+    assert ranking.fused_head_order([1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [0.5, 0.5]) == [0, 1]
+
+
+def test_the_conversation_that_holds_the_whole_question_leads_the_passage_head(conn: sqlite3.Connection,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # The person said the whole question in one sentence of a long message; another conversation is a short text
+    # with two of its three words. The short one leads by best turn and by session (length), the long one by
+    # passage; fused by reciprocal rank, the short one stayed first. The head's order (FUSED_HEAD) adds the best
+    # turn's coverage of the question (5.75 × its share of the idf), and the message that holds it all leads.
+    filler = " ".join(["we talked about the weather and the traffic on the way home"] * 3)
+    _session(conn, "pi:whole", [(f"{filler}. By the way, the flamingo rode the zeppelin past a quasar. {filler}",
+                                 "Noted.")])
+    _session(conn, "pi:part", [("flamingo zeppelin", "Sure.")], start=START + 1_000)
+    _ordinary_sessions(conn, first_hour=2)
+    question = "flamingo zeppelin quasar"
+    assert ask(conn, question)[:2] == ["pi:whole", "pi:part"]
+    monkeypatch.setattr(ranking, "FUSED_HEAD", False)   # the passage rank fused in by PASSAGE_SHARE
+    assert ask(conn, question)[:2] == ["pi:part", "pi:whole"]

@@ -357,6 +357,30 @@ def test_free_text_ranks_the_words_said_together_first_as_locally(share_db: Shar
         assert first_two() == ["scattered", "said"]
 
 
+def test_free_text_orders_the_passage_head_by_coverage_as_locally(share_db: ShareDb,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # Local ranking's head order (ranking.FUSED_HEAD, round 17) on the shared store: the message that holds the
+    # whole question in one sentence leads a short text with two of its words, which leads by best turn and by
+    # session (as in tests/recall/test_ranking.py, the conversation that holds the whole question).
+    filler = " ".join(["we talked about the weather and the traffic on the way home"] * 3)
+    rows = [Row("laptop", "whole", "whole", "/work/proj",
+                f"{filler}. By the way, the flamingo rode the zeppelin past a quasar. {filler}", "Noted.",
+                1_750_000_000_000),
+            Row("laptop", "part", "part", "/work/proj", "flamingo zeppelin", "Sure.", 1_750_003_600_000)]
+    rows += [Row("laptop", f"noise{n}", f"noise{n}", "/work/proj", f"the weather was fine on day {n} of the trip",
+                 "Good.", 1_750_007_200_000 + n * 3_600_000) for n in range(20)]
+    put(share_db, "alice", rows)
+    qwords = ranking.query_words(_shortlist(candidates("flamingo zeppelin quasar")))
+    query = make_query(["x"], 10)
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        def first_two() -> list[str]:
+            page = shared.text_page(conn, qwords, query, shared.Who(), "head")
+            return [r.session_id for r in page.rows[:2]]
+        assert first_two() == ["whole", "part"]
+        monkeypatch.setattr(ranking, "FUSED_HEAD", False)   # the passage rank fused in by PASSAGE_SHARE
+        assert first_two() == ["part", "whole"]
+
+
 def test_a_word_count_kept_from_before_the_store_shrank_weighs_nothing_less_than_zero() -> None:
     # Round q8: the shared store's doc count of a word is kept per process, and members' rows forgotten since
     # can leave it above the store's docs. BM25's idf then went negative, so a turn holding the word (or, in the

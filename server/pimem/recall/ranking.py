@@ -23,7 +23,9 @@ what the person wants back is the conversation where that came up. So:
    conversation; a long reply mentions everything.
 5. **Passages**: the first :data:`PASSAGE_SESSIONS` conversations of that order are ranked once more, by
    the best passage of what the person typed (the question's words near one another in one user text,
-   read at query time: :func:`passage_score`), and that rank is fused in too (:data:`PASSAGE_SHARE`). A
+   read at query time: :func:`passage_score`), and they are ordered by a weighted sum of their ranks by best
+   turn, by session and by passage, and of their best turn's coverage (:data:`FUSED_HEAD`,
+   :func:`fused_head_order`; without it, the passage rank is fused in with :data:`PASSAGE_SHARE`). A
    fact said in passing sits in one sentence of a long message about something else, which the length
    normalisation of 3. dilutes and word presence cannot tell from the same words strewn apart. When the
    question asks for a number or a time (:mod:`pimem.recall.answers`), a word of that kind counts in the
@@ -99,6 +101,15 @@ ANSWER_WEIGHT = 1.0
 # Of a conversation's texts holding one query word, the passage step reads at most ANSWER_TEXTS (those of the
 # best bound) for the answer's word (round q8: a bounded cost where the word is in many long texts).
 ANSWER_TEXTS = 8
+# The passage step's order (FUSED_HEAD): the first PASSAGE_SESSIONS conversations ordered by a score instead of their
+# fused reciprocal ranks plus PASSAGE_SHARE of the passage rank: FUSED_WEIGHTS · (rr(best turn), rr(session),
+# rr(passage), coverage), rr(x) = RRF_K / (RRF_K + 1 + the conversation's rank in the head by x), coverage the best
+# turn's matched words' share of the query's idf (what a direct term adds to the turn score, which coverage already
+# multiplies: the turn that holds the whole question first). The weights are the midpoints of round 15's out-of-fold
+# fits; frozen before round 17's new proxy questions were written, and kept on them (docs/benchmarks.md, "Round 17").
+# PASSAGE_SHARE 0 still turns the passage step off; with FUSED_HEAD its value is not used otherwise.
+FUSED_HEAD = True
+FUSED_WEIGHTS = (1.5, 2.65, 5.75, 5.75)
 S = TypeVar("S", bound=Hashable)   # a conversation's key (local: a session rowid; shared: author, machine, id)
 D = TypeVar("D", int, tuple[str, str, str])   # a turn's key (local: a doc rowid; shared: author, machine, key)
 
@@ -260,7 +271,7 @@ def rank(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: RecallQue
     # Everything the list depends on: the store, the words (their order too: it orders float sums and
     # ties), the filters and the pool (which grows with a page beyond it).
     key = (store_key, tuple((w.token, w.surface, w.form, w.asks) for w in qwords), query.sources, query.cwd,
-           _pool_size(query))
+           _pool_size(query), FUSED_HEAD)
     ranked = _RANKED.get_or_make(conn, key, lambda: _ranked_without_gc(conn, qwords, query, store_key), _ranked_bytes)
     page = ranked.conversations[query.offset:query.offset + query.limit]
     rows = _rows(conn, page, {w.token: w.surface for w in qwords})
@@ -486,7 +497,7 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
         conversation.score = fused[conversation.session]
     conversations.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
     _add_passages(conn, conversations, session_docs, {token: holds_user[token] for token in tokens}, idf,
-                  asked(qwords))
+                  asked(qwords), session_scores, query_weight)
     searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
     return _Ranked(tuple(conversations), tuple(searched))
 
@@ -498,10 +509,12 @@ def asked(qwords: Sequence[QueryWord]) -> str:
 
 def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
                   session_docs: dict[int, list[tuple[int, int, int]]], holds_user: dict[str, set[int]],
-                  idf: dict[str, float], asks: str) -> None:
+                  idf: dict[str, float], asks: str, session_scores: dict[int, float] | None = None,
+                  query_weight: float = 1.0) -> None:
     """Rank the first PASSAGE_SESSIONS ``conversations`` (best first) by their best passage of what the
     person typed and add that ranking to their scores (:func:`passage_bonus`); the list is sorted again.
-    The other conversations' scores are lower than all of these and do not move."""
+    The other conversations' scores are lower than all of these and do not move. With FUSED_HEAD, the head
+    is ordered by :func:`fused_head_order` instead (``session_scores``: each one's BM25 of its typed text)."""
     head = conversations[:PASSAGE_SESSIONS]
     if PASSAGE_SHARE <= 0 or len(head) < 2:
         return
@@ -517,10 +530,50 @@ def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
             "JOIN turns t ON t.turn_id = d.turn_id", (json.dumps(docs),)).fetchall()
         return {int(doc): str(text or "") for doc, text in rows}
 
+    if FUSED_HEAD and session_scores is not None:
+        order = head_order([c.session for c in head], held, idf, user_texts, asks,
+                           [c.best_turn_score for c in head], [session_scores[c.session] for c in head],
+                           [c.matched_tokens for c in head], query_weight)
+        top = head[0].score + 1.0   # the head stays above the rest, in its new order
+        for position, i in enumerate(order):
+            head[i].score = top + (len(head) - position)
+        conversations[:len(head)] = [head[i] for i in order]
+        return
     for c, added in zip(head, passage_bonus([c.session for c in head], held, idf, user_texts, asks), strict=True):
         c.score += added
     head.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
     conversations[:len(head)] = head
+
+
+def _rank_positions(values: Sequence[float]) -> list[int]:
+    """Each value's 0-based rank, largest first; ties in the sequence's order."""
+    positions = [0] * len(values)
+    for position, i in enumerate(sorted(range(len(values)), key=lambda i: -values[i])):
+        positions[i] = position
+    return positions
+
+
+def head_order(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[float]]]], idf: dict[str, float],
+               user_texts: Callable[[list[D]], dict[D, str]], asks: str, turn: Sequence[float],
+               session: Sequence[float], matched: Sequence[Collection[str]], query_weight: float) -> list[int]:
+    """The passage step's order of ``head`` (FUSED_HEAD; local and shared ranking alike): each one's best passage
+    (:func:`passage_best`; ``held`` and ``user_texts`` as there), its best turn's coverage (the ``matched`` words'
+    idf over ``query_weight``), and :func:`fused_head_order` of those with ``turn`` and ``session`` scores."""
+    passages = passage_best(head, held, idf, user_texts, asks)
+    coverage = [sum(idf.get(token, 0.0) for token in words_of) / query_weight for words_of in matched]
+    return fused_head_order(turn, session, passages, coverage)
+
+
+def fused_head_order(turn: Sequence[float], session: Sequence[float], passage: Sequence[float],
+                     coverage: Sequence[float]) -> list[int]:
+    """The indices of a head (its conversations in the order before the passage step) best first by
+    FUSED_WEIGHTS · (rr(turn), rr(session), rr(passage), coverage), rr(x) = RRF_K / (RRF_K + 1 + rank by x);
+    ties in the head's order (round 15's candidate, FUSED_HEAD)."""
+    w_turn, w_session, w_passage, w_coverage = FUSED_WEIGHTS
+    ranks = [_rank_positions(turn), _rank_positions(session), _rank_positions(passage)]
+    score = [w_turn * RRF_K / (RRF_K + 1 + ranks[0][i]) + w_session * RRF_K / (RRF_K + 1 + ranks[1][i])
+             + w_passage * RRF_K / (RRF_K + 1 + ranks[2][i]) + w_coverage * coverage[i] for i in range(len(turn))]
+    return sorted(range(len(turn)), key=lambda i: -score[i])
 
 
 def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[float]]]],
@@ -533,6 +586,18 @@ def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[
     bound) can beat what its conversation already has. When the question asks for a number or a time
     (``asks``), a word of that kind is one more query word (ANSWER_WEIGHT × the smallest idf), and a text with
     one query word is read too. Local and shared ranking both use it."""
+    best = passage_best(head, held, idf, user_texts, asks)
+    by_passage = sorted(range(len(head)), key=lambda i: -best[i])   # ties: head's order
+    added = [0.0] * len(head)
+    for position, i in enumerate(by_passage):
+        added[i] = PASSAGE_SHARE / (RRF_K + position + 1)
+    return added
+
+
+def passage_best(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[float]]]],
+                 idf: dict[str, float], user_texts: Callable[[list[D]], dict[D, str]], asks: str = "") -> list[float]:
+    """Each of ``head``'s best passage score (:func:`passage_score`) of what the person typed, as
+    :func:`passage_bonus` describes (the texts read and the bound cut-off)."""
     extra = ANSWER_WEIGHT * min(idf.values()) if asks and idf else 0.0
     best: dict[S, float] = {}
     bounded: dict[S, list[tuple[float, D]]] = {}
@@ -575,11 +640,7 @@ def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[
             if doc in placed:
                 value = max(value, passage_score(placed[doc], scored, PASSAGE_SIGMA))
         best[conversation] = value
-    by_passage = sorted(range(len(head)), key=lambda i: -best[head[i]])   # ties: head's order
-    added = [0.0] * len(head)
-    for position, i in enumerate(by_passage):
-        added[i] = PASSAGE_SHARE / (RRF_K + position + 1)
-    return added
+    return [best[conversation] for conversation in head]
 
 
 def passage_score(found: dict[str, list[int]], idf: dict[str, float], sigma: float) -> float:

@@ -1113,9 +1113,9 @@ def rank_sessions(candidates: Sequence[Session], session_docs: dict[Session, lis
     """Steps 3-6 of local ranking: every doc of the ``candidates`` (``session_docs``: the query words
     each holds, the commoner words only in the first CHECKED_SESSIONS) scored in full, each conversation
     by its best turn and as one document of its user texts, the two fused by reciprocal rank, the first
-    ranking.PASSAGE_SESSIONS ranked once more by their best passage (``fetch_texts`` reading the user texts
-    it needs: ranking.passage_bonus, as locally); the page ``query.offset``/``query.limit``, its rows from
-    ``fetch_rows``."""
+    ranking.PASSAGE_SESSIONS ordered once more with their best passage (``fetch_texts`` reading the user texts
+    it needs) and their best turn's coverage (ranking.head_order, as locally); the page
+    ``query.offset``/``query.limit``, its rows from ``fetch_rows``."""
     total_docs = max(stats.docs, 1)
     idf = idfs(df, stats)
     searched = searched_words(qwords, df, idf)
@@ -1181,10 +1181,16 @@ def rank_sessions(candidates: Sequence[Session], session_docs: dict[Session, lis
                 yield (info.session[0], info.session[1], info.order[3]), [
                     idf[token] for token in tokens
                     if token in info.user and (token in read_set or session in checked_sessions)]
-        for conversation, added in zip(head, ranking.passage_bonus([c[0] for c in head], held, idf, fetch_texts,
-                                                                   ranking.asked(qwords)), strict=True):
-            fused[conversation[0]] += added
-        conversations[:len(head)] = sorted(head, key=lambda c: (-fused[c[0]], -c[2]))
+        if ranking.FUSED_HEAD:   # as locally (ranking._add_passages)
+            order = ranking.head_order([c[0] for c in head], held, idf, fetch_texts, ranking.asked(qwords),
+                                       [c[2] for c in head], [session_scores[c[0]] for c in head],
+                                       [c[3] for c in head], query_weight)
+            conversations[:len(head)] = [head[i] for i in order]
+        else:
+            for conversation, added in zip(head, ranking.passage_bonus([c[0] for c in head], held, idf, fetch_texts,
+                                                                       ranking.asked(qwords)), strict=True):
+                fused[conversation[0]] += added
+            conversations[:len(head)] = sorted(head, key=lambda c: (-fused[c[0]], -c[2]))
     page = conversations[query.offset:query.offset + query.limit]
     rows: list[RecallRow] = []
     fetched: dict[Doc, RecallRow] = fetch_rows([(c[1].session[0], c[1].session[1], c[1].order[3]) for c in page])
