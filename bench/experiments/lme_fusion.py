@@ -16,6 +16,13 @@ hit@1 / hit@5 / found@50 against today's order on the same dumps, per set and pe
 
     .venv/bin/python bench/experiments/lme_fusion.py dump --data DATA.json --dir CORPUS --out fusion.jsonl
     python3 bench/experiments/lme_fusion.py fit --dump fusion.jsonl
+
+``heads`` (round 19) scores the passage head's shipped rule (ranking.fused_head_order) and a few variants of it
+(the head's size, the coverage weight, a word only the reply holds at less than 1) from the same dump, per set and
+half: the dump also holds the passage step's own passage score for the first HEAD_MAX conversations and the
+coverage with such a word at ranking.REPLY_WEIGHT.
+
+    .venv/bin/python bench/experiments/lme_fusion.py heads --dump fusion.jsonl
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lme"))
 
 DEPTH = 50
 FOLDS = 5
+HEAD_MAX = 80   # round 19: the largest passage head scored offline
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,9 +107,30 @@ def dump(args: argparse.Namespace) -> None:
         query_weight: float = frame["query_weight"]
         before = {c.session: i for i, c in enumerate(conversations)}
         passage = _passage_best(conn_, [c.session for c in conversations], session_docs, holds_user, idf, asks)
+        holds_reply: dict[str, set[int]] = frame["holds_reply"]
+        # round 19: the passage step's own best passage (its bound cut-off) for the first HEAD_MAX of the order
+        # before it, and the coverage with a word only the reply holds at REPLY_WEIGHT (the turn score's rule)
+        weights = [(holding, idf[token]) for token, holding in holds_user.items()]
+
+        def held(session: int) -> Any:
+            for doc, _, _ in session_docs.get(session, ()):
+                yield doc, [weight for holding, weight in weights if doc in holding]
+
+        def user_texts(docs: list[int]) -> dict[int, str]:
+            got = conn_.execute(
+                "SELECT d.doc_key, t.user_text FROM json_each(?) j JOIN pimem_docs d ON d.doc_key = j.value "
+                "JOIN turns t ON t.turn_id = d.turn_id", (json.dumps(docs),)).fetchall()
+            return {int(doc): str(text or "") for doc, text in got}
+
+        head = [c.session for c in conversations[:HEAD_MAX]]
+        shipped = dict(zip(head, ranking.passage_best(head, held, idf, user_texts, asks), strict=True))
         rows = [{"s": c.session, "lme": lme.get(c.session), "turn": c.best_turn_score,
                  "session": session_scores[c.session], "passage": passage[c.session],
+                 "passage_head": shipped.get(c.session),
                  "coverage": sum(idf.get(t, 0.0) for t in c.matched_tokens) / query_weight,
+                 "coverage_user": sum(idf.get(t, 0.0) * (1.0 if c.best_doc in holds_user.get(t, ()) else
+                                                         ranking.REPLY_WEIGHT if c.best_doc in holds_reply.get(t, ())
+                                                         else 0.0) for t in c.matched_tokens) / query_weight,
                  "rrf": before[c.session], "words": len(idf), "asks": bool(asks)} for c in conversations]
         original(conn_, conversations, session_docs, holds_user, idf, asks, *rest)
         after = {c.session: i for i, c in enumerate(conversations)}
@@ -223,6 +252,53 @@ def fit(args: argparse.Namespace) -> None:
                   f"learned (out of fold) {_figures(learned, answers)}  hit@5 won {won} lost {lost}")
 
 
+# ---------------------------------------------------------------------------------------------
+# heads (round 19: the shipped head's rule, its variants, no fitting)
+# ---------------------------------------------------------------------------------------------
+
+SHIPPED = (1.5, 2.65, 5.75, 5.75)   # ranking.FUSED_WEIGHTS when round 19 ran
+
+
+def _head_order(r: dict[str, Any], head: int = 50, weights: tuple[float, ...] = SHIPPED,
+                reply: float = 1.0) -> list[str | None]:
+    """ranking.fused_head_order over the first ``head`` of the order before the passage step (the passage step's
+    own passage score), the coverage counting a word only the best turn's reply holds at ``reply``; the rest
+    in that order."""
+    every = sorted(r["candidates"], key=lambda c: c["rrf"])
+    first, rest = every[:head], every[head:]
+    if len(first) > 1:
+        ranks = [_ranks([c[key] for c in first]) for key in ("turn", "session", "passage_head")]
+        # coverage_user counts a reply-only word at 0.3 (ranking.REPLY_WEIGHT when dumped), coverage at 1
+        coverage = [c["coverage"] - (c["coverage"] - c["coverage_user"]) / 0.7 * (1 - reply) for c in first]
+        score = [sum(w * 60 / (61 + ranks[k][i]) for k, w in enumerate(weights[:3])) + weights[3] * coverage[i]
+                 for i in range(len(first))]
+        first = [first[i] for i in sorted(range(len(first)), key=lambda i: -score[i])]
+    return [c["lme"] for c in first + rest]
+
+
+def heads(args: argparse.Namespace) -> None:
+    records = [json.loads(line) for line in args.dump.read_text(encoding="utf-8").splitlines()]
+    today = [[c["lme"] for c in sorted(r["candidates"], key=lambda c: c["today"])] for r in records]
+    shipped = [_head_order(r) for r in records]
+    print(f"the shipped rule gives today's order on {sum(a == b for a, b in zip(today, shipped, strict=True))} "
+          f"of {len(records)} questions")
+    variants: list[tuple[str, dict[str, Any]]] = [("shipped: head 50, coverage 5.75, reply-only words 1", {})]
+    variants += [(f"head {n}", {"head": n}) for n in (30, 40, 60, 70, 80)]
+    variants += [(f"coverage weight {w}", {"weights": (*SHIPPED[:3], w)}) for w in (3.0, 4.5, 7.0, 8.0)]
+    variants += [(f"reply-only words {x}, coverage {w}", {"reply": x, "weights": (*SHIPPED[:3], w)})
+                 for x in (0.3,) for w in (3.0, 5.75, 8.0)]
+    variants += [(f"reply-only words {x}, coverage 5.75", {"reply": x}) for x in (0.0, 0.5, 0.7)]
+    for name, options in variants:
+        cells = []
+        for kind in ("dev", "proxy"):
+            idx = [i for i, r in enumerate(records) if r["set"] == kind]
+            for part in (idx, idx[0::2], idx[1::2]):
+                orders = [_head_order(records[i], **options) for i in part]
+                h1, h5, f50 = _figures(orders, [set(records[i]["answers"]) for i in part])
+                cells.append(f"{h1} / {h5} / {f50}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def _train(np: Any, x: Any, mask: Any, label: Any, l2: float, steps: int) -> Any:
     """Listwise softmax: minimise −log Σ_answers softmax(x·w) per question (Adam, full batch)."""
     w = np.zeros(x.shape[2])
@@ -258,8 +334,10 @@ def main() -> int:
     f.add_argument("--steps", type=int, default=500)
     f.add_argument("--head", type=int, default=0, help="reorder only the first N of the order before passages")
     f.add_argument("--seed", default="", help="a prefix to the fold hash (another split of the same groups)")
+    h = commands.add_parser("heads", help="round 19: the passage head's rule and its variants, offline")
+    h.add_argument("--dump", type=Path, required=True)
     args = parser.parse_args()
-    (dump if args.command == "dump" else fit)(args)
+    {"dump": dump, "fit": fit, "heads": heads}[args.command](args)
     return 0
 
 
