@@ -165,3 +165,23 @@ def test_the_hot_file_truth_is_what_its_edits_replay_to(tmp_path: Path) -> None:
                         text = text.replace(edit["oldText"], edit["newText"])
     assert text == big.read_text()
     assert len(truth) == text.count("\n") and truth.count("H0000") < 60
+
+
+def test_a_batch_is_scored_on_the_lines_of_all_its_histories_not_the_mean_of_their_ratios() -> None:
+    """bench/blame/aggregate.py: the counts of each report recovered from its ratios, summed, then divided."""
+    from aggregate import summed
+
+    def report(attributed: int, right: int, agent: int, agent_right: int, human: int, human_att: int) -> Any:
+        r = score.score({}, {})   # the shape; the figures set below
+        r.update(precision=right / attributed, recall=agent_right / agent, humanAttributed=human_att / human,
+                 lines=dict(r["lines"], attributed=attributed, agent=agent, human=human))
+        r["pass"] = right / attributed >= 0.98 and agent_right / agent >= 0.9 and human_att / human <= 0.01
+        return {"pimemNoGit": r}
+
+    # a small history with one wrong line among 4 fails; the batch's lines meet every target
+    batch = {"small": report(4, 3, 4, 3, 10, 0), "large": report(400, 400, 410, 400, 300, 1)}
+    s = summed(batch, "pimemNoGit")
+    assert (s["attributed"], s["right"], s["agent"], s["agentRight"], s["human"], s["humanAttributed"]) == (
+        404, 403, 414, 403, 310, 1)
+    assert s["precision"] == round(403 / 404, 4) and s["recall"] == round(403 / 414, 4)
+    assert s["failing"] == ["small"] and s["passing"] == 1 and s["pass"]

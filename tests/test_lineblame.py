@@ -1825,6 +1825,36 @@ def test_a_removed_run_one_line_away_from_its_calls_live_line_is_back(tmp_path: 
     assert _blame(db, path, alone) == {}
 
 
+def test_a_later_call_that_placed_a_line_with_copies_beats_an_earlier_run_through_a_line_that_names_its_call(
+        tmp_path: Path, project: Path) -> None:
+    """The first call wrote ``total29`` + ``return result;`` + ``total5``; a later call kept ``total29`` and wrote
+    another ``return result;`` right after it, before the first call's copy. Both copies are in a run of the
+    first call (``total29`` before one, ``total5`` after the other), which wrote one of them: the copy the later
+    call placed between the lines it kept is the later call's (round 12, fresh seeds 3009, 3090, 3091: the run's
+    other line names its call alone, round 11's exception did not apply). A line with no copy keeps its run."""
+    path = project / "format.ts"
+    base = tmp_path / "agents"
+    t29, t5 = "return { total: total29, label: label29 };\n", "return { total: total5, label: label5 };\n"
+    head = "export function formatPrice(value: number): string {\n"
+    first_text = head + t29 + "return result;\n" + t5 + "}\n"
+    write_claude(base, "s1", project, [
+        ("first", [("Edit", {"file_path": str(path), "old_string": head,
+                             "new_string": head + t29 + "return result;\n" + t5, "_originalFile": head + "}\n"})]),
+        ("again", [("Edit", {"file_path": str(path), "old_string": t29, "new_string": t29 + "return result;\n",
+                             "_originalFile": first_text})]),
+    ])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    now = head + t29 + "return result;\nreturn result;\n" + t5 + "}\n"
+    found = _blame(db, path, now)
+    assert (found[1], found[2], found[3], found[4]) == (
+        ("exact", "first"), ("exact", "again"), ("exact", "first"), ("exact", "first"))
+    assert _blame(db, path, now, start_line=2, end_line=3) == {2: ("exact", "again")}
+    # a unique line in the same place keeps the first call's run (nothing placed it but the first call)
+    unique = now.replace("return result;\nreturn result;", "return result;\nreturn 0;")
+    assert _blame(db, path, unique).get(2) == ("exact", "first")
+
+
 def test_a_later_call_that_placed_the_line_beats_an_earlier_run_of_lines_that_name_no_write(
         tmp_path: Path, project: Path) -> None:
     """The first call wrote ``return result;`` + ``total15`` + ``return result;``; the person deleted its

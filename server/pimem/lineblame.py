@@ -34,7 +34,9 @@ lines each edit call added and removed, looked up by hash.
    unchanged lines, or the file's lines next to the replaced text where the call's result shows them);
    a non-trivial kept line places, a trivial one (``}``) only with the non-trivial kept line beyond it;
    the most recent such call wins (and wins over the runs of older calls whose other lines name no
-   write alone, a ``return result;`` with copies, a ``}``: round 11, the line written again); not by a
+   write alone, a ``return result;`` with copies, a ``}``: round 11, the line written again; and, when the
+   line itself has copies in the file, over any older call's run: that call wrote one of the copies, which
+   one is not known, while the more recent call put its copy between the lines it kept: round 12); not by a
    call that also kept a copy of the line further than
    ``CONTEXT_LINES`` from it when a neighbour of the line is a line the call kept next to that copy
    (the line may be that kept copy, its lines moved away: seed 25; a line away from the copy's kept
@@ -561,9 +563,10 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                 runs = [(s, p)] if (s, p - 1) in before or (s, p + 1) in after else []
         else:
             runs = [(s, p) for s, p in mine if (s, p - 1) in before or (s, p + 1) in after]
-        # the kept lines decide when no run does, or (round 11) when the runs' other lines name no write alone
-        if kept and (not runs or (len(mine) > len(runs) and not any(
-                distinct(j) for s, p in runs for j in run_lines(k, s, p)))):
+        # the kept lines decide when no run does, or (round 11) when the runs' other lines name no write alone,
+        # or (round 12) when the line has copies in the file: which copy the older run's call wrote is not known
+        if kept and (not runs or (len(mine) > len(runs) and (info.counts[info.normalized[i]] > 1 or not any(
+                distinct(j) for s, p in runs for j in run_lines(k, s, p))))):
             placed = placed_write(k, i, mine, runs)
             if placed is not None:
                 return placed
