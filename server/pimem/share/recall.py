@@ -8,10 +8,10 @@ the entity is lowered here in Python, and the match is ``col LIKE '%' || e || '%
 very test of :func:`pimem.recall.semantics.score`. The pg_trgm GIN indexes on the lowered columns serve
 the ``LIKE`` (pg_trgm folds case again inside the index, which only makes the index's candidates a
 superset; the row is then checked by ``LIKE`` itself); on a layout-7 store one GIN over both lowered
-texts (``schema.LOWERED``) and the grams does, with ``strpos`` on the columns deciding. On a layout-4 store an entity with short grams
-(:func:`pimem.share.schema.short_grams`: ``锁``, ``缓存``, ``a_b``) is narrowed by ``turns.grams`` too,
-``grams @> its grams`` (an entity pg_trgm cannot narrow then tested by ``strpos``, the same literal
-test). Score 2w in the user text + w in the reply, order
+texts (``schema.LOWERED``) and the grams does, with ``strpos`` on the columns deciding. On a layout-4
+store an entity with short grams (:func:`pimem.share.schema.short_grams`: ``锁``, ``缓存``, ``a_b``) is
+narrowed by ``turns.grams`` too, ``grams @> its grams`` (an entity pg_trgm cannot narrow then tested by
+``strpos``, the same literal test). Score 2w in the user text + w in the reply, order
 score desc / time desc / turn id asc (then author, machine), copies (same texts and time) once, the
 ``source`` and ``cwd`` filters: as :mod:`pimem.recall.semantics`.
 
