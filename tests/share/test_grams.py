@@ -7,7 +7,6 @@ grams touch only their own rows and cannot make a row match; the migration from 
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -126,24 +125,57 @@ def test_entity_recall_with_grams_equals_the_oracle_and_recall_without_them(
     assert checked[0] > 500
 
 
-def _plan(conn: Conn, entities: list[str], grams: bool) -> str:
+def _plan(conn: Conn, entities: list[str], grams: bool, conjunct: bool = False) -> Any:
+    """The plan of "holds one of ``entities``" (``conjunct``: "holds them all", as the probe's conjunctions
+    ask it), as entity recall writes it for this store."""
     sql = shared._EntitySql.of(make_query(entities, 5), shared.Who(), grams)
-    where, params = sql.matching(range(len(entities)))
+    sql.lowered = shared._store_indexes(conn)[1]
+    if conjunct:
+        shared._narrow_trigrams(conn, sql)
+        matches = [sql.match(i, conjunct=True) for i in range(len(entities))]
+        where, params = " AND ".join(c for c, _ in matches), [v for _, values in matches for v in values]
+    else:
+        where, params = sql.matching(range(len(entities)))
     conn.execute("SET enable_seqscan = off")
     row = conn.execute(f"EXPLAIN (FORMAT JSON) SELECT doc_key FROM pimem.turns WHERE {where}", params).fetchone()
     conn.execute("RESET enable_seqscan")
     assert row is not None
-    return json.dumps(row[0])
+    return row[0]
+
+
+def _index_scans(plan: Any) -> list[tuple[str, str]]:
+    """Every (index, condition) an index scan of ``plan`` reads."""
+    found: list[tuple[str, str]] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if "Index Name" in node:
+            found.append((str(node["Index Name"]), str(node.get("Index Cond", ""))))
+        for child in node.get("Plans", []):
+            walk(child)
+    walk(plan[0]["Plan"])
+    return found
 
 
 def test_entities_without_trigrams_are_read_from_the_grams_index(share_db: ShareDb) -> None:
     put(share_db, "alice", _mixed_rows(random.Random(3), 300, "laptop"))
     with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
         for entities in (["锁"], ["缓存"], ["a_b"], ["锁", "a_b"]):
-            assert "turns_grams" in _plan(conn, entities, True), entities
-            assert "turns_grams" not in _plan(conn, entities, False)
-        assert "turns_grams" not in _plan(conn, ["flamingo"], True)     # pg_trgm's, as before
+            assert any("grams @>" in cond for _, cond in _index_scans(_plan(conn, entities, True))), entities
+            assert not any("grams @>" in cond for _, cond in _index_scans(_plan(conn, entities, False)))
+        assert not any("grams @>" in cond for _, cond in _index_scans(_plan(conn, ["flamingo"], True)))
         assert not shared._EntitySql.of(make_query(["io"], 5), shared.Who(), True).indexable(0)
+
+
+def test_a_conjunction_is_one_scan_of_the_lowered_texts_index(share_db: ShareDb) -> None:
+    """Layout 7: "holds A and B" (the probe's conjunctions), whichever text each is in and with an
+    entity narrowed by its grams, is one scan of ``turns_lowered``: GIN intersects the keys itself,
+    skipping through the commoner lists, instead of a bitmap per entity and text intersected after."""
+    put(share_db, "alice", _mixed_rows(random.Random(4), 300, "laptop"))
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        assert shared._store_indexes(conn) == (True, True)
+        for entities in (["flamingo", "payroll"], ["flamingo", "a_b"], ["payroll", "缓存", "slugify_title"]):
+            scans = _index_scans(_plan(conn, entities, True, conjunct=True))
+            assert [name for name, _ in scans] == [schema.LOWERED_INDEX], (entities, scans)
 
 
 _INSERT = ("INSERT INTO pimem.turns (machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, "
@@ -207,7 +239,7 @@ def test_a_members_grams_touch_only_their_rows_and_make_no_row_match(share_db: S
         conn.execute(_INSERT.format(", grams", ", %s"), ("k1", "plain words", "plain words", ["锁", "a_", "_b"]))
         assert conn.execute("UPDATE pimem.turns SET grams = '{}' WHERE author = 'bob'").rowcount == 0
         conn.commit()
-        for statement in ("DROP INDEX pimem.turns_grams", "ALTER TABLE pimem.turns DROP COLUMN grams",
+        for statement in (f"DROP INDEX pimem.{schema.LOWERED_INDEX}", "ALTER TABLE pimem.turns DROP COLUMN grams",
                           "DROP TRIGGER turns_grams_insert ON pimem.turns",
                           "CREATE OR REPLACE FUNCTION pimem.short_grams(u text, r text) RETURNS text[] "
                           "LANGUAGE sql IMMUTABLE AS $$ SELECT '{}'::text[] $$"):
@@ -266,7 +298,9 @@ def test_migration_from_layout_4_keeps_the_grams_and_the_pages(pg_server: PgServ
                             "AND attrelid = 'pimem.turns'::regclass").fetchone() == ("", True)
         indexes = {str(name) for name, in conn.execute("SELECT indexname FROM pg_indexes "
                                                        "WHERE schemaname = 'pimem'")}
-        assert "turns_grams" in indexes and not {"turns_user_words", "turns_reply_words"} & indexes
+        assert schema.LOWERED_INDEX in indexes and not {"turns_user_words", "turns_reply_words"} & indexes
+        # layout 7: the grams' and the lowered texts' GINs are the one index over both
+        assert not {"turns_grams", "turns_user_lower_trgm", "turns_reply_lower_trgm"} & indexes
     put(db, "carol", _mixed_rows(rng, 30, "box"))      # written without grams, after the migration
     with psycopg.connect(db.conninfo("carol"), autocommit=True) as conn:
         assert _pages(conn, checked) != before      # carol's rows found, each page equal to the oracle's

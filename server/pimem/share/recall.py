@@ -7,10 +7,11 @@ the entity is lowered here in Python, and the match is ``col LIKE '%' || e || '%
 ``%``, ``_`` and ``\\`` of the entity escaped: a literal substring test on two ``str.lower`` strings, the
 very test of :func:`pimem.recall.semantics.score`. The pg_trgm GIN indexes on the lowered columns serve
 the ``LIKE`` (pg_trgm folds case again inside the index, which only makes the index's candidates a
-superset; the row is then checked by ``LIKE`` itself). On a layout-4 store an entity with short grams
-(:func:`pimem.share.schema.short_grams`: ``锁``, ``缓存``, ``a_b``) is narrowed by ``turns.grams`` too,
-``grams @> its grams`` (an entity pg_trgm cannot narrow then tested by ``strpos``, the same literal
-test). Score 2w in the user text + w in the reply, order
+superset; the row is then checked by ``LIKE`` itself); on a layout-7 store one GIN over both lowered
+texts (``schema.LOWERED``) and the grams does, with ``strpos`` on the columns deciding. On a layout-4
+store an entity with short grams (:func:`pimem.share.schema.short_grams`: ``锁``, ``缓存``, ``a_b``) is
+narrowed by ``turns.grams`` too, ``grams @> its grams`` (an entity pg_trgm cannot narrow then tested by
+``strpos``, the same literal test). Score 2w in the user text + w in the reply, order
 score desc / time desc / turn id asc (then author, machine), copies (same texts and time) once, the
 ``source`` and ``cwd`` filters: as :mod:`pimem.recall.semantics`.
 
@@ -59,7 +60,8 @@ from pimem.recall import ranking
 from pimem.recall.query import RecallQuery
 from pimem.recall.rows import RecallRow
 from pimem.recall.semantics import score
-from pimem.share.schema import short_grams
+from pimem.share.schema import LOWERED, SCHEMA, short_grams
+from pimem.share.schema import LOWERED_INDEX as LOWERED_INDEX_NAME
 from pimem.words import tokens_many
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -149,9 +151,19 @@ Key = tuple[str, str, str]    # (author, machine, doc_key)
 def has_grams(conn: Conn) -> bool:
     """Whether the shared store has layout 4's ``turns.grams`` (read at each entity query: one catalog
     lookup, so a store migrated while a process runs is used at once)."""
+    return _store_indexes(conn)[0]
+
+
+LOWERED_INDEX = f"{SCHEMA}.{LOWERED_INDEX_NAME}"
+
+
+def _store_indexes(conn: Conn) -> tuple[bool, bool]:
+    """Whether the store has layout 4's ``turns.grams`` and layout 7's trigram index of both lowered texts
+    (one catalog lookup at each entity query, so a store migrated while a process runs is used at once)."""
     row = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('pimem.turns') "
-                       "AND attname = 'grams' AND NOT attisdropped)").fetchone()
-    return bool(row and row[0])
+                       "AND attname = 'grams' AND NOT attisdropped), to_regclass(%s) IS NOT NULL",
+                       [LOWERED_INDEX]).fetchone()
+    return (bool(row and row[0]), bool(row and row[1]))
 
 
 COMMON_GRAMS_ROWS = 10 * SELECTIVE_ROWS   # grams the planner expects in more rows narrow too little
@@ -283,6 +295,7 @@ class _EntitySql:
     # whether they narrow it alone too (:func:`_narrow_trigrams`).
     trigrams: list[list[str] | None] = field(default_factory=list)
     tight: list[bool] = field(default_factory=list)
+    lowered: bool = False              # a layout-7 store: one trigram index over both lowered texts
 
     @classmethod
     def of(cls, query: RecallQuery, who: Who, grams: bool = False) -> _EntitySql:
@@ -311,6 +324,8 @@ class _EntitySql:
         trigrams = self.trigrams[i] if i < len(self.trigrams) else None
         if not (conjunct or (i < len(self.tight) and self.tight[i])):
             trigrams = None
+        if self.lowered:
+            return self._match_lowered(i, grams, trigrams)
         if trigrams is not None and trigram_indexable(self.entities[i]):
             # pg_trgm reads the lists of the entity's rare trigrams only (a superset of its rows), and
             # strpos, which the planner cannot take to an index, tests the entity itself on each row.
@@ -331,6 +346,25 @@ class _EntitySql:
             return (f"(grams @> %s::text[] AND ({_STRPOS_EITHER}))",
                     [grams, self.entities[i], self.entities[i]])
         return f"(grams @> %s::text[] AND ({_LIKE_EITHER}))", [grams, self.patterns[i], self.patterns[i]]
+
+    def _match_lowered(self, i: int, grams: list[str] | None, trigrams: list[str] | None) -> tuple[str, list[object]]:
+        """:meth:`match` on a layout-7 store: the index narrows by the grams and by the trigrams of both
+        lowered texts at once (``LOWERED``: a superset of the rows holding the entity in either text;
+        every key of a conjunction goes to one GIN scan, which skips through the commoner lists), and
+        ``strpos`` tests the entity itself on each row."""
+        entity = self.entities[i]
+        parts: list[str] = []
+        values: list[object] = []
+        if grams is not None:
+            parts.append("grams @> %s::text[]")
+            values.append(grams)
+        if trigram_indexable(entity):
+            likes = [_contains(t) for t in trigrams] if trigrams is not None else [self.patterns[i]]
+            parts.extend(f"{LOWERED} LIKE %s ESCAPE '\\'" for _ in likes)
+            values.extend(likes)
+        parts.append(f"({_STRPOS_EITHER})")
+        values.extend([entity, entity])
+        return "(" + " AND ".join(parts) + ")", values
 
     def matching(self, chosen: Sequence[int]) -> tuple[str, list[object]]:
         """The condition "holds one of the ``chosen`` entities", with the filters, and its parameters."""
@@ -363,7 +397,9 @@ def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[R
     entities are not in them) and kept when they reach the page. All give the answer of
     :func:`scan_oracle`. An entity whose words the store counts in more than COMMON_ESTIMATE rows is
     not counted at all (:func:`_estimates`)."""
-    sql = _EntitySql.of(query, who, has_grams(conn))
+    grams, lowered = _store_indexes(conn)
+    sql = _EntitySql.of(query, who, grams)
+    sql.lowered = lowered
     _unnarrow_common_grams(conn, sql)
     _narrow_trigrams(conn, sql)
     return _pruned(conn, sql, query, wanted)
@@ -611,6 +647,7 @@ def _run(conn: Conn, statement: str, params: Sequence[object]) -> list[tuple[Any
     pages then tested)."""
     with conn.transaction():
         conn.execute("SET LOCAL jit = off")
+        conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         conn.execute("SELECT set_config('work_mem', greatest(setting::bigint, %s)::text || 'kB', true) "
                      "FROM pg_settings WHERE name = 'work_mem'", [ENTITY_WORK_MEM_KB])
         return conn.execute(statement, params, prepare=False).fetchall()

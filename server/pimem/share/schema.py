@@ -38,6 +38,10 @@ Everything lives in the PostgreSQL schema ``pimem`` (docs/share.md has the colum
   postings from ``turn_words`` since layout 3; the columns stay (the triggers count and number them).
 * Layout 6 changes how the insert trigger numbers ``turn_words``' ids (the statement's rows numbered, not
   grouped on their text keys): the same rows, for less of the server's CPU per pushed turn.
+* Layout 7 replaces the pg_trgm GINs of ``user_lower`` and ``reply_lower`` and the GIN of ``grams`` by one
+  GIN, ``turns_lowered``, over both lowered texts' trigrams (:data:`LOWERED`: the texts joined by a line
+  feed) and the grams: entity recall's conjunctions are then one index scan (GIN intersects the keys and
+  skips through the commoner lists) instead of a bitmap per entity and column intersected after.
 * ``pimem.forgotten``: a person's forget tombstones (``pimem share forget``): every machine of that
   person skips what they cover, and the rows they cover are deleted.
 * ``pimem.pimem_share_meta``: ``layout``, ``min_reader_layout``, ``layout_written_by``, as in the local
@@ -57,7 +61,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SCHEMA = "pimem"
-LAYOUT = 6                 # the shared layout this pimem writes
+LAYOUT = 7                 # the shared layout this pimem writes
 MIN_READER_LAYOUT = 1      # the oldest layout whose pimem reads what this one writes
 DEFAULT_GROUP = "pimem_team"
 
@@ -370,6 +374,25 @@ DROP INDEX IF EXISTS {SCHEMA}.turns_reply_words;
 """
 
 
+# Layout 7: one GIN index over both lowered texts' trigrams (the expression LOWERED: a line feed between
+# them) and the grams, instead of a pg_trgm GIN per lowered text and one on the grams. Entity recall's
+# conjunctions ("holds A and B") are then one index scan, in which GIN skips through the commoner lists
+# (``payroll`` and ``flamingo``: 70 rows read instead of two 40,000-row bitmaps intersected).
+LOWERED = "(user_lower || E'\\n' || reply_lower)"
+LOWERED_INDEX = "turns_lowered"
+
+
+def _layout_6_to_7() -> str:
+    t = f"{SCHEMA}.turns"
+    return f"""
+CREATE INDEX IF NOT EXISTS {LOWERED_INDEX} ON {t} USING gin ({LOWERED} gin_trgm_ops, grams);
+DROP INDEX IF EXISTS {SCHEMA}.turns_user_lower_trgm;
+DROP INDEX IF EXISTS {SCHEMA}.turns_reply_lower_trgm;
+DROP INDEX IF EXISTS {SCHEMA}.turns_grams;
+ANALYZE {t};
+"""
+
+
 # MIGRATIONS[n] gives the SQL that brings the shared store from layout n to n + 1 (0: nothing yet),
 # run by the admin's ``pimem share init --apply`` in one transaction. To change the layout: add a step,
 # register it, raise LAYOUT (and MIN_READER_LAYOUT only if an older pimem would misread the new one).
@@ -377,9 +400,12 @@ DROP INDEX IF EXISTS {SCHEMA}.turns_reply_words;
 # Layout 3 (turn_words, word ids) only adds too, and so does layout 4 (turns.grams, generated). Layout 5
 # (grams written by the push, the word GINs of turns dropped) is read by every pimem alike: a layout-1 or
 # -2 pimem's free text reads turns.user_words without an index then (slowly, the same answers). Layout 6
-# changes the insert trigger's body only (the same rows, computed for less of the server's CPU).
+# changes the insert trigger's body only (the same rows, computed for less of the server's CPU). Layout 7
+# (one GIN over both lowered texts and the grams, the three GINs it replaces dropped) is read right by every
+# pimem; an older one's entity recall finds no index for its per-column LIKEs (slowly, the same answers).
 MIGRATIONS: dict[int, Callable[[], str]] = {0: _layout_0_to_1, 1: _layout_1_to_2, 2: _layout_2_to_3,
-                                            3: _layout_3_to_4, 4: _layout_4_to_5, 5: _layout_5_to_6}
+                                            3: _layout_3_to_4, 4: _layout_4_to_5, 5: _layout_5_to_6,
+                                            6: _layout_6_to_7}
 
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_.-]{0,62}")
 
