@@ -459,6 +459,7 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
         for doc in users[at].union(replies[at]):
             held_words.setdefault(doc, []).append(at)
     for session in candidates:
+        matched: set[str]
         best_doc, best_score, matched = 0, -1.0, set()
         tf: dict[str, int] = defaultdict(int)
         length = 0.0
@@ -506,7 +507,7 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     for conversation in conversations:
         conversation.score = fused[conversation.session]
     conversations.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
-    _add_passages(conn, conversations, session_docs, {token: holds_user[token] for token in tokens}, idf,
+    _add_passages(conn, conversations, session_docs, dict(zip(tokens, users, strict=True)), idf,
                   asked(qwords), session_scores, query_weight)
     searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
     return _Ranked(tuple(conversations), tuple(searched))
@@ -543,15 +544,18 @@ def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
     """Rank the first PASSAGE_SESSIONS ``conversations`` (best first) by their best passage of what the
     person typed and add that ranking to their scores (:func:`passage_bonus`); the list is sorted again.
     The other conversations' scores are lower than all of these and do not move. With FUSED_HEAD, the head
-    is ordered by :func:`fused_head_order` instead (``session_scores``: each one's BM25 of its typed text)."""
+    is ordered by :func:`fused_head_order` instead (``session_scores``: each one's BM25 of its typed text).
+    ``holds_user``: per query word, the docs of ``conversations`` whose user text holds it (the candidates'
+    docs only: a doc in none of them holds no query word, its weights are not looked up)."""
     head = conversations[:PASSAGE_SESSIONS]
     if PASSAGE_SHARE <= 0 or len(head) < 2:
         return
     weights = [(holding, idf[token]) for token, holding in holds_user.items()]
+    holding_any: set[int] = set().union(*holds_user.values())
 
     def held(session: int) -> Iterator[tuple[int, list[float]]]:
         for doc, _, _ in session_docs.get(session, ()):
-            yield doc, [weight for holding, weight in weights if doc in holding]
+            yield doc, [weight for holding, weight in weights if doc in holding] if doc in holding_any else []
 
     def user_texts(docs: list[int]) -> dict[int, str]:
         rows = conn.execute(
