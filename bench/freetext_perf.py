@@ -2,7 +2,7 @@
 """Free text as prose (issue 21): its latency at scale, its cost while the word index lags, and the
 import's cost of the word index; each against a reference measured in the same run, as ratios.
 
-    python bench/freetext_perf.py latency --store DB [--runs 3] [--limit 10]
+    python bench/freetext_perf.py latency --store DB [--runs 3] [--limit 10] [--slowest 10]
     python bench/freetext_perf.py pending --store DB [--runs 3] [--lag 2000]
     python bench/freetext_perf.py import --corpus DIR [--runs 2] [--before ec8da14^1] [--after HEAD]
     python bench/freetext_perf.py index --store DB [--runs 2] [--before REV] [--after HEAD]
@@ -212,8 +212,15 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
     print(HEADER.format("ranker", "ref"))
     print(row("pimem `recall_conversations`", ours, reference))
     print(row("reference: FTS5 `bm25()` over `pimem_words`, words OR-ed, 50 turns", reference, reference))
+    if args.slowest:
+        print()
+        print(f"The {args.slowest} questions of the most CPU (pimem's, ms; the reference's):")
+        for cpu, ref, text in sorted(zip(ours_t[1], reference_t[1], texts, strict=True), reverse=True)[:args.slowest]:
+            print(f"- {cpu:.1f} ({ref:.1f}): {text}")
+    each = [{"text": text, "cpu_ms": round(cpu, 2), "ref_cpu_ms": round(ref, 2)}
+            for text, cpu, ref in zip(texts, ours_t[1], reference_t[1], strict=True)]
     return {"pimem": ours, "reference": reference, "turns": store_turns(conn), "questions": len(texts),
-            "prose": len(prose)}
+            "prose": len(prose), "per_question": each}
 
 
 def pending(args: argparse.Namespace) -> dict[str, Any]:
@@ -431,6 +438,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.add_argument("--lme-data", type=Path, help="latency: ask the LongMemEval dev questions of this "
                                                              "file instead (never the held-out ones)")
         command.add_argument("--sample", type=int, default=0, help="only this many questions, evenly spaced")
+        command.add_argument("--slowest", type=int, default=0, help="latency: list the questions of the most CPU, "
+                             "this many (each question's CPU time is in --results' per_question either way)")
         command.add_argument("--keep-docs", action=argparse.BooleanOptionalAction, default=True,
                              help="keep the word index's docs per process, as pimem serve does (pimem.recall.docmap)")
         command.add_argument("--lag", type=int, default=ranking.PENDING_SCORED, help="pending: turns the index lags")

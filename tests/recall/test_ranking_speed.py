@@ -10,6 +10,7 @@ import random
 import sqlite3
 import threading
 import time
+from collections import Counter
 from operator import itemgetter
 from pathlib import Path
 
@@ -189,3 +190,42 @@ def test_questions_that_keep_overlapping_do_not_keep_the_collector_off(monkeypat
     pause.__exit__(None, None, None)
     assert gc.isenabled()
     assert max(collected) <= 500   # a few seconds' worth (MAX_GC_PAUSE), not 4,000
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_typed_sums_are_one_addition_at_a_time(seed: int) -> None:
+    rng = random.Random(seed)
+    before = {rng.randrange(1_000): rng.random() * 9 for _ in range(300)}
+    counts: Counter[int] = Counter(rng.choice([*before, *range(1_000, 1_400)]) for _ in range(3_000))
+    weight = rng.random() * 7 + 0.01   # n × weight is not always weight added n times
+    plain = dict(before)
+    for session in counts.elements():   # one addition per doc, sessions entering in counts' order
+        plain[session] = plain.get(session, 0.0) + weight
+    fast = dict(before)
+    ranking._add_typed(fast, counts, weight)
+    assert list(fast.items()) == list(plain.items())
+
+
+def test_sessions_close_together_are_checked_in_one_range(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "memory.db")
+    for number in range(12):   # a minute apart: the same day, doc keys side by side
+        _session(conn, f"s{number}", [("the flamingo payroll", "a reply"), ("payroll again", "flamingo")] * 2,
+                 start=1_700_000_000_000 + number * 60_000, build=False)
+    from pimem import index
+    index.build_pending(conn)
+    rows = conn.execute("SELECT session, doc_key, user_chars, reply_chars FROM pimem_word_docs ORDER BY doc_key")
+    by_session: dict[int, list[tuple[int, int, int]]] = {}
+    for session, doc, uc, rc in rows:
+        by_session.setdefault(session, []).append((doc, uc, rc))
+    groups = list(by_session.values())[1::2]   # every other session: the docs between are not asked for
+    word = ranking.query_words(["payroll"])[0]
+    found: dict[str, set[int]] = {word.token: set()}
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    ranking._check_words(conn, [word.token], {word.token: word.match}, groups, found, {word.token: set()})
+    conn.set_trace_callback(None)
+    holding = {doc for (doc,) in conn.execute("SELECT rowid FROM pimem_words WHERE pimem_words MATCH ?",
+                                              (f'user : "{word.match}"',))}
+    typed = {doc for group in groups for doc, _, _ in group if doc in holding}
+    assert found[word.token] == typed and len(typed) == 4 * len(groups) and len(holding) > len(typed)
+    assert len(statements) < len(groups)   # one lookup per session: as many as the groups

@@ -51,7 +51,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, islice, repeat
-from operator import add, eq, itemgetter, lt, not_
+from operator import add, eq, is_not, itemgetter, lt, not_
 from typing import TypeVar, cast
 
 from pimem import words
@@ -77,6 +77,7 @@ READ_BUDGET = 60_000          # postings read per query (the rarest words' first
 CANDIDATE_TURNS = 2_000        # turns whose sessions are looked up after the first scoring
 CANDIDATE_SESSIONS = 150       # sessions scored in full
 CHECKED_SESSIONS = 60         # sessions in which the commoner words are looked up
+CHECK_GAP = 256               # sessions this close (in doc keys) are looked up in one key range
 MAX_QUERY_WORDS = 32
 CACHED_DF = 2_000             # a word's doc count is kept per process from this count on
 PENDING_SCORED = 2_000         # turns not in the word index yet that are scored from their text
@@ -403,19 +404,12 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     for token in read:
         weight = idf[token]
         # A session's additions for one word come one after another, so counting its docs (in C,
-        # sessions in the order first met) and adding the weight that many times is the same sum:
-        # once (most sessions) in C, more often in Python; the sessions enter in the order first met.
+        # sessions in the order first met) and adding the weight that many times is the same sum
+        # (_add_typed); the sessions enter in the order first met.
         counts = Counter(sessions_of(user_post[token]))
         counts.pop(absent, None)                   # docs not in the index (deleted meanwhile)
         counts.pop(None, None)
-        held = cast(list[int], list(counts))
-        sums = list(map(add, map(session_typed.get, held, repeat(0.0)), repeat(weight)))
-        for at in compress(range(len(held)), map(lt, repeat(1), counts.values())):
-            value = session_typed.get(held[at], 0.0)
-            for _ in range(counts[held[at]]):
-                value += weight
-            sums[at] = value
-        session_typed.update(zip(held, sums, strict=True))
+        _add_typed(session_typed, cast("Counter[int]", counts), weight)
     wanted = _pool_size(query)
     by_best = sorted(session_best, key=lambda s: -session_best[s])
     by_typed = _top(session_typed, wanted)
@@ -454,19 +448,36 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     query_weight = sum(idf[token] for token in tokens) or 1.0
     conversations: list[Conversation] = []
     session_scores: dict[int, float] = {}
+    # Which of the query words each doc of the candidates holds, found per word by a set intersection
+    # (in C); a doc holding none scores 0.0 (the loop below adds nothing for it), so only the docs holding
+    # one are scored word by word, their words in ``tokens``' order (the same additions in the same order).
+    pool = {doc for session in candidates for doc, _, _ in session_docs[session]}
+    users = [holds_user[token].intersection(pool) for token in tokens]
+    replies = [holds_reply[token].intersection(pool) for token in tokens]
+    held_words: dict[int, list[int]] = {}
+    for at in range(len(tokens)):
+        for doc in users[at].union(replies[at]):
+            held_words.setdefault(doc, []).append(at)
     for session in candidates:
+        matched: set[str]
         best_doc, best_score, matched = 0, -1.0, set()
         tf: dict[str, int] = defaultdict(int)
         length = 0.0
         for doc, uc, rc in session_docs[session]:
             length += uc
+            ats = held_words.get(doc)
+            if ats is None:   # value 0.0, no word
+                if best_score < 0.0 or (best_score == 0.0 and doc > best_doc):
+                    best_doc, best_score, matched = doc, 0.0, set()
+                continue
             user_norm, reply_norm = _norm(uc, avg_user, USER_B), _norm(rc, avg_reply, B)
             value = 0.0
             covered = 0.0
             here: set[str] = set()
-            for token in tokens:
-                in_user = doc in holds_user[token]
-                in_reply = doc in holds_reply[token]
+            for at in ats:
+                token = tokens[at]
+                in_user = doc in users[at]
+                in_reply = doc in replies[at]
                 if in_user:
                     tf[token] += 1
                     value += idf[token] * USER_WEIGHT * user_norm
@@ -496,10 +507,29 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     for conversation in conversations:
         conversation.score = fused[conversation.session]
     conversations.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
-    _add_passages(conn, conversations, session_docs, {token: holds_user[token] for token in tokens}, idf,
+    _add_passages(conn, conversations, session_docs, dict(zip(tokens, users, strict=True)), idf,
                   asked(qwords), session_scores, query_weight)
     searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
     return _Ranked(tuple(conversations), tuple(searched))
+
+
+def _add_typed(session_typed: dict[int, float], counts: Counter[int], weight: float) -> None:
+    """Add ``weight`` to ``session_typed[session]`` once per doc ``counts`` gives it, sessions new to it
+    entered in ``counts``' order: the same floats as one addition at a time. 0.0 + weight + ... + weight
+    (n additions) is at ``repeated[n]``, so a session met first here gets its sum in C; one met before adds
+    the weight to its own, once per doc."""
+    held = list(counts)
+    repeated = [0.0]
+    for _ in range(max(counts.values(), default=0)):
+        repeated.append(repeated[-1] + weight)
+    sums = list(map(repeated.__getitem__, counts.values()))
+    before = list(map(session_typed.get, held))
+    for at in compress(range(len(held)), map(is_not, before, repeat(None))):
+        value = cast(float, before[at])
+        for _ in range(counts[held[at]]):
+            value += weight
+        sums[at] = value
+    session_typed.update(zip(held, sums, strict=True))
 
 
 def asked(qwords: Sequence[QueryWord]) -> str:
@@ -514,15 +544,18 @@ def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
     """Rank the first PASSAGE_SESSIONS ``conversations`` (best first) by their best passage of what the
     person typed and add that ranking to their scores (:func:`passage_bonus`); the list is sorted again.
     The other conversations' scores are lower than all of these and do not move. With FUSED_HEAD, the head
-    is ordered by :func:`fused_head_order` instead (``session_scores``: each one's BM25 of its typed text)."""
+    is ordered by :func:`fused_head_order` instead (``session_scores``: each one's BM25 of its typed text).
+    ``holds_user``: per query word, the docs of ``conversations`` whose user text holds it (the candidates'
+    docs only: a doc in none of them holds no query word, its weights are not looked up)."""
     head = conversations[:PASSAGE_SESSIONS]
     if PASSAGE_SHARE <= 0 or len(head) < 2:
         return
     weights = [(holding, idf[token]) for token, holding in holds_user.items()]
+    holding_any: set[int] = set().union(*holds_user.values())
 
     def held(session: int) -> Iterator[tuple[int, list[float]]]:
         for doc, _, _ in session_docs.get(session, ()):
-            yield doc, [weight for holding, weight in weights if doc in holding]
+            yield doc, [weight for holding, weight in weights if doc in holding] if doc in holding_any else []
 
     def user_texts(docs: list[int]) -> dict[int, str]:
         rows = conn.execute(
@@ -788,13 +821,18 @@ def _check_words(conn: sqlite3.Connection, tokens: Sequence[str], form: dict[str
                  groups: Sequence[list[tuple[int, int, int]]],
                  holds_user: dict[str, set[int]], holds_reply: dict[str, set[int]]) -> None:
     """Which docs of ``groups`` (one session's docs each) hold each of the commoner ``tokens``: one
-    lookup by key range per session and word (FTS5 seeks a long list by rowid)."""
-    for group in groups:
-        if not group:
-            continue
-        low = min(doc for doc, _, _ in group)
-        high = max(doc for doc, _, _ in group)
-        members = {doc for doc, _, _ in group}
+    lookup by key range per word and run of sessions (FTS5 seeks a long list by rowid). Sessions whose
+    key ranges lie within CHECK_GAP keys of each other (the same day's, most often) are one run: a
+    lookup costs more than the few more postings its range then holds; only the groups' docs are kept."""
+    runs: list[tuple[int, int, set[int]]] = []
+    for low, high, members in sorted((min(doc for doc, _, _ in group), max(doc for doc, _, _ in group),
+                                      {doc for doc, _, _ in group}) for group in groups if group):
+        if runs and low - runs[-1][1] <= CHECK_GAP:
+            runs[-1][2].update(members)
+            runs[-1] = (runs[-1][0], max(runs[-1][1], high), runs[-1][2])
+        else:
+            runs.append((low, high, members))
+    for low, high, members in runs:
         for token in tokens:
             # What the person typed only: a common word in a reply (they are long) tells little.
             for column, holds in (("user", holds_user),):
