@@ -156,7 +156,9 @@ describe('Pi Memory in VS Code', { timeout: 600_000 }, () => {
 
     const wv = resultsFrame(page);
     const results = wv.locator('article.result');
-    await results.first().waitFor({ timeout: 60_000 });
+    // the panel still shows the previous test's rows until this answer replaces them all at once (loading
+    // state in between): wait for a row only this answer has, not for any row
+    await results.filter({ hasText: 'Why does the flamingo bug happen?' }).first().waitFor({ timeout: 60_000 });
     const csp = await wv.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
     assert.match(csp, /default-src 'none'/);
     assert.match(csp, /script-src 'nonce-/);
