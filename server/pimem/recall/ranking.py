@@ -539,8 +539,7 @@ def asked(qwords: Sequence[QueryWord]) -> str:
 
 def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
                   session_docs: dict[int, list[tuple[int, int, int]]], holds_user: dict[str, set[int]],
-                  idf: dict[str, float], asks: str, session_scores: dict[int, float] | None = None,
-                  query_weight: float = 1.0) -> None:
+                  idf: dict[str, float], asks: str, session_scores: dict[int, float], query_weight: float) -> None:
     """Rank the first PASSAGE_SESSIONS ``conversations`` (best first) by their best passage of what the
     person typed and add that ranking to their scores (:func:`passage_bonus`); the list is sorted again.
     The other conversations' scores are lower than all of these and do not move. With FUSED_HEAD, the head
@@ -563,7 +562,7 @@ def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
             "JOIN turns t ON t.turn_id = d.turn_id", (json.dumps(docs),)).fetchall()
         return {int(doc): str(text or "") for doc, text in rows}
 
-    if FUSED_HEAD and session_scores is not None:
+    if FUSED_HEAD:
         order = head_order([c.session for c in head], held, idf, user_texts, asks,
                            [c.best_turn_score for c in head], [session_scores[c.session] for c in head],
                            [c.matched_tokens for c in head], query_weight)
