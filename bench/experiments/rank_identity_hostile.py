@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parents[1] / "tests")]
 
 from rank_identity import load_revision, recorder  # noqa: E402
 
@@ -38,7 +38,8 @@ from pimem import index  # noqa: E402
 from pimem.recall import docmap, make_query, ranking  # noqa: E402
 from pimem.recall.freetext import _shortlist, parse_text, stop_words  # noqa: E402
 from pimem.recall.query import RecallError  # noqa: E402
-from pimem.store import SessionRow, connect, transaction, upsert_session  # noqa: E402
+from pimem.store import connect, transaction  # noqa: E402
+from recall.test_ranking import _session  # noqa: E402
 
 DAY = 86_400_000
 START = 1_700_006_400_000 - 1_700_006_400_000 % DAY   # a day's first millisecond
@@ -65,18 +66,10 @@ def _text(rng: random.Random, size: int) -> str:
     return " ".join(parts)
 
 
-def _write(conn: sqlite3.Connection, session_id: str, turns: list[tuple[str, str, int]], source: str, cwd: str) -> None:
-    with transaction(conn):
-        upsert_session(conn, SessionRow(session_id, source, cwd, turns[0][2], None, f"/{session_id}.jsonl"))
-        first = int(conn.execute("SELECT count(*) FROM turns WHERE session_id = ?", (session_id,)).fetchone()[0])
-        for number, (user, reply, ts) in enumerate(turns, start=first):
-            turn_id = f"{session_id}:{number}"
-            conn.execute(
-                "INSERT INTO turns (turn_id, session_id, turn_index, ts, user_text, reply_text, tool_names, "
-                "user_message_id) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
-                (turn_id, session_id, number, ts, user, reply, turn_id))
-            index.put(conn, turn_id, ts, user, reply, None, None, fts=True)
-        index.catch_up(conn)
+def _write(conn: sqlite3.Connection, session_id: str, turns: list[tuple[str, str]], start: int, source: str,
+           cwd: str) -> None:
+    """``turns`` written to the session, the n-th of it at ``start`` + n minutes, not indexed yet."""
+    _session(conn, session_id, turns, source=source, cwd=cwd, start=start, build=False)
 
 
 def build_store(path: Path, seed: int) -> sqlite3.Connection:
@@ -92,7 +85,7 @@ def build_store(path: Path, seed: int) -> sqlite3.Connection:
     for day in range(12):
         base = START + day * DAY
         # a session at the day's very first millisecond, and one at its last
-        _write(conn, f"edge{day}a", [(_text(rng, 8) + " widget", _text(rng, 5), base)], "pi", "/w")
+        _write(conn, f"edge{day}a", [(_text(rng, 8) + " widget", _text(rng, 5))], base, "pi", "/w")
         count = rng.randrange(6, 30)
         sessions = [(f"s{number + k}", rng.choice(sources), rng.choice(cwds)) for k in range(count)]
         number += count
@@ -104,8 +97,8 @@ def build_store(path: Path, seed: int) -> sqlite3.Connection:
                     size = rng.choice([0, 3, 8, 20, 400]) if rng.random() < 0.1 else rng.randrange(2, 15)
                     user = (_text(rng, size) + " widget").strip()
                     reply = _text(rng, rng.randrange(0, 60)) + " widget"
-                    _write(conn, sid, [(user, reply, base + 3_600_000 + step * 60_000)], source, cwd)
-        _write(conn, f"edge{day}z", [(_text(rng, 8) + " widget", _text(rng, 5), base + DAY - 1)], "codex", "/other")
+                    _write(conn, sid, [(user, reply)], base + 3_600_000, source, cwd)
+        _write(conn, f"edge{day}z", [(_text(rng, 8) + " widget", _text(rng, 5))], base + DAY - 1, "codex", "/other")
     index.build_pending(conn)
     # deleted sessions (their postings stay in the index), two written again (new docs, same ids)
     for sid in ("s3", "s10", "s20"):
@@ -115,12 +108,12 @@ def build_store(path: Path, seed: int) -> sqlite3.Connection:
             conn.execute("DELETE FROM turns WHERE session_id = ?", (sid,))
             index.reconcile(conn)
         if sid != "s20" and turns:
-            _write(conn, sid, [(str(u) + " flamingo", str(r), int(t)) for u, r, t in turns], "pi", "/w")
+            _write(conn, sid, [(str(u) + " flamingo", str(r)) for u, r, _ in turns], int(turns[0][2]), "pi", "/w")
     index.build_pending(conn)
     # lagging: an old session grown, and new sessions, none indexed
-    _write(conn, "s5", [(_text(rng, 6) + " widget payroll", _text(rng, 9), START + 5 * 60_000 + 3_600_000)], "pi", "/w")
+    _write(conn, "s5", [(_text(rng, 6) + " widget payroll", _text(rng, 9))], START + 3_600_000, "pi", "/w")
     for k in range(6):
-        _write(conn, f"late{k}", [(_text(rng, 10) + " widget", _text(rng, 10), START + 11 * DAY + 7_200_000 + k)],
+        _write(conn, f"late{k}", [(_text(rng, 10) + " widget", _text(rng, 10))], START + 11 * DAY + 7_200_000 + k,
                rng.choice(sources), rng.choice(cwds))
     return conn
 
