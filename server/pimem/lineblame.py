@@ -29,9 +29,10 @@ lines each edit call added and removed, looked up by hash.
 2. *Exact*: the line and the next or previous non-blank line are consecutive lines of one live call
    (a run of ≥ 2, whitespace-insensitive, so reindentation and moving the whole block keep it). The
    longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call; but when
-   the line has copies in the file and another call's run through it is as long, no call (round q9: blocks
-   of one repeated line that several calls wrote: each call's run goes through every block), unless the
-   winner's run alone reaches a line its call kept right next to it (the anchor of round 11, below).
+   the line has copies in the file and another call's run through it is as long over the same lines (as far
+   back and as far ahead), no call (round q9: blocks of one repeated line that several calls wrote: each
+   call's run goes through every block), unless the winner's run alone reaches a line its call kept right
+   next to it (the anchor of round 11, below).
    *Placed* (layout 9), when no run says it: the line sits right after (before) a line its live call kept
    right before (after) the lines it added: its context (pimem.editspans ``context_of``: the call's own
    unchanged lines, or the file's lines next to the replaced text where the call's result shows them);
