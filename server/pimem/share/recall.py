@@ -351,14 +351,23 @@ class _EntitySql:
         """:meth:`match` on a layout-7 store: the index narrows by the grams and by the trigrams of both
         lowered texts at once (``LOWERED``: a superset of the rows holding the entity in either text;
         every key of a conjunction goes to one GIN scan, which skips through the commoner lists), and
-        ``strpos`` tests the entity itself on each row."""
+        ``strpos`` tests the entity itself on each row. An entity with grams gives pg_trgm only its rare
+        trigrams, listed or in a conjunction, or none (docs/benchmarks.md "s15-narrow")."""
         entity = self.entities[i]
         parts: list[str] = []
         values: list[object] = []
         if grams is not None:
             parts.append("grams @> %s::text[]")
             values.append(grams)
-        if trigram_indexable(entity):
+        if grams is not None:
+            # Behind the grams, only the entity's rare trigrams (none: the grams alone). The whole pattern
+            # brings pg_trgm's word-boundary trigrams of its pieces (``c:\path\file``: "  p", " pa", "  f",
+            # " fi": lists of most rows), which the GIN scan reads in full: ~100 ms a conjunction at 2M rows.
+            rare = self.trigrams[i] if i < len(self.trigrams) else None
+            likes = [_contains(t) for t in rare or []]
+            parts.extend(f"{LOWERED} LIKE %s ESCAPE '\\'" for _ in likes)
+            values.extend(likes)
+        elif trigram_indexable(entity):
             likes = [_contains(t) for t in trigrams] if trigrams is not None else [self.patterns[i]]
             parts.extend(f"{LOWERED} LIKE %s ESCAPE '\\'" for _ in likes)
             values.extend(likes)
