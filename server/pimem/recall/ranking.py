@@ -553,7 +553,7 @@ def verb_tokens(qwords: Sequence[QueryWord]) -> dict[str, tuple[str, ...]]:
 def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
                   session_docs: dict[int, list[tuple[int, int, int]]], holds_user: dict[str, set[int]],
                   idf: dict[str, float], asks: str, session_scores: dict[int, float], query_weight: float,
-                  forms: dict[str, tuple[str, ...]] | None = None) -> None:
+                  forms: dict[str, tuple[str, ...]]) -> None:
     """Rank the first PASSAGE_SESSIONS ``conversations`` (best first) by their best passage of what the
     person typed and add that ranking to their scores (:func:`passage_bonus`); the list is sorted again.
     The other conversations' scores are lower than all of these and do not move. With FUSED_HEAD, the head
