@@ -432,3 +432,15 @@ def test_irregular_verb_forms_are_one_word() -> None:
     both = ranking._positions(["so I bought it and then I buy more"], frozenset({"bui", "bought"}), None,
                               {"bui": ("bought",), "bought": ("bui",)})
     assert both == [{"bui": [2, 7], "bought": [2, 7]}]
+
+
+def test_two_forms_of_one_irregular_verb_in_a_question_are_one_word() -> None:
+    # Round q10: *written* and *writing* are each searched as any form of *write* (words.IRREGULAR_VERBS), so they
+    # are one word, counted once in a turn's score and in the query's weight, as *write* and *writing* are (one
+    # token); before, both were query words with the same postings, and the verb weighed twice.
+    asked = ranking.query_words(parse_text("How many short stories have I written since I started writing?"))
+    assert [w.token for w in asked if w.forms] == ["written"]
+    assert ranking.query_words(parse_text("buy bought buying kayak"))[0].match == '("buy" OR "bought")'
+    assert [w.token for w in ranking.query_words(parse_text("buy bought buying kayak"))] == ["bui", "kayak"]
+    # forms of two verbs stay two words
+    assert [w.token for w in ranking.query_words(parse_text("bought sold"))] == ["bought", "sold"]
