@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -444,3 +445,29 @@ def test_two_forms_of_one_irregular_verb_in_a_question_are_one_word() -> None:
     assert [w.token for w in ranking.query_words(parse_text("buy bought buying kayak"))] == ["bui", "kayak"]
     # forms of two verbs stay two words
     assert [w.token for w in ranking.query_words(parse_text("bought sold"))] == ["bought", "sold"]
+
+
+HOSTILE_QUESTIONS = [
+    " ".join(form for group in words.IRREGULAR_VERBS for form in group.split()) * 3,
+    "bought " * 500, 'did I "buy" the "kayak" bought" "', "buy* bought* NEAR(buy bought) NEAR kayak",
+    "-buy -bought ^took ^",
+    "user: bought reply : buy {user reply}: took", "buy AND bought OR took NOT given ((buy) OR (bought)",
+    "我买了 bought 東京 buy", "buy\x00bought\x00kayak", "buy \ud800 bought \udfff kayak", "buy-bought took-taken-take",
+]
+
+
+def test_hostile_questions_of_verb_forms_reach_fts5_only_as_quoted_phrases(conn: sqlite3.Connection) -> None:
+    """Round q10: questions made of every irregular verb form, one form hundreds of times, forms beside FTS5's
+    syntax (quotes, ``*``, ``NEAR``, ``-``, ``^``, column filters, parentheses), CJK, NUL and lone surrogates:
+    at most MAX_QUERY_WORDS words, each MATCH a quoted phrase or a parenthesized OR of quoted phrases (nothing
+    of the question reaches FTS5 unquoted), and recall answers each."""
+    phrase = r'"(?:[^"]|"")*"'
+    quoted = re.compile(rf"{phrase}|\({phrase}(?: OR {phrase})*\)")
+    _session(conn, "pi:buy", [("we bought the red kayak at the lake", "Nice.")])
+    _ordinary_sessions(conn, first_hour=2)
+    for question in HOSTILE_QUESTIONS:
+        asked = ranking.query_words(parse_text(question))
+        assert 0 < len(asked) <= ranking.MAX_QUERY_WORDS
+        assert all(quoted.fullmatch(w.match) for w in asked), [w.match for w in asked]
+        assert len({w.forms for w in asked if w.forms}) == len([w for w in asked if w.forms])
+        recall_conversations(conn, parse_text(question), make_query(["x"], 5))
