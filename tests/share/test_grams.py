@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -196,6 +196,29 @@ def test_behind_its_grams_an_entity_gives_pg_trgm_only_its_rare_trigrams() -> No
         condition, values = sql.match(0, conjunct)
         assert condition.count("LIKE") == 1 and "%pat%" in values and sql.patterns[0] not in values
     assert sql.patterns[1] in sql.match(1)[1]
+
+
+def test_behind_its_grams_an_entity_whose_trigrams_are_all_rare_gives_pg_trgm_all_of_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round q10: ``qzx.py``'s one trigram is rare, so all of its trigrams are; :func:`_narrow_trigrams` then
+    chose none (its pattern, which behind the grams pg_trgm no longer gets), and the entity was narrowed by its
+    grams alone (``x.``, ``.p``: in every row of Python paths), each row of them tested by ``strpos``. Behind
+    its grams it now gives pg_trgm its rare trigrams, all of them; without grams, and on a store before layout
+    7, the choice is as it was (the whole pattern)."""
+    texts = [(f"see src/module_{n}.py and tests/test_{n}.py", "done") for n in range(200)]
+    monkeypatch.setattr(shared, "_sample", lambda conn: (texts, {}))
+    for lowered in (True, False):
+        sql = shared._EntitySql.of(make_query(["QZX.py", "qzxw"], 5), shared.Who(), True)
+        sql.lowered = lowered
+        assert sql.grams[0] is not None and sql.grams[1] is None
+        shared._narrow_trigrams(cast(Any, None), sql)
+        assert sql.trigrams == ([["qzx"], None] if lowered else [None, None]) and sql.tight == [False, False]
+    sql = shared._EntitySql.of(make_query(["QZX.py"], 5), shared.Who(), True)
+    sql.lowered = True
+    shared._narrow_trigrams(cast(Any, None), sql)
+    for conjunct in (False, True):
+        condition, values = sql.match(0, conjunct)
+        assert condition.count("LIKE") == 1 and "%qzx%" in values and "grams @>" in condition and "strpos" in condition
 
 
 _INSERT = ("INSERT INTO pimem.turns (machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, "

@@ -247,18 +247,21 @@ def _narrow_trigrams(conn: Conn, sql: _EntitySql) -> None:
     rare = RARE_TRIGRAM_SHARE * max(len(texts), 1)
     chosen: list[list[str] | None] = []
     tight: list[bool] = []
-    for entity in sql.entities:
+    for i, entity in enumerate(sql.entities):
         trigrams = sorted({run[k:k + 3] for run in re.findall(r"[^\W_]+", entity) if len(run) >= 3
                            for k in range(len(run) - 2)})
         for trigram in trigrams:
             if trigram not in counts:
                 counts[trigram] = sum(1 for user, reply in texts if trigram in user or trigram in reply)
         few = sorted((t for t in trigrams if counts[t] <= rare), key=lambda t: (counts[t], t))[:RARE_TRIGRAMS]
-        chosen.append(few if few and len(few) < len(trigrams) else None)
+        narrow = few if few and len(few) < len(trigrams) else None
         # Alone (the entity's rows counted or read in full: a heap visit per row of the superset) only
         # by TIGHT_TRIGRAMS or more trigrams found in no sampled row: their rows together are then few.
-        tight.append(chosen[-1] is not None and len(few) >= TIGHT_TRIGRAMS
-                     and all(counts[t] <= TIGHT_COUNT for t in few))
+        tight.append(narrow is not None and len(few) >= TIGHT_TRIGRAMS and all(counts[t] <= TIGHT_COUNT for t in few))
+        # Behind its grams on a layout-7 store an entity gives pg_trgm its rare trigrams only, never its pattern
+        # (:meth:`_EntitySql._match_lowered`): all of them when all are rare (round q10: ``qzx.py``'s ``qzx``,
+        # else the grams alone, ``x.`` and ``.p``, narrowed it).
+        chosen.append(few if narrow is None and few and sql.lowered and sql.grams[i] is not None else narrow)
     sql.trigrams, sql.tight = chosen, tight
 
 
