@@ -12,6 +12,9 @@ bench/share_recall.py splits them) and by number of entities, and the CPU per qu
 the server's processes. Both answers must equal the plain SQL oracle of bench/share_recall.py (every
 row scored by ``strpos``); mismatches are counted.
 
+``--narrow-table NAME``: this tree's side reads the lowered texts from NAME (layout 8's narrow table, built as a
+scratch copy on an older store) instead of ``pimem.turn_lowered``.
+
 ``--cold``: no warm-up round, and the server is stopped and started again before each side's round
 (its shared buffers empty; the operating system's file cache is not emptied: that needs root and
 would slow every other job on the machine), so every shape is a first ask for that side.
@@ -53,7 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cold", action="store_true", help="each side's round on a freshly started server")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--narrow-table", help="the narrow table of lowered texts this tree's side reads (default "
+                        "pimem.turn_lowered, layout 8's; a scratch copy on an older store, see docs/benchmarks.md "
+                        "s15-narrow)")
     args = parser.parse_args(argv)
+    if args.narrow_table:
+        shared.NARROW_TABLE = args.narrow_table
 
     sides: dict[str, Any] = {"new": shared, "old": base_module(args.base)}
     wall: dict[str, list[float]] = {"new": [], "old": []}

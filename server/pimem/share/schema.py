@@ -42,6 +42,11 @@ Everything lives in the PostgreSQL schema ``pimem`` (docs/share.md has the colum
   GIN, ``turns_lowered``, over both lowered texts' trigrams (:data:`LOWERED`: the texts joined by a line
   feed) and the grams: entity recall's conjunctions are then one index scan (GIN intersects the keys and
   skips through the commoner lists) instead of a bitmap per entity and column intersected after.
+* Layout 8 moves that index onto a narrow table, ``pimem.turn_lowered``: each row's keys, ``ts``,
+  ``source``, ``cwd``, lowered texts and grams (what entity recall's statements read), ~1.2 kB a row kept
+  inline up to 8 kB (``toast_tuple_target``; the texts ``STORAGE MAIN``), instead of ``turns``' wide rows
+  whose ``reply_lower`` is in TOAST in a fifth of them. Kept by statement triggers on ``turns``
+  (``keep_lowered``, ``SECURITY DEFINER``: members read it, cannot write it), as ``turn_words`` is.
 * ``pimem.forgotten``: a person's forget tombstones (``pimem share forget``): every machine of that
   person skips what they cover, and the rows they cover are deleted.
 * ``pimem.pimem_share_meta``: ``layout``, ``min_reader_layout``, ``layout_written_by``, as in the local
@@ -61,7 +66,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SCHEMA = "pimem"
-LAYOUT = 7                 # the shared layout this pimem writes
+LAYOUT = 8                 # the shared layout this pimem writes
 MIN_READER_LAYOUT = 1      # the oldest layout whose pimem reads what this one writes
 DEFAULT_GROUP = "pimem_team"
 
@@ -380,6 +385,7 @@ DROP INDEX IF EXISTS {SCHEMA}.turns_reply_words;
 # (``payroll`` and ``flamingo``: 70 rows read instead of two 40,000-row bitmaps intersected).
 LOWERED = "(user_lower || E'\\n' || reply_lower)"
 LOWERED_INDEX = "turns_lowered"
+NARROW_INDEX = "turn_lowered_trgm"      # layout 8's: the same index on the narrow table
 
 
 def _layout_6_to_7() -> str:
@@ -393,6 +399,89 @@ ANALYZE {t};
 """
 
 
+# Layout 8: the lowered texts (and the grams, the keys and the filters' columns) in a narrow table of their
+# own, ``turn_lowered``, kept in step with ``turns`` by statement triggers, with the GIN of layout 7 on it
+# instead of on ``turns``. Entity recall reads the rows holding a pair there: ~1.2 kB rows, stored inline
+# (``toast_tuple_target`` at its largest, the texts ``STORAGE MAIN``: compressed, and moved out of line,
+# only past 8 kB), instead of ~1.8 kB rows of ``turns`` whose ``reply_lower`` is in TOAST in a fifth of
+# them and fetched again by every LIKE (docs/benchmarks.md "s15-narrow").
+NARROW = "turn_lowered"
+_NARROW_COLUMNS = "author, machine, doc_key, ts, source, cwd, user_lower, reply_lower, grams"
+_NARROW_KEYS = "n.author = r.author AND n.machine = r.machine AND n.doc_key = r.doc_key"
+
+# The narrow table from scratch: layout 8's backfill, and a bulk load's (triggers off) rebuild.
+LOWERED_REBUILD = f"""
+DELETE FROM {SCHEMA}.{NARROW};
+INSERT INTO {SCHEMA}.{NARROW} ({_NARROW_COLUMNS}) SELECT {_NARROW_COLUMNS} FROM {SCHEMA}.turns;
+"""
+
+
+def _keep_lowered_sql() -> str:
+    """The trigger function keeping ``turn_lowered`` in step with ``turns`` (every writer: the push, ``forget``,
+    an admin), one statement per writing statement through its transition tables; an updated row is
+    deleted and inserted again (its keys may have changed). ``SECURITY DEFINER``: members cannot write it."""
+    t = f"{SCHEMA}.turns"
+    n = f"{SCHEMA}.{NARROW}"
+    insert = f"INSERT INTO {n} ({_NARROW_COLUMNS}) SELECT {_NARROW_COLUMNS} FROM new_rows"
+    delete = f"DELETE FROM {n} n USING old_rows r WHERE {_NARROW_KEYS}"
+    return f"""
+CREATE OR REPLACE FUNCTION {SCHEMA}.keep_lowered() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    {insert};
+  ELSIF TG_OP = 'UPDATE' THEN
+    {delete};
+    {insert};
+  ELSIF TG_OP = 'DELETE' THEN
+    {delete};
+  ELSE
+    DELETE FROM {n};
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION {SCHEMA}.keep_lowered() FROM PUBLIC;
+DROP TRIGGER IF EXISTS turns_lowered_insert ON {t};
+DROP TRIGGER IF EXISTS turns_lowered_update ON {t};
+DROP TRIGGER IF EXISTS turns_lowered_delete ON {t};
+DROP TRIGGER IF EXISTS turns_lowered_truncate ON {t};
+CREATE TRIGGER turns_lowered_insert AFTER INSERT ON {t} REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
+CREATE TRIGGER turns_lowered_update AFTER UPDATE ON {t} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
+CREATE TRIGGER turns_lowered_delete AFTER DELETE ON {t} REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
+CREATE TRIGGER turns_lowered_truncate AFTER TRUNCATE ON {t}
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
+"""
+
+
+def _layout_7_to_8() -> str:
+    # The triggers first: their lock on turns holds writers off until the backfill commits.
+    n = f"{SCHEMA}.{NARROW}"
+    return f"""
+CREATE TABLE IF NOT EXISTS {n} (
+  author      text NOT NULL,
+  machine     text NOT NULL,
+  doc_key     text NOT NULL,
+  ts          timestamptz NOT NULL,
+  source      text NOT NULL,
+  cwd         text NOT NULL,
+  user_lower  text NOT NULL,
+  reply_lower text NOT NULL,
+  grams       text[] NOT NULL,
+  PRIMARY KEY (author, machine, doc_key)
+) WITH (toast_tuple_target = 8160);
+ALTER TABLE {n} ALTER COLUMN user_lower SET STORAGE MAIN, ALTER COLUMN reply_lower SET STORAGE MAIN;
+""" + _keep_lowered_sql() + LOWERED_REBUILD + f"""
+CREATE INDEX IF NOT EXISTS {NARROW_INDEX} ON {n} USING gin ({LOWERED} gin_trgm_ops, grams);
+CREATE INDEX IF NOT EXISTS {NARROW}_ts ON {n} (ts DESC);
+DROP INDEX IF EXISTS {SCHEMA}.{LOWERED_INDEX};
+ANALYZE {n};
+"""
+
+
 # MIGRATIONS[n] gives the SQL that brings the shared store from layout n to n + 1 (0: nothing yet),
 # run by the admin's ``pimem share init --apply`` in one transaction. To change the layout: add a step,
 # register it, raise LAYOUT (and MIN_READER_LAYOUT only if an older pimem would misread the new one).
@@ -403,9 +492,12 @@ ANALYZE {t};
 # changes the insert trigger's body only (the same rows, computed for less of the server's CPU). Layout 7
 # (one GIN over both lowered texts and the grams, the three GINs it replaces dropped) is read right by every
 # pimem; an older one's entity recall finds no index for its per-column LIKEs (slowly, the same answers).
+# Layout 8 (the narrow table of lowered texts, with layout 7's index moved onto it) only adds a table kept by
+# triggers: every pimem reads turns as before (an older one's entity recall, as on layout 7 for a layout-6
+# pimem, finds no index on turns: slowly, the same answers).
 MIGRATIONS: dict[int, Callable[[], str]] = {0: _layout_0_to_1, 1: _layout_1_to_2, 2: _layout_2_to_3,
                                             3: _layout_3_to_4, 4: _layout_4_to_5, 5: _layout_5_to_6,
-                                            6: _layout_6_to_7}
+                                            6: _layout_6_to_7, 7: _layout_7_to_8}
 
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_.-]{0,62}")
 
@@ -459,6 +551,9 @@ def roles_sql(group: str = DEFAULT_GROUP, members: tuple[str, ...] = ()) -> str:
         f"GRANT SELECT ON {SCHEMA}.pimem_share_meta TO {g};",
         f"GRANT SELECT ON {SCHEMA}.word_docs TO {g};",
         f"GRANT SELECT ON {SCHEMA}.turn_words TO {g};",
+        # layout 8's (an older layout's store has no such table yet)
+        f"DO $$ BEGIN IF to_regclass('{SCHEMA}.{NARROW}') IS NOT NULL THEN "
+        f"GRANT SELECT ON {SCHEMA}.{NARROW} TO {g}; END IF; END $$;",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {t} TO {g};",
         f"GRANT SELECT, INSERT, DELETE ON {f} TO {g};",
         f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;",
