@@ -388,10 +388,13 @@ LOWERED_INDEX = "turns_lowered"
 NARROW_INDEX = "turn_lowered_trgm"      # layout 8's: the same index on the narrow table
 
 
-def _layout_6_to_7() -> str:
+def _layout_6_to_7(build: bool = True) -> str:
+    """``build`` False: the three indexes dropped without building ``turns_lowered``, which layout 8 moves
+    to its narrow table (:func:`migration_sql` past layout 7: ~25 minutes saved at 2M rows)."""
     t = f"{SCHEMA}.turns"
+    create = f"CREATE INDEX IF NOT EXISTS {LOWERED_INDEX} ON {t} USING gin ({LOWERED} gin_trgm_ops, grams);"
     return f"""
-CREATE INDEX IF NOT EXISTS {LOWERED_INDEX} ON {t} USING gin ({LOWERED} gin_trgm_ops, grams);
+{create if build else ""}
 DROP INDEX IF EXISTS {SCHEMA}.turns_user_lower_trgm;
 DROP INDEX IF EXISTS {SCHEMA}.turns_reply_lower_trgm;
 DROP INDEX IF EXISTS {SCHEMA}.turns_grams;
@@ -524,7 +527,8 @@ def migration_sql(from_layout: int) -> str:
     if from_layout > LAYOUT:
         raise ShareSchemaError(f"the shared store has layout {from_layout}; this pimem writes up to {LAYOUT}: "
                                "please upgrade")
-    parts = [MIGRATIONS[layout]() for layout in range(from_layout, LAYOUT)]
+    parts = [_layout_6_to_7(build=False) if layout == 6 and LAYOUT >= 8 else MIGRATIONS[layout]()
+             for layout in range(from_layout, LAYOUT)]
     parts.append(_meta_sql())
     return "\n".join(parts)
 
