@@ -59,11 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--narrow-table", help="the narrow table of lowered texts this tree's side reads (default "
                         "pimem.turn_lowered, layout 8's; a scratch copy on an older store, see docs/benchmarks.md "
                         "s15-narrow)")
+    parser.add_argument("--base-narrow", action="store_true",
+                        help="the base's side reads --narrow-table too (a base that knows layout 8's table)")
     args = parser.parse_args(argv)
     if args.narrow_table:
         shared.NARROW_TABLE = args.narrow_table
 
     sides: dict[str, Any] = {"new": shared, "old": base_module(args.base)}
+    if args.base_narrow and args.narrow_table:
+        sides["old"].NARROW_TABLE = args.narrow_table
     wall: dict[str, list[float]] = {"new": [], "old": []}
     by_kind: dict[str, dict[str, list[float]]] = {"indexed": {"new": [], "old": []}, "short": {"new": [], "old": []}}
     by_k: dict[int, dict[str, list[float]]] = {}
