@@ -6,6 +6,7 @@ asserted: writer (both shapes) -> pimem sync -> evaluate (pimem, the BM25 refere
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,59 @@ def test_the_copies_of_an_answer_session_are_the_sessions_with_the_very_same_tur
                 "haystack_sessions": [said, [dict(t) for t in said], other]}
     # The same turns under another id and date are a copy; one reply apart is not.
     assert proxy.copies([question], ["answer_a", "b"]) == {"answer_a": ["a"], "b": []}
+
+
+PROXY_FILES = ("proxy_ssu.json", "proxy_ssu2.json", "proxy_ssu3.json")   # rounds 14, 17, 24, in candidate order
+
+
+def test_the_hand_written_proxy_files_keep_their_rules() -> None:
+    _, proxy = _proxy_modules()
+    documents = [json.loads((LME / name).read_text(encoding="utf-8")) for name in PROXY_FILES]
+    for number, document in enumerate(documents):
+        proxy.rules(document, documents[:number])
+    # The three files cover the 609 candidates of `run.py proxy-turns` once, one after the other.
+    assert [(d.get("first_candidate", 0), d["candidates"]) for d in documents] == [(0, 200), (200, 200), (400, 209)]
+
+
+def test_a_proxy_file_breaking_its_writing_rules_is_refused() -> None:
+    _, proxy = _proxy_modules()
+    earlier = [json.loads((LME / name).read_text(encoding="utf-8")) for name in PROXY_FILES[:2]]
+    good = json.loads((LME / "proxy_ssu3.json").read_text(encoding="utf-8"))
+    proxy.rules(good, earlier)
+    first, second = good["questions"][0], good["questions"][1]
+    skip = good["skipped"][0]
+
+    def changed(questions: list[dict[str, Any]] | None = None, skipped: list[dict[str, Any]] | None = None,
+                **fields: Any) -> dict[str, Any]:
+        return {**good, "questions": good["questions"] if questions is None else questions,
+                "skipped": good["skipped"] if skipped is None else skipped, **fields}
+
+    rest, skips = good["questions"][1:], good["skipped"][1:]
+    broken = [
+        changed([{**first, "question": "Which LinkedIn group?"}, *rest]),                  # under 5 words
+        changed([{**first, "question": "Which LinkedIn group did I join yesterday, the one for the marketing people?"},
+                 *rest]),                                                                # over 12 words
+        changed([{**first, "question": "Which LinkedIn group did I join for marketing people."}, *rest]),
+        changed([first, {**second, "answer_session_id": first["answer_session_id"]}, *rest[1:]]),
+        changed([first, {**second, "id": first["id"]}, *rest[1:]]),
+        changed([{key: value for key, value in first.items() if key != "evidence_turn"}, *rest]),
+        changed(skipped=[{**skip, "session": first["answer_session_id"]}, *skips]),       # asked and skipped
+        changed(skipped=[{**skip, "candidate": 399}, *skips]),                            # outside its range
+        changed(skipped=[{**skip, "why": " "}, *skips]),                                  # no reason
+        changed(skipped=skips),                                                           # a candidate lost
+        changed(skipped=[{**s, "candidate": s["candidate"] - 100} for s in good["skipped"]],
+                first_candidate=300),                                                     # overlaps round 17's
+        changed([{**first, "answer_session_id": earlier[0]["questions"][0]["answer_session_id"]}, *rest]),
+    ]
+    for document in broken:
+        with pytest.raises(SystemExit):
+            proxy.rules(document, earlier)
+
+
+@pytest.mark.skipif(not os.environ.get("PIMEM_LME_DATA"), reason="needs longmemeval_s_cleaned.json in PIMEM_LME_DATA")
+def test_the_proxy_files_load_on_the_real_data_and_touch_no_held_out_question() -> None:
+    data, proxy = _proxy_modules()
+    questions = data.load_questions(Path(os.environ["PIMEM_LME_DATA"]))
+    for name in PROXY_FILES:           # proxy.load runs proxy.check: a held-out source or session is refused
+        document = json.loads((LME / name).read_text(encoding="utf-8"))
+        assert len(proxy.load(LME / name, questions)) == len(document["questions"])

@@ -1887,3 +1887,36 @@ def test_a_later_call_that_placed_the_line_beats_an_earlier_run_of_lines_that_na
     # the first call's run with a line only it wrote: the run wins
     distinct = now.replace("return result;\n  return result;", "return result;\n  return 0;")
     assert _blame(db, path, distinct)[4] == ("exact", "first")
+
+
+def test_blocks_of_one_repeated_line_that_several_calls_wrote_are_not_all_the_latest_calls(
+        tmp_path: Path, project: Path) -> None:
+    """Six calls each added six copies of one line after their own marker: every call's run of six goes
+    through every block, the runs all as long (RUN_CAP), so the most recent call took all 36 lines (30 of
+    them wrong). Which copy is whose is not known where other calls' runs through the line are as long
+    (round q9); a run that reaches the line its call kept next to it still names it (the last block's first
+    lines), and a line only one call wrote stays its."""
+    path = project / "blocks.py"
+    base = tmp_path / "agents"
+    repeated = "    value = compute(value)\n"
+    markers = [f"marker_{k}()\n" for k in range(6)]
+    text = "".join(markers)
+    turns = []
+    for k, marker in enumerate(markers):
+        new = marker + repeated * 6 + f"only_call_{k}(value)\n"
+        turns.append((f"call {k}", [("Edit", {"file_path": str(path), "old_string": marker, "new_string": new,
+                                              "_originalFile": text})]))
+        text = text.replace(marker, new, 1)
+    write_claude(base, "s1", project, turns)
+    db = tmp_path / "m.db"
+    sync(base, db)
+    found = _blame(db, path, text)
+    owner: dict[int, str] = {}
+    for number, line in enumerate(text.splitlines()):
+        if line.startswith("marker_"):
+            current = f"call {line[len('marker_'):-2]}"
+        owner[number] = current
+    assert {line: prompt for line, (_, prompt) in found.items() if prompt != owner[line]} == {}
+    only = {number for number, line in enumerate(text.splitlines()) if line.startswith("only_call_")}
+    assert {line for line in found if line in only} == only
+    assert found[len(text.splitlines()) - 7] == ("exact", "call 5")   # the last block's first copy, anchored

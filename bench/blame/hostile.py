@@ -7,6 +7,9 @@ Shapes (``--shape``):
                (rule 2's copied-run question; quadratic before round q3)
   repeated     one line N times; the call wrote it 1,500 times and a later call removed 1,000 of them
                (each line has MAX_CANDIDATES live and as many removed writes: rule 2's revival)
+  blocks       N calls, each added 50 copies of one line after a marker line of its own (round q9): every
+               call's run goes through every block; the lines given to a call other than their block's
+               are counted ("wrong"; the most recent call took them all before round q9)
 
 Run it with ``--server PATH`` to measure another revision's ``server/`` (e.g. ``git archive REV server``),
 alternating revisions in one session, as docs/benchmarks.md does::
@@ -46,6 +49,14 @@ def _store(shape: str, size: int, work: Path) -> tuple[Path, Path, str]:
             last = min(size, first + 900) - 1
             previous = f"value_{last} = compute({last});\n"
         text = "".join(f"}}\nvalue_{k} = compute({k});\nperson_{k}();\n" for k in range(size))
+    elif shape == "blocks":
+        markers = [f"marker_{k}();\n" for k in range(size)]
+        text = "".join(markers)
+        for k, marker in enumerate(markers):
+            new = marker + "x = compute(value);\n" * 50
+            turns.append((f"call {k}", [("Edit", {"file_path": str(path), "old_string": marker, "new_string": new,
+                                                  "_originalFile": text})]))
+            text = text.replace(marker, new, 1)
     else:
         content = "function f(x) {\n  const y = compute(x);\n  return y;\n" + "x = compute(value);\n" * 1500
         turns = [("write", [("Write", {"file_path": str(path), "content": content})]),
@@ -62,7 +73,7 @@ def _store(shape: str, size: int, work: Path) -> tuple[Path, Path, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--server", type=Path, default=REPO / "server", help="the server/ folder measured")
-    parser.add_argument("--shape", choices=("short-runs", "repeated"), default="short-runs")
+    parser.add_argument("--shape", choices=("short-runs", "repeated", "blocks"), default="short-runs")
     parser.add_argument("sizes", type=int, nargs="+")
     args = parser.parse_args()
     sys.path[:0] = [str(args.server.resolve()), str(REPO / "tests")]
@@ -81,8 +92,15 @@ def main() -> int:
             line_history(conn, str(path), text, middle, middle + 1, git=False)
             one_s = time.process_time() - started
             conn.close()
+        wrong = ""
+        if args.shape == "blocks":   # a copy is its block's call's: the last marker line above it names it
+            owner = [int(line.split("_")[1].split("(")[0]) if line.startswith("marker_") else -1
+                     for line in text.splitlines()]
+            for at in range(1, len(owner)):
+                owner[at] = owner[at] if owner[at] >= 0 else owner[at - 1]
+            wrong = f", {sum(1 for a in whole.lines if a.prompt != f'call {owner[a.line]}')} wrong"
         print(f"{args.shape} {size}: {len(text.splitlines())} lines, whole file {whole_s * 1000:.0f} ms CPU "
-              f"({len(whole.lines)} attributed), one line {one_s * 1000:.1f} ms CPU", flush=True)
+              f"({len(whole.lines)} attributed{wrong}), one line {one_s * 1000:.1f} ms CPU", flush=True)
     return 0
 
 

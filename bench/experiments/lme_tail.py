@@ -74,7 +74,7 @@ def dump(args: argparse.Namespace) -> int:
                 weight[tok] += n / total
         scored: list[tuple[float, str]] = []
         for tok, value in weight.most_common(40):
-            df = 0 if tok in have else ranking._doc_count(conn, store_key, tok, docs, tok)
+            df = 0 if tok in have else ranking._doc_count(conn, store_key, tok, docs, ranking._phrase(tok))
             if 0 < df <= docs / 10:
                 scored.append((value * math.log(docs / df), tok))
         return [tok for _, tok in sorted(scored, reverse=True)[:args.prf]]

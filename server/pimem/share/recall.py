@@ -356,7 +356,8 @@ class _EntitySql:
         """:meth:`match` on a layout-7 store: the index narrows by the grams and by the trigrams of both
         lowered texts at once (``LOWERED``: a superset of the rows holding the entity in either text;
         every key of a conjunction goes to one GIN scan, which skips through the commoner lists), and
-        ``strpos`` tests the entity itself on each row."""
+        ``strpos`` tests the entity itself on each row. An entity with grams gives pg_trgm only its rare
+        trigrams, listed or in a conjunction, or none (docs/benchmarks.md "s15-narrow")."""
         entity = self.entities[i]
         parts: list[str] = []
         values: list[object] = []
@@ -790,38 +791,77 @@ class SharedTextPage:
 _DF: dict[tuple[str, str], tuple[int, int]] = {}    # (store, token) -> (docs when counted, count)
 
 
+def word_forms(qwords: Sequence[ranking.QueryWord]) -> dict[str, tuple[str, ...]]:
+    """Each query word's index tokens: its own, then, for a form of an irregular verb, the verb's other forms
+    (*buy*: ``bui``, ``bought``; pimem.words.IRREGULAR_VERBS): a turn holding any of them holds the word, as
+    local ranking's MATCH finds it (:attr:`pimem.recall.ranking.QueryWord.match`)."""
+    others = ranking.verb_tokens(qwords)
+    return {w.token: (w.token, *others.get(w.token, ())) for w in qwords}
+
+
 def _doc_counts(conn: Conn, tokens: Sequence[str], stats: Stats, stats_key: str,
-                ids: dict[str, int] | None = None) -> dict[str, int]:
+                ids: dict[str, int] | None = None, forms: dict[str, tuple[str, ...]] | None = None) -> dict[str, int]:
     """Each word's number of shared turns (the whole store's, as the local counts are the whole store's).
     Layout 2 keeps them (``pimem.word_docs``, exact: kept by the database's triggers): one lookup for
     all the words. A layout-1 store has them counted, one GIN lookup per word with a heap visit per
     row; a common word's count (at least ranking.CACHED_DF) is then kept per process until the store
     grew by a twentieth, as :func:`pimem.recall.ranking._doc_count` keeps it. Layout 3 numbers its
-    words: their ids go to ``ids`` (a word counted in no row may have none)."""
+    words: their ids go to ``ids`` (a word counted in no row may have none).
+
+    ``forms``: a word's index tokens (:func:`word_forms`); a word of several is counted as the turns holding
+    any of them (one lookup of the union when two or more are held, kept per process as a common word's
+    count is)."""
+    forms = forms or {}
     counts: dict[str, int] = dict.fromkeys(tokens, 0)
     if stats.word_docs:
-        numbered = stats.turn_words and ids is not None
-        for kept in conn.execute(f"SELECT word, docs{', id' if numbered else ''} FROM pimem.word_docs "
-                                 "WHERE word = ANY(%s)", [list(tokens)]):
-            counts[str(kept[0])] = max(int(kept[1]), 0)
-            if ids is not None and numbered:
-                ids[str(kept[0])] = int(kept[2])
+        each: dict[str, int] = {}
+        numbers: dict[str, int] = {}
+        every = list(dict.fromkeys(form for token in tokens for form in forms.get(token, (token,))))
+        for kept in conn.execute(f"SELECT word, docs{', id' if stats.turn_words else ''} FROM pimem.word_docs "
+                                 "WHERE word = ANY(%s)", [every]):
+            each[str(kept[0])] = max(int(kept[1]), 0)
+            if stats.turn_words:
+                numbers[str(kept[0])] = int(kept[2])
+        if ids is not None:
+            ids.update(numbers)
+        for token in tokens:
+            held = [form for form in forms.get(token, (token,)) if each.get(form, 0) > 0]
+            if len(held) <= 1:
+                counts[token] = each[held[0]] if held else 0
+            elif stats.turn_words:
+                counts[token] = _union_count(conn, token, stats, stats_key, "pimem.turn_words", "user_ids",
+                                             "reply_ids", "integer[]", [numbers[form] for form in held])
+            else:
+                counts[token] = _union_count(conn, token, stats, stats_key, "pimem.turns", "user_words",
+                                             "reply_words", "text[]", held)
         return counts
     for token in tokens:
-        with _STATS_LOCK:
-            cached = _DF.get((stats_key, token))
-        if cached is not None and cached[0] * 21 >= stats.docs * 20:
-            counts[token] = cached[1]
-            continue
-        row = conn.execute("SELECT count(*) FROM pimem.turns WHERE user_words @> %s OR reply_words @> %s",
-                           ([token], [token])).fetchone()
-        counts[token] = int(row[0]) if row is not None else 0
-        if counts[token] >= ranking.CACHED_DF:
-            with _STATS_LOCK:
-                if len(_DF) > 100_000:
-                    _DF.clear()
-                _DF[(stats_key, token)] = (stats.docs, counts[token])
+        counts[token] = _union_count(conn, token, stats, stats_key, "pimem.turns", "user_words", "reply_words",
+                                     "text[]", list(forms.get(token, (token,))))
     return counts
+
+
+def _union_count(conn: Conn, token: str, stats: Stats, stats_key: str, table: str, user: str, reply: str,
+                 element: str, values: list[Any]) -> int:
+    """The rows of ``table`` whose ``user`` or ``reply`` array holds any of ``values`` (the word ``token``'s
+    forms, or their ids), by their GIN indexes; a common word's count (ranking.CACHED_DF) kept per process
+    until the store grew by a twentieth."""
+    with _STATS_LOCK:
+        cached = _DF.get((stats_key, token))
+    if cached is not None and cached[0] * 21 >= stats.docs * 20:
+        return cached[1]
+    if not values:
+        return 0
+    op = "@>" if len(values) == 1 else "&&"   # one word: as it always was searched
+    row = conn.execute(f"SELECT count(*) FROM {table} WHERE {user} {op} %s::{element} OR {reply} {op} %s::{element}",
+                       (values, values)).fetchone()
+    count = int(row[0]) if row is not None else 0
+    if count >= ranking.CACHED_DF:
+        with _STATS_LOCK:
+            if len(_DF) > 100_000:
+                _DF.clear()
+            _DF[(stats_key, token)] = (stats.docs, count)
+    return count
 
 
 _DOC_COLUMNS = ("author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint, user_chars, "
@@ -829,7 +869,10 @@ _DOC_COLUMNS = ("author, machine, session_id, doc_key, (extract(epoch from ts) *
                 "ARRAY(SELECT w FROM unnest(reply_words) w WHERE w = ANY(%s))")
 
 
-def _read_docs(rows: Iterable[Sequence[Any]], query: RecallQuery, into: dict[Doc, _DocInfo]) -> None:
+def _read_docs(rows: Iterable[Sequence[Any]], query: RecallQuery, into: dict[Doc, _DocInfo],
+               as_word: dict[str, set[str]]) -> None:
+    """``rows`` (:data:`_DOC_COLUMNS`) into ``into``, each index token held as the query words it is (``as_word``:
+    an irregular verb's other forms as the word)."""
     for values in rows:
         if query.cwd is not None and not in_folder(str(values[7]), query.cwd):
             continue
@@ -839,8 +882,8 @@ def _read_docs(rows: Iterable[Sequence[Any]], query: RecallQuery, into: dict[Doc
             info = _DocInfo((doc[0], doc[1], doc[2]), (int(values[4]), doc[0], doc[1], doc[3]), int(values[5]),
                             int(values[6]))
             into[doc] = info
-        info.user.update(str(w) for w in values[8])
-        info.reply.update(str(w) for w in values[9])
+        info.user.update(word for w in values[8] for word in as_word[str(w)])
+        info.reply.update(word for w in values[9] for word in as_word[str(w)])
 
 
 TEXT_WORK_MEM_KB = 32 * 1024    # the free-text statement's at least (that transaction only)
@@ -873,14 +916,16 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
         return SharedTextPage([], 0, [])
     stats = store_stats(conn, stats_key)
     ids: dict[str, int] = {}
-    df = _doc_counts(conn, [w.token for w in qwords], stats, stats_key, ids)
+    forms = word_forms(qwords)
+    df = _doc_counts(conn, [w.token for w in qwords], stats, stats_key, ids, forms)
     read, checked = read_words(qwords, df)
     if not read:
         return SharedTextPage([], 0, searched_words(qwords, df, idfs(df, stats)))
     allowed: list[str] = []       # paths normpath changes (_UNNORMAL_PATH) that are in the folder
     decided: set[str] = set()
     while True:
-        sql, params = _text_sql(read, checked, df, stats, query, who, allowed, ids if stats.turn_words else None)
+        sql, params = _text_sql(read, checked, df, stats, query, who, allowed, ids if stats.turn_words else None,
+                                forms)
         with conn.transaction():
             # One process: the parallel plan (partial aggregates, a sort, a merge) costs more than its
             # workers save on the postings, and takes cores from the other members' queries. Memory
@@ -932,7 +977,8 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
 
 
 def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], stats: Stats, query: RecallQuery,
-              who: Who, allowed: Sequence[str], ids: dict[str, int] | None = None) -> tuple[str, list[object]]:
+              who: Who, allowed: Sequence[str], ids: dict[str, int] | None = None,
+              forms: dict[str, tuple[str, ...]] | None = None) -> tuple[str, list[object]]:
     """The statement behind :func:`text_page`: :func:`rank_docs`'s first pass and candidates in SQL.
 
     * ``raw``: the postings, per read word and column, from the GIN index (``@>`` on one element, no
@@ -958,14 +1004,21 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
 
     With ``ids`` (layout 3: every read and checked word's ``word_docs`` id), the postings and the
     candidates' docs are read from the narrow ``pimem.turn_words`` (``user_ids``/``reply_ids``), never
-    from ``pimem.turns``: the same rows, the same answer, fewer and smaller heap pages."""
+    from ``pimem.turns``: the same rows, the same answer, fewer and smaller heap pages.
+
+    With ``forms`` (:func:`word_forms`), a word of several index tokens (an irregular verb's) is held by a row
+    holding any of them (``&&`` on their array, where a word of one is ``@>`` on its one element)."""
     idf = idfs(df, stats)
     table = "pimem.turns" if ids is None else "pimem.turn_words"
     columns = ("user_words", "reply_words") if ids is None else ("user_ids", "reply_ids")
     element = "text[]" if ids is None else "integer[]"
 
     def value(token: str) -> list[object]:
-        return [token] if ids is None else [ids[token]]
+        held = (forms or {}).get(token, (token,))
+        return list(held) if ids is None else [ids[form] for form in held if form in ids]
+
+    def holds(column: str, token: str) -> str:
+        return f"{column} {'@>' if len(value(token)) == 1 else '&&'} %s::{element}"
 
     where, filter_params = _filters(query, who)
     extra = "".join(" AND " + clause for clause in where)
@@ -983,12 +1036,12 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
     whole = [i for i, token in enumerate(read)
              if ids is not None and stats.beyond_buffers and df[token] <= ranking.READ_BUDGET]
     if whole:
-        bits = {column: " | ".join(f"CASE WHEN {column} @> %s::{element} THEN {1 << i}::bigint ELSE 0::bigint END"
+        bits = {column: " | ".join(f"CASE WHEN {holds(column, read[i])} THEN {1 << i}::bigint ELSE 0::bigint END"
                                    for i in whole) for column in columns}
         branches.append(f"(SELECT author, machine, session_id, doc_key, ts{cwd}, {bits[columns[0]]} AS um, "
                         f"{bits[columns[1]]} AS rm FROM {table} WHERE ({columns[0]} && %s::{element} OR "
                         f"{columns[1]} && %s::{element}){extra})")
-        any_of = [value(read[i])[0] for i in whole]
+        any_of = [one for i in whole for one in value(read[i])]
         params.extend([*(value(read[i]) for i in whole), *(value(read[i]) for i in whole), any_of, any_of,
                        *filter_params])
     for i, token in enumerate(read):
@@ -997,7 +1050,7 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
         limit = f" ORDER BY ts DESC LIMIT {ranking.READ_BUDGET}" if df[token] > ranking.READ_BUDGET else ""
         for column, user_bit, reply_bit in ((columns[0], 1 << i, 0), (columns[1], 0, 1 << i)):
             branches.append(f"(SELECT author, machine, session_id, doc_key, ts{cwd}, {user_bit}::bigint AS um, "
-                            f"{reply_bit}::bigint AS rm FROM {table} WHERE {column} @> %s::{element}{extra}{limit})")
+                            f"{reply_bit}::bigint AS rm FROM {table} WHERE {holds(column, token)}{extra}{limit})")
             params.extend([value(token), *filter_params])
     ok = ""
     if folder:
@@ -1072,12 +1125,12 @@ def _sum(terms: Sequence[str]) -> str:
 
 def _checked_bits(checked: Sequence[list[object]], column: str, element: str, params: list[object]) -> str:
     """The bits of the commoner words a doc's user text holds (read from the row: a few hundred docs);
-    ``checked``: each word as its one-element array (the word, or its id in layout 3)."""
+    ``checked``: each word as its array (the word, or its id in layout 3; an irregular verb's forms: any of them)."""
     if not checked:
         return "0::bigint"
     params.extend(checked)
-    return " | ".join(f"CASE WHEN t.{column} @> %s::{element} THEN {1 << j}::bigint ELSE 0::bigint END"
-                      for j in range(len(checked)))
+    return " | ".join(f"CASE WHEN t.{column} {'@>' if len(one) == 1 else '&&'} %s::{element} THEN {1 << j}::bigint "
+                      "ELSE 0::bigint END" for j, one in enumerate(checked))
 
 
 def rank_docs(docs: dict[Doc, _DocInfo], qwords: Sequence[ranking.QueryWord], read: Sequence[str],
@@ -1243,11 +1296,12 @@ def rank_sessions(candidates: Sequence[Session], session_docs: dict[Session, lis
         if ranking.FUSED_HEAD:   # as locally (ranking._add_passages)
             order = ranking.head_order([c[0] for c in head], held, idf, fetch_texts, ranking.asked(qwords),
                                        [c[2] for c in head], [session_scores[c[0]] for c in head],
-                                       [c[3] for c in head], query_weight)
+                                       [c[3] for c in head], query_weight, ranking.verb_tokens(qwords))
             conversations[:len(head)] = [head[i] for i in order]
         else:
             for conversation, added in zip(head, ranking.passage_bonus([c[0] for c in head], held, idf, fetch_texts,
-                                                                       ranking.asked(qwords)), strict=True):
+                                                                       ranking.asked(qwords),
+                                                                       ranking.verb_tokens(qwords)), strict=True):
                 fused[conversation[0]] += added
             conversations[:len(head)] = sorted(head, key=lambda c: (-fused[c[0]], -c[2]))
     page = conversations[query.offset:query.offset + query.limit]
@@ -1296,15 +1350,23 @@ def text_oracle(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQu
     it by its newest postings, the commoner words checked in the user texts of the first
     ranking.CHECKED_SESSIONS conversations): what it must equal at any size. Tests and the benchmark."""
     tokens = [w.token for w in qwords]
+    forms = word_forms(qwords)
+    as_word: dict[str, set[str]] = defaultdict(set)   # an index token -> the query words it is
+    for token in tokens:
+        for form in forms[token]:
+            as_word[form].add(token)
+    every = list(as_word)
     stats = store_stats(conn, stats_key)
     where, params = _filters(query, who)
     docs: dict[Doc, _DocInfo] = {}
     _read_docs(conn.execute(f"SELECT {_DOC_COLUMNS} FROM pimem.turns" + (f" WHERE {' AND '.join(where)}"
                                                                           if where else ""),
-                            [tokens, tokens, *params]), query, docs)
-    df = {str(token): int(count) for token, count in conn.execute(
-        "SELECT w, (SELECT count(*) FROM pimem.turns WHERE w = ANY(user_words) OR w = ANY(reply_words)) "
-        "FROM unnest(%s::text[]) AS w", [tokens])}
+                            [every, every, *params]), query, docs, as_word)
+    df: dict[str, int] = {}
+    for token in dict.fromkeys(tokens):   # the turns holding any of the word's forms
+        row = conn.execute("SELECT count(*) FROM pimem.turns WHERE user_words && %s::text[] "
+                           "OR reply_words && %s::text[]", [list(forms[token])] * 2).fetchone()
+        df[token] = int(row[0]) if row is not None else 0
     if not budgeted:
         holding = {doc: info for doc, info in docs.items() if info.user or info.reply}
         present = sorted((t for t in dict.fromkeys(tokens) if df[t] > 0), key=lambda t: df[t])
