@@ -124,6 +124,34 @@ def _layout_0_to_1() -> str:
 # One row's words, each once (a word in both texts counts one document, as ranking counts it).
 _ROW_WORDS = "SELECT DISTINCT unnest(r.user_words || r.reply_words) AS word"
 
+# A backfill reads every row of turns as the admin who runs the migration. Row-level security is forced on
+# turns (roles_sql) and its policies name the team's group only, so an admin who owns the tables without being
+# a superuser (or BYPASSRLS), as docs/share.md allows, would read no row at all and the backfill would copy
+# nothing, silently. Such an admin lifts the forcing for the backfill (an owner may) and forces it again right
+# after (that ALTER's ACCESS EXCLUSIVE lock on turns is then held until the migration commits: readers wait);
+# ``row_security`` off makes any row the backfill still could not read an error instead of a silent gap.
+def _reading_every_row(backfill: str) -> str:
+    t = f"{SCHEMA}.turns"
+    return f"""
+DO $$ BEGIN
+  IF (SELECT relforcerowsecurity FROM pg_class WHERE oid = '{t}'::regclass)
+     AND NOT (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user) THEN
+    ALTER TABLE {t} NO FORCE ROW LEVEL SECURITY;
+    PERFORM set_config('pimem.unforced', 'on', true);
+  END IF;
+END $$;
+SET LOCAL row_security = off;
+{backfill}
+SET LOCAL row_security = on;
+DO $$ BEGIN
+  IF current_setting('pimem.unforced', true) = 'on' THEN
+    ALTER TABLE {t} FORCE ROW LEVEL SECURITY;
+    PERFORM set_config('pimem.unforced', 'off', true);
+  END IF;
+END $$;
+"""
+
+
 # The counts of every row, from scratch: layout 2's backfill.
 _WORD_DOCS_REBUILD_2 = f"""
 DELETE FROM {SCHEMA}.word_docs;
@@ -164,7 +192,8 @@ def _layout_1_to_2() -> str:
     added = _word_delta("new_rows", "")
     removed = _word_delta("old_rows", "-")
     return _count_words_sql(upsert.format(added), upsert.format(added + " UNION ALL " + removed),
-                            upsert.format(removed), f"DELETE FROM {SCHEMA}.word_docs;") + _WORD_DOCS_REBUILD_2
+                            upsert.format(removed), f"DELETE FROM {SCHEMA}.word_docs;") + _reading_every_row(
+        _WORD_DOCS_REBUILD_2)
 
 
 def _count_words_sql(on_insert: str, on_update: str, on_delete: str, on_truncate: str) -> str:
@@ -240,7 +269,7 @@ CREATE TABLE IF NOT EXISTS {tw} (
   reply_ids   integer[] NOT NULL,
   PRIMARY KEY (author, machine, doc_key)
 );
-""" + _count_words_3() + WORD_DOCS_REBUILD + f"""
+""" + _count_words_3() + _reading_every_row(WORD_DOCS_REBUILD) + f"""
 CREATE INDEX IF NOT EXISTS turn_words_user ON {tw} USING gin (user_ids);
 CREATE INDEX IF NOT EXISTS turn_words_reply ON {tw} USING gin (reply_ids);
 CREATE INDEX IF NOT EXISTS turn_words_session ON {tw} (author, machine, session_id);
@@ -477,7 +506,7 @@ CREATE TABLE IF NOT EXISTS {n} (
   PRIMARY KEY (author, machine, doc_key)
 ) WITH (toast_tuple_target = 8160);
 ALTER TABLE {n} ALTER COLUMN user_lower SET STORAGE MAIN, ALTER COLUMN reply_lower SET STORAGE MAIN;
-""" + _keep_lowered_sql() + LOWERED_REBUILD + f"""
+""" + _keep_lowered_sql() + _reading_every_row(LOWERED_REBUILD) + f"""
 CREATE INDEX IF NOT EXISTS {NARROW_INDEX} ON {n} USING gin ({LOWERED} gin_trgm_ops, grams);
 CREATE INDEX IF NOT EXISTS {NARROW}_ts ON {n} (ts DESC);
 DROP INDEX IF EXISTS {SCHEMA}.{LOWERED_INDEX};
