@@ -490,7 +490,12 @@ CREATE TRIGGER turns_lowered_truncate AFTER TRUNCATE ON {t}
 
 
 def _layout_7_to_8() -> str:
-    # The triggers first: their lock on turns holds writers off until the backfill commits.
+    # The triggers first: their lock on turns holds writers off until the backfill commits. No statistics
+    # of the index's joined texts (its column 1): with them the planner ran each LIKE on the joined texts
+    # over their histogram (101 texts of ~700 bytes), ~0.1 ms a LIKE, 75 of them in a k=8 conjunction
+    # statement: planning was 20-50 ms of a k=8 query at 2M rows, 8-12 ms without (docs/benchmarks.md
+    # "s16-layout8"). Without them a LIKE's estimate comes from its pattern; the plans stay bitmap scans
+    # of this index (its only use), the texts' own columns keep their statistics.
     n = f"{SCHEMA}.{NARROW}"
     return f"""
 CREATE TABLE IF NOT EXISTS {n} (
@@ -508,6 +513,7 @@ CREATE TABLE IF NOT EXISTS {n} (
 ALTER TABLE {n} ALTER COLUMN user_lower SET STORAGE MAIN, ALTER COLUMN reply_lower SET STORAGE MAIN;
 """ + _keep_lowered_sql() + _reading_every_row(LOWERED_REBUILD) + f"""
 CREATE INDEX IF NOT EXISTS {NARROW_INDEX} ON {n} USING gin ({LOWERED} gin_trgm_ops, grams);
+ALTER INDEX {SCHEMA}.{NARROW_INDEX} ALTER COLUMN 1 SET STATISTICS 0;
 CREATE INDEX IF NOT EXISTS {NARROW}_ts ON {n} (ts DESC);
 DROP INDEX IF EXISTS {SCHEMA}.{LOWERED_INDEX};
 ANALYZE {n};
