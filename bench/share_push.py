@@ -423,6 +423,9 @@ def part_costs(server: Any, turns: list[Turn], batch: int = 2_000,
             row = conn.execute("SELECT pg_backend_pid()").fetchone()
             assert row is not None
             pid = int(row[0])
+            # That SELECT opened a transaction: ended here, so that each batch is one (its staging rows deleted at
+            # its commit), not a savepoint in one transaction whose staging table kept every earlier batch.
+            conn.commit()
             before = _backend_cpu(pid)
             for start in range(0, len(rows), batch):
                 with conn.transaction(), conn.cursor() as cur:
