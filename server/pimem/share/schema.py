@@ -46,7 +46,8 @@ Everything lives in the PostgreSQL schema ``pimem`` (docs/share.md has the colum
   ``source``, ``cwd``, lowered texts and grams (what entity recall's statements read), ~1.2 kB a row kept
   inline up to 8 kB (``toast_tuple_target``; the texts ``STORAGE MAIN``), instead of ``turns``' wide rows
   whose ``reply_lower`` is in TOAST in a fifth of them. Kept by statement triggers on ``turns``
-  (``keep_lowered``, ``SECURITY DEFINER``: members read it, cannot write it), as ``turn_words`` is.
+  (``keep_lowered``, ``SECURITY DEFINER``: members read it, cannot write it), as ``turn_words`` is. Its GIN
+  keeps no statistics of the joined texts (the planner ran every ``LIKE`` over their histogram).
 * ``pimem.forgotten``: a person's forget tombstones (``pimem share forget``): every machine of that
   person skips what they cover, and the rows they cover are deleted.
 * ``pimem.pimem_share_meta``: ``layout``, ``min_reader_layout``, ``layout_written_by``, as in the local
@@ -56,7 +57,8 @@ Everything lives in the PostgreSQL schema ``pimem`` (docs/share.md has the colum
 Access is the database's business, not the client's: a group role (``pimem_team`` by default), one
 login role per member, row-level security enabled and forced on both tables. Members read every row
 of ``turns`` and write, update and delete only rows whose ``author`` is ``current_user`` (the column's
-default; a row naming another author is refused, so the author cannot be forged).
+default; a row naming another author is refused, so the author cannot be forged). Forced, it binds the
+tables' owner too: a migration's copy of every row reads them as :func:`_reading_every_row` says.
 """
 
 from __future__ import annotations
