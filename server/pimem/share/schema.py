@@ -236,10 +236,15 @@ CREATE TRIGGER turns_words_truncate AFTER TRUNCATE ON {t}
 """
 
 
-def _count_words_3(on_insert: str | None = None) -> str:
+def _count_words_3(on_insert: str | None = None, delete_planned_per_call: bool = False) -> str:
     """The trigger function of layout 3 (``on_insert``: another body for inserted rows). The counts first
     (a new word gets its row, hence its id), then the rows' postings, in the same trigger call: one
-    statement's rows, whatever their number. An updated row's postings are replaced."""
+    statement's rows, whatever their number. An updated row's postings are replaced.
+
+    ``delete_planned_per_call`` (layout 8): the postings' ``DELETE`` run by ``EXECUTE``, planned at each call
+    (as ``keep_lowered``'s, :func:`_keep_lowered_sql`): PL/pgSQL's cached plan of it, made at a call with an
+    empty transition table on a never-analyzed table, rescanned the transition table per row (19 s for
+    2,000 re-pushed rows)."""
     upsert = _WORD_DOCS_UPSERT
     added = _word_delta("new_rows", "")
     removed = _word_delta("old_rows", "-")
@@ -247,6 +252,8 @@ def _count_words_3(on_insert: str | None = None) -> str:
     insert = f"INSERT INTO {tw} ({_TURN_WORDS_COLUMNS}) SELECT {_TURN_WORDS_ROW} FROM new_rows r"
     delete = (f"DELETE FROM {tw} w USING old_rows r WHERE w.author = r.author AND w.machine = r.machine "
               "AND w.doc_key = r.doc_key")
+    if delete_planned_per_call:
+        delete = f"EXECUTE '{delete}'"
     return _count_words_sql(on_insert or f"{upsert.format(added)};\n    {insert}",
                             f"{upsert.format(added + ' UNION ALL ' + removed)};\n    {delete};\n    {insert}",
                             f"{upsert.format(removed)};\n    {delete}",
@@ -457,7 +464,10 @@ def _keep_lowered_sql() -> str:
     t = f"{SCHEMA}.turns"
     n = f"{SCHEMA}.{NARROW}"
     insert = f"INSERT INTO {n} ({_NARROW_COLUMNS}) SELECT {_NARROW_COLUMNS} FROM new_rows"
-    delete = f"DELETE FROM {n} n USING old_rows r WHERE {_NARROW_KEYS}"
+    # EXECUTE: planned at each call with the transition table's and the table's sizes. A cached plan (PL/pgSQL
+    # keeps the first call's: often the upsert's empty UPDATE) joined a never-analyzed table (estimated at one
+    # row) by a nested loop rescanning the transition table per row: 19 s for 2,000 re-pushed rows.
+    delete = f"EXECUTE 'DELETE FROM {n} n USING old_rows r WHERE {_NARROW_KEYS}'"
     return f"""
 CREATE OR REPLACE FUNCTION {SCHEMA}.keep_lowered() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
   SET search_path = pg_catalog, pg_temp AS $fn$
@@ -513,7 +523,8 @@ CREATE TABLE IF NOT EXISTS {n} (
   PRIMARY KEY (author, machine, doc_key)
 ) WITH (toast_tuple_target = 8160);
 ALTER TABLE {n} ALTER COLUMN user_lower SET STORAGE MAIN, ALTER COLUMN reply_lower SET STORAGE MAIN;
-""" + _keep_lowered_sql() + _reading_every_row(LOWERED_REBUILD) + f"""
+""" + _keep_lowered_sql() + _count_words_3(_turn_words_insert_6(), delete_planned_per_call=True) \
+        + _reading_every_row(LOWERED_REBUILD) + f"""
 CREATE INDEX IF NOT EXISTS {NARROW_INDEX} ON {n} USING gin ({LOWERED} gin_trgm_ops, grams);
 ALTER INDEX {SCHEMA}.{NARROW_INDEX} ALTER COLUMN 1 SET STATISTICS 0;
 CREATE INDEX IF NOT EXISTS {NARROW}_ts ON {n} (ts DESC);
