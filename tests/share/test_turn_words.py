@@ -316,7 +316,8 @@ def test_the_user_texts_scan_gives_the_oracles_pages_and_falls_back_when_replies
     user texts of two docs and in the replies of forty: the best docs are then reply-only ones, the first
     statement says so and the full one runs (without that check the page would miss their conversations);
     ``flamingo`` is typed in many docs: the first statement is the answer, its candidates' reply bits from
-    their arrays. CANDIDATE_TURNS is made small so that a few hundred rows take both ways."""
+    their arrays (with several read words either statement may come first: the same pages). CANDIDATE_TURNS
+    is made small so that a few hundred rows take both ways."""
     rng = random.Random(17)
     words = ["flamingo", "cache", "retry", "deploy", "emily", "boston", "lag", "postgres"]
     rows: list[Row] = []
@@ -343,8 +344,8 @@ def test_the_user_texts_scan_gives_the_oracles_pages_and_falls_back_when_replies
 
     monkeypatch.setattr(shared, "_text_sql", spied)
     with psycopg.connect(share_db.conninfo("alice"), autocommit=True) as conn:
-        for question, first_enough in (("heron", False), ("flamingo", True), ("heron lag", True),
-                                       ("flamingo deploy retry", True)):
+        for question, first_enough in (("heron", False), ("flamingo", True), ("heron lag", None),
+                                       ("flamingo deploy retry", None)):
             qwords = ranking.query_words(_shortlist(candidates(question)))
             for query in (make_query(["x"], 10), make_query(["x"], 10, None, "/work/proj"),
                           make_query(["x"], 10, ["pi"])):
@@ -355,6 +356,8 @@ def test_the_user_texts_scan_gives_the_oracles_pages_and_falls_back_when_replies
                     assert got.rows and [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched))
                                          for r in got.rows] == [
                         (r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in want.rows], question
+                    if first_enough is None:      # several words: either way, the oracle's pages
+                        continue
                     assert statements[0]
                     if query.cwd is None and who == shared.Who():
                         assert statements == ([True] if first_enough else [True, False]), question

@@ -896,11 +896,16 @@ def typed_only(read: Sequence[str], df: dict[str, int], stats: Stats) -> bool:
     """Whether :func:`_text_sql` first reads the rows whose user text holds a read word only (its
     ``typed_only``): on a layout-3 store, every read word read in full, one of them held by TYPED_ONLY_SHARE ×
     CANDIDATE_TURNS docs or more. A doc holding the read words in its reply alone is a heap visit that seldom
-    counts (at 2M rows a third of the docs holding `payroll`: docs/benchmarks.md, s17-text); with fewer docs
-    the best CANDIDATE_TURNS are often not all typed ones, and the full statement would run after the first
-    (a guess: it picks the path, never the answer)."""
-    return (stats.turn_words and all(df[token] <= ranking.READ_BUDGET for token in read)
-            and max((df[token] for token in read), default=0) >= TYPED_ONLY_SHARE * ranking.CANDIDATE_TURNS)
+    counts (at 2M rows a third of the docs holding `payroll`: docs/benchmarks.md, s17-text); with fewer docs,
+    or read words of very unequal weights, the best CANDIDATE_TURNS are often not all typed ones, and the full
+    statement would run after the first (a guess: it picks the path, never the answer)."""
+    if not (stats.turn_words and read and all(df[token] <= ranking.READ_BUDGET for token in read)
+            and max(df[token] for token in read) >= TYPED_ONLY_SHARE * ranking.CANDIDATE_TURNS):
+        return False
+    # ... and a doc typing any one read word outscores every reply-only doc (else the best are seldom all
+    # typed: `flamingo deploy` at 200k rows, the rare word's reply weight above the common word's user weight).
+    idf = idfs({token: df[token] for token in read}, stats)
+    return min(idf.values()) * ranking.USER_WEIGHT > sum(idf.values()) * ranking.REPLY_WEIGHT
 
 
 def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuery, who: Who,
