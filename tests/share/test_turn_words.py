@@ -323,3 +323,80 @@ def test_hostile_questions_of_verb_forms_give_the_oracles_pages_in_every_layouts
                     assert [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in got.rows] == [
                         (r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in want.rows], (
                         name, budget, question[:60])
+
+
+def test_the_words_read_in_full_are_first_read_from_the_user_texts_index_alone() -> None:
+    """``typed_only``: with every read word read in full (one scan), the scan reads the rows whose user text
+    holds one (one GIN index, no ``reply_ids &&``), each candidate doc's bits from its own arrays, and the last
+    column says whether the best docs scored above every reply-only doc's bound; a word past READ_BUDGET, one
+    held by fewer docs than 3 × CANDIDATE_TURNS (often answered by reply-only docs), or a store before layout 3,
+    never takes that statement."""
+    stats = shared.Stats(1_000_000, 40.0, 300.0, 10_000, True, True, True)
+    ids = {"slugifi": 7, "titl": 8, "cach": 9}
+    query = make_query(["x"], 5)
+    df = {"slugifi": 20_000, "titl": 20_000, "cach": ranking.READ_BUDGET + 1}
+    assert shared.typed_only(["slugifi", "titl"], df, stats)
+    assert not shared.typed_only(["cach"], df, stats)
+    assert shared.typed_only(["slugifi"], df, replace(stats, beyond_buffers=False))
+    assert not shared.typed_only(["slugifi"], {"slugifi": 3 * ranking.CANDIDATE_TURNS - 1}, stats)
+    assert not shared.typed_only(["slugifi"], df, replace(stats, turn_words=False))
+    sql, params = shared._text_sql(["slugifi", "titl"], [], df, stats, query, shared.Who(), [], ids, None, True)
+    assert sql.count("%s") == len(params)
+    postings = sql.split(" post AS ")[0]
+    assert "user_ids && %s" in postings and "reply_ids &&" not in postings
+    assert sql.endswith("ORDER BY d.n") and "m.enough" in sql
+    full, _ = shared._text_sql(["slugifi", "titl"], [], df, stats, query, shared.Who(), [], ids, None, False)
+    assert "reply_ids && %s" in full.split(" post AS ")[0] and "enough" not in full
+
+
+def test_the_user_texts_scan_gives_the_oracles_pages_and_falls_back_when_replies_count(
+        share_db: ShareDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The statement of ``typed_only`` and its fall-back give the budgeted oracle's pages. ``heron`` is in the
+    user texts of two docs and in the replies of forty: the best docs are then reply-only ones, the first
+    statement says so and the full one runs (without that check the page would miss their conversations);
+    ``flamingo`` is typed in many docs: the first statement is the answer, its candidates' reply bits from
+    their arrays (with several read words either statement may come first: the same pages). CANDIDATE_TURNS
+    is made small so that a few hundred rows take both ways."""
+    rng = random.Random(17)
+    words = ["flamingo", "cache", "retry", "deploy", "emily", "boston", "lag", "postgres"]
+    rows: list[Row] = []
+    for n in range(160):
+        user = " ".join(rng.choices(words, k=rng.randint(1, 5)))
+        reply = " ".join(rng.choices(words, k=rng.randint(0, 10)))
+        if n in (3, 150):
+            user += " heron"
+        if n % 4 == 1:
+            reply += " heron"
+        rows.append(Row("box", f"box{n}", f"s{n // 3}", rng.choice(["/work/proj", "/home/a"]), user, reply,
+                        1_750_000_000_000 + n * 1000, rng.choice(["pi", "claude"])))
+    put(share_db, "alice", rows[:80])
+    put(share_db, "bob", rows[80:])
+    stats_of = shared.store_stats
+    monkeypatch.setattr(shared, "store_stats", lambda conn, key: replace(stats_of(conn, key), beyond_buffers=True))
+    monkeypatch.setattr(ranking, "CANDIDATE_TURNS", 8)
+    statements: list[bool] = []
+    text_sql = shared._text_sql
+
+    def spied(*args: object) -> tuple[str, list[object]]:
+        statements.append(bool(args[-1]))
+        return text_sql(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(shared, "_text_sql", spied)
+    with psycopg.connect(share_db.conninfo("alice"), autocommit=True) as conn:
+        for question, first_enough in (("heron", False), ("flamingo", True), ("heron lag", None),
+                                       ("flamingo deploy retry", None)):
+            qwords = ranking.query_words(_shortlist(candidates(question)))
+            for query in (make_query(["x"], 10), make_query(["x"], 10, None, "/work/proj"),
+                          make_query(["x"], 10, ["pi"])):
+                for who in (shared.Who(), shared.Who(mine=True)):
+                    statements.clear()
+                    got = shared.text_page(conn, qwords, query, who, "typed-only")
+                    want = shared.text_oracle(conn, qwords, query, who, "typed-only", budgeted=True)
+                    assert got.rows and [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched))
+                                         for r in got.rows] == [
+                        (r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in want.rows], question
+                    if first_enough is None:      # several words: either way, the oracle's pages
+                        continue
+                    assert statements[0]
+                    if query.cwd is None and who == shared.Who():
+                        assert statements == ([True] if first_enough else [True, False]), question

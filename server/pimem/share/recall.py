@@ -906,6 +906,25 @@ def read_words(qwords: Sequence[ranking.QueryWord], df: dict[str, int]) -> tuple
     return read, [w.token for w in present if w.token not in read]
 
 
+TYPED_ONLY_SHARE = 3    # typed_only: a read word held by at least this many times CANDIDATE_TURNS docs
+
+
+def typed_only(read: Sequence[str], df: dict[str, int], stats: Stats) -> bool:
+    """Whether :func:`_text_sql` first reads the rows whose user text holds a read word only (its
+    ``typed_only``): on a layout-3 store, every read word read in full, one of them held by TYPED_ONLY_SHARE ×
+    CANDIDATE_TURNS docs or more. A doc holding the read words in its reply alone is a heap visit that seldom
+    counts (at 2M rows a third of the docs holding `payroll`: docs/benchmarks.md, s17-text); with fewer docs,
+    or read words of very unequal weights, the best CANDIDATE_TURNS are often not all typed ones, and the full
+    statement would run after the first (a guess: it picks the path, never the answer)."""
+    if not (stats.turn_words and read and all(df[token] <= ranking.READ_BUDGET for token in read)
+            and max(df[token] for token in read) >= TYPED_ONLY_SHARE * ranking.CANDIDATE_TURNS):
+        return False
+    # ... and a doc typing any one read word outscores every reply-only doc (else the best are seldom all
+    # typed: `flamingo deploy` at 200k rows, the rare word's reply weight above the common word's user weight).
+    idf = idfs({token: df[token] for token in read}, stats)
+    return min(idf.values()) * ranking.USER_WEIGHT > sum(idf.values()) * ranking.REPLY_WEIGHT
+
+
 def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuery, who: Who,
               stats_key: str) -> SharedTextPage:
     """The conversations of the shared store best matching ``qwords``, ranked as
@@ -926,9 +945,10 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
         return SharedTextPage([], 0, searched_words(qwords, df, idfs(df, stats)))
     allowed: list[str] = []       # paths normpath changes (_UNNORMAL_PATH) that are in the folder
     decided: set[str] = set()
+    narrow = typed_only(read, df, stats)
     while True:
         sql, params = _text_sql(read, checked, df, stats, query, who, allowed, ids if stats.turn_words else None,
-                                forms)
+                                forms, narrow)
         with conn.transaction():
             # One process: the parallel plan (partial aggregates, a sort, a merge) costs more than its
             # workers save on the postings, and takes cores from the other members' queries. Memory
@@ -941,7 +961,15 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
             conn.execute("SELECT set_config('work_mem', greatest(setting::bigint, %s)::text || 'kB', true) "
                          "FROM pg_settings WHERE name = 'work_mem'", [TEXT_WORK_MEM_KB])
             found = conn.execute(sql, params).fetchall()
-        if query.cwd is None:
+        if narrow:
+            if not found[0][-1]:
+                narrow = False          # a doc holding the read words in its reply alone may be among the best
+                continue
+            found = [values[:-1] for values in found]      # the last column: the paths to decide
+            if query.cwd is None:
+                found = [values for values in found if values[0] is not None]
+                break
+        elif query.cwd is None:
             break
         # The folder filter decides such paths in Python (pimem.paths.in_folder): when the postings
         # hold some not decided yet, they are, and the statement runs again with them (rarely: a path
@@ -981,7 +1009,7 @@ def text_page(conn: Conn, qwords: Sequence[ranking.QueryWord], query: RecallQuer
 
 def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], stats: Stats, query: RecallQuery,
               who: Who, allowed: Sequence[str], ids: dict[str, int] | None = None,
-              forms: dict[str, tuple[str, ...]] | None = None) -> tuple[str, list[object]]:
+              forms: dict[str, tuple[str, ...]] | None = None, typed_only: bool = False) -> tuple[str, list[object]]:
     """The statement behind :func:`text_page`: :func:`rank_docs`'s first pass and candidates in SQL.
 
     * ``raw``: the postings, per read word and column, from the GIN index (``@>`` on one element, no
@@ -1010,7 +1038,16 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
     from ``pimem.turns``: the same rows, the same answer, fewer and smaller heap pages.
 
     With ``forms`` (:func:`word_forms`), a word of several index tokens (an irregular verb's) is held by a row
-    holding any of them (``&&`` on their array, where a word of one is ``@>`` on its one element)."""
+    holding any of them (``&&`` on their array, where a word of one is ``@>`` on its one element).
+
+    With ``typed_only`` (:func:`typed_only`: every read word read in full, in the one scan), the scan reads the
+    rows whose **user text** holds a read word only (one GIN index, each row's reply bits from its array): a
+    doc holding the read words in its reply alone counts for no conversation's typed words and scores at
+    most the read words' reply weights summed (``bound``), so when the best CANDIDATE_TURNS docs of the scan
+    all score more than that, no such doc is among the best, and the statement's answer is the full one's.
+    The candidates' docs then take their bits from their own arrays (the rows are read anyway). The result's
+    last column says whether that held (``enough``); when it did not, :func:`text_page` runs the full
+    statement. A result always has one row at least (the last columns), its doc columns NULL when empty."""
     idf = idfs(df, stats)
     table = "pimem.turns" if ids is None else "pimem.turn_words"
     columns = ("user_words", "reply_words") if ids is None else ("user_ids", "reply_ids")
@@ -1036,17 +1073,19 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
     # hold keeps a branch per (word, column): there the bits' array checks cost more than the visits
     # saved (docs/benchmarks.md, s11-text). The words past READ_BUDGET keep their own branches (their
     # newest postings per column).
+    typed_only = typed_only and ids is not None and all(df[token] <= ranking.READ_BUDGET for token in read)
     whole = [i for i, token in enumerate(read)
-             if ids is not None and stats.beyond_buffers and df[token] <= ranking.READ_BUDGET]
+             if ids is not None and (stats.beyond_buffers or typed_only) and df[token] <= ranking.READ_BUDGET]
     if whole:
         bits = {column: " | ".join(f"CASE WHEN {holds(column, read[i])} THEN {1 << i}::bigint ELSE 0::bigint END"
                                    for i in whole) for column in columns}
+        either = "" if typed_only else f" OR {columns[1]} && %s::{element}"
         branches.append(f"(SELECT author, machine, session_id, doc_key, ts{cwd}, {bits[columns[0]]} AS um, "
-                        f"{bits[columns[1]]} AS rm FROM {table} WHERE ({columns[0]} && %s::{element} OR "
-                        f"{columns[1]} && %s::{element}){extra})")
+                        f"{bits[columns[1]]} AS rm FROM {table} WHERE ({columns[0]} && %s::{element}"
+                        f"{either}){extra})")
         any_of = [one for i in whole for one in value(read[i])]
-        params.extend([*(value(read[i]) for i in whole), *(value(read[i]) for i in whole), any_of, any_of,
-                       *filter_params])
+        params.extend([*(value(read[i]) for i in whole), *(value(read[i]) for i in whole), any_of,
+                       *([] if typed_only else [any_of]), *filter_params])
     for i, token in enumerate(read):
         if i in whole:
             continue
@@ -1077,11 +1116,20 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
     of_sources = ""
     if query.sources is not None:
         of_sources = " WHERE t.source = ANY(%s)"
-        params.append(sorted(query.sources))
+    # The one scan gives each doc one row: nothing to group.
+    post = ("SELECT author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint AS ms, um, rm "
+            f"FROM raw{ok}") if typed_only else (
+        "SELECT author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint AS ms, "
+        f"bit_or(um) AS um, bit_or(rm) AS rm FROM raw{ok} GROUP BY author, machine, session_id, doc_key, ts")
+    own_bits = ""
+    if typed_only:   # the candidates' docs' bits from their own arrays (the postings hold no reply-only doc)
+        own = {column: " | ".join(f"CASE WHEN t.{holds(column, token)} THEN {1 << i}::bigint ELSE 0::bigint END"
+                                  for i, token in enumerate(read)) for column in columns}
+        own_bits = f", {own[columns[0]]} AS um, {own[columns[1]]} AS rm"
+        params.extend([*(value(token) for token in read), *(value(token) for token in read)])
     sql = (
         f"WITH raw AS ({' UNION ALL '.join(branches)}), "
-        "post AS (SELECT author, machine, session_id, doc_key, (extract(epoch from ts) * 1000)::bigint AS ms, "
-        f"bit_or(um) AS um, bit_or(rm) AS rm FROM raw{ok} GROUP BY author, machine, session_id, doc_key, ts), "
+        f"post AS ({post}), "
         f"top AS (SELECT author, machine, session_id, {_sum(score)} AS score FROM post "
         'ORDER BY 4 DESC, ms DESC, author COLLATE "C" DESC, machine COLLATE "C" DESC, doc_key COLLATE "C" DESC '
         f"LIMIT {ranking.CANDIDATE_TURNS}), "
@@ -1099,16 +1147,36 @@ def _text_sql(read: Sequence[str], checked: Sequence[str], df: dict[str, int], s
         # grouped by doc, the groups without a candidate doc dropped.
         "cdocs AS (SELECT c.n, t.author, t.machine, t.session_id, t.doc_key, "
         "(extract(epoch from t.ts) * 1000)::bigint AS ms, t.user_chars, t.reply_chars, t.cwd, "
-        f"CASE WHEN c.n <= {ranking.CHECKED_SESSIONS} THEN {checked_sql} ELSE 0 END AS cm "
+        f"CASE WHEN c.n <= {ranking.CHECKED_SESSIONS} THEN {checked_sql} ELSE 0 END AS cm{own_bits} "
         f"FROM cand c JOIN {table} t ON t.author = c.author AND t.machine = c.machine "
-        f"AND t.session_id = c.session_id{of_sources}), "
-        "docs AS (SELECT max(n) AS n, author, machine, max(session_id) AS session_id, doc_key, max(ms) AS ms, "
-        "max(user_chars) AS user_chars, max(reply_chars) AS reply_chars, max(cwd) AS cwd, bit_or(um) AS um, "
-        "bit_or(rm) AS rm, bit_or(cm) AS cm FROM (SELECT n, author, machine, session_id, doc_key, ms, user_chars, "
-        "reply_chars, cwd, 0::bigint AS um, 0::bigint AS rm, cm FROM cdocs UNION ALL SELECT NULL, author, machine, "
-        "NULL, doc_key, NULL, NULL, NULL, NULL, um, rm, 0 FROM post WHERE (author, machine, session_id) IN "
-        "(SELECT author, machine, session_id FROM cand)) x GROUP BY author, machine, doc_key) ")
-    if folder:
+        f"AND t.session_id = c.session_id{of_sources}), ")
+    if query.sources is not None:
+        params.append(sorted(query.sources))
+    if typed_only:
+        sql += ("docs AS (SELECT n, author, machine, session_id, doc_key, ms, user_chars, reply_chars, cwd, um, rm, cm "
+                "FROM cdocs) ")
+    else:
+        sql += (
+            "docs AS (SELECT max(n) AS n, author, machine, max(session_id) AS session_id, doc_key, max(ms) AS ms, "
+            "max(user_chars) AS user_chars, max(reply_chars) AS reply_chars, max(cwd) AS cwd, bit_or(um) AS um, "
+            "bit_or(rm) AS rm, bit_or(cm) AS cm FROM (SELECT n, author, machine, session_id, doc_key, ms, user_chars, "
+            "reply_chars, cwd, 0::bigint AS um, 0::bigint AS rm, cm FROM cdocs UNION ALL SELECT NULL, author, "
+            "machine, NULL, doc_key, NULL, NULL, NULL, NULL, um, rm, 0 FROM post WHERE (author, machine, session_id) "
+            "IN (SELECT author, machine, session_id FROM cand)) x GROUP BY author, machine, doc_key) ")
+    if typed_only:
+        # One row at least: the paths to decide (with a folder filter), and whether the best docs of the
+        # scan all score more than any doc holding the read words in its reply alone can.
+        unnormal = "(SELECT array_agg(DISTINCT cwd) FROM raw WHERE cwd ~ %s)" if folder else "NULL::text[]"
+        if folder:
+            params.append(_UNNORMAL_PATH)
+        bound = 0.0
+        for token in read:           # the reply weights added in the read order, as the score adds them
+            bound += idf[token] * ranking.REPLY_WEIGHT
+        sql += (f"SELECT d.*, m.unnormal, m.enough FROM (SELECT {unnormal} AS unnormal, (SELECT count(*) = "
+                f"{ranking.CANDIDATE_TURNS} AND min(score) > %s::float8 FROM top) AS enough) m "
+                "LEFT JOIN docs d ON true ORDER BY d.n")
+        params.append(bound)
+    elif folder:
         # One row at least, carrying the paths to decide.
         sql += ("SELECT d.*, m.unnormal FROM (SELECT (SELECT array_agg(DISTINCT cwd) FROM raw WHERE cwd ~ %s) "
                 "AS unnormal) m LEFT JOIN docs d ON true ORDER BY d.n")
