@@ -48,7 +48,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, islice, repeat
 from operator import add, eq, ge, is_not, itemgetter, lt, not_
@@ -237,15 +237,36 @@ def _phrase(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
-def _postings(conn: sqlite3.Connection, column: str, form: str, limit: int | None) -> set[int]:
-    """The docs whose ``column`` holds the word. Handed over as one JSON array: a row per posting costs
-    SQLite and Python ~40 % more (tens of thousands of postings a word). The set is filled in the same
-    order as from the rows (its iteration order, which breaks ties downstream, is the same)."""
-    tail = f" ORDER BY rowid DESC LIMIT {int(limit)}" if limit is not None else ""
+_POSTING_SIZES: dict[tuple[str, str, str], int] = {}   # (store, column, form) -> docs read the last time
+
+
+def _postings(conn: sqlite3.Connection, column: str, form: str, limit: int | None, store_key: str) -> set[int]:
+    """The docs whose ``column`` holds the word, the newest ``limit`` of them with a limit. Handed over as
+    one JSON array: a row per posting costs SQLite and Python ~40 % more (tens of thousands of postings a
+    word). The set is filled in the same order as from the rows, newest first with a limit (its iteration
+    order, which breaks ties downstream, is the same).
+
+    A column's posting that held fewer than ``limit`` docs the last time this process read it (kept per
+    store, column and word) is read whole, oldest first, and its newest ``limit`` docs are kept: the same
+    docs in the same order, but FTS5 walks the list forwards, ~25 % less than backwards (a common word's
+    user posting, which a column filter makes FTS5 read to its end when the column holds fewer docs
+    than the limit). If it has grown beyond the limit since, the older docs are dropped and the next
+    read is newest first again."""
+    key = (store_key, column, form)
+    whole = limit is not None and _POSTING_SIZES.get(key, limit) < limit
+    tail = " ORDER BY rowid" if whole else f" ORDER BY rowid DESC LIMIT {int(limit)}" if limit is not None else ""
     found = conn.execute(
         f"SELECT json_group_array(rowid) FROM (SELECT rowid FROM {words.WORDS_TABLE} "
         f"WHERE {words.WORDS_TABLE} MATCH ?{tail})", (f"{column} : {form}",)).fetchone()[0]
-    return set(loads_text(found))
+    docs = cast("list[int]", loads_text(found))
+    if limit is not None:
+        if len(_POSTING_SIZES) > 100_000:
+            _POSTING_SIZES.clear()
+        _POSTING_SIZES[key] = len(docs)
+        if whole:
+            docs.reverse()       # newest first, as the rows of the limited read
+            del docs[limit:]
+    return set(docs)
 
 
 def bm25_idf(count: int, docs: int) -> float:
@@ -388,8 +409,8 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     reply_post: dict[str, set[int]] = {}
     for token in read:
         limit = READ_BUDGET if df[token] > READ_BUDGET else None
-        user_post[token] = _postings(conn, "user", form[token], limit)
-        reply_post[token] = _postings(conn, "reply", form[token], limit)
+        user_post[token] = _postings(conn, "user", form[token], limit, store_key)
+        reply_post[token] = _postings(conn, "reply", form[token], limit, store_key)
     # 1. every doc holding a read word, by presence and idf alone, the best CANDIDATE_TURNS of them.
     if len(read) == 1 and not pending:
         best_docs, first = _one_word_best(user_post[read[0]], reply_post[read[0]], idf[read[0]], CANDIDATE_TURNS)
@@ -830,7 +851,7 @@ def _one_word_best(users: set[int], replies: set[int], weight: float, count: int
     return best, scores
 
 
-def _top(scores: dict[int, float], count: int) -> list[int]:
+def _top(scores: Mapping[int, float], count: int) -> list[int]:
     """The keys of ``heapq.nlargest(count, scores.items(), key=itemgetter(1))``, which is a stable
     descending sort's first ``count`` (ties in the dict's order): the same list, the scan in C. The
     ``count``-th best value (the floor) is picked out of the floats alone by a heap; the items above it
