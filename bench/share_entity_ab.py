@@ -12,6 +12,11 @@ bench/share_recall.py splits them) and by number of entities, and the CPU per qu
 the server's processes. Both answers must equal the plain SQL oracle of bench/share_recall.py (every
 row scored by ``strpos``); mismatches are counted.
 
+``--narrow-table NAME``: this tree's side reads the lowered texts from NAME (layout 8's narrow table, built as a
+scratch copy on an older store) instead of ``pimem.turn_lowered``.
+
+``--expected FILE``: the oracle's pages kept between runs on the same rows (read when FILE exists, else written).
+
 ``--cold``: no warm-up round, and the server is stopped and started again before each side's round
 (its shared buffers empty; the operating system's file cache is not emptied: that needs root and
 would slow every other job on the machine), so every shape is a first ask for that side.
@@ -53,9 +58,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cold", action="store_true", help="each side's round on a freshly started server")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--expected", type=Path,
+                        help="the oracle's pages, read from this file when it exists, else written to it (the oracle "
+                             "scans every row once per shape: minutes at 2M rows; its pages depend on the rows only)")
+    parser.add_argument("--narrow-table", help="the narrow table of lowered texts this tree's side reads (default "
+                        "pimem.turn_lowered, layout 8's; a scratch copy on an older store, see docs/benchmarks.md "
+                        "s15-narrow)")
+    parser.add_argument("--base-narrow", action="store_true",
+                        help="the base's side reads --narrow-table too (a base that knows layout 8's table)")
     args = parser.parse_args(argv)
+    if args.narrow_table:
+        shared.NARROW_TABLE = args.narrow_table
 
     sides: dict[str, Any] = {"new": shared, "old": base_module(args.base)}
+    if args.base_narrow and args.narrow_table:
+        sides["old"].NARROW_TABLE = args.narrow_table
     wall: dict[str, list[float]] = {"new": [], "old": []}
     by_kind: dict[str, dict[str, list[float]]] = {"indexed": {"new": [], "old": []}, "short": {"new": [], "old": []}}
     by_k: dict[int, dict[str, list[float]]] = {}
@@ -88,7 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         # statement run five times on a connection, and PostgreSQL's generic plan of an older
         # entity_rows' statements scans the table (this tree's are never prepared).
         pg.prepare_threshold = None
-        expected.extend(plain_sql_oracle(pg, query) for query in queries)
+        if args.expected is not None and args.expected.exists():
+            expected.extend([tuple(row) for row in page] for page in json.loads(args.expected.read_text("utf-8")))
+        else:
+            expected.extend(plain_sql_oracle(pg, query) for query in queries)
+            if args.expected is not None:
+                args.expected.write_text(json.dumps([[list(row) for row in page] for page in expected]) + "\n",
+                                         encoding="utf-8")
         if not args.cold:
             for query in queries:                 # warm-up: both once
                 for module in sides.values():

@@ -254,10 +254,16 @@ def lever_costs(conninfo: str, turns: list[Turn], batch: int = 2_000) -> list[tu
 
 
 _T = "pimem.turns"
-_HEAP_ONLY = ("DROP INDEX pimem.turns_lowered", f"ALTER TABLE {_T} DISABLE TRIGGER USER",
+_HEAP_ONLY = (f"ALTER TABLE {_T} DISABLE TRIGGER USER",
               "DROP INDEX pimem.turns_author_ts", "DROP INDEX pimem.turns_ts", "DROP INDEX pimem.turns_session")
+# Layout 7's entity index: layout 8's narrow table (its triggers, the table and its GIN) dropped, the GIN over
+# both lowered texts and the grams on turns instead.
+_NARROW_OFF = (*(f"DROP TRIGGER turns_lowered_{event} ON {_T}" for event in ("insert", "update", "delete", "truncate")),
+               "DROP TABLE pimem.turn_lowered")
+_LAYOUT_7_GIN = (*_NARROW_OFF, f"CREATE INDEX turns_lowered ON {_T} USING gin "
+                 "((user_lower || E'\\n' || reply_lower) gin_trgm_ops, grams)")
 # Layout 6's entity indexes (a pg_trgm GIN per lowered text, one on the grams) instead of layout 7's one.
-_LAYOUT_6_GINS = ("DROP INDEX pimem.turns_lowered",
+_LAYOUT_6_GINS = (*_NARROW_OFF,
                   f"CREATE INDEX turns_user_lower_trgm ON {_T} USING gin (user_lower gin_trgm_ops)",
                   f"CREATE INDEX turns_reply_lower_trgm ON {_T} USING gin (reply_lower gin_trgm_ops)",
                   f"CREATE INDEX turns_grams ON {_T} USING gin (grams)")
@@ -271,14 +277,15 @@ def parts() -> tuple[Part, ...]:
     from pimem.share import schema
 
     return (
-        ("the push now (layout 7: grams sent, one GIN over both lowered texts and the grams)", (), (), True),
+        ("the push now (layout 8: grams sent, the narrow table of lowered texts and its GIN)", (), (), True),
+        ("layout 7's entity GIN (over both lowered texts and the grams, on turns)", _LAYOUT_7_GIN, (), True),
         ("layout 6's entity GINs (pg_trgm per lowered text, grams)", _LAYOUT_6_GINS, (), True),
         ("layout 5's insert trigger (turn_words' ids grouped on the rows' text keys)",
          (schema._count_words_3(schema._turn_words_insert_5()),), (), True),
         ("layout 4: grams computed by the database, word GINs on turns", _WORD_GINS, (), False),
         ("grams computed by the database (a writer sending none)", (), (), False),
         ("+ word GINs on turns (layout 4's)", _WORD_GINS, (), True),
-        ("- the lowered texts' and grams' GIN (turns_lowered)", ("DROP INDEX pimem.turns_lowered",), (), True),
+        ("- the narrow table of lowered texts (its triggers, the table, its GIN)", _NARROW_OFF, (), True),
         ("layout 3 and 4's insert trigger (turn_words' ids looked up per word of every row)",
          (schema._count_words_3(),), (), True),
         ("- turn_words (the insert trigger keeps the counts only)",
@@ -416,6 +423,9 @@ def part_costs(server: Any, turns: list[Turn], batch: int = 2_000,
             row = conn.execute("SELECT pg_backend_pid()").fetchone()
             assert row is not None
             pid = int(row[0])
+            # That SELECT opened a transaction: ended here, so that each batch is one (its staging rows deleted at
+            # its commit), not a savepoint in one transaction whose staging table kept every earlier batch.
+            conn.commit()
             before = _backend_cpu(pid)
             for start in range(0, len(rows), batch):
                 with conn.transaction(), conn.cursor() as cur:

@@ -45,7 +45,7 @@ from pimem.recall.freetext import _shortlist, candidates, recall_conversations  
 from pimem.recall.ranking import query_words  # noqa: E402
 from pimem.share import recall as shared  # noqa: E402
 from pimem.share.db import apply_init  # noqa: E402
-from pimem.share.schema import WORD_DOCS_REBUILD, row_grams  # noqa: E402
+from pimem.share.schema import LOWERED_REBUILD, WORD_DOCS_REBUILD, row_grams  # noqa: E402
 from pimem.words import tokens_many  # noqa: E402
 from textpool import PLANTS, TextPool  # noqa: E402
 
@@ -138,6 +138,7 @@ def load_shared(admin: str, template: list[tuple[str, str]], members: int, batch
         t0 = time.perf_counter()
         conn.execute("ALTER TABLE pimem.turns ENABLE TRIGGER USER")
         conn.execute(WORD_DOCS_REBUILD.encode())   # the counts of every row, as layout 2's migration makes them
+        conn.execute(LOWERED_REBUILD.encode())     # the narrow table of lowered texts, as layout 8's makes it
         conn.commit()
         timings["wordDocsS"] = time.perf_counter() - t0
     return {k: round(v, 1) for k, v in timings.items()}

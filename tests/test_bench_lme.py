@@ -5,6 +5,7 @@ asserted: writer (both shapes) -> pimem sync -> evaluate (pimem, the BM25 refere
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -158,7 +159,40 @@ def test_the_copies_of_an_answer_session_are_the_sessions_with_the_very_same_tur
     assert proxy.copies([question], ["answer_a", "b"]) == {"answer_a": ["a"], "b": []}
 
 
-PROXY_FILES = ("proxy_ssu.json", "proxy_ssu2.json", "proxy_ssu3.json")   # rounds 14, 17, 24, in candidate order
+def test_the_haystack_candidates_answer_no_question_and_copy_no_answer(slice_file: Path) -> None:
+    data, proxy = _proxy_modules()
+    questions = data.load_questions(slice_file)
+    haystack = questions[0]     # the first occurrence of every session: the one data.unique_sessions keeps
+    ids = haystack["haystack_session_ids"]
+    # synth_10 repeats the held-out answer synth_29's user text (spaces aside) with other replies: a copy.
+    copied = [dict(t) if t["role"] == "user" else {"role": "assistant", "content": "Another reply."}
+              for t in haystack["haystack_sessions"][ids.index("synth_29")]]
+    copied[0]["content"] = "  " + copied[0]["content"].replace(" ", "  ") + " "
+    haystack["haystack_sessions"][ids.index("synth_10")] = copied
+    # synth_11 keeps a sentence of synth_29 but not all its user text: not a copy.
+    haystack["haystack_sessions"][ids.index("synth_11")][0]["content"] = "I moved my desk to the window."
+    items = list(proxy.others(questions))
+    found = [item.session for item in items]
+    assert "synth_29" not in found and "synth_10" not in found and "synth_11" in found
+    assert not any(session.startswith("answer_") for session in found)      # dev answer sessions left out
+    assert len(found) == len(set(found)) and set(found) <= {f"synth_{n:02d}" for n in range(6, 29)}
+    assert found == sorted(found, key=lambda s: hashlib.sha1(s.encode()).hexdigest())
+    turns = haystack["haystack_sessions"][ids.index(found[0])]
+    assert items[0].turns == [(i, t["content"]) for i, t in enumerate(turns) if t["role"] == "user"]
+    assert items[0].source == proxy.HAYSTACK
+    # check: a haystack question is accepted on a candidate only.
+    good = {"id": "h0", "question": "Where did I move my desk to?", "answer_session_id": "synth_11",
+            "source": proxy.HAYSTACK, "evidence_turn": 0}
+    proxy.check(questions, [good])
+    for session in ("synth_29", "synth_10", "answer_synth_00"):   # held out, a copy of it, a dev answer
+        with pytest.raises(SystemExit):
+            proxy.check(questions, [{**good, "answer_session_id": session}])
+    with pytest.raises(SystemExit):
+        proxy.check(questions, [good, {**good, "id": "h1"}])
+
+
+PROXY_FILES = ("proxy_ssu.json", "proxy_ssu2.json", "proxy_ssu3.json",   # rounds 14, 17, 24, in candidate order
+               "proxy_ssu4.json")                                         # round 29: haystack sessions
 
 
 def test_the_hand_written_proxy_files_keep_their_rules() -> None:
@@ -166,8 +200,33 @@ def test_the_hand_written_proxy_files_keep_their_rules() -> None:
     documents = [json.loads((LME / name).read_text(encoding="utf-8")) for name in PROXY_FILES]
     for number, document in enumerate(documents):
         proxy.rules(document, documents[:number])
-    # The three files cover the 609 candidates of `run.py proxy-turns` once, one after the other.
-    assert [(d.get("first_candidate", 0), d["candidates"]) for d in documents] == [(0, 200), (200, 200), (400, 209)]
+    # The first three cover the 609 candidates of `run.py proxy-turns` once, one after the other; the fourth the
+    # first 615 of `run.py proxy-turns --source haystack`.
+    assert [(d.get("source", "dev"), d.get("first_candidate", 0), d["candidates"]) for d in documents] == [
+        ("dev", 0, 200), ("dev", 200, 200), ("dev", 400, 209), ("haystack", 0, 615)]
+
+
+def test_a_haystack_proxy_file_breaking_its_rules_is_refused() -> None:
+    _, proxy = _proxy_modules()
+    earlier = [json.loads((LME / name).read_text(encoding="utf-8")) for name in PROXY_FILES[:3]]
+    good = json.loads((LME / "proxy_ssu4.json").read_text(encoding="utf-8"))
+    proxy.rules(good, earlier)          # its candidates 0-614 are another list's: no overlap with round 14's
+    first, rest = good["questions"][0], good["questions"][1:]
+    dev_item = {**earlier[2]["questions"][0]}
+    broken = [
+        {**good, "questions": [{k: v for k, v in first.items() if k != "source"}, *rest]},      # no source
+        {**good, "questions": [{**first, "source": "dev"}, *rest]},                             # another source
+        {**good, "questions": [{k: v for k, v in first.items() if k != "evidence_turn"}, *rest]},
+        {**good, "questions": [dev_item, *rest]},                          # a dev question in a haystack file
+        {**good, "questions": rest},                                       # a candidate lost
+    ]
+    for document in broken:
+        with pytest.raises(SystemExit):
+            proxy.rules(document, earlier)
+    other = {"source": "haystack", "first_candidate": 600, "candidates": 100, "questions": [], "skipped": []}
+    proxy.rules(good, [*earlier, {**other, "source": "dev"}])      # dev candidates 600-699: another list
+    with pytest.raises(SystemExit):                                 # haystack candidates 600-699 overlap its own
+        proxy.rules(good, [*earlier, other])
 
 
 def test_a_proxy_file_breaking_its_writing_rules_is_refused() -> None:

@@ -1920,3 +1920,51 @@ def test_blocks_of_one_repeated_line_that_several_calls_wrote_are_not_all_the_la
     only = {number for number, line in enumerate(text.splitlines()) if line.startswith("only_call_")}
     assert {line for line in found if line in only} == only
     assert found[len(text.splitlines()) - 7] == ("exact", "call 5")   # the last block's first copy, anchored
+
+
+BODY = "".join(f"    step_{k}(value, {k})\n" for k in range(6))
+
+
+def test_a_persons_copy_of_a_long_block_a_write_added_is_not_the_writes(tmp_path: Path, project: Path) -> None:
+    """Round q9's open case: a ``Write`` of ``def f`` and six lines; a person adds ``def g`` and the same six
+    lines. The call wrote each of them once, and its run there reaches ``def f``: at the copy the same lines
+    of the call stop at ``def g`` (a run the call's lines hold longer at another place of the file is not
+    the call's copy, round q10), so the copy is nobody's, wherever it is; the whole block copied (as long at
+    both places) is not told apart."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    written = "def f(value):\n" + BODY
+    write_claude(base, "s1", project, [("write f", [("Write", {"file_path": str(path), "content": written})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    after = written + "\ndef g(value):\n" + BODY
+    assert _blame(db, path, after) == {n: ("exact", "write f") for n in range(7)}
+    before = "def g(value):\n" + BODY + "\n" + written
+    assert _blame(db, path, before) == {n: ("exact", "write f") for n in range(8, 15)}
+    # each line asked alone answers as the whole file does
+    for text in (after, before):
+        whole = _blame(db, path, text)
+        for n in range(15):
+            assert _blame(db, path, text, start_line=n, end_line=n + 1) == ({n: whole[n]} if n in whole else {})
+    both = written + "\n" + written
+    assert set(_blame(db, path, both)) == set(range(7)) | set(range(8, 15))
+
+
+def test_an_edit_that_adds_a_block_like_one_an_earlier_call_wrote_keeps_each_block_its_calls(
+        tmp_path: Path, project: Path) -> None:
+    """A ``Write`` of ``def f`` and six lines, then an ``Edit`` adding ``def g`` with the same six lines: the
+    Edit's run goes through ``def f``'s lines too (as long, capped at RUN_CAP), and took two of them while
+    two others were nobody's. Each block's lines go to the call whose run holds them longest (round q10)."""
+    path = project / "a.py"
+    base = tmp_path / "agents"
+    first = "def f(value):\n" + BODY
+    both = first + "\ndef g(value):\n" + BODY
+    write_claude(base, "s1", project, [
+        ("write f", [("Write", {"file_path": str(path), "content": first})]),
+        ("edit g", [("Edit", {"file_path": str(path), "old_string": first, "new_string": both,
+                              "_originalFile": first})])])
+    db = tmp_path / "m.db"
+    sync(base, db)
+    found = _blame(db, path, both)
+    assert {n: prompt for n, (_, prompt) in found.items()} == {
+        **{n: "write f" for n in range(7)}, **{n: "edit g" for n in range(7, 15)}}

@@ -10,6 +10,9 @@ Shapes (``--shape``):
   blocks       N calls, each added 50 copies of one line after a marker line of its own (round q9): every
                call's run goes through every block; the lines given to a call other than their block's
                are counted ("wrong"; the most recent call took them all before round q9)
+  copied       a Write of ``def original():`` and N distinct lines (N <= 1,800: the bound rule), and the buffer
+               holds a person's copy of those N lines after ``def copy():`` (round q10): the copy's lines
+               attributed are counted ("wrong"; all N before round q10, runs past RUN_CAP being trusted)
 
 Run it with ``--server PATH`` to measure another revision's ``server/`` (e.g. ``git archive REV server``),
 alternating revisions in one session, as docs/benchmarks.md does::
@@ -57,6 +60,11 @@ def _store(shape: str, size: int, work: Path) -> tuple[Path, Path, str]:
             turns.append((f"call {k}", [("Edit", {"file_path": str(path), "old_string": marker, "new_string": new,
                                                   "_originalFile": text})]))
             text = text.replace(marker, new, 1)
+    elif shape == "copied":
+        body = "".join(f"    value_{k} = compute({k})\n" for k in range(size))
+        content = "def original():\n" + body
+        turns = [("write", [("Write", {"file_path": str(path), "content": content})])]
+        text = content + "\n\ndef copy():\n" + body
     else:
         content = "function f(x) {\n  const y = compute(x);\n  return y;\n" + "x = compute(value);\n" * 1500
         turns = [("write", [("Write", {"file_path": str(path), "content": content})]),
@@ -73,7 +81,7 @@ def _store(shape: str, size: int, work: Path) -> tuple[Path, Path, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--server", type=Path, default=REPO / "server", help="the server/ folder measured")
-    parser.add_argument("--shape", choices=("short-runs", "repeated", "blocks"), default="short-runs")
+    parser.add_argument("--shape", choices=("short-runs", "repeated", "blocks", "copied"), default="short-runs")
     parser.add_argument("sizes", type=int, nargs="+")
     args = parser.parse_args()
     sys.path[:0] = [str(args.server.resolve()), str(REPO / "tests")]
@@ -99,6 +107,9 @@ def main() -> int:
             for at in range(1, len(owner)):
                 owner[at] = owner[at] if owner[at] >= 0 else owner[at - 1]
             wrong = f", {sum(1 for a in whole.lines if a.prompt != f'call {owner[a.line]}')} wrong"
+        if args.shape == "copied":   # the person's copy starts after its "def copy():"
+            start = text.splitlines().index("def copy():")
+            wrong = f", {sum(1 for a in whole.lines if a.line > start)} wrong"
         print(f"{args.shape} {size}: {len(text.splitlines())} lines, whole file {whole_s * 1000:.0f} ms CPU "
               f"({len(whole.lines)} attributed{wrong}), one line {one_s * 1000:.1f} ms CPU", flush=True)
     return 0

@@ -87,6 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     turns.add_argument("--data", type=Path, required=True)
     turns.add_argument("--count", type=int, default=50)
     turns.add_argument("--skip", type=int, default=0)
+    turns.add_argument("--source", choices=("dev", proxy.HAYSTACK), default="dev",
+                       help="dev: the dev answer sessions' user evidence turns; haystack: every user turn of the "
+                       "sessions that answer no question (proxy.others)")
+    turns.add_argument("--chars", type=int, default=proxy.MAX_SHOWN, help="characters of a turn printed")
     evaluate.add_arguments(commands.add_parser("evaluate", help="ask the questions, report the metrics"))
     args = parser.parse_args(argv)
     if args.command == "prepare":
@@ -96,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "describe":
         print(json.dumps(data.describe(data.load_questions(args.data)), indent=1))
     elif args.command == "proxy-turns":
-        proxy.print_turns(data.load_questions(args.data), args.count, args.skip)
+        proxy.print_turns(data.load_questions(args.data), args.count, args.skip, args.source, args.chars)
     elif args.command == "build":
         print(json.dumps(build(data.load_questions(args.data), args.dir, args.shape), indent=1))
     else:

@@ -32,7 +32,13 @@ lines each edit call added and removed, looked up by hash.
    the line has copies in the file and another call's run through it is as long over the same lines (as far
    back and as far ahead), no call (round q9: blocks of one repeated line that several calls wrote: each
    call's run goes through every block), unless the winner's run alone reaches a line its call kept right
-   next to it (the anchor of round 11, below).
+   next to it (the anchor of round 11, below). And before any of that, for a line with copies in the file: a
+   call's run through it does not count when the call's lines around
+   that write sit at another copy of the line as far back and as far ahead and further on one side, by
+   their text, whole length (round q10: the call wrote the line once, at that copy; a person's copy of a
+   block a ``Write`` added stops at the person's ``def g`` where the call's reaches its ``def f``; a later
+   call's block like an earlier call's goes through the earlier one's lines too, shorter); no run left:
+   no call. Made when the line's runs × its other copies are at most :data:`WHOLE_RUNS_COMPARED`.
    *Placed* (layout 9), when no run says it: the line sits right after (before) a line its live call kept
    right before (after) the lines it added: its context (pimem.editspans ``context_of``: the call's own
    unchanged lines, or the file's lines next to the replaced text where the call's result shows them);
@@ -114,16 +120,17 @@ an identical copy of an idiom, rule 3, before the agent wrote its own); an
 agent edit later undone outside any conversation but written again by hand; calls the user denied
 (recorded as made); lines a call wrote through a shell command (``sed``, ``cat >``).
 
-Cost: one lookup of the requested lines' hashes (plus 2 × :data:`RUN_CAP` + 1 non-blank lines around
-them) in the file's rows and in its context rows, and two index seeks for each line attributed alone
-(rule 3's idioms), and for a trivial line the rows of it (at most :data:`TRIVIAL_FOLLOWED`, else its near
-calls' only), so a current-line request reads a handful of rows whatever the history's size
-(0.35 ms of CPU at 1M turns: docs/benchmarks.md); the text's hashes are kept per process for the last texts seen
-(:func:`_text_info`), and so is the index of its lines that rule 2's copied runs are looked up in (built
-the first time an exact line with copies in the file is met: ~1 ms for 5,000 lines). A whole file
-reads the file's rows in one range, and its per-line Python work is only for the lines some live call
-wrote, with short paths for a line one call wrote once (~27–35 ms of CPU for 5,046 lines and 2,000
-edits, ~1 ms of it the idiom lookup).
+Cost: one lookup of the requested lines' hashes (plus 2 × :data:`RUN_CAP` + 1 non-blank lines around them)
+in the file's rows and in its context rows, and two index seeks for each line attributed alone (rule 3's
+idioms), and for a trivial line the rows of it (at most :data:`TRIVIAL_FOLLOWED`, else its near calls'
+only), and for a line with copies that a call's run goes through that call's added lines (one seek of
+``pimem_edit_lines_by_span`` a call, rule 2's whole-length test), so a current-line request reads a handful
+of rows whatever the history's size (0.35 ms of CPU at 1M turns: docs/benchmarks.md); the text's hashes are
+kept per process for the last texts seen (:func:`_text_info`), and so is the index of its lines that rule
+2's copied runs are looked up in (built the first time an exact line with copies in the file is met: ~1 ms
+for 5,000 lines). A whole file reads the file's rows in one range, and its per-line Python work is only for
+the lines some live call wrote, with short paths for a line one call wrote once (~27–35 ms of CPU for 5,046
+lines and 2,000 edits, ~1 ms of it the idiom lookup).
 """
 
 from __future__ import annotations
@@ -152,6 +159,7 @@ from pimem.store.edits import (
     more_rows_than,
     path_id,
     span_infos,
+    span_lines,
     whole_spans,
     written_elsewhere,
 )
@@ -162,6 +170,9 @@ Confidence = Literal["exact", "line", "moved"]
 RUN_CAP = 4                       # runs are compared up to this many lines (and looked for this far)
 REVIVED_RUN = 3                   # removed lines back in their call's order, none of its lines live: this many
 MAX_CANDIDATES = 64               # the most recent live writes of one line that runs are looked for in
+# rule 2's whole-length test (round q10) is made for a line when its runs × its other copies are at most this
+# (a person's copy of a block: 1 × 1; a line repeated 64 times that one call wrote 64 times would be 64 × 63)
+WHOLE_RUNS_COMPARED = 64
 WHOLE_FILE_READ = 400             # more distinct lines than this: the file's rows are read in one range
 # a trivial line ("}") with more rows than this in the file (writes and removals of it by all calls) is
 # followed through its near calls' rows only, not through every call's: a current-line request stays bounded
@@ -238,12 +249,21 @@ class _TextInfo:
         self._runs: dict[int, dict[int, list[int]]] = {}
         self._where: dict[str, list[int]] | None = None   # a line with copies -> where they are (when asked)
 
+    @property
+    def non_blank(self) -> list[int]:
+        """The non-blank lines, in order (a line's rank among them: :meth:`rank`)."""
+        if self._non_blank is None:
+            self._non_blank = [i for i, line in enumerate(self.normalized) if line]
+        return self._non_blank
+
+    def rank(self, line: int) -> int:
+        """The non-blank line ``line``'s index among the non-blank lines (as a call's positions count them)."""
+        return bisect_left(self.non_blank, line)
+
     def elsewhere(self, lines: list[int]) -> bool:
         """Whether the non-blank lines ``lines`` (consecutive among the non-blank lines) occur, in the same
         order and whitespace aside, at another place of the text too."""
-        if self._non_blank is None:
-            self._non_blank = [i for i, line in enumerate(self.normalized) if line]
-        non_blank, normalized, size = self._non_blank, self.normalized, len(lines)
+        non_blank, normalized, size = self.non_blank, self.normalized, len(lines)
         runs = self._runs.get(size)
         if runs is None:
             runs = self._runs[size] = {}
@@ -475,6 +495,43 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
             idioms_seen[digest] = bool(written_elsewhere(conn, file_id, [digest]))
         return not idioms_seen[digest]
 
+    call_lines: dict[int, dict[int, int]] = {}   # span -> its added lines (index -> hash), read when first needed
+    along: dict[tuple[int, int], list[tuple[int, int]]] = {}   # (span, rank - index) -> its stretches found
+
+    def stretch(s: int, shift: int, r: int) -> tuple[int, int]:
+        """The non-blank ranks around rank ``r`` (its line the call's) whose lines are consecutively call ``s``'s
+        added lines at index rank - ``shift``: where the call's lines sit in the text around there, by their
+        text (the whole text's, whatever the range asked; each stretch walked once)."""
+        for low, high in along.get((s, shift), ()):
+            if low <= r <= high:
+                return low, high
+        lines = call_lines.get(s)
+        if lines is None:
+            lines = call_lines[s] = span_lines(conn, s)
+        non_blank = info.non_blank
+        low = r
+        while low > 0 and lines.get(low - 1 - shift) == line_hash(non_blank[low - 1]):
+            low -= 1
+        high = r
+        while high + 1 < len(non_blank) and lines.get(high + 1 - shift) == line_hash(non_blank[high + 1]):
+            high += 1
+        along.setdefault((s, shift), []).append((low, high))
+        return low, high
+
+    def dominated(i: int, write: tuple[int, int]) -> bool:
+        """Whether the lines of call ``write[0]`` around its line ``write[1]`` sit at another copy of line ``i``
+        as far back and as far ahead as here, and further on one side: the call wrote its line once, and that
+        copy is where its lines are; this one is another's (a person's copy of its block: round q10)."""
+        s, p = write
+        r = info.rank(i)
+        low, high = stretch(s, r - p, r)
+        for j in info.copies(i):
+            q = info.rank(j)
+            other_low, other_high = stretch(s, q - p, q)
+            if q - other_low >= r - low and other_high - q >= high - r and other_high - other_low > high - low:
+                return True
+        return False
+
     if revived:
         revived = _accepted(rows_of, candidates, revived, distinct, info.trivial,
                             kept if kept else None)
@@ -576,6 +633,15 @@ def _match(conn: sqlite3.Connection, path: str, file_id: int, info: _TextInfo, s
                 return placed
         if not runs:
             return None
+        others = info.counts[info.normalized[i]] - 1
+        if others and len(runs) * others <= WHOLE_RUNS_COMPARED:
+            # (round q10) a run whose call's lines sit longer at another copy of the line is not the call's
+            # copy: its whole length tells a person's copy of a block from the call's (past RUN_CAP, where the
+            # runs' capped lengths are equal), and an earlier call's block from a later call's like it
+            held = [c for c in runs if not dominated(i, c)]
+            if not held:
+                return False
+            runs = held
         if len(runs) == 1:
             best, longest = runs[0], runs
         else:

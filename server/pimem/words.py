@@ -216,10 +216,12 @@ POSITIONS_CHARS = 50_000   # a longer text's word positions are read from its st
 # before the test that shipped them (docs/benchmarks.md, rounds 25 and 26: on fresh single-session-user
 # questions hit@5 +3, hit@1 +2; its known cost: *spend* found as *spent* in other people's expense lists,
 # *writing* as *written*). One group per verb, the present first; a token in two groups keeps the first.
+# Not a form: one the index holds as a word of most turns (round q10): *ate* (Porter holds it as ``at``) and
+# *won* (also what unicode61 leaves of every *won't*); searched, they made *eat* and *win* words of most turns.
 IRREGULAR_VERBS = (
     "buy bought", "bring brought", "take took taken", "give gave given", "leave left", "meet met", "run ran",
-    "come came", "pay paid", "wear wore worn", "eat ate eaten", "see saw seen", "find found", "tell told",
-    "sell sold", "spend spent", "send sent", "lose lost", "win won", "teach taught", "catch caught",
+    "come came", "pay paid", "wear wore worn", "eat eaten", "see saw seen", "find found", "tell told",
+    "sell sold", "spend spent", "send sent", "lose lost", "teach taught", "catch caught",
     "fly flew flown", "drive drove driven", "ride rode ridden", "write wrote written", "begin began begun",
     "sing sang sung", "swim swam swum", "break broke broken", "choose chose chosen", "feel felt", "keep kept",
     "sleep slept", "hold held", "build built", "grow grew grown", "draw drew drawn", "hear heard",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ import pytest
 
 from pimem import index, words
 from pimem.recall import answers, make_query, ranking
-from pimem.recall.freetext import parse_text, recall_conversations
+from pimem.recall.freetext import STOPWORDS, parse_text, prose_stop_words, recall_conversations
 from pimem.store import SessionRow, connect, get_meta, set_meta, transaction, upsert_session
 from pimem.store.schema import LAYOUT
 from support.passages import QUESTION, said_and_scattered
@@ -432,3 +434,68 @@ def test_irregular_verb_forms_are_one_word() -> None:
     both = ranking._positions(["so I bought it and then I buy more"], frozenset({"bui", "bought"}), None,
                               {"bui": ("bought",), "bought": ("bui",)})
     assert both == [{"bui": [2, 7], "bought": [2, 7]}]
+
+
+def test_two_forms_of_one_irregular_verb_in_a_question_are_one_word() -> None:
+    # Round q10: *written* and *writing* are each searched as any form of *write* (words.IRREGULAR_VERBS), so they
+    # are one word, counted once in a turn's score and in the query's weight, as *write* and *writing* are (one
+    # token); before, both were query words with the same postings, and the verb weighed twice.
+    asked = ranking.query_words(parse_text("How many short stories have I written since I started writing?"))
+    assert [w.token for w in asked if w.forms] == ["written"]
+    assert ranking.query_words(parse_text("buy bought buying kayak"))[0].match == '("buy" OR "bought")'
+    assert [w.token for w in ranking.query_words(parse_text("buy bought buying kayak"))] == ["bui", "kayak"]
+    # forms of two verbs stay two words
+    assert [w.token for w in ranking.query_words(parse_text("bought sold"))] == ["bought", "sold"]
+
+
+HOSTILE_QUESTIONS = [
+    " ".join(form for group in words.IRREGULAR_VERBS for form in group.split()) * 3,
+    "bought " * 500, 'did I "buy" the "kayak" bought" "', "buy* bought* NEAR(buy bought) NEAR kayak",
+    "-buy -bought ^took ^",
+    "user: bought reply : buy {user reply}: took", "buy AND bought OR took NOT given ((buy) OR (bought)",
+    "我买了 bought 東京 buy", "buy\x00bought\x00kayak", "buy \ud800 bought \udfff kayak", "buy-bought took-taken-take",
+]
+
+
+def test_hostile_questions_of_verb_forms_reach_fts5_only_as_quoted_phrases(conn: sqlite3.Connection) -> None:
+    """Round q10: questions made of every irregular verb form, one form hundreds of times, forms beside FTS5's
+    syntax (quotes, ``*``, ``NEAR``, ``-``, ``^``, column filters, parentheses), CJK, NUL and lone surrogates:
+    at most MAX_QUERY_WORDS words, each MATCH a quoted phrase or a parenthesized OR of quoted phrases (nothing
+    of the question reaches FTS5 unquoted), and recall answers each."""
+    phrase = r'"(?:[^"]|"")*"'
+    quoted = re.compile(rf"{phrase}|\({phrase}(?: OR {phrase})*\)")
+    _session(conn, "pi:buy", [("we bought the red kayak at the lake", "Nice.")])
+    _ordinary_sessions(conn, first_hour=2)
+    for question in HOSTILE_QUESTIONS:
+        asked = ranking.query_words(parse_text(question))
+        assert 0 < len(asked) <= ranking.MAX_QUERY_WORDS
+        assert all(quoted.fullmatch(w.match) for w in asked), [w.match for w in asked]
+        assert len({w.forms for w in asked if w.forms}) == len([w for w in asked if w.forms])
+        recall_conversations(conn, parse_text(question), make_query(["x"], 5))
+
+
+def test_no_verb_form_is_searched_as_a_word_of_most_turns(conn: sqlite3.Connection) -> None:
+    # Round q10: *ate* is held as ``at`` (Porter) and *won* is also what unicode61 leaves of every *won't*: as forms
+    # of *eat* and *win* they made those words turns' prepositions and contractions ("UberEats" was searched as
+    # ``("eat" OR "ate" OR "eaten")``, which FTS5 stems to ``at``). A form's index token is a stop word only when the
+    # form is that very word (*made*, *told*), never a contraction's leftover.
+    stop = prose_stop_words()
+    lines = (STOPWORDS / "en.txt").read_text(encoding="utf-8").splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("# what is left of a contraction"))
+    leftovers = set(itertools.takewhile(lambda line: not line.startswith("#"), lines[start + 1:]))
+    assert "won" in leftovers and "don" in leftovers
+    groups: dict[str, str] = {}
+    for group in words.IRREGULAR_VERBS:
+        for form in group.split():
+            token = words.tokens(form)[0]
+            assert (token not in stop or form in stop) and token not in leftovers, (form, token)
+            assert groups.setdefault(token, group) == group, (form, groups[token])   # no token in two verbs
+    assert "at" not in words.verb_tokens("eat") and words.verb_forms("win") == ()
+    eats = next(w for w in ranking.query_words(parse_text("my UberEats order")) if w.token == "eat")
+    assert eats.match == '("eat" OR "eaten")'
+    # a turn holding *at* and *won't* holds no form of *eat* or *win*
+    _session(conn, "pi:at", [("we met at the station at noon, it won't rain", "Good.")])
+    _session(conn, "pi:ate", [("we have eaten the cake", "Yum.")], start=START + 1_000)
+    _ordinary_sessions(conn, first_hour=2)
+    assert ask(conn, "What did I eat?") == ["pi:ate"]
+    assert ask(conn, "What did I win?") == []

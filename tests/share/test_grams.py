@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -129,7 +129,8 @@ def _plan(conn: Conn, entities: list[str], grams: bool, conjunct: bool = False) 
     """The plan of "holds one of ``entities``" (``conjunct``: "holds them all", as the probe's conjunctions
     ask it), as entity recall writes it for this store."""
     sql = shared._EntitySql.of(make_query(entities, 5), shared.Who(), grams)
-    sql.lowered = shared._store_indexes(conn)[1]
+    store = shared.entity_sql(conn, make_query(entities, 5), shared.Who())
+    sql.lowered, sql.table = store.lowered, store.table
     if conjunct:
         shared._narrow_trigrams(conn, sql)
         matches = [sql.match(i, conjunct=True) for i in range(len(entities))]
@@ -137,7 +138,7 @@ def _plan(conn: Conn, entities: list[str], grams: bool, conjunct: bool = False) 
     else:
         where, params = sql.matching(range(len(entities)))
     conn.execute("SET enable_seqscan = off")
-    row = conn.execute(f"EXPLAIN (FORMAT JSON) SELECT doc_key FROM pimem.turns WHERE {where}", params).fetchone()
+    row = conn.execute(f"EXPLAIN (FORMAT JSON) SELECT doc_key FROM {sql.table} WHERE {where}", params).fetchone()
     conn.execute("RESET enable_seqscan")
     assert row is not None
     return row[0]
@@ -168,14 +169,15 @@ def test_entities_without_trigrams_are_read_from_the_grams_index(share_db: Share
 
 def test_a_conjunction_is_one_scan_of_the_lowered_texts_index(share_db: ShareDb) -> None:
     """Layout 7: "holds A and B" (the probe's conjunctions), whichever text each is in and with an
-    entity narrowed by its grams, is one scan of ``turns_lowered``: GIN intersects the keys itself,
-    skipping through the commoner lists, instead of a bitmap per entity and text intersected after."""
+    entity narrowed by its grams, is one scan of the index over both lowered texts: GIN intersects the keys
+    itself, skipping through the commoner lists, instead of a bitmap per entity and text intersected after.
+    Layout 8: that index is on the narrow table (``turn_lowered_trgm``), which the statements read."""
     put(share_db, "alice", _mixed_rows(random.Random(4), 300, "laptop"))
     with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
-        assert shared._store_indexes(conn) == (True, True)
+        assert shared._store_indexes(conn) == (True, False, True)
         for entities in (["flamingo", "payroll"], ["flamingo", "a_b"], ["payroll", "缓存", "slugify_title"]):
             scans = _index_scans(_plan(conn, entities, True, conjunct=True))
-            assert [name for name, _ in scans] == [schema.LOWERED_INDEX], (entities, scans)
+            assert [name for name, _ in scans] == [schema.NARROW_INDEX], (entities, scans)
 
 
 def test_behind_its_grams_an_entity_gives_pg_trgm_only_its_rare_trigrams() -> None:
@@ -196,6 +198,29 @@ def test_behind_its_grams_an_entity_gives_pg_trgm_only_its_rare_trigrams() -> No
         condition, values = sql.match(0, conjunct)
         assert condition.count("LIKE") == 1 and "%pat%" in values and sql.patterns[0] not in values
     assert sql.patterns[1] in sql.match(1)[1]
+
+
+def test_behind_its_grams_an_entity_whose_trigrams_are_all_rare_gives_pg_trgm_all_of_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round q10: ``qzx.py``'s one trigram is rare, so all of its trigrams are; :func:`_narrow_trigrams` then
+    chose none (its pattern, which behind the grams pg_trgm no longer gets), and the entity was narrowed by its
+    grams alone (``x.``, ``.p``: in every row of Python paths), each row of them tested by ``strpos``. Behind
+    its grams it now gives pg_trgm its rare trigrams, all of them; without grams, and on a store before layout
+    7, the choice is as it was (the whole pattern)."""
+    texts = [(f"see src/module_{n}.py and tests/test_{n}.py", "done") for n in range(200)]
+    monkeypatch.setattr(shared, "_sample", lambda conn: (texts, {}))
+    for lowered in (True, False):
+        sql = shared._EntitySql.of(make_query(["QZX.py", "qzxw"], 5), shared.Who(), True)
+        sql.lowered = lowered
+        assert sql.grams[0] is not None and sql.grams[1] is None
+        shared._narrow_trigrams(cast(Any, None), sql)
+        assert sql.trigrams == ([["qzx"], None] if lowered else [None, None]) and sql.tight == [False, False]
+    sql = shared._EntitySql.of(make_query(["QZX.py"], 5), shared.Who(), True)
+    sql.lowered = True
+    shared._narrow_trigrams(cast(Any, None), sql)
+    for conjunct in (False, True):
+        condition, values = sql.match(0, conjunct)
+        assert condition.count("LIKE") == 1 and "%qzx%" in values and "grams @>" in condition and "strpos" in condition
 
 
 _INSERT = ("INSERT INTO pimem.turns (machine, doc_key, session_id, turn_index, source, cwd, ts, user_text, "
@@ -259,7 +284,7 @@ def test_a_members_grams_touch_only_their_rows_and_make_no_row_match(share_db: S
         conn.execute(_INSERT.format(", grams", ", %s"), ("k1", "plain words", "plain words", ["锁", "a_", "_b"]))
         assert conn.execute("UPDATE pimem.turns SET grams = '{}' WHERE author = 'bob'").rowcount == 0
         conn.commit()
-        for statement in (f"DROP INDEX pimem.{schema.LOWERED_INDEX}", "ALTER TABLE pimem.turns DROP COLUMN grams",
+        for statement in (f"DROP INDEX pimem.{schema.NARROW_INDEX}", "ALTER TABLE pimem.turns DROP COLUMN grams",
                           "DROP TRIGGER turns_grams_insert ON pimem.turns",
                           "CREATE OR REPLACE FUNCTION pimem.short_grams(u text, r text) RETURNS text[] "
                           "LANGUAGE sql IMMUTABLE AS $$ SELECT '{}'::text[] $$"):
@@ -318,9 +343,9 @@ def test_migration_from_layout_4_keeps_the_grams_and_the_pages(pg_server: PgServ
                             "AND attrelid = 'pimem.turns'::regclass").fetchone() == ("", True)
         indexes = {str(name) for name, in conn.execute("SELECT indexname FROM pg_indexes "
                                                        "WHERE schemaname = 'pimem'")}
-        assert schema.LOWERED_INDEX in indexes and not {"turns_user_words", "turns_reply_words"} & indexes
-        # layout 7: the grams' and the lowered texts' GINs are the one index over both
-        assert not {"turns_grams", "turns_user_lower_trgm", "turns_reply_lower_trgm"} & indexes
+        assert schema.NARROW_INDEX in indexes and not {"turns_user_words", "turns_reply_words"} & indexes
+        # layout 7: the grams' and the lowered texts' GINs are the one index over both (layout 8: on turn_lowered)
+        assert not {"turns_grams", "turns_user_lower_trgm", "turns_reply_lower_trgm", schema.LOWERED_INDEX} & indexes
     put(db, "carol", _mixed_rows(rng, 30, "box"))      # written without grams, after the migration
     with psycopg.connect(db.conninfo("carol"), autocommit=True) as conn:
         assert _pages(conn, checked) != before      # carol's rows found, each page equal to the oracle's

@@ -2,8 +2,8 @@
 entities on a real PostgreSQL (round q9): an entity that spans the join (the end of a user text, the line
 feed, the start of its reply) is in the indexed text but in neither column, so it must match no row;
 ``%``, ``_``, ``\\`` and line feeds in it, case folding, entities of a thousand characters; and the
-per-column path an older pimem (or a store whose index is gone) takes on the same rows; a migration to
-layout 7 cut short. Every answer is
+paths older pimems take on a layout-8 store (layout 7's joined texts on turns, no index left there; layout
+6's per-column LIKEs); a migration from layout 6 cut short. Every answer is
 the plain oracle's (:func:`pimem.share.recall.scan_oracle`), on the shipped thresholds and on thresholds
 small enough that every path of ``entity_rows`` is taken."""
 
@@ -47,18 +47,25 @@ def _key(rows: list[Any]) -> list[tuple[object, ...]]:
     return [(r.author, r.machine, r.turn_id, r.hits) for r in rows]
 
 
+# What each pimem's entity recall reads on a layout-8 store (share.recall._store_indexes): this one the narrow
+# table; a layout-7 pimem the joined texts on turns, whose index the migration moved (no index: the same
+# answers, slowly); a layout-6 pimem the per-column LIKEs.
+READERS = {"layout 8": None, "layout-7 pimem": (True, True, False), "layout-6 pimem": (True, False, False)}
+
+
 @pytest.mark.parametrize("path", list(PATHS))
-@pytest.mark.parametrize("layout_7", [True, False])
+@pytest.mark.parametrize("reader", list(READERS))
 def test_entities_across_the_join_and_hostile_ones_match_as_the_oracle(
-        share_db: ShareDb, monkeypatch: pytest.MonkeyPatch, path: str, layout_7: bool) -> None:
+        share_db: ShareDb, monkeypatch: pytest.MonkeyPatch, path: str, reader: str) -> None:
     put(share_db, "alice", _rows(4))
     for name, value in PATHS[path].items():
         monkeypatch.setattr(shared, name, value, raising=False)
-    if not layout_7:   # what a layout-6 pimem's entity recall does on this store (per-column LIKEs)
-        monkeypatch.setattr(shared, "_store_indexes", lambda conn: (True, False))
+    older = READERS[reader]
+    if older is not None:
+        monkeypatch.setattr(shared, "_store_indexes", lambda conn: older)
     shared._SAMPLES.clear()
     with psycopg.connect(share_db.conninfo("bob"), autocommit=True) as conn:
-        assert shared._store_indexes(conn) == (True, layout_7)
+        assert shared._store_indexes(conn) == (older or (True, False, True))
         found = 0
         for entities in ENTITIES:
             query = make_query(entities, 50)
@@ -73,12 +80,13 @@ def test_entities_across_the_join_and_hostile_ones_match_as_the_oracle(
         assert found > 40
 
 
-def test_a_migration_to_layout_7_cut_short_leaves_layout_6_whole_and_the_next_one_completes(
+def test_a_migration_from_layout_6_cut_short_leaves_it_whole_and_the_next_one_completes(
         pg_server: PgServer) -> None:
     """``pimem share init --apply`` on a layout-6 store while a push holds the table (its lock stops
     ``CREATE INDEX``, and the lock timeout cuts the migration short): one transaction, so nothing of it
     is left (layout 6, its three GINs, no ``turns_lowered``) and entity recall answers as before, on the
-    per-column path; the next apply completes layout 7 and the answers are the same."""
+    per-column path; the next apply completes layout 8 (layout 7's index never built on turns) and the
+    answers are the same."""
     db = share_db_at_layout(pg_server, 6)
     put(db, "alice", _rows(2))
 
@@ -108,6 +116,6 @@ def test_a_migration_to_layout_7_cut_short_leaves_layout_6_whole_and_the_next_on
         pushing.rollback()
     assert state() == (6, {"turns_user_lower_trgm", "turns_reply_lower_trgm", "turns_grams"})
     assert pages() == before
-    assert apply_init(db.admin, members=MEMBERS).layout == 7
-    assert state() == (7, {"turns_lowered"})
+    assert apply_init(db.admin, members=MEMBERS).layout == 8      # 6 -> 8: layout 7's index never built
+    assert state() == (8, set())
     assert pages() == before and sum(map(len, before)) > 40

@@ -19,6 +19,7 @@ from pimem.share import recall as shared
 from pimem.share import schema
 from pimem.share.db import apply_init, read_layout
 from pimem.share.push import apply_forget, push
+from pimem.words import IRREGULAR_VERBS
 from share.conftest import MEMBERS, ShareDb, share_db_at_layout
 from share.local import write
 from share.pgserver import PgServer
@@ -284,3 +285,41 @@ def test_a_verbs_forms_give_the_oracles_pages_in_either_statement(share_db: Shar
                     assert got.rows and [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched))
                                          for r in got.rows] == [
                         (r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in want.rows], question
+
+
+def test_hostile_questions_of_verb_forms_give_the_oracles_pages_in_every_layouts_path(
+        share_db: ShareDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round q10: questions made of every form of every irregular verb (32 query words of two or three forms
+    each: 32 bits, arrays of up to 96 ids), one form repeated hundreds of times, two forms of one verb, forms
+    beside FTS5's syntax and CJK, on rows holding many forms; through the counts of layouts 1 (one GIN count
+    per word), 2 (``word_docs``) and 3 (ids; the one-scan statement and the per-(word, column) one) and a
+    small read budget: every page the budgeted oracle's, no error."""
+    rng = random.Random(10)
+    forms = [form for group in IRREGULAR_VERBS for form in group.split()]
+    vocabulary = [*forms, "kayak", "train", "alex", "the", "东京", "writing", "buying"]
+    for author, machine in (("alice", "laptop"), ("bob", "box")):
+        put(share_db, author, [Row(machine, f"{machine}{n}", f"s{n // 3}", "/work/proj",
+                                   " ".join(rng.choices(vocabulary, k=rng.randint(1, 12))),
+                                   " ".join(rng.choices(vocabulary, k=rng.randint(0, 20))),
+                                   1_750_000_000_000 + n * 1000) for n in range(150)])
+    questions = [" ".join(forms), " ".join(["bought"] * 300), "buy bought buying the kayak",
+                 'did I "buy" NEAR(bought kayak) -took ^taken user: wrote {reply}: 东京 buy* kayak',
+                 "How many stories have I written since I started writing?", "left met saw found wound"]
+    stats_of = shared.store_stats
+    layouts = {"1": {"word_docs": False, "turn_words": False}, "2": {"word_docs": True, "turn_words": False},
+               "3": {"beyond_buffers": False}, "3, one scan": {"beyond_buffers": True}}
+    for budget in (ranking.READ_BUDGET, 25):
+        monkeypatch.setattr(ranking, "READ_BUDGET", budget)
+        for name, fields in layouts.items():
+            monkeypatch.setattr(shared, "store_stats", lambda conn, key, f=fields: replace(stats_of(conn, key), **f))
+            shared._DF.clear()
+            with psycopg.connect(share_db.conninfo("alice"), autocommit=True) as conn:
+                for question in questions:
+                    qwords = ranking.query_words(_shortlist(candidates(question)))
+                    assert qwords and len(qwords) <= ranking.MAX_QUERY_WORDS
+                    got = shared.text_page(conn, qwords, make_query(["x"], 10), shared.Who(), f"hostile{name}")
+                    want = shared.text_oracle(conn, qwords, make_query(["x"], 10), shared.Who(), f"hostile{name}",
+                                              budgeted=True)
+                    assert [(r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in got.rows] == [
+                        (r.author, r.machine, r.turn_id, r.hits, tuple(r.matched)) for r in want.rows], (
+                        name, budget, question[:60])

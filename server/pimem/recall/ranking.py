@@ -149,10 +149,10 @@ class RankedPage:
 
 
 def query_words(found: Iterable[object], skip: frozenset[str] = frozenset()) -> list[QueryWord]:
-    """The words of free-text candidates (:class:`pimem.recall.freetext.Candidate`), as indexed, each once.
-    A token in ``skip`` (stop words) is left out unless nothing else is left: the stemmer makes some
-    words one with a stop word (*one* is held as ``on``, *used* as ``us``), and the index cannot tell
-    them apart."""
+    """The words of free-text candidates (:class:`pimem.recall.freetext.Candidate`), as indexed, each once
+    (two forms of one irregular verb are one word, searched as any of its forms: the first asked). A token
+    in ``skip`` (stop words) is left out unless nothing else is left: the stemmer makes some words one with
+    a stop word (*one* is held as ``on``, *used* as ``us``), and the index cannot tell them apart."""
     candidates = list(found)
     kept = _query_words(candidates, skip)
     return kept or _query_words(candidates, frozenset())
@@ -160,14 +160,18 @@ def query_words(found: Iterable[object], skip: frozenset[str] = frozenset()) -> 
 
 def _query_words(found: Iterable[object], skip: frozenset[str]) -> list[QueryWord]:
     seen: dict[str, QueryWord] = {}
+    verbs: set[tuple[str, ...]] = set()   # the irregular verbs asked: a second form of one is the same word
     for candidate in found:
         term = str(getattr(candidate, "term", candidate))
         # The word as written (freetext's own stem() serves substring matching; Porter stems here).
         written = str(getattr(candidate, "written", None) or term)
         asks = str(getattr(candidate, "asks", ""))
         for token, form in words.query_forms(written):
-            if token not in seen and token not in skip:
-                seen[token] = QueryWord(token, term, form, asks, words.verb_forms(token))
+            forms = words.verb_forms(token)
+            if token not in seen and token not in skip and forms not in verbs:
+                seen[token] = QueryWord(token, term, form, asks, forms)
+                if forms:
+                    verbs.add(forms)
         if len(seen) >= MAX_QUERY_WORDS:
             break
     return list(seen.values())

@@ -60,7 +60,7 @@ from pimem.recall import ranking
 from pimem.recall.query import RecallQuery
 from pimem.recall.rows import RecallRow
 from pimem.recall.semantics import score
-from pimem.share.schema import LOWERED, SCHEMA, short_grams
+from pimem.share.schema import LOWERED, NARROW, SCHEMA, short_grams
 from pimem.share.schema import LOWERED_INDEX as LOWERED_INDEX_NAME
 from pimem.words import tokens_many
 
@@ -157,13 +157,17 @@ def has_grams(conn: Conn) -> bool:
 LOWERED_INDEX = f"{SCHEMA}.{LOWERED_INDEX_NAME}"
 
 
-def _store_indexes(conn: Conn) -> tuple[bool, bool]:
-    """Whether the store has layout 4's ``turns.grams`` and layout 7's trigram index of both lowered texts
-    (one catalog lookup at each entity query, so a store migrated while a process runs is used at once)."""
+NARROW_TABLE = f"{SCHEMA}.{NARROW}"     # layout 8's narrow table of the lowered texts
+
+
+def _store_indexes(conn: Conn) -> tuple[bool, bool, bool]:
+    """Whether the store has layout 4's ``turns.grams``, layout 7's trigram index of both lowered texts and
+    layout 8's narrow table of them (one catalog lookup at each entity query, so a store migrated while a
+    process runs is used at once)."""
     row = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('pimem.turns') "
-                       "AND attname = 'grams' AND NOT attisdropped), to_regclass(%s) IS NOT NULL",
-                       [LOWERED_INDEX]).fetchone()
-    return (bool(row and row[0]), bool(row and row[1]))
+                       "AND attname = 'grams' AND NOT attisdropped), to_regclass(%s) IS NOT NULL, "
+                       "to_regclass(%s) IS NOT NULL", [LOWERED_INDEX, NARROW_TABLE]).fetchone()
+    return (bool(row and row[0]), bool(row and row[1]), bool(row and row[2]))
 
 
 COMMON_GRAMS_ROWS = 10 * SELECTIVE_ROWS   # grams the planner expects in more rows narrow too little
@@ -180,7 +184,7 @@ def _unnarrow_common_grams(conn: Conn, sql: _EntitySql) -> None:
         return
     # One EXPLAIN for all of them (a round trip each cost ~4 ms under load): an Append of their scans.
     plan = conn.execute("EXPLAIN (FORMAT JSON) " + " UNION ALL ".join(
-        "SELECT 1 FROM pimem.turns WHERE grams @> %s::text[]" for _ in chosen), [sql.grams[i] for i in chosen],
+        f"SELECT 1 FROM {sql.table} WHERE grams @> %s::text[]" for _ in chosen), [sql.grams[i] for i in chosen],
         prepare=False).fetchone()
     try:
         top = plan[0][0]["Plan"] if plan else {}
@@ -247,18 +251,21 @@ def _narrow_trigrams(conn: Conn, sql: _EntitySql) -> None:
     rare = RARE_TRIGRAM_SHARE * max(len(texts), 1)
     chosen: list[list[str] | None] = []
     tight: list[bool] = []
-    for entity in sql.entities:
+    for i, entity in enumerate(sql.entities):
         trigrams = sorted({run[k:k + 3] for run in re.findall(r"[^\W_]+", entity) if len(run) >= 3
                            for k in range(len(run) - 2)})
         for trigram in trigrams:
             if trigram not in counts:
                 counts[trigram] = sum(1 for user, reply in texts if trigram in user or trigram in reply)
         few = sorted((t for t in trigrams if counts[t] <= rare), key=lambda t: (counts[t], t))[:RARE_TRIGRAMS]
-        chosen.append(few if few and len(few) < len(trigrams) else None)
+        narrow = few if few and len(few) < len(trigrams) else None
         # Alone (the entity's rows counted or read in full: a heap visit per row of the superset) only
         # by TIGHT_TRIGRAMS or more trigrams found in no sampled row: their rows together are then few.
-        tight.append(chosen[-1] is not None and len(few) >= TIGHT_TRIGRAMS
-                     and all(counts[t] <= TIGHT_COUNT for t in few))
+        tight.append(narrow is not None and len(few) >= TIGHT_TRIGRAMS and all(counts[t] <= TIGHT_COUNT for t in few))
+        # Behind its grams on a layout-7 store an entity gives pg_trgm its rare trigrams only, never its pattern
+        # (:meth:`_EntitySql._match_lowered`): all of them when all are rare (round q10: ``qzx.py``'s ``qzx``,
+        # else the grams alone, ``x.`` and ``.p``, narrowed it).
+        chosen.append(few if narrow is None and few and sql.lowered and sql.grams[i] is not None else narrow)
     sql.trigrams, sql.tight = chosen, tight
 
 
@@ -296,6 +303,7 @@ class _EntitySql:
     trigrams: list[list[str] | None] = field(default_factory=list)
     tight: list[bool] = field(default_factory=list)
     lowered: bool = False              # a layout-7 store: one trigram index over both lowered texts
+    table: str = f"{SCHEMA}.turns"     # where the lowered texts are read (layout 8: NARROW_TABLE)
 
     @classmethod
     def of(cls, query: RecallQuery, who: Who, grams: bool = False) -> _EntitySql:
@@ -390,6 +398,17 @@ def _order(hits: int, ts: int, key: Key) -> tuple[int, int, str, str, str]:
     return (-hits, -ts, key[2], key[0], key[1])     # as merge_key: recall's order
 
 
+def entity_sql(conn: Conn, query: RecallQuery, who: Who) -> _EntitySql:
+    """The query's entity statements as this store's layout reads them: with the grams (layout 4+), through
+    the one index over both lowered texts (layout 7), from the narrow table of them (layout 8)."""
+    grams, lowered, narrow = _store_indexes(conn)
+    sql = _EntitySql.of(query, who, grams)
+    sql.lowered = lowered or narrow
+    if narrow:
+        sql.table = NARROW_TABLE
+    return sql
+
+
 def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[RecallRow]:
     """The best ``wanted`` shared rows for ``query``'s entities (offset/limit not applied: the caller
     pages, :func:`pimem.recall.semantics.page_of`), one per exchange, in recall's order.
@@ -406,9 +425,7 @@ def entity_rows(conn: Conn, query: RecallQuery, who: Who, wanted: int) -> list[R
     entities are not in them) and kept when they reach the page. All give the answer of
     :func:`scan_oracle`. An entity whose words the store counts in more than COMMON_ESTIMATE rows is
     not counted at all (:func:`_estimates`)."""
-    grams, lowered = _store_indexes(conn)
-    sql = _EntitySql.of(query, who, grams)
-    sql.lowered = lowered
+    sql = entity_sql(conn, query, who)
     _unnarrow_common_grams(conn, sql)
     _narrow_trigrams(conn, sql)
     return _pruned(conn, sql, query, wanted)
@@ -473,7 +490,7 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
     if listed:
         # Every row holding a listed entity, read and scored once (one row may hold several of them).
         where, params = sql.matching(listed)
-        page.add(conn.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM pimem.turns WHERE {where}",
+        page.add(conn.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM {sql.table} WHERE {where}",
                               [*sql.score_params, *params], prepare=False).fetchall())
     bound = sum(3 * sql.weights[i] for i in rest)     # the most a row holding only the rest can score
     kept = page.kept()
@@ -498,7 +515,7 @@ def _pruned(conn: Conn, sql: _EntitySql, query: RecallQuery, wanted: int) -> lis
         conn.execute("SET LOCAL enable_bitmapscan = off")
         conn.execute("SET LOCAL enable_seqscan = off")
         with conn.cursor(name="pimem_entity_scan") as cursor:
-            cursor.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM pimem.turns WHERE {where} ORDER BY ts DESC",
+            cursor.execute(f"SELECT {_KEY_COLUMNS}, {sql.score} FROM {sql.table} WHERE {where} ORDER BY ts DESC",
                            [*sql.score_params, *params])
             scanned = 0
             # Small batches first: the scan often stops within the first rows read.
@@ -591,7 +608,7 @@ def _selective(conn: Conn, sql: _EntitySql, indexable: Sequence[int]) -> list[in
         grams = sql.grams[i]
         condition, values = ("grams @> %s::text[]", [grams]) if grams is not None else sql.match(i)
         where = " AND ".join([condition, *sql.where])
-        parts.append(f"SELECT {int(i)}, count(*) FROM (SELECT 1 FROM pimem.turns WHERE {where} "
+        parts.append(f"SELECT {int(i)}, count(*) FROM (SELECT 1 FROM {sql.table} WHERE {where} "
                      f"LIMIT {SELECTIVE_ROWS + 1}) counted")
         params.extend([*values, *sql.where_params])
     counts = conn.execute(" UNION ALL ".join(parts), params, prepare=False).fetchall()
@@ -629,7 +646,7 @@ def _rest_rows(conn: Conn, sql: _EntitySql, rest: Sequence[int], threshold: int,
         f" + CASE WHEN reply_lower LIKE %s ESCAPE '\\' THEN {sql.weights[i]} ELSE 0 END)" for i in rest)
     score_params: list[object] = [sql.patterns[i] for i in rest for _ in range(2)]
     # OFFSET 0 keeps the score computed once per row (not again in the outer WHERE).
-    scored = f"SELECT * FROM (SELECT {_KEY_COLUMNS}, ({score}) AS score FROM pimem.turns WHERE {{}} OFFSET 0) s " \
+    scored = f"SELECT * FROM (SELECT {_KEY_COLUMNS}, ({score}) AS score FROM {sql.table} WHERE {{}} OFFSET 0) s " \
              "WHERE score >= %s"
     if all(sql.indexable(i) for i, _ in bounds) and len(sets) <= _MAX_CONJUNCTIONS:
         # One query per set, each planned alone (its indexes intersected, only its own LIKEs rechecked);

@@ -42,6 +42,12 @@ Everything lives in the PostgreSQL schema ``pimem`` (docs/share.md has the colum
   GIN, ``turns_lowered``, over both lowered texts' trigrams (:data:`LOWERED`: the texts joined by a line
   feed) and the grams: entity recall's conjunctions are then one index scan (GIN intersects the keys and
   skips through the commoner lists) instead of a bitmap per entity and column intersected after.
+* Layout 8 moves that index onto a narrow table, ``pimem.turn_lowered``: each row's keys, ``ts``,
+  ``source``, ``cwd``, lowered texts and grams (what entity recall's statements read), ~1.2 kB a row kept
+  inline up to 8 kB (``toast_tuple_target``; the texts ``STORAGE MAIN``), instead of ``turns``' wide rows
+  whose ``reply_lower`` is in TOAST in a fifth of them. Kept by statement triggers on ``turns``
+  (``keep_lowered``, ``SECURITY DEFINER``: members read it, cannot write it), as ``turn_words`` is. Its GIN
+  keeps no statistics of the joined texts (the planner ran every ``LIKE`` over their histogram).
 * ``pimem.forgotten``: a person's forget tombstones (``pimem share forget``): every machine of that
   person skips what they cover, and the rows they cover are deleted.
 * ``pimem.pimem_share_meta``: ``layout``, ``min_reader_layout``, ``layout_written_by``, as in the local
@@ -51,7 +57,8 @@ Everything lives in the PostgreSQL schema ``pimem`` (docs/share.md has the colum
 Access is the database's business, not the client's: a group role (``pimem_team`` by default), one
 login role per member, row-level security enabled and forced on both tables. Members read every row
 of ``turns`` and write, update and delete only rows whose ``author`` is ``current_user`` (the column's
-default; a row naming another author is refused, so the author cannot be forged).
+default; a row naming another author is refused, so the author cannot be forged). Forced, it binds the
+tables' owner too: a migration's copy of every row reads them as :func:`_reading_every_row` says.
 """
 
 from __future__ import annotations
@@ -61,7 +68,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SCHEMA = "pimem"
-LAYOUT = 7                 # the shared layout this pimem writes
+LAYOUT = 8                 # the shared layout this pimem writes
 MIN_READER_LAYOUT = 1      # the oldest layout whose pimem reads what this one writes
 DEFAULT_GROUP = "pimem_team"
 
@@ -119,6 +126,34 @@ def _layout_0_to_1() -> str:
 # One row's words, each once (a word in both texts counts one document, as ranking counts it).
 _ROW_WORDS = "SELECT DISTINCT unnest(r.user_words || r.reply_words) AS word"
 
+# A backfill reads every row of turns as the admin who runs the migration. Row-level security is forced on
+# turns (roles_sql) and its policies name the team's group only, so an admin who owns the tables without being
+# a superuser (or BYPASSRLS), as docs/share.md allows, would read no row at all and the backfill would copy
+# nothing, silently. Such an admin lifts the forcing for the backfill (an owner may) and forces it again right
+# after (that ALTER's ACCESS EXCLUSIVE lock on turns is then held until the migration commits: readers wait);
+# ``row_security`` off makes any row the backfill still could not read an error instead of a silent gap.
+def _reading_every_row(backfill: str) -> str:
+    t = f"{SCHEMA}.turns"
+    return f"""
+DO $$ BEGIN
+  IF (SELECT relforcerowsecurity FROM pg_class WHERE oid = '{t}'::regclass)
+     AND NOT (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user) THEN
+    ALTER TABLE {t} NO FORCE ROW LEVEL SECURITY;
+    PERFORM set_config('pimem.unforced', 'on', true);
+  END IF;
+END $$;
+SET LOCAL row_security = off;
+{backfill}
+SET LOCAL row_security = on;
+DO $$ BEGIN
+  IF current_setting('pimem.unforced', true) = 'on' THEN
+    ALTER TABLE {t} FORCE ROW LEVEL SECURITY;
+    PERFORM set_config('pimem.unforced', 'off', true);
+  END IF;
+END $$;
+"""
+
+
 # The counts of every row, from scratch: layout 2's backfill.
 _WORD_DOCS_REBUILD_2 = f"""
 DELETE FROM {SCHEMA}.word_docs;
@@ -159,7 +194,8 @@ def _layout_1_to_2() -> str:
     added = _word_delta("new_rows", "")
     removed = _word_delta("old_rows", "-")
     return _count_words_sql(upsert.format(added), upsert.format(added + " UNION ALL " + removed),
-                            upsert.format(removed), f"DELETE FROM {SCHEMA}.word_docs;") + _WORD_DOCS_REBUILD_2
+                            upsert.format(removed), f"DELETE FROM {SCHEMA}.word_docs;") + _reading_every_row(
+        _WORD_DOCS_REBUILD_2)
 
 
 def _count_words_sql(on_insert: str, on_update: str, on_delete: str, on_truncate: str) -> str:
@@ -200,10 +236,15 @@ CREATE TRIGGER turns_words_truncate AFTER TRUNCATE ON {t}
 """
 
 
-def _count_words_3(on_insert: str | None = None) -> str:
+def _count_words_3(on_insert: str | None = None, delete_planned_per_call: bool = False) -> str:
     """The trigger function of layout 3 (``on_insert``: another body for inserted rows). The counts first
     (a new word gets its row, hence its id), then the rows' postings, in the same trigger call: one
-    statement's rows, whatever their number. An updated row's postings are replaced."""
+    statement's rows, whatever their number. An updated row's postings are replaced.
+
+    ``delete_planned_per_call`` (layout 8): the postings' ``DELETE`` run by ``EXECUTE``, planned at each call
+    (as ``keep_lowered``'s, :func:`_keep_lowered_sql`): PL/pgSQL's cached plan of it, made at a call with an
+    empty transition table on a never-analyzed table, rescanned the transition table per row (19 s for
+    2,000 re-pushed rows)."""
     upsert = _WORD_DOCS_UPSERT
     added = _word_delta("new_rows", "")
     removed = _word_delta("old_rows", "-")
@@ -211,6 +252,8 @@ def _count_words_3(on_insert: str | None = None) -> str:
     insert = f"INSERT INTO {tw} ({_TURN_WORDS_COLUMNS}) SELECT {_TURN_WORDS_ROW} FROM new_rows r"
     delete = (f"DELETE FROM {tw} w USING old_rows r WHERE w.author = r.author AND w.machine = r.machine "
               "AND w.doc_key = r.doc_key")
+    if delete_planned_per_call:
+        delete = f"EXECUTE '{delete}'"
     return _count_words_sql(on_insert or f"{upsert.format(added)};\n    {insert}",
                             f"{upsert.format(added + ' UNION ALL ' + removed)};\n    {delete};\n    {insert}",
                             f"{upsert.format(removed)};\n    {delete}",
@@ -235,7 +278,7 @@ CREATE TABLE IF NOT EXISTS {tw} (
   reply_ids   integer[] NOT NULL,
   PRIMARY KEY (author, machine, doc_key)
 );
-""" + _count_words_3() + WORD_DOCS_REBUILD + f"""
+""" + _count_words_3() + _reading_every_row(WORD_DOCS_REBUILD) + f"""
 CREATE INDEX IF NOT EXISTS turn_words_user ON {tw} USING gin (user_ids);
 CREATE INDEX IF NOT EXISTS turn_words_reply ON {tw} USING gin (reply_ids);
 CREATE INDEX IF NOT EXISTS turn_words_session ON {tw} (author, machine, session_id);
@@ -380,16 +423,113 @@ DROP INDEX IF EXISTS {SCHEMA}.turns_reply_words;
 # (``payroll`` and ``flamingo``: 70 rows read instead of two 40,000-row bitmaps intersected).
 LOWERED = "(user_lower || E'\\n' || reply_lower)"
 LOWERED_INDEX = "turns_lowered"
+NARROW_INDEX = "turn_lowered_trgm"      # layout 8's: the same index on the narrow table
 
 
-def _layout_6_to_7() -> str:
+def _layout_6_to_7(build: bool = True) -> str:
+    """``build`` False: the three indexes dropped without building ``turns_lowered``, which layout 8 moves
+    to its narrow table (:func:`migration_sql` past layout 7: ~25 minutes saved at 2M rows)."""
     t = f"{SCHEMA}.turns"
+    create = f"CREATE INDEX IF NOT EXISTS {LOWERED_INDEX} ON {t} USING gin ({LOWERED} gin_trgm_ops, grams);"
     return f"""
-CREATE INDEX IF NOT EXISTS {LOWERED_INDEX} ON {t} USING gin ({LOWERED} gin_trgm_ops, grams);
+{create if build else ""}
 DROP INDEX IF EXISTS {SCHEMA}.turns_user_lower_trgm;
 DROP INDEX IF EXISTS {SCHEMA}.turns_reply_lower_trgm;
 DROP INDEX IF EXISTS {SCHEMA}.turns_grams;
 ANALYZE {t};
+"""
+
+
+# Layout 8: the lowered texts (and the grams, the keys and the filters' columns) in a narrow table of their
+# own, ``turn_lowered``, kept in step with ``turns`` by statement triggers, with the GIN of layout 7 on it
+# instead of on ``turns``. Entity recall reads the rows holding a pair there: ~1.2 kB rows, stored inline
+# (``toast_tuple_target`` at its largest, the texts ``STORAGE MAIN``: compressed, and moved out of line,
+# only past 8 kB), instead of ~1.8 kB rows of ``turns`` whose ``reply_lower`` is in TOAST in a fifth of
+# them and fetched again by every LIKE (docs/benchmarks.md "s15-narrow").
+NARROW = "turn_lowered"
+_NARROW_COLUMNS = "author, machine, doc_key, ts, source, cwd, user_lower, reply_lower, grams"
+_NARROW_KEYS = "n.author = r.author AND n.machine = r.machine AND n.doc_key = r.doc_key"
+
+# The narrow table from scratch: layout 8's backfill, and a bulk load's (triggers off) rebuild.
+LOWERED_REBUILD = f"""
+DELETE FROM {SCHEMA}.{NARROW};
+INSERT INTO {SCHEMA}.{NARROW} ({_NARROW_COLUMNS}) SELECT {_NARROW_COLUMNS} FROM {SCHEMA}.turns;
+"""
+
+
+def _keep_lowered_sql() -> str:
+    """The trigger function keeping ``turn_lowered`` in step with ``turns`` (every writer: the push, ``forget``,
+    an admin), one statement per writing statement through its transition tables; an updated row is
+    deleted and inserted again (its keys may have changed). ``SECURITY DEFINER``: members cannot write it."""
+    t = f"{SCHEMA}.turns"
+    n = f"{SCHEMA}.{NARROW}"
+    insert = f"INSERT INTO {n} ({_NARROW_COLUMNS}) SELECT {_NARROW_COLUMNS} FROM new_rows"
+    # EXECUTE: planned at each call with the transition table's and the table's sizes. A cached plan (PL/pgSQL
+    # keeps the first call's: often the upsert's empty UPDATE) joined a never-analyzed table (estimated at one
+    # row) by a nested loop rescanning the transition table per row: 19 s for 2,000 re-pushed rows.
+    delete = f"EXECUTE 'DELETE FROM {n} n USING old_rows r WHERE {_NARROW_KEYS}'"
+    return f"""
+CREATE OR REPLACE FUNCTION {SCHEMA}.keep_lowered() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    {insert};
+  ELSIF TG_OP = 'UPDATE' THEN
+    {delete};
+    {insert};
+  ELSIF TG_OP = 'DELETE' THEN
+    {delete};
+  ELSE
+    DELETE FROM {n};
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION {SCHEMA}.keep_lowered() FROM PUBLIC;
+DROP TRIGGER IF EXISTS turns_lowered_insert ON {t};
+DROP TRIGGER IF EXISTS turns_lowered_update ON {t};
+DROP TRIGGER IF EXISTS turns_lowered_delete ON {t};
+DROP TRIGGER IF EXISTS turns_lowered_truncate ON {t};
+CREATE TRIGGER turns_lowered_insert AFTER INSERT ON {t} REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
+CREATE TRIGGER turns_lowered_update AFTER UPDATE ON {t} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
+CREATE TRIGGER turns_lowered_delete AFTER DELETE ON {t} REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
+CREATE TRIGGER turns_lowered_truncate AFTER TRUNCATE ON {t}
+  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
+"""
+
+
+def _layout_7_to_8() -> str:
+    # The triggers first: their lock on turns holds writers off until the backfill commits. No statistics
+    # of the index's joined texts (its column 1): with them the planner ran each LIKE on the joined texts
+    # over their histogram (101 texts of ~700 bytes), ~0.1 ms a LIKE, 75 of them in a k=8 conjunction
+    # statement: planning was 20-50 ms of a k=8 query at 2M rows, 8-12 ms without (docs/benchmarks.md
+    # "s16-layout8"). Without them a LIKE's estimate comes from its pattern; the plans stay bitmap scans
+    # of this index (its only use), the texts' own columns keep their statistics.
+    n = f"{SCHEMA}.{NARROW}"
+    return f"""
+CREATE TABLE IF NOT EXISTS {n} (
+  author      text NOT NULL,
+  machine     text NOT NULL,
+  doc_key     text NOT NULL,
+  ts          timestamptz NOT NULL,
+  source      text NOT NULL,
+  cwd         text NOT NULL,
+  user_lower  text NOT NULL,
+  reply_lower text NOT NULL,
+  grams       text[] NOT NULL,
+  PRIMARY KEY (author, machine, doc_key)
+) WITH (toast_tuple_target = 8160);
+ALTER TABLE {n} ALTER COLUMN user_lower SET STORAGE MAIN, ALTER COLUMN reply_lower SET STORAGE MAIN;
+""" + _keep_lowered_sql() + _count_words_3(_turn_words_insert_6(), delete_planned_per_call=True) \
+        + _reading_every_row(LOWERED_REBUILD) + f"""
+CREATE INDEX IF NOT EXISTS {NARROW_INDEX} ON {n} USING gin ({LOWERED} gin_trgm_ops, grams);
+ALTER INDEX {SCHEMA}.{NARROW_INDEX} ALTER COLUMN 1 SET STATISTICS 0;
+CREATE INDEX IF NOT EXISTS {NARROW}_ts ON {n} (ts DESC);
+DROP INDEX IF EXISTS {SCHEMA}.{LOWERED_INDEX};
+ANALYZE {n};
 """
 
 
@@ -403,9 +543,12 @@ ANALYZE {t};
 # changes the insert trigger's body only (the same rows, computed for less of the server's CPU). Layout 7
 # (one GIN over both lowered texts and the grams, the three GINs it replaces dropped) is read right by every
 # pimem; an older one's entity recall finds no index for its per-column LIKEs (slowly, the same answers).
+# Layout 8 (the narrow table of lowered texts, with layout 7's index moved onto it) only adds a table kept by
+# triggers: every pimem reads turns as before (an older one's entity recall, as on layout 7 for a layout-6
+# pimem, finds no index on turns: slowly, the same answers).
 MIGRATIONS: dict[int, Callable[[], str]] = {0: _layout_0_to_1, 1: _layout_1_to_2, 2: _layout_2_to_3,
                                             3: _layout_3_to_4, 4: _layout_4_to_5, 5: _layout_5_to_6,
-                                            6: _layout_6_to_7}
+                                            6: _layout_6_to_7, 7: _layout_7_to_8}
 
 _ROLE_NAME = re.compile(r"[a-z_][a-z0-9_.-]{0,62}")
 
@@ -432,7 +575,8 @@ def migration_sql(from_layout: int) -> str:
     if from_layout > LAYOUT:
         raise ShareSchemaError(f"the shared store has layout {from_layout}; this pimem writes up to {LAYOUT}: "
                                "please upgrade")
-    parts = [MIGRATIONS[layout]() for layout in range(from_layout, LAYOUT)]
+    parts = [_layout_6_to_7(build=False) if layout == 6 and LAYOUT >= 8 else MIGRATIONS[layout]()
+             for layout in range(from_layout, LAYOUT)]
     parts.append(_meta_sql())
     return "\n".join(parts)
 
@@ -459,6 +603,9 @@ def roles_sql(group: str = DEFAULT_GROUP, members: tuple[str, ...] = ()) -> str:
         f"GRANT SELECT ON {SCHEMA}.pimem_share_meta TO {g};",
         f"GRANT SELECT ON {SCHEMA}.word_docs TO {g};",
         f"GRANT SELECT ON {SCHEMA}.turn_words TO {g};",
+        # layout 8's (an older layout's store has no such table yet)
+        f"DO $$ BEGIN IF to_regclass('{SCHEMA}.{NARROW}') IS NOT NULL THEN "
+        f"GRANT SELECT ON {SCHEMA}.{NARROW} TO {g}; END IF; END $$;",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {t} TO {g};",
         f"GRANT SELECT, INSERT, DELETE ON {f} TO {g};",
         f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;",

@@ -195,6 +195,13 @@ def line_rows(conn: sqlite3.Connection, file_id: int, hashes: Sequence[int],
     return found
 
 
+def span_lines(conn: sqlite3.Connection, span_id: int) -> dict[int, int]:
+    """One call's added lines in its file: index among its non-blank new lines -> line hash (one seek of
+    ``pimem_edit_lines_by_span``; at most a call's bounded lines, pimem.editspans.MAX_CALL_LINES)."""
+    return {int(pos) >> 1: int(digest) for digest, pos in conn.execute(
+        "SELECT hash, pos FROM pimem_edit_lines WHERE span_id = ? AND pos >= 0", (span_id,))}
+
+
 def more_rows_than(conn: sqlite3.Connection, file_id: int, digest: int, limit: int) -> bool:
     """Whether one file has more than ``limit`` rows of one line hash (at most ``limit`` + 1 steps of the
     primary key, however many there are)."""
