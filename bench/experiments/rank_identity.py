@@ -10,6 +10,7 @@ the time of a question is both pages', the first page's is given apart).
     nice -n 10 .venv/bin/python bench/experiments/rank_identity.py --dir /work/data/r1/real --before 7e1169c
     nice -n 10 .venv/bin/python bench/experiments/rank_identity.py --dir /work/data/r1/real --before main --pages 2
     nice -n 10 .venv/bin/python bench/experiments/rank_identity.py --dir /work/data/r2/store-1m --texts generated
+    nice -n 10 .venv/bin/python bench/experiments/rank_identity.py --dir STORE-1M --texts generated --warm
 
 The held-out questions (the first 100 non-abstention ones) are never read: ``data.split`` gives the dev
 set only here.
@@ -95,6 +96,10 @@ def main() -> int:
     parser.add_argument("--keep-docs", action=argparse.BooleanOptionalAction, default=True,
                         help="this worktree's ranking keeps the word index's docs, as pimem serve does "
                              "(pimem.recall.docmap; the reference revision reads them per query)")
+    parser.add_argument("--warm", action="store_true",
+                        help="ask every question once first by both revisions, untimed (as bench/freetext_perf.py "
+                             "latency does: what a process keeps per word is then warm); each question's ranked "
+                             "lists are forgotten before it is asked again")
     args = parser.parse_args()
     if args.keep_docs:
         docmap.enable()
@@ -118,6 +123,8 @@ def main() -> int:
             qwords = module.query_words(_shortlist(list(found)), stop_words())
             wall: list[float] = []
             cpu: list[float] = []
+            if args.warm:
+                module._RANKED.clear()
             for page in range(args.pages):
                 query = make_query([c.term for c in found[:8]], TOP, None, None, page * TOP)
                 started, started_cpu = time.perf_counter(), time.thread_time()
@@ -127,7 +134,8 @@ def main() -> int:
             return wall + cpu
 
         for module in modules.values():   # warm: the per-process counts and the page cache
-            ask(module, dev[0]["question"])
+            for question in dev if args.warm else dev[:1]:
+                ask(module, question["question"])
         ranking._RANKED.clear()   # but not that question's ranked list (it is asked again below)
         for recorded in pages.values():
             recorded.clear()

@@ -229,3 +229,88 @@ def test_sessions_close_together_are_checked_in_one_range(tmp_path: Path) -> Non
     typed = {doc for group in groups for doc, _, _ in group if doc in holding}
     assert found[word.token] == typed and len(typed) == 4 * len(groups) and len(holding) > len(typed)
     assert len(statements) < len(groups)   # one lookup per session: as many as the groups
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_typed_sums_of_sessions_all_new_are_one_addition_at_a_time(seed: int) -> None:
+    rng = random.Random(seed)
+    counts: Counter[int] = Counter(rng.randrange(400) for _ in range(3_000))
+    weight = rng.random() * 7 + 0.01
+    plain: dict[int, float] = {}
+    for session in counts.elements():
+        plain[session] = plain.get(session, 0.0) + weight
+    fast: dict[int, float] = {}
+    ranking._add_typed(fast, counts, weight)
+    assert list(fast.items()) == list(plain.items())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_read_words_typed_top_is_the_top_of_its_sums(seed: int) -> None:
+    """One read word: ``_top`` of the counts (ints) is ``_top`` of the float sums, ties in the order first met."""
+    rng = random.Random(seed)
+    docs = rng.sample(range(10**6), 4_000)
+    session_of = {doc: rng.choice([*range(300), None, -1]) for doc in docs}   # None, -1: no session
+
+    def sessions_of(found: object) -> list[int | None]:
+        return [session_of[doc] for doc in found]   # type: ignore[attr-defined]
+
+    weight = rng.random() * 5 + 0.01
+    posting = set(docs)
+    for wanted in (1, 40, 150, 299, 400):
+        plain: dict[int, float] = {}
+        for session in sessions_of(posting):
+            if session is not None and session != -1:
+                plain[session] = plain.get(session, 0.0) + weight
+        expected = _nlargest(plain, wanted)
+        assert ranking._typed_top(["w"], {"w": weight}, {"w": posting}, sessions_of, -1, wanted) == expected
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_each_sessions_best_is_the_loops(seed: int) -> None:
+    rng = random.Random(seed)
+    values = [rng.choice([0.3, 1.0, 1.3, 2.6]) for _ in range(2_000)]
+    docs = rng.sample(range(10**6), len(values))
+    sessions = [rng.choice([*range(200), None, -1]) for _ in docs]
+    for scores in (sorted(values, reverse=True), values):   # best first (_top's order), and any order
+        first = dict(zip(docs, scores, strict=True))
+        plain: dict[int, float] = {}
+        for doc, session in zip(docs, sessions, strict=True):
+            if session is not None and session != -1:
+                plain[session] = max(plain.get(session, 0.0), first[doc])
+        assert list(ranking._session_best(docs, sessions, first, -1).items()) == list(plain.items())
+
+
+def test_a_posting_under_the_budget_is_read_forwards_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """A column's posting that held fewer docs than the limit when last read is read oldest first and cut to
+    its newest ``limit``: the same set, filled in the same order, as the newest-first read; also once it has
+    grown past the limit."""
+    conn = connect(tmp_path / "memory.db")
+    for number in range(30):
+        _session(conn, f"s{number}", [("the payroll run", "a reply"), ("nothing here", "payroll too")],
+                 start=1_700_000_000_000 + number * 3_600_000)
+    word = ranking.query_words(["payroll"])[0]
+    ranking._POSTING_SIZES.clear()
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+
+    def newest_first(column: str, limit: int) -> list[int]:
+        return [int(doc) for (doc,) in conn.execute(
+            "SELECT rowid FROM pimem_words WHERE pimem_words MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (f"{column} : {word.match}", limit))]
+
+    for column, held in (("user", 30), ("reply", 30)):
+        limit = 40
+        assert list(ranking._postings(conn, column, word.match, limit, "k")) == list(set(newest_first(column, limit)))
+        statements.clear()
+        again = ranking._postings(conn, column, word.match, limit, "k")
+        assert list(again) == list(set(newest_first(column, limit))) and len(again) == held
+        assert not any("DESC" in statement for statement in statements if "json_group_array" in statement)
+    # grown past the limit since: the newest 25 of 30, in the same order; read newest first the next time
+    assert ranking._POSTING_SIZES[("k", "user", word.match)] == 30
+    ranking._POSTING_SIZES[("k", "user", word.match)] = 20
+    cut = ranking._postings(conn, "user", word.match, 25, "k")
+    assert list(cut) == list(set(newest_first("user", 25))) and len(cut) == 25
+    statements.clear()
+    assert list(ranking._postings(conn, "user", word.match, 25, "k")) == list(cut)
+    assert any("DESC" in statement for statement in statements if "json_group_array" in statement)

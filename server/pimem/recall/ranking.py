@@ -48,10 +48,10 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, islice, repeat
-from operator import add, eq, is_not, itemgetter, lt, not_
+from operator import add, eq, ge, is_not, itemgetter, lt, not_
 from typing import TypeVar, cast
 
 from pimem import words
@@ -241,15 +241,36 @@ def _phrase(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
-def _postings(conn: sqlite3.Connection, column: str, form: str, limit: int | None) -> set[int]:
-    """The docs whose ``column`` holds the word. Handed over as one JSON array: a row per posting costs
-    SQLite and Python ~40 % more (tens of thousands of postings a word). The set is filled in the same
-    order as from the rows (its iteration order, which breaks ties downstream, is the same)."""
-    tail = f" ORDER BY rowid DESC LIMIT {int(limit)}" if limit is not None else ""
+_POSTING_SIZES: dict[tuple[str, str, str], int] = {}   # (store, column, form) -> docs read the last time
+
+
+def _postings(conn: sqlite3.Connection, column: str, form: str, limit: int | None, store_key: str) -> set[int]:
+    """The docs whose ``column`` holds the word, the newest ``limit`` of them with a limit. Handed over as
+    one JSON array: a row per posting costs SQLite and Python ~40 % more (tens of thousands of postings a
+    word). The set is filled in the same order as from the rows, newest first with a limit (its iteration
+    order, which breaks ties downstream, is the same).
+
+    A column's posting that held fewer than ``limit`` docs the last time this process read it (kept per
+    store, column and word) is read whole, oldest first, and its newest ``limit`` docs are kept: the same
+    docs in the same order, but FTS5 walks the list forwards, ~25 % less than backwards (a common word's
+    user posting, which a column filter makes FTS5 read to its end when the column holds fewer docs
+    than the limit). If it has grown beyond the limit since, the older docs are dropped and the next
+    read is newest first again."""
+    key = (store_key, column, form)
+    whole = limit is not None and _POSTING_SIZES.get(key, limit) < limit
+    tail = " ORDER BY rowid" if whole else f" ORDER BY rowid DESC LIMIT {int(limit)}" if limit is not None else ""
     found = conn.execute(
         f"SELECT json_group_array(rowid) FROM (SELECT rowid FROM {words.WORDS_TABLE} "
         f"WHERE {words.WORDS_TABLE} MATCH ?{tail})", (f"{column} : {form}",)).fetchone()[0]
-    return set(loads_text(found))
+    docs = cast("list[int]", loads_text(found))
+    if limit is not None:
+        if len(_POSTING_SIZES) > 100_000:
+            _POSTING_SIZES.clear()
+        _POSTING_SIZES[key] = len(docs)
+        if whole:
+            docs.reverse()       # newest first, as the rows of the limited read
+            del docs[limit:]
+    return set(docs)
 
 
 def bm25_idf(count: int, docs: int) -> float:
@@ -392,8 +413,8 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     reply_post: dict[str, set[int]] = {}
     for token in read:
         limit = READ_BUDGET if df[token] > READ_BUDGET else None
-        user_post[token] = _postings(conn, "user", form[token], limit)
-        reply_post[token] = _postings(conn, "reply", form[token], limit)
+        user_post[token] = _postings(conn, "user", form[token], limit, store_key)
+        reply_post[token] = _postings(conn, "reply", form[token], limit, store_key)
     # 1. every doc holding a read word, by presence and idf alone, the best CANDIDATE_TURNS of them.
     if len(read) == 1 and not pending:
         best_docs, first = _one_word_best(user_post[read[0]], reply_post[read[0]], idf[read[0]], CANDIDATE_TURNS)
@@ -407,23 +428,10 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     kept = docmap.current(conn, store_key)
     sessions_of, absent = _sessions_of(conn, kept, read, user_post, best_docs, pending)
     # 2. sessions by their best turn and by their typed words, filtered
-    session_best: dict[int, float] = {}
-    for doc, session in zip(best_docs, sessions_of(best_docs), strict=True):
-        if session is not None and session != absent:
-            session_best[session] = max(session_best.get(session, 0.0), first[doc])
-    session_typed: dict[int, float] = {}
-    for token in read:
-        weight = idf[token]
-        # A session's additions for one word come one after another, so counting its docs (in C,
-        # sessions in the order first met) and adding the weight that many times is the same sum
-        # (_add_typed); the sessions enter in the order first met.
-        counts = Counter(sessions_of(user_post[token]))
-        counts.pop(absent, None)                   # docs not in the index (deleted meanwhile)
-        counts.pop(None, None)
-        _add_typed(session_typed, cast("Counter[int]", counts), weight)
+    session_best = _session_best(best_docs, sessions_of(best_docs), first, absent)
     wanted = _pool_size(query)
-    by_best = sorted(session_best, key=lambda s: -session_best[s])
-    by_typed = _top(session_typed, wanted)
+    by_best = sorted(session_best, key=session_best.__getitem__, reverse=True)   # stable: ties in order
+    by_typed = _typed_top(read, idf, user_post, sessions_of, absent, wanted)
     allowed = _filter_sessions(conn, list(dict.fromkeys(by_best + by_typed)), query)
     best_allowed = [s for s in by_best if s in allowed]
     typed_allowed = [s for s in by_typed if s in allowed]
@@ -524,15 +532,71 @@ def _rank_all(conn: sqlite3.Connection, qwords: Sequence[QueryWord], query: Reca
     return _Ranked(tuple(conversations), tuple(searched))
 
 
+def _session_best(best_docs: Sequence[int], sessions: Iterable[int | None], first: dict[int, float],
+                  absent: int | None) -> dict[int, float]:
+    """Each session's best step-1 score among ``best_docs`` (whose ``sessions`` are given in their order),
+    sessions in the order first met: ``session_best[s] = max(session_best.get(s, 0.0), first[doc])`` doc
+    by doc. ``best_docs`` come best first (``_top``, ``_one_word_best``), so a session's first doc holds its
+    best score, and the dict is made in C; in any other order, the loop."""
+    held = list(sessions)
+    scores = list(map(first.__getitem__, best_docs))
+    if scores and scores[-1] > 0.0 and all(map(ge, scores, islice(scores, 1, None))):
+        # Keys in the order first met, each with its first doc's score (the reversed pairs' last write).
+        found: dict[int | None, float] = dict.fromkeys(held, 0.0)
+        found.update(zip(reversed(held), reversed(scores), strict=True))
+        found.pop(None, None)
+        found.pop(absent, None)
+        return cast("dict[int, float]", found)
+    session_best: dict[int, float] = {}
+    for session, score in zip(held, scores, strict=True):
+        if session is not None and session != absent:
+            session_best[session] = max(session_best.get(session, 0.0), score)
+    return session_best
+
+
+def _typed_top(read: Sequence[str], idf: dict[str, float], user_post: dict[str, set[int]],
+               sessions_of: Callable[[Collection[int]], Iterable[int | None]], absent: int | None,
+               wanted: int) -> list[int]:
+    """The ``wanted`` sessions of the most typed weight (``_top`` of it, ties in the order first met): per
+    read word, its idf once per doc of the session whose user text holds it, added one doc at a time.
+    A session's additions for one word come one after another, so counting its docs (in C, sessions in
+    the order first met) and adding the weight that many times is the same sum (:func:`_add_typed`). With
+    one read word a session's sum is ``repeated[n]`` for its n docs, which grows with n: the sessions of
+    the most docs are those of the largest sums, ties alike, so ``_top`` is taken of the counts."""
+    session_typed: dict[int, float] = {}
+    for token in read:
+        counts = Counter(sessions_of(user_post[token]))
+        counts.pop(absent, None)                   # docs not in the index (deleted meanwhile)
+        counts.pop(None, None)
+        typed = cast("Counter[int]", counts)
+        if len(read) == 1 and _increasing(_repeated(idf[token], max(typed.values(), default=0))):
+            return _top(typed, wanted)
+        _add_typed(session_typed, typed, idf[token])
+    return _top(session_typed, wanted)
+
+
+def _repeated(weight: float, most: int) -> list[float]:
+    """0.0 + weight + ... + weight, n additions at ``[n]``, for n up to ``most``."""
+    repeated = [0.0]
+    for _ in range(most):
+        repeated.append(repeated[-1] + weight)
+    return repeated
+
+
+def _increasing(values: Sequence[float]) -> bool:
+    return all(map(lt, values, islice(values, 1, None)))
+
+
 def _add_typed(session_typed: dict[int, float], counts: Counter[int], weight: float) -> None:
     """Add ``weight`` to ``session_typed[session]`` once per doc ``counts`` gives it, sessions new to it
     entered in ``counts``' order: the same floats as one addition at a time. 0.0 + weight + ... + weight
     (n additions) is at ``repeated[n]``, so a session met first here gets its sum in C; one met before adds
     the weight to its own, once per doc."""
+    repeated = _repeated(weight, max(counts.values(), default=0))
+    if not session_typed:   # every session is new: the sums in C alone
+        session_typed.update(zip(counts, map(repeated.__getitem__, counts.values()), strict=True))
+        return
     held = list(counts)
-    repeated = [0.0]
-    for _ in range(max(counts.values(), default=0)):
-        repeated.append(repeated[-1] + weight)
     sums = list(map(repeated.__getitem__, counts.values()))
     before = list(map(session_typed.get, held))
     for at in compress(range(len(held)), map(is_not, before, repeat(None))):
@@ -791,7 +855,7 @@ def _one_word_best(users: set[int], replies: set[int], weight: float, count: int
     return best, scores
 
 
-def _top(scores: dict[int, float], count: int) -> list[int]:
+def _top(scores: Mapping[int, float], count: int) -> list[int]:
     """The keys of ``heapq.nlargest(count, scores.items(), key=itemgetter(1))``, which is a stable
     descending sort's first ``count`` (ties in the dict's order): the same list, the scan in C. The
     ``count``-th best value (the floor) is picked out of the floats alone by a heap; the items above it
