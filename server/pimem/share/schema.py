@@ -198,8 +198,23 @@ def _layout_1_to_2() -> str:
         _WORD_DOCS_REBUILD_2)
 
 
-def _count_words_sql(on_insert: str, on_update: str, on_delete: str, on_truncate: str) -> str:
+def _statement_triggers(prefix: str, function: str) -> str:
+    """The four statement triggers (insert, update, delete, truncate) through which ``function`` keeps a table
+    of its own in step with ``turns``, each given its transition tables; dropped first, so a migration may run
+    again."""
     t = f"{SCHEMA}.turns"
+    creates = "".join(
+        f"CREATE TRIGGER {prefix}_{op.lower()} AFTER {op} ON {t}{tables}\n"
+        f"  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.{function}();\n"
+        for op, tables in (("INSERT", " REFERENCING NEW TABLE AS new_rows"),
+                           ("UPDATE", " REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+                           ("DELETE", " REFERENCING OLD TABLE AS old_rows"), ("TRUNCATE", "")))
+    drops = "".join(f"DROP TRIGGER IF EXISTS {prefix}_{op} ON {t};\n"
+                    for op in ("insert", "update", "delete", "truncate"))
+    return drops + creates
+
+
+def _count_words_sql(on_insert: str, on_update: str, on_delete: str, on_truncate: str) -> str:
     return f"""
 CREATE TABLE IF NOT EXISTS {SCHEMA}.word_docs (
   word text PRIMARY KEY,
@@ -221,19 +236,7 @@ BEGIN
 END
 $fn$;
 REVOKE ALL ON FUNCTION {SCHEMA}.count_words() FROM PUBLIC;
-DROP TRIGGER IF EXISTS turns_words_insert ON {t};
-DROP TRIGGER IF EXISTS turns_words_update ON {t};
-DROP TRIGGER IF EXISTS turns_words_delete ON {t};
-DROP TRIGGER IF EXISTS turns_words_truncate ON {t};
-CREATE TRIGGER turns_words_insert AFTER INSERT ON {t} REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.count_words();
-CREATE TRIGGER turns_words_update AFTER UPDATE ON {t} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.count_words();
-CREATE TRIGGER turns_words_delete AFTER DELETE ON {t} REFERENCING OLD TABLE AS old_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.count_words();
-CREATE TRIGGER turns_words_truncate AFTER TRUNCATE ON {t}
-  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.count_words();
-"""
+{_statement_triggers('turns_words', 'count_words')}"""
 
 
 def _count_words_3(on_insert: str | None = None, delete_planned_per_call: bool = False) -> str:
@@ -461,7 +464,6 @@ def _keep_lowered_sql() -> str:
     """The trigger function keeping ``turn_lowered`` in step with ``turns`` (every writer: the push, ``forget``,
     an admin), one statement per writing statement through its transition tables; an updated row is
     deleted and inserted again (its keys may have changed). ``SECURITY DEFINER``: members cannot write it."""
-    t = f"{SCHEMA}.turns"
     n = f"{SCHEMA}.{NARROW}"
     insert = f"INSERT INTO {n} ({_NARROW_COLUMNS}) SELECT {_NARROW_COLUMNS} FROM new_rows"
     # EXECUTE: planned at each call with the transition table's and the table's sizes. A cached plan (PL/pgSQL
@@ -486,19 +488,7 @@ BEGIN
 END
 $fn$;
 REVOKE ALL ON FUNCTION {SCHEMA}.keep_lowered() FROM PUBLIC;
-DROP TRIGGER IF EXISTS turns_lowered_insert ON {t};
-DROP TRIGGER IF EXISTS turns_lowered_update ON {t};
-DROP TRIGGER IF EXISTS turns_lowered_delete ON {t};
-DROP TRIGGER IF EXISTS turns_lowered_truncate ON {t};
-CREATE TRIGGER turns_lowered_insert AFTER INSERT ON {t} REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
-CREATE TRIGGER turns_lowered_update AFTER UPDATE ON {t} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
-CREATE TRIGGER turns_lowered_delete AFTER DELETE ON {t} REFERENCING OLD TABLE AS old_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
-CREATE TRIGGER turns_lowered_truncate AFTER TRUNCATE ON {t}
-  FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.keep_lowered();
-"""
+{_statement_triggers('turns_lowered', 'keep_lowered')}"""
 
 
 def _layout_7_to_8() -> str:
