@@ -214,29 +214,37 @@ def _statement_triggers(prefix: str, function: str) -> str:
     return drops + creates
 
 
-def _count_words_sql(on_insert: str, on_update: str, on_delete: str, on_truncate: str) -> str:
-    return f"""
-CREATE TABLE IF NOT EXISTS {SCHEMA}.word_docs (
-  word text PRIMARY KEY,
-  docs bigint NOT NULL
-);
-CREATE OR REPLACE FUNCTION {SCHEMA}.count_words() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+def _trigger_function(function: str, prefix: str, on_insert: str, on_update: str, on_delete: str,
+                      on_truncate: str) -> str:
+    """A ``SECURITY DEFINER`` statement trigger function of ``turns`` (members may not call it: ``EXECUTE``
+    revoked), one branch per writing statement, and its four triggers (:func:`_statement_triggers`)."""
+    return f"""CREATE OR REPLACE FUNCTION {SCHEMA}.{function}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
   SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
   IF TG_OP = 'INSERT' THEN
-    {on_insert};
+    {on_insert}
   ELSIF TG_OP = 'UPDATE' THEN
-    {on_update};
+    {on_update}
   ELSIF TG_OP = 'DELETE' THEN
-    {on_delete};
+    {on_delete}
   ELSE
     {on_truncate}
   END IF;
   RETURN NULL;
 END
 $fn$;
-REVOKE ALL ON FUNCTION {SCHEMA}.count_words() FROM PUBLIC;
-{_statement_triggers('turns_words', 'count_words')}"""
+REVOKE ALL ON FUNCTION {SCHEMA}.{function}() FROM PUBLIC;
+{_statement_triggers(prefix, function)}"""
+
+
+def _count_words_sql(on_insert: str, on_update: str, on_delete: str, on_truncate: str) -> str:
+    return f"""
+CREATE TABLE IF NOT EXISTS {SCHEMA}.word_docs (
+  word text PRIMARY KEY,
+  docs bigint NOT NULL
+);
+""" + _trigger_function("count_words", "turns_words", f"{on_insert};", f"{on_update};", f"{on_delete};",
+                           on_truncate)
 
 
 def _count_words_3(on_insert: str | None = None, delete_planned_per_call: bool = False) -> str:
@@ -470,25 +478,8 @@ def _keep_lowered_sql() -> str:
     # keeps the first call's: often the upsert's empty UPDATE) joined a never-analyzed table (estimated at one
     # row) by a nested loop rescanning the transition table per row: 19 s for 2,000 re-pushed rows.
     delete = f"EXECUTE 'DELETE FROM {n} n USING old_rows r WHERE {_NARROW_KEYS}'"
-    return f"""
-CREATE OR REPLACE FUNCTION {SCHEMA}.keep_lowered() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
-  SET search_path = pg_catalog, pg_temp AS $fn$
-BEGIN
-  IF TG_OP = 'INSERT' THEN
-    {insert};
-  ELSIF TG_OP = 'UPDATE' THEN
-    {delete};
-    {insert};
-  ELSIF TG_OP = 'DELETE' THEN
-    {delete};
-  ELSE
-    DELETE FROM {n};
-  END IF;
-  RETURN NULL;
-END
-$fn$;
-REVOKE ALL ON FUNCTION {SCHEMA}.keep_lowered() FROM PUBLIC;
-{_statement_triggers('turns_lowered', 'keep_lowered')}"""
+    return "\n" + _trigger_function("keep_lowered", "turns_lowered", f"{insert};", f"{delete};\n    {insert};",
+                                     f"{delete};", f"DELETE FROM {n};")
 
 
 def _layout_7_to_8() -> str:
