@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import psycopg
 
 from share.pgserver import running_server
-from share_push import _LAYOUT_7_GIN, _backend_cpu, _rows, corpus, part_costs
+from share_push import _LAYOUT_7_GIN, _backend_cpu, _member_writes, _rows, corpus, part_costs
 
 LAYOUTS = (("layout 8 (turn_lowered)", (), (), True), ("layout 7 (turns_lowered on turns)", _LAYOUT_7_GIN, (), True))
 
@@ -38,14 +38,12 @@ def repush_costs(server: Any, turns: list[Any], chosen: tuple[Any, ...], batch: 
     """Per layout, on a fresh store: every row pushed (not timed), then pushed again with its reply changed
     (a new content hash: the upsert updates every row), as member ``alice``: the pushing backend's CPU per
     turn for the second push, and the admin's to clean the GINs' pending lists after it."""
-    from pimem.share import push as pushing
     from pimem.share.db import apply_init
     from pimem.share.schema import row_grams
 
     first = _rows(turns)
     again = [(*r[:8], f"{r[8]} edited", r[9], f"{r[10]} edited", *r[11:14], int(str(r[14])) + 7, r[15],
               f"{r[16]}e", row_grams(str(r[9]), f"{r[10]} edited")) for r in first]
-    names = ", ".join(pushing._COLUMNS)
     found = []
     for label, ddl, _settings, _grams in chosen:
         dbname = server.new_database()
@@ -63,13 +61,7 @@ def repush_costs(server: Any, turns: list[Any], chosen: tuple[Any, ...], batch: 
             conn.commit()      # each batch its own transaction (bench/share_push.py part_costs)
             for rows, timed in ((first, False), (again, True)):
                 before = _backend_cpu(pid)
-                for start in range(0, len(rows), batch):
-                    with conn.transaction(), conn.cursor() as cur:
-                        with cur.copy(f"COPY stage ({names}) FROM STDIN (FORMAT BINARY)") as copy:
-                            copy.set_types(list(pushing._TYPES))
-                            for values in rows[start:start + batch]:
-                                copy.write_row(values)
-                        cur.execute(pushing._UPSERT.replace(pushing._STAGE, "stage"))
+                _member_writes(conn, "pimem.turns", rows, batch)
                 if timed:
                     spent = _backend_cpu(pid) - before
         with psycopg.connect(admin, autocommit=True) as conn:
